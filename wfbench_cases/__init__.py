@@ -1,0 +1,2 @@
+"""Built-in benchmark cases. Each is a plugin module registered through the ``wfbench`` entry points,
+exactly like a third-party case package, with its WarpForth and CUDA sources beside it."""

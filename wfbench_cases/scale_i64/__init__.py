@@ -1,0 +1,54 @@
+"""scale_i64 (P0): ``y = k * x`` over int64 — address arithmetic, global load/store, runtime-stack tax.
+
+Fairness: both kernels take (k, x, y, n), use the same grid-stride loop and launch (4096 x 256), and do
+one 64-bit integer multiply per element. The CUDA side marks ``x``/``y`` ``__restrict__``, as a careful
+engineer would. Integer results are exact: tolerance 0. Work: 16 bytes per element (read x, write y).
+Out of place, so every launch overwrites ``y`` identically.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from wfbench_core import hookimpl
+from wfbench_core.case import Case, Launch, Param, Tolerance, Work, resource_text
+
+
+def _launch(s):  # type: ignore[no-untyped-def]
+    return Launch(grid=s["blocks"], block=256)
+
+
+def _inputs(s, rng):  # type: ignore[no-untyped-def]
+    return {"K": 3, "X": rng.integers(-(2**40), 2**40, s["N"], dtype=np.int64), "N": s["N"]}
+
+
+def _reference(inp, s):  # type: ignore[no-untyped-def]
+    return {"Y": inp["K"] * inp["X"]}
+
+
+CASE = Case(
+    id="scale_i64",
+    version=1,
+    priority="P0",
+    summary="y = k*x over int64; address arithmetic, global load/store, runtime-stack tax",
+    warpforth=resource_text(__name__, "scale_i64.forth"),
+    cuda=resource_text(__name__, "scale_i64.cu"),
+    wf_kernel="scale_i64",
+    cuda_kernel="scale_i64",
+    params=(Param("K", "i64"), Param("X", "ptr", "int64"), Param("Y", "ptr", "int64", output=True),
+            Param("N", "i64")),
+    sizes={"check": {"N": 100_003, "blocks": 40}, "canonical": {"N": 1 << 25, "blocks": 4096}},
+    launch=_launch,
+    inputs=_inputs,
+    reference=_reference,
+    tolerances={"Y": Tolerance(0.0, 0.0, "integer arithmetic is exact")},
+    work=lambda s: Work(bytes=16 * s["N"], flops=0),
+    metric="bandwidth",
+    seed=1,
+    notes=__doc__ or "",
+)
+
+
+@hookimpl
+def wfbench_register_cases(register):  # type: ignore[no-untyped-def]
+    register(CASE)

@@ -1,0 +1,242 @@
+"""The case model: one WarpForth kernel, its CUDA twin, and everything that defines the measurement.
+
+A case is a frozen record. Its sources are templates (``string.Template``, ``${N}``) filled from the
+case's named size parameters, because WarpForth arrays have fixed sizes in the kernel header. Each case
+has two configurations: ``check`` (small, checked exhaustively) and ``canonical`` (the timed size).
+
+The **fingerprint** hashes everything that defines the measurement (rendered sources, sizes, geometry,
+parameter types, tolerances, seed, work formulas and a digest of the generated inputs), so a changed case
+can never pass as the same series.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import string
+from typing import Any, Callable, Mapping
+
+import attrs
+import numpy as np
+
+CONFIGS = ("check", "canonical")
+PRIORITIES = ("P0", "P1")
+SCALAR_KINDS = {"i32": np.int32, "i64": np.int64, "f32": np.float32, "f64": np.float64}
+BUFFER_DTYPES = ("int8", "int16", "int32", "int64", "float16", "float32", "float64")
+
+
+def _check_kind(instance: Any, attribute: Any, value: str) -> None:
+    if value != "ptr" and value not in SCALAR_KINDS:
+        raise ValueError(f"param kind must be 'ptr' or one of {sorted(SCALAR_KINDS)}, got {value!r}")
+
+
+@attrs.frozen
+class Param:
+    """One kernel parameter, in signature order; both kernels take the same parameters.
+
+    ``kind`` is ``ptr`` (a device buffer of ``dtype``) or a scalar kind (``i64``, ``f64`` …).
+    ``output`` buffers are what the kernel writes and what correctness compares.
+    """
+
+    name: str
+    kind: str = attrs.field(validator=_check_kind)
+    dtype: str | None = None
+    output: bool = False
+
+    def __attrs_post_init__(self) -> None:
+        if self.kind == "ptr" and self.dtype not in BUFFER_DTYPES:
+            raise ValueError(f"buffer param {self.name!r} needs dtype in {BUFFER_DTYPES}, got {self.dtype!r}")
+        if self.kind != "ptr" and self.output:
+            raise ValueError(f"scalar param {self.name!r} cannot be an output")
+
+
+def _dim3(value: Any) -> tuple[int, int, int]:
+    dims = tuple(int(v) for v in (value if isinstance(value, (tuple, list)) else (value,)))
+    if not 1 <= len(dims) <= 3 or any(d < 1 for d in dims):
+        raise ValueError(f"launch dimensions must be 1 to 3 positive integers, got {value!r}")
+    return dims + (1,) * (3 - len(dims))  # type: ignore[return-value]
+
+
+@attrs.frozen
+class Launch:
+    """Launch geometry: grid and block (x, y, z) and dynamic shared memory in bytes."""
+
+    grid: tuple[int, int, int] = attrs.field(converter=_dim3)
+    block: tuple[int, int, int] = attrs.field(converter=_dim3)
+    shared_bytes: int = 0
+
+
+@attrs.frozen
+class Tolerance:
+    """``|got - want| <= atol + rtol * |want|`` elementwise; ``why`` justifies it in one line."""
+
+    rtol: float
+    atol: float = 0.0
+    why: str = ""
+
+
+@attrs.frozen
+class Work:
+    """What the *operation* must do at least once (not what a kernel happens to do)."""
+
+    bytes: int
+    flops: int = 0
+
+
+Sizes = Mapping[str, int]
+Arrays = Mapping[str, Any]
+
+
+@attrs.frozen(kw_only=True)
+class Case:
+    """A benchmark case: a WarpForth kernel and its hand-written CUDA equivalent.
+
+    :param id: stable ID, ``[a-z0-9_]+``; never reused for a different measurement.
+    :param version: bumped on any change of algorithm, geometry, dtype, size, tolerance or source.
+    :param priority: ``P0`` (in the headline suite) or ``P1``.
+    :param warpforth: WarpForth source template (``${NAME}`` placeholders filled from the sizes).
+    :param cuda: CUDA C++ source template, filled the same way.
+    :param wf_kernel: kernel entry name in the WarpForth PTX (``\\! kernel NAME``).
+    :param cuda_kernel: ``extern "C" __global__`` name in the CUDA source.
+    :param params: kernel parameters in signature order (the same ABI for both kernels).
+    :param sizes: ``{"check": {...}, "canonical": {...}}`` named integer size parameters.
+    :param launch: sizes -> :class:`Launch`.
+    :param inputs: (sizes, numpy Generator) -> values for every non-output parameter.
+    :param reference: (inputs, sizes) -> expected array for every output parameter (numpy).
+    :param tolerances: per output parameter.
+    :param work: sizes -> :class:`Work` of the operation.
+    :param metric: ``bandwidth`` (GB/s is the headline) or ``compute`` (GFLOP/s).
+    :param seed: seed of the input generator.
+    :param notes: fairness and numerical-contract notes shown with the case.
+    """
+
+    id: str
+    version: int
+    priority: str = attrs.field(validator=attrs.validators.in_(PRIORITIES))
+    summary: str
+    warpforth: str
+    cuda: str
+    wf_kernel: str
+    cuda_kernel: str
+    params: tuple[Param, ...] = attrs.field(converter=tuple)
+    sizes: Mapping[str, Mapping[str, int]]
+    launch: Callable[[Sizes], Launch] = attrs.field(eq=False, hash=False)
+    inputs: Callable[[Sizes, np.random.Generator], Arrays] = attrs.field(eq=False, hash=False)
+    reference: Callable[[Arrays, Sizes], Arrays] = attrs.field(eq=False, hash=False)
+    tolerances: Mapping[str, Tolerance]
+    work: Callable[[Sizes], Work] = attrs.field(eq=False, hash=False)
+    metric: str = attrs.field(default="bandwidth", validator=attrs.validators.in_(("bandwidth", "compute")))
+    seed: int = 0
+    notes: str = ""
+
+    def __attrs_post_init__(self) -> None:
+        if not self.id or not all(c.isalnum() or c == "_" for c in self.id) or self.id != self.id.lower():
+            raise ValueError(f"case id must be lower-case letters, digits and '_', got {self.id!r}")
+        if self.version < 1:
+            raise ValueError(f"case {self.id}: version must be >= 1")
+        missing = [c for c in CONFIGS if c not in self.sizes]
+        if missing:
+            raise ValueError(f"case {self.id}: sizes lack configuration(s) {missing}")
+        outputs = {p.name for p in self.params if p.output}
+        if not outputs:
+            raise ValueError(f"case {self.id}: no output parameter")
+        if set(self.tolerances) != outputs:
+            raise ValueError(f"case {self.id}: tolerances must name exactly the outputs {sorted(outputs)}")
+        names = [p.name for p in self.params]
+        if len(set(names)) != len(names):
+            raise ValueError(f"case {self.id}: duplicate parameter names")
+
+    # -- derived ----------------------------------------------------------------------------------
+
+    @property
+    def outputs(self) -> tuple[Param, ...]:
+        return tuple(p for p in self.params if p.output)
+
+    def render(self, config: str) -> tuple[str, str]:
+        """Return the (WarpForth, CUDA) sources for a configuration, with the sizes filled in."""
+        sizes = {k: str(v) for k, v in self.sizes[config].items()}
+        try:
+            return (
+                string.Template(self.warpforth).substitute(sizes),
+                string.Template(self.cuda).substitute(sizes),
+            )
+        except (KeyError, ValueError) as exc:
+            raise ValueError(f"case {self.id}: source template needs size parameter {exc}") from None
+
+    def make_inputs(self, config: str) -> dict[str, Any]:
+        """Generate the inputs of a configuration deterministically from the case's seed."""
+        rng = np.random.Generator(np.random.PCG64(self.seed))
+        values = dict(self.inputs(self.sizes[config], rng))
+        expected = {p.name for p in self.params if not p.output}
+        if set(values) != expected:
+            raise ValueError(
+                f"case {self.id}: inputs() must return exactly {sorted(expected)}, got {sorted(values)}"
+            )
+        for p in self.params:
+            if p.output:
+                continue
+            if p.kind == "ptr":
+                values[p.name] = np.ascontiguousarray(values[p.name], dtype=p.dtype)
+            else:
+                values[p.name] = SCALAR_KINDS[p.kind](values[p.name])
+        return values
+
+    def make_reference(self, inputs: Arrays, config: str) -> dict[str, np.ndarray]:
+        """Compute the expected outputs with the case's numpy reference."""
+        out = dict(self.reference(inputs, self.sizes[config]))
+        if set(out) != {p.name for p in self.outputs}:
+            raise ValueError(f"case {self.id}: reference() must return exactly the outputs")
+        return {p.name: np.ascontiguousarray(out[p.name], dtype=p.dtype) for p in self.outputs}
+
+    def describe(self) -> dict[str, Any]:
+        """Everything that defines the measurement, as plain JSON-able data (the fingerprint's input)."""
+        configs = {}
+        for config in CONFIGS:
+            wf, cu = self.render(config)
+            launch = self.launch(self.sizes[config])
+            work = self.work(self.sizes[config])
+            configs[config] = {
+                "sizes": dict(sorted(self.sizes[config].items())),
+                "warpforth_sha256": sha256_text(wf),
+                "cuda_sha256": sha256_text(cu),
+                "grid": list(launch.grid),
+                "block": list(launch.block),
+                "shared_bytes": launch.shared_bytes,
+                "work": {"bytes": work.bytes, "flops": work.flops},
+            }
+        check_inputs = self.make_inputs("check")
+        digest = hashlib.sha256()
+        for name in sorted(check_inputs):
+            digest.update(name.encode())
+            digest.update(np.asarray(check_inputs[name]).tobytes())
+        return {
+            "id": self.id,
+            "version": self.version,
+            "wf_kernel": self.wf_kernel,
+            "cuda_kernel": self.cuda_kernel,
+            "params": [attrs.asdict(p) for p in self.params],
+            "tolerances": {k: [v.rtol, v.atol] for k, v in sorted(self.tolerances.items())},
+            "seed": self.seed,
+            "configs": configs,
+            "check_inputs_sha256": digest.hexdigest(),
+        }
+
+    def fingerprint(self) -> str:
+        """SHA-256 over everything that defines the measurement."""
+        return sha256_text(json.dumps(self.describe(), sort_keys=True, separators=(",", ":")))
+
+    def cuda_source_sha256(self) -> str:
+        """Hash of the canonical CUDA baseline source: part of every series key."""
+        return sha256_text(self.render("canonical")[1])
+
+
+def sha256_text(text: str | bytes) -> str:
+    data = text.encode() if isinstance(text, str) else text
+    return hashlib.sha256(data).hexdigest()
+
+
+def resource_text(package: str, name: str) -> str:
+    """Read a kernel file shipped beside a case module (``resource_text(__name__, "x.cu")``)."""
+    from importlib.resources import files
+
+    return files(package).joinpath(name).read_text()

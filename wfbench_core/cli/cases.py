@@ -1,0 +1,49 @@
+"""``wfbench list``: the installed cases."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from wfbench_core.cli.common import load_registry
+from wfbench_core.report import render_table
+
+
+@click.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def list_cases(as_json: bool) -> None:
+    """List installed cases: ID, version, priority, sizes and the plugin each came from."""
+    reg = load_registry()
+    entries = []
+    for r in sorted(reg.cases.values(), key=lambda r: (r.value.priority, r.value.id)):
+        c = r.value
+        entries.append({
+            "id": c.id, "version": c.version, "priority": c.priority, "metric": c.metric,
+            "sizes": {k: dict(v) for k, v in c.sizes.items()}, "plugin": r.plugin, "summary": c.summary,
+        })
+    if as_json:
+        click.echo(json.dumps(entries, indent=1))
+        return
+    if not entries:
+        click.echo("no cases installed")
+        return
+    rows = [["case", "ver", "prio", "canonical size", "check size", "plugin"]]
+    for e in entries:
+        fmt = lambda s: " ".join(f"{k}={v}" for k, v in s.items())  # noqa: E731
+        rows.append([e["id"], f"v{e['version']}", e["priority"], fmt(e["sizes"]["canonical"]),
+                     fmt(e["sizes"]["check"]), e["plugin"]])
+    click.echo(render_table(rows))
+
+
+@click.command("transports")
+def list_transports() -> None:
+    """List the installed transports (where bundles can run)."""
+    reg = load_registry()
+    rows = [["transport", "plugin", "summary"]]
+    for name, r in sorted(reg.transports.items()):
+        rows.append([name, r.plugin, getattr(r.value, "summary", "")])
+    click.echo(render_table(rows))
+
+
+COMMANDS = [list_cases, list_transports]

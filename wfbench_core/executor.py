@@ -1,0 +1,220 @@
+"""Execute a bundle on the GPU host: compile the CUDA side here, check, time, and make the result.
+
+This is the one entry point every transport calls (``wfbench execute BUNDLE``), locally or remotely.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+import attrs
+
+from wfbench_core import SUITE_VERSION, __version__
+from wfbench_core.bundle import BundleManifest, LoadedConfig, load_case_files, read_manifest, utcnow
+from wfbench_core.case import CONFIGS, Case
+from wfbench_core.compile import cuda_compiler, compile_cuda
+from wfbench_core.errors import WfbenchError
+from wfbench_core.registry import Registry
+from wfbench_core.results import (
+    ERROR,
+    FAILED,
+    MODE_AA,
+    MODE_PAIRED,
+    OK,
+    UNSTABLE,
+    CaseResult,
+    CompilerInfo,
+    Costs,
+    Protocol,
+    RunResult,
+    Source,
+    Timing,
+)
+from wfbench_core.stats import gap, is_unstable, summarize
+from wfbench_core.timer import Measurement, Side
+
+Progress = Callable[[str], None]
+
+
+@attrs.frozen
+class Prepared:
+    case: Case
+    plugin: str
+    files: dict[str, LoadedConfig]
+
+
+def prepare(bundle: Path, registry: Registry, case_ids: Iterable[str] = ()) -> tuple[BundleManifest, list[Prepared]]:
+    """Read the bundle and match every case with the installed plugin (no GPU needed)."""
+    manifest = read_manifest(bundle)
+    wanted = list(case_ids)
+    entries = {e.id: e for e in manifest.cases}
+    for cid in wanted:
+        if cid not in entries:
+            why = manifest.failures.get(cid)
+            raise WfbenchError(f"case {cid!r} is not in bundle {bundle}" + (f": {why}" if why else
+                               f"; it holds {', '.join(entries) or 'no cases'}"))
+    prepared = []
+    for entry in manifest.cases:
+        if wanted and entry.id not in wanted:
+            continue
+        if entry.id not in registry.cases:
+            raise WfbenchError(
+                f"case {entry.id!r} of the bundle is not installed on this host"
+                + (f" (it came from plugin {entry.plugin})" if entry.plugin else "")
+                + "; install the same case plugins here"
+            )
+        reg = registry.cases[entry.id]
+        prepared.append(Prepared(reg.value, reg.plugin, load_case_files(bundle, entry, reg.value)))
+    return manifest, prepared
+
+
+def validate(bundle: Path, registry: Registry, case_ids: Iterable[str] = ()) -> list[str]:
+    """Check a bundle against the installed cases without touching a GPU; returns the case IDs."""
+    _, prepared = prepare(bundle, registry, case_ids)
+    return [p.case.id for p in prepared]
+
+
+def execute(
+    bundle: Path,
+    *,
+    registry: Registry,
+    protocol: Protocol = Protocol(),
+    mode: str = MODE_PAIRED,
+    case_ids: Sequence[str] = (),
+    cuda_compiler_kind: str = "auto",
+    progress: Progress = lambda msg: None,
+) -> RunResult:
+    """Run every case of the bundle (or ``case_ids``) on this host's GPU and return the result."""
+    t_start = time.perf_counter()
+    manifest, prepared = prepare(bundle, registry, case_ids)
+    timer = registry.make_timer(protocol)
+    environment = timer.environment()  # raises NoGpuError with one clear line when there is no GPU
+    arch = "sm_" + environment.compute_capability.replace(".", "")
+    cuda = cuda_compiler(cuda_compiler_kind)
+    progress(f"GPU {environment.gpu_name} ({arch}), driver {environment.driver_version}; "
+             f"CUDA side: {cuda.kind} {cuda.version} {' '.join(cuda.flags)}")
+    copy = timer.copy_gbps()
+    environment = attrs.evolve(environment, copy_gbps=copy)
+    if copy:
+        progress(f"device-to-device copy: {copy:.0f} GB/s (read + write)")
+
+    results = []
+    for prep in prepared:
+        progress(f"{prep.case.id}: checking and timing")
+        result = run_case(prep, timer=timer, protocol=protocol, cuda=cuda, arch=arch, mode=mode)
+        progress(_one_line(result))
+        results.append(result)
+
+    for cid, why in manifest.failures.items():
+        if case_ids and cid not in case_ids:
+            continue
+        case = registry.cases[cid].value if cid in registry.cases else None
+        results.append(CaseResult(id=cid, version=case.version if case else 0,
+                                  priority=case.priority if case else "", fingerprint=case.fingerprint() if case else "",
+                                  status=ERROR, mode=mode, message=why))
+
+    return RunResult(
+        schema_version=1,
+        suite_version=SUITE_VERSION,
+        wfbench_version=__version__,
+        created=utcnow(),
+        mode=mode,
+        protocol=protocol,
+        environment=environment,
+        warpforthc=manifest.warpforthc,
+        cuda_compiler=cuda,
+        cases=tuple(results),
+        source=manifest.source,
+        wall_s=time.perf_counter() - t_start,
+    )
+
+
+def run_case(prep: Prepared, *, timer: object, protocol: Protocol, cuda: CompilerInfo, arch: str,
+             mode: str) -> CaseResult:
+    case = prep.case
+    work = case.work(case.sizes["canonical"])
+    base = CaseResult(
+        id=case.id, version=case.version, priority=case.priority, fingerprint=case.fingerprint(),
+        status=ERROR, mode=mode, metric=case.metric, work_bytes=work.bytes, work_flops=work.flops,
+        cuda_source_sha256=case.cuda_source_sha256(),
+        warpforth_source_sha256=prep.files["canonical"].compile_wf.source_sha256,
+        plugin=prep.plugin, compile_wf=prep.files["canonical"].compile_wf,
+    )
+    cuda_ptx: dict[str, str] = {}
+    compile_s = 0.0
+    try:
+        for config in CONFIGS:
+            compiled = compile_cuda(prep.files[config].cuda_source, case_id=f"{case.id}[{config}]", arch=arch,
+                                    compiler=cuda)
+            cuda_ptx[config] = compiled.ptx
+            compile_s += compiled.record.wall_s
+            if config == "canonical":
+                base = attrs.evolve(base, compile_cuda=compiled.record)
+    except WfbenchError as exc:
+        return attrs.evolve(base, message=str(exc))
+
+    wf_ptx = {c: prep.files[c].wf_ptx for c in CONFIGS}
+    if mode == MODE_AA:
+        sides = [Side("wf", case.cuda_kernel, cuda_ptx), Side("cuda", case.cuda_kernel, cuda_ptx)]
+    else:
+        sides = [Side("wf", case.wf_kernel, wf_ptx), Side("cuda", case.cuda_kernel, cuda_ptx)]
+    try:
+        m: Measurement = timer.measure(case, sides, reference_label="cuda")  # type: ignore[attr-defined]
+    except WfbenchError as exc:
+        return attrs.evolve(base, message=str(exc))
+    costs = attrs.evolve(m.costs, compile_cuda_s=compile_s,
+                         compile_wf_s=sum(prep.files[c].compile_wf.wall_s for c in CONFIGS))
+    base = attrs.evolve(base, checks=m.checks, costs=costs, attrs_wf=m.kernel_attrs.get("wf"),
+                        attrs_cuda=m.kernel_attrs.get("cuda"))
+    if not m.passed:
+        return attrs.evolve(base, status=FAILED, message=m.message)
+    wf, cu = summarize(m.samples_us["wf"]), summarize(m.samples_us["cuda"])
+
+    def rate(amount: int, median_us: float) -> float | None:
+        return amount / (median_us * 1e-6) / 1e9 if amount else None
+
+    timing = Timing(
+        launches_per_sample=m.launches_per_sample, warmup_s=m.warmup_s, warpforth=wf, cuda=cu,
+        gap=gap(wf, cu), order=m.first, clocks_sm_mhz=m.clocks_sm_mhz,
+        gbps_wf=rate(work.bytes, wf.median_us), gbps_cuda=rate(work.bytes, cu.median_us),
+        gflops_wf=rate(work.flops, wf.median_us), gflops_cuda=rate(work.flops, cu.median_us),
+    )
+    unstable = is_unstable(wf, cu, protocol.unstable_noise)
+    message = (f"noisy: MAD/median {wf.noise:.1%} (WarpForth), {cu.noise:.1%} (CUDA) > "
+               f"{protocol.unstable_noise:.0%}") if unstable else ""
+    return attrs.evolve(base, status=UNSTABLE if unstable else OK, timing=timing, message=message)
+
+
+def _one_line(r: CaseResult) -> str:
+    if r.timing is None:
+        return f"{r.id}: {r.status.upper()}: {r.message}"
+    t = r.timing
+    return (f"{r.id}: WF {t.warpforth.median_us:.2f} us, CUDA {t.cuda.median_us:.2f} us, gap {t.gap:.3f}x, "
+            f"noise {max(t.warpforth.noise, t.cuda.noise):.2%} [{r.status}]")
+
+
+def detect_source(commit: str | None = None, warpforthc: Path | None = None, label: str = "") -> Source:
+    """Commit and CI run of what is benchmarked: the flag, CI variables, or the warpforthc build tree."""
+    env = os.environ
+    repo = env.get("GITHUB_REPOSITORY", "")
+    server = env.get("GITHUB_SERVER_URL", "https://github.com")
+    run_id = env.get("GITHUB_RUN_ID", "")
+    if not commit and env.get("WFBENCH_COMMIT"):
+        commit = env["WFBENCH_COMMIT"]
+    if not commit and warpforthc is not None:
+        try:
+            commit = subprocess.run(["git", "-C", str(Path(warpforthc).parent), "rev-parse", "HEAD"],
+                                    capture_output=True, text=True, timeout=10, check=False).stdout.strip()
+        except OSError:
+            commit = ""
+    return Source(
+        git_commit=commit or "",
+        git_repo=f"{server}/{repo}" if repo else "",
+        ci_run_id=run_id,
+        ci_run_url=f"{server}/{repo}/actions/runs/{run_id}" if repo and run_id else "",
+        label=label,
+    )

@@ -1,0 +1,57 @@
+"""Every wfbench hook, in one place.
+
+Collecting hooks take a ``register`` callable; every implementation is called. "Choose one" hooks are
+``firstresult``: they stop at the first non-None result, and the built-in default is ``trylast``
+so that any plugin can replace it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+import pluggy
+
+if TYPE_CHECKING:
+    from wfbench_core.case import Case
+    from wfbench_core.timer import Timer
+
+hookspec = pluggy.HookspecMarker("wfbench")
+
+
+# -------------------------------------------------------------------------------------------------
+# registration: what exists
+# -------------------------------------------------------------------------------------------------
+
+
+@hookspec
+def wfbench_register_cases(register: Callable[[Case], None]) -> None:
+    """Register benchmark cases by calling ``register(case)`` once per case.
+
+    :param register: call it with a :class:`wfbench_core.case.Case`; a case ID offered by two plugins
+        is refused with both plugin names.
+    """
+
+
+@hookspec
+def wfbench_register_transports(register: Callable[[str, Any], None]) -> None:
+    """Register transports by calling ``register(name, transport_class)``.
+
+    :param register: call it with a unique transport name (``local``, ``ssh``, ``vast`` …) and a class
+        following :class:`wfbench_core.transport.Transport`.
+    """
+
+
+# -------------------------------------------------------------------------------------------------
+# execution: how it is measured (choose one)
+# -------------------------------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def wfbench_make_timer(protocol: Any) -> Timer | None:
+    """Return the timer that checks and times cases on the GPU host.
+
+    Stops at first non-None result.
+
+    :param protocol: the :class:`wfbench_core.results.Protocol` settings (warm-up, sample length, count).
+    :returns: an object with the :class:`wfbench_core.timer.Timer` interface.
+    """

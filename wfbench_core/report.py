@@ -1,0 +1,70 @@
+"""Human-readable views of a result: the terminal table and its footer."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from wfbench_core.results import RunResult
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def table_rows(result: RunResult) -> list[list[str]]:
+    rows = [["case", "WF us", "CUDA us", "gap", "noise", "WF GB/s|GF/s", "CUDA GB/s|GF/s", "regs wf/cu",
+             "status"]]
+    for c in result.cases:
+        t = c.timing
+        regs = f"{c.attrs_wf.registers}/{c.attrs_cuda.registers}" if c.attrs_wf and c.attrs_cuda else "-"
+        if c.attrs_wf and c.attrs_wf.local_bytes:
+            regs += f" (wf local {c.attrs_wf.local_bytes} B)"
+        if t is None:
+            rows.append([c.id, "-", "-", "-", "-", "-", "-", regs, c.status.upper()])
+            continue
+        if c.metric == "compute":
+            wf_rate, cu_rate = _fmt(t.gflops_wf, ".1f") + " GF", _fmt(t.gflops_cuda, ".1f") + " GF"
+        else:
+            wf_rate, cu_rate = _fmt(t.gbps_wf, ".0f") + " GB", _fmt(t.gbps_cuda, ".0f") + " GB"
+        rows.append([
+            c.id + (" (A/A)" if c.mode == "aa" else ""),
+            f"{t.warpforth.median_us:.2f}",
+            f"{t.cuda.median_us:.2f}",
+            f"{t.gap:.3f}x",
+            f"{max(t.warpforth.noise, t.cuda.noise):.2%}",
+            wf_rate,
+            cu_rate,
+            regs,
+            c.status.upper(),
+        ])
+    return rows
+
+
+def render_table(rows: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = []
+    for n, row in enumerate(rows):
+        cells = [cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))]
+        lines.append("  ".join(cells).rstrip())
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def footer(result: RunResult) -> str:
+    e = result.environment
+    parts = [f"{e.gpu_name} ({e.compute_capability}, {e.sm_count} SMs), driver {e.driver_version}"]
+    if e.copy_gbps:
+        parts.append(f"d2d copy {e.copy_gbps:.0f} GB/s")
+    parts.append(f"warpforthc {result.warpforthc.version}")
+    parts.append(f"{result.cuda_compiler.kind} {result.cuda_compiler.version} {' '.join(result.cuda_compiler.flags)}")
+    parts.append(f"wall {result.wall_s:.1f} s")
+    return "; ".join(parts)
+
+
+def render(result: RunResult) -> str:
+    text = render_table(table_rows(result)) + "\n" + footer(result)
+    problems = [c for c in result.cases if c.message]
+    if problems:
+        text += "\n" + "\n".join(f"  {c.id}: {c.message}" for c in problems)
+    return text

@@ -1,0 +1,271 @@
+"""The result schema: frozen records, one cattrs converter, JSON in and out.
+
+Bump :data:`SCHEMA_VERSION` on any incompatible change; readers refuse versions they do not know.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+from typing import Any, Optional
+
+import attrs
+import cattrs
+from cattrs.preconf.json import make_converter
+
+from wfbench_core.errors import WfbenchError
+
+SCHEMA_VERSION = 1
+
+# status of a case in a run
+OK = "ok"  # correct, timed, stable
+UNSTABLE = "unstable"  # correct and timed, but MAD/median above the threshold on a side
+FAILED = "failed"  # a correctness check failed: not timed
+ERROR = "error"  # could not compile, load or launch
+STATUSES = (OK, UNSTABLE, FAILED, ERROR)
+
+# timing modes: the paired WarpForth/CUDA comparison, or the CUDA PTX against itself (the method's floor)
+MODE_PAIRED = "paired"
+MODE_AA = "aa"
+
+
+@attrs.frozen
+class Protocol:
+    """How samples are taken; stored with every run."""
+
+    warmup_s: float = 1.0
+    min_sample_ms: float = 50.0
+    samples: int = 30
+    unstable_noise: float = 0.03
+    max_case_s: float = 60.0
+
+
+@attrs.frozen
+class CompilerInfo:
+    """One compiler as it was used: version and the exact command or option set."""
+
+    kind: str  # "warpforthc" | "nvcc" | "nvrtc"
+    version: str
+    flags: tuple[str, ...] = ()
+    llvm_version: str = ""
+    arch_flag: bool = False  # warpforthc: whether it accepted --arch
+    binary_sha256: str = ""  # warpforthc: identifies the build when it reports no version
+
+
+@attrs.frozen
+class CompileRecord:
+    """One source compiled to PTX."""
+
+    compiler: str
+    command: tuple[str, ...]
+    source_sha256: str
+    ptx_sha256: str
+    ptx_target: str
+    wall_s: float
+
+
+@attrs.frozen
+class KernelAttrs:
+    """What the driver says about a loaded kernel."""
+
+    registers: int
+    local_bytes: int
+    shared_bytes: int
+    max_threads: int
+
+
+@attrs.frozen
+class SideStats:
+    """Per-launch kernel time of one side, in microseconds, and the raw per-sample values."""
+
+    median_us: float
+    p95_us: float
+    mad_us: float
+    noise: float  # MAD / median
+    n: int
+    samples_us: tuple[float, ...]
+
+
+@attrs.frozen
+class Timing:
+    """The paired samples of one case: sample i of each side was taken back to back."""
+
+    launches_per_sample: int
+    warmup_s: float
+    warpforth: SideStats
+    cuda: SideStats
+    gap: float  # median WarpForth / median CUDA
+    order: tuple[str, ...]  # which side went first in each pair: "wf" or "cuda"
+    clocks_sm_mhz: tuple[int, ...] = ()  # SM clock sampled during timing
+    gbps_wf: Optional[float] = None
+    gbps_cuda: Optional[float] = None
+    gflops_wf: Optional[float] = None
+    gflops_cuda: Optional[float] = None
+
+
+@attrs.frozen
+class Check:
+    """One correctness comparison of one output."""
+
+    config: str  # "check" | "canonical"
+    side: str  # "wf" | "cuda" | "wf~cuda" (the two sides against each other)
+    what: str  # "reference" | "idempotent" | "cross" | "after-timing"
+    output: str
+    passed: bool
+    max_abs_err: float
+    max_rel_err: float
+    mismatches: int
+    total: int
+
+
+@attrs.frozen
+class Costs:
+    """Everything that is not kernel time, reported apart (seconds)."""
+
+    compile_wf_s: float = 0.0
+    compile_cuda_s: float = 0.0
+    load_s: float = 0.0
+    inputs_s: float = 0.0
+    reference_s: float = 0.0
+    alloc_copy_s: float = 0.0
+    correctness_s: float = 0.0
+    timing_s: float = 0.0
+
+
+@attrs.frozen
+class CaseResult:
+    """One case in one run."""
+
+    id: str
+    version: int
+    priority: str
+    fingerprint: str
+    status: str
+    mode: str = MODE_PAIRED
+    message: str = ""
+    metric: str = "bandwidth"
+    work_bytes: int = 0
+    work_flops: int = 0
+    cuda_source_sha256: str = ""
+    warpforth_source_sha256: str = ""
+    plugin: str = ""
+    compile_wf: Optional[CompileRecord] = None
+    compile_cuda: Optional[CompileRecord] = None
+    attrs_wf: Optional[KernelAttrs] = None
+    attrs_cuda: Optional[KernelAttrs] = None
+    checks: tuple[Check, ...] = ()
+    timing: Optional[Timing] = None
+    costs: Costs = Costs()
+
+    @property
+    def timed(self) -> bool:
+        return self.timing is not None and self.status in (OK, UNSTABLE)
+
+
+@attrs.frozen
+class Environment:
+    """The GPU host and toolchain as seen during the run."""
+
+    gpu_name: str = ""
+    gpu_uuid: str = ""
+    compute_capability: str = ""  # "9.0"
+    sm_count: int = 0
+    driver_version: str = ""
+    cuda_driver_version: str = ""  # what the driver supports, e.g. "13.0"
+    sm_clock_mhz: int = 0
+    mem_clock_mhz: int = 0
+    max_sm_clock_mhz: int = 0
+    max_mem_clock_mhz: int = 0
+    power_limit_w: float = 0.0
+    temperature_c: int = 0
+    l2_bytes: int = 0
+    memory_bytes: int = 0
+    host: str = ""
+    platform: str = ""
+    python: str = ""
+    numba_cuda_version: str = ""
+    cuda_core_version: str = ""
+    copy_gbps: Optional[float] = None  # device-to-device copy, read+write bytes, measured in the same run
+    extra: dict[str, str] = attrs.Factory(dict)  # transport facts: instance id, $/h, host key …
+
+
+@attrs.frozen
+class Source:
+    """What was benchmarked: the tree and the CI run, when known."""
+
+    git_commit: str = ""
+    git_repo: str = ""
+    ci_run_id: str = ""
+    ci_run_url: str = ""
+    label: str = ""
+
+
+@attrs.frozen
+class RunResult:
+    """One run of wfbench on one GPU."""
+
+    schema_version: int
+    suite_version: int
+    wfbench_version: str
+    created: str  # ISO 8601, UTC
+    mode: str
+    protocol: Protocol
+    environment: Environment
+    warpforthc: CompilerInfo
+    cuda_compiler: CompilerInfo
+    cases: tuple[CaseResult, ...]
+    source: Source = Source()
+    wall_s: float = 0.0
+
+    def case(self, case_id: str) -> CaseResult:
+        for c in self.cases:
+            if c.id == case_id:
+                return c
+        raise KeyError(case_id)
+
+
+@functools.lru_cache(maxsize=1)
+def converter() -> cattrs.Converter:
+    """The one converter for every stored or sent record."""
+    conv = make_converter(forbid_extra_keys=True)
+    return conv
+
+
+def dumps(record: Any) -> str:
+    return json.dumps(converter().unstructure(record), indent=1, sort_keys=False, allow_nan=False) + "\n"
+
+
+def loads(text: str, cls: type = RunResult, *, where: str = "result") -> Any:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise WfbenchError(f"{where}: not valid JSON ({exc.msg} at line {exc.lineno}); is the file complete?") from None
+    if cls is RunResult:
+        found = data.get("schema_version") if isinstance(data, dict) else None
+        if found != SCHEMA_VERSION:
+            raise WfbenchError(
+                f"{where}: schema_version {found!r} is not {SCHEMA_VERSION}; "
+                f"use the wfbench version that wrote it"
+            )
+    try:
+        return converter().structure(data, cls)
+    except (cattrs.BaseValidationError, TypeError, ValueError, KeyError) as exc:
+        detail = "; ".join(cattrs.transform_error(exc)) if isinstance(exc, cattrs.BaseValidationError) else exc
+        raise WfbenchError(f"{where}: not a wfbench {cls.__name__}: {detail}") from None
+
+
+def load_result(path: str | Path) -> RunResult:
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise WfbenchError(f"{p}: cannot read ({exc.strerror})") from None
+    return loads(text, RunResult, where=str(p))  # type: ignore[no-any-return]
+
+
+def write_result(result: RunResult, path: str | Path) -> None:
+    """Write atomically: a reader never sees half a file."""
+    from wfbench_core.fsutil import atomic_write
+
+    atomic_write(Path(path), dumps(result))

@@ -1,0 +1,495 @@
+"""The default timer: numba-cuda's driver layer, cuda.core launches, CUDA events on one stream.
+
+Protocol for one case (every side's PTX is loaded into the same context):
+
+1. Correctness, per configuration (``check`` then ``canonical``) and per side, into the side's own output
+   buffers pre-filled with NaN (floats) or a sentinel (integers): compare with the numpy reference; launch
+   a second time and require the output unchanged (idempotence); compare the sides with each other.
+   Any failure ends the case: it is not timed.
+2. Timing, canonical size, on ONE set of input and output buffers shared by all sides: warm up for at
+   least ``warmup_s`` of busy GPU (clocks ramp), calibrate launches per sample so a sample lasts at least
+   ``min_sample_ms``, then take ``samples`` rounds; each round times every side back to back with CUDA
+   events on one explicit stream, rotating which side goes first.
+3. The outputs are checked against the reference again after timing.
+
+Compile, module load/JIT, input generation, allocation and copies are timed apart (``Costs``).
+This module imports numba/cuda.core lazily: importing it needs no GPU.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import os
+import platform
+import socket
+import sys
+import time
+from typing import Any, Mapping, Protocol as TypingProtocol, Sequence
+
+import attrs
+import numpy as np
+
+from wfbench_core import hookimpl
+from wfbench_core.case import CONFIGS, Case
+from wfbench_core.errors import NoGpuError, WfbenchError
+from wfbench_core.results import Check, Costs, Environment, KernelAttrs, Protocol
+
+INT_SENTINEL = 0x5A5A5A5A5A5A5A5A
+
+
+@attrs.frozen
+class Side:
+    """One implementation of a case: a label (``wf``, ``cuda``, ``wf:head`` …), its kernel and PTX."""
+
+    label: str
+    kernel: str
+    ptx: Mapping[str, str]  # configuration -> PTX text
+
+
+@attrs.frozen
+class Measurement:
+    """What the timer observed for one case."""
+
+    passed: bool
+    message: str
+    checks: tuple[Check, ...]
+    kernel_attrs: Mapping[str, KernelAttrs]
+    costs: Costs
+    samples_us: Mapping[str, tuple[float, ...]] = attrs.Factory(dict)  # label -> per-launch us
+    first: tuple[str, ...] = ()  # label that went first in each round
+    launches_per_sample: int = 0
+    warmup_s: float = 0.0
+    clocks_sm_mhz: tuple[int, ...] = ()
+
+
+class Timer(TypingProtocol):
+    """What the executor needs from a timer (the ``wfbench_make_timer`` hook returns one)."""
+
+    def environment(self) -> Environment: ...
+
+    def copy_gbps(self) -> float | None: ...
+
+    def measure(self, case: Case, sides: Sequence[Side], *, reference_label: str) -> Measurement: ...
+
+
+@hookimpl(trylast=True)
+def wfbench_make_timer(protocol: Protocol) -> Timer:
+    return CudaEventTimer(protocol)
+
+
+def gpu_unavailable_reason() -> str | None:
+    """None when a CUDA GPU and driver are usable here, else one line saying why not."""
+    try:
+        from numba import cuda
+    except ImportError:
+        return "numba-cuda is not installed here: pip install 'wfbench[gpu]' on the GPU host"
+    try:
+        if not cuda.is_available():
+            return "no NVIDIA GPU or CUDA driver found on this machine; run on a GPU host (--transport ssh/vast)"
+    except Exception as exc:  # noqa: BLE001 - any driver failure means no GPU for us
+        return f"the CUDA driver is not usable here ({type(exc).__name__}: {exc})"
+    return None
+
+
+def _float_dtype(dtype: np.dtype) -> bool:
+    return np.issubdtype(dtype, np.floating)
+
+
+def compare(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> tuple[bool, float, float, int]:
+    """Elementwise ``|got-want| <= atol + rtol*|want|``; NaN anywhere in ``got`` is a mismatch."""
+    g = np.asarray(got, dtype=np.float64).ravel()
+    w = np.asarray(want, dtype=np.float64).ravel()
+    if g.shape != w.shape:
+        return False, math.inf, math.inf, max(g.size, w.size)
+    diff = np.abs(g - w)
+    bad = ~(diff <= atol + rtol * np.abs(w))  # NaN compares False -> bad
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(np.abs(w) > 0, diff / np.abs(w), np.where(diff > 0, np.inf, 0.0))
+    finite = np.isfinite(diff)
+    max_abs = float(diff[finite].max()) if finite.any() else 0.0
+    if not finite.all():
+        max_abs = math.inf
+    max_rel = float(np.nanmax(rel)) if rel.size else 0.0
+    return (not bool(bad.any())), max_abs, (max_rel if math.isfinite(max_rel) else math.inf), int(bad.sum())
+
+
+def _json_float(x: float) -> float:
+    # JSON has no inf/NaN; an infinite error is stored as the largest double.
+    return x if math.isfinite(x) else sys.float_info.max
+
+
+class CudaEventTimer:
+    """The built-in timer (replace it through the ``wfbench_make_timer`` hook)."""
+
+    def __init__(self, protocol: Protocol) -> None:
+        self.protocol = protocol
+        self._ctx: Any = None
+        self._stream: Any = None
+
+    # -- set-up -----------------------------------------------------------------------------------
+
+    def _init(self) -> None:
+        if self._ctx is not None:
+            return
+        reason = gpu_unavailable_reason()
+        if reason:
+            raise NoGpuError(reason)
+        from numba import cuda
+
+        self._cuda = cuda
+        self._ctx = cuda.current_context()
+        self._stream = cuda.stream()
+        try:
+            from cuda.core import LaunchConfig, launch
+        except ImportError:  # cuda-core < 0.4
+            from cuda.core.experimental import LaunchConfig, launch  # type: ignore[no-redef]
+        self._launch, self._LaunchConfig = launch, LaunchConfig
+
+    def environment(self) -> Environment:
+        self._init()
+        dev = self._ctx.device
+        cc = dev.compute_capability
+        env: dict[str, Any] = {
+            "gpu_name": dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name),
+            "compute_capability": f"{cc[0]}.{cc[1]}",
+            "sm_count": int(dev.MULTIPROCESSOR_COUNT),
+            "l2_bytes": int(getattr(dev, "L2_CACHE_SIZE", 0)),
+            "host": socket.gethostname(),
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            "numba_cuda_version": _dist_version("numba-cuda"),
+            "cuda_core_version": _dist_version("cuda-core"),
+        }
+        env.update(_nvml_facts(self._pci_bus_id()))
+        return Environment(**env)
+
+    def _pci_bus_id(self) -> str | None:
+        dev = self._ctx.device
+        try:
+            return f"{int(dev.PCI_DOMAIN_ID):08x}:{int(dev.PCI_BUS_ID):02x}:{int(dev.PCI_DEVICE_ID):02x}.0"
+        except Exception:  # noqa: BLE001
+            return None
+
+    def arch(self) -> str:
+        self._init()
+        cc = self._ctx.device.compute_capability
+        return f"sm_{cc[0]}{cc[1]}"
+
+    # -- primitives -------------------------------------------------------------------------------
+
+    def _load(self, label: str, ptx: str, kernel: str) -> Any:
+        module = self._ctx.create_module_ptx(ptx)
+        try:
+            fn = module.get_function(kernel)
+        except Exception as exc:  # noqa: BLE001 - name the side and kernel, keep the driver's words
+            raise WfbenchError(f"{label}: kernel {kernel!r} not found in its PTX ({exc})") from None
+        return module, fn
+
+    def _attrs(self, fn: Any) -> KernelAttrs:
+        a = fn.attrs
+        return KernelAttrs(registers=int(a.regs), local_bytes=int(a.local), shared_bytes=int(a.shared),
+                           max_threads=int(a.maxthreads))
+
+    def _args(self, case: Case, bufs: Mapping[str, Any], scalars: Mapping[str, Any]) -> list[Any]:
+        args: list[Any] = []
+        for p in case.params:
+            if p.kind == "ptr":
+                args.append(ctypes.c_void_p(int(bufs[p.name].device_ctypes_pointer.value or 0)))
+            else:
+                ctype = {"i32": ctypes.c_int32, "i64": ctypes.c_int64, "f32": ctypes.c_float,
+                         "f64": ctypes.c_double}[p.kind]
+                args.append(ctype(scalars[p.name].item()))
+        return args
+
+    def _launcher(self, fn: Any, case: Case, config: str, args: list[Any]) -> Any:
+        geo = case.launch(case.sizes[config])
+        cfg = self._LaunchConfig(grid=geo.grid, block=geo.block, shmem_size=geo.shared_bytes)
+        launch, stream, kernel = self._launch, self._stream, fn.kernel
+
+        def go() -> None:
+            launch(stream, cfg, kernel, *args)
+
+        return go
+
+    def _fill(self, dev: Any, dtype: np.dtype, shape: tuple[int, ...]) -> None:
+        host = np.full(shape, np.nan, dtype=dtype) if _float_dtype(dtype) else \
+            np.full(shape, INT_SENTINEL, dtype=np.int64).astype(dtype)
+        dev.copy_to_device(host, stream=self._stream)
+
+    def _elapsed_ms(self, start: Any, end: Any) -> float:
+        return float(start.elapsed_time(end))
+
+    # -- the protocol -----------------------------------------------------------------------------
+
+    def measure(self, case: Case, sides: Sequence[Side], *, reference_label: str) -> Measurement:
+        self._init()
+        cuda = self._cuda
+        checks: list[Check] = []
+        costs: dict[str, float] = {"load_s": 0.0, "inputs_s": 0.0, "reference_s": 0.0, "alloc_copy_s": 0.0,
+                                   "correctness_s": 0.0, "timing_s": 0.0}
+        kattrs: dict[str, KernelAttrs] = {}
+        keep: list[Any] = []  # modules stay alive while their kernels are used
+        launchers: dict[str, Any] = {}
+
+        for config in CONFIGS:
+            t0 = time.perf_counter()
+            fns = {}
+            for side in sides:
+                module, fn = self._load(side.label, side.ptx[config], side.kernel)
+                keep.append(module)
+                fns[side.label] = fn
+                if config == "canonical":
+                    kattrs[side.label] = self._attrs(fn)
+            costs["load_s"] += time.perf_counter() - t0
+
+            t0 = time.perf_counter()
+            inputs = case.make_inputs(config)
+            costs["inputs_s"] += time.perf_counter() - t0
+            t0 = time.perf_counter()
+            want = case.make_reference(inputs, config)
+            costs["reference_s"] += time.perf_counter() - t0
+
+            t0 = time.perf_counter()
+            dev_in = {p.name: cuda.to_device(inputs[p.name], stream=self._stream)
+                      for p in case.params if p.kind == "ptr" and not p.output}
+            scalars = {p.name: inputs[p.name] for p in case.params if p.kind != "ptr"}
+            outs_by_side = {
+                s.label: {p.name: cuda.device_array(want[p.name].shape, dtype=want[p.name].dtype, stream=self._stream)
+                          for p in case.outputs}
+                for s in sides
+            }
+            self._stream.synchronize()
+            costs["alloc_copy_s"] += time.perf_counter() - t0
+
+            # correctness: each side into its own pre-filled outputs
+            t0 = time.perf_counter()
+            got: dict[str, dict[str, np.ndarray]] = {}
+            for side in sides:
+                outs = outs_by_side[side.label]
+                for p in case.outputs:
+                    self._fill(outs[p.name], want[p.name].dtype, want[p.name].shape)
+                go = self._launcher(fns[side.label], case, config, self._args(case, {**dev_in, **outs}, scalars))
+                try:
+                    go()
+                    self._stream.synchronize()
+                except Exception as exc:  # noqa: BLE001 - a launch failure is this case's error
+                    raise WfbenchError(f"{case.id}[{config}] {side.label}: launch failed: {exc}") from None
+                first = {p.name: outs[p.name].copy_to_host(stream=self._stream) for p in case.outputs}
+                go()
+                self._stream.synchronize()
+                second = {p.name: outs[p.name].copy_to_host(stream=self._stream) for p in case.outputs}
+                self._stream.synchronize()
+                got[side.label] = first
+                for p in case.outputs:
+                    tol = case.tolerances[p.name]
+                    ok, ea, er, bad = compare(first[p.name], want[p.name], tol.rtol, tol.atol)
+                    checks.append(Check(config, side.label, "reference", p.name, ok, _json_float(ea),
+                                        _json_float(er), bad, int(want[p.name].size)))
+                    same = np.array_equal(first[p.name], second[p.name], equal_nan=True)
+                    n_diff = 0 if same else int(np.sum(first[p.name] != second[p.name]))
+                    checks.append(Check(config, side.label, "idempotent", p.name, same, 0.0, 0.0, n_diff,
+                                        int(want[p.name].size)))
+            labels = [s.label for s in sides]
+            for label in labels:
+                if label == reference_label:
+                    continue
+                for p in case.outputs:
+                    tol = case.tolerances[p.name]
+                    ok, ea, er, bad = compare(got[label][p.name], got[reference_label][p.name], tol.rtol, tol.atol)
+                    checks.append(Check(config, f"{label}~{reference_label}", "cross", p.name, ok,
+                                        _json_float(ea), _json_float(er), bad, int(want[p.name].size)))
+            costs["correctness_s"] += time.perf_counter() - t0
+            failed = [c for c in checks if not c.passed]
+            if failed:
+                return Measurement(False, _describe_failures(case, failed), tuple(checks), kattrs,
+                                   Costs(**costs))
+            if config == "canonical":
+                shared_outs = outs_by_side[sides[0].label]
+                args = self._args(case, {**dev_in, **shared_outs}, scalars)
+                launchers = {s.label: self._launcher(fns[s.label], case, config, args) for s in sides}
+                canonical = (want, shared_outs)
+
+        # timing: canonical size, every side on the same buffers
+        t0 = time.perf_counter()
+        timed = self._time(launchers)
+        costs["timing_s"] = time.perf_counter() - t0
+
+        want, shared_outs = canonical
+        # The last side launched wrote the shared outputs; it must still be right.
+        for p in case.outputs:
+            tol = case.tolerances[p.name]
+            after = shared_outs[p.name].copy_to_host(stream=self._stream)
+            self._stream.synchronize()
+            ok, ea, er, bad = compare(after, want[p.name], tol.rtol, tol.atol)
+            checks.append(Check("canonical", "shared", "after-timing", p.name, ok, _json_float(ea),
+                                _json_float(er), bad, int(want[p.name].size)))
+        failed = [c for c in checks if not c.passed]
+        del keep
+        return Measurement(
+            passed=not failed,
+            message=_describe_failures(case, failed) if failed else "",
+            checks=tuple(checks),
+            kernel_attrs=kattrs,
+            costs=Costs(**costs),
+            **timed,
+        )
+
+    def _time(self, launchers: Mapping[str, Any]) -> dict[str, Any]:
+        cuda, stream, proto = self._cuda, self._stream, self.protocol
+        labels = list(launchers)
+        events = [cuda.event(timing=True) for _ in range(len(labels) + 1)]
+
+        def run_round(order: Sequence[str], k: int) -> dict[str, float]:
+            events[0].record(stream)
+            for i, label in enumerate(order):
+                go = launchers[label]
+                for _ in range(k):
+                    go()
+                events[i + 1].record(stream)
+            events[-1].synchronize()
+            return {label: self._elapsed_ms(events[i], events[i + 1]) for i, label in enumerate(order)}
+
+        # warm-up: alternate sides until the GPU has been busy for warmup_s (clocks ramp up)
+        busy_ms, k = 0.0, 1
+        while busy_ms < proto.warmup_s * 1000.0:
+            ms = run_round(labels, k)
+            busy_ms += sum(ms.values())
+            if max(ms.values()) < 20.0:
+                k *= 2
+        # calibrate: launches per sample so the fastest side's sample lasts >= min_sample_ms
+        probe = run_round(labels, k)
+        per_launch = min(probe.values()) / k
+        launches = max(1, math.ceil(proto.min_sample_ms / max(per_launch, 1e-6)))
+        samples: dict[str, list[float]] = {label: [] for label in labels}
+        first: list[str] = []
+        clocks: list[int] = []
+        nvml = _NvmlClock(self._pci_bus_id())
+        for r in range(proto.samples):
+            order = labels[r % len(labels):] + labels[: r % len(labels)]
+            if r % 2 == 1 and len(labels) == 2:
+                order = labels[::-1]
+            ms = run_round(order, launches)
+            first.append(order[0])
+            for label in labels:
+                samples[label].append(ms[label] * 1000.0 / launches)
+            if r % 5 == 0:
+                c = nvml.sm_clock()
+                if c:
+                    clocks.append(c)
+        return {
+            "samples_us": {label: tuple(v) for label, v in samples.items()},
+            "first": tuple(first),
+            "launches_per_sample": launches,
+            "warmup_s": busy_ms / 1000.0,
+            "clocks_sm_mhz": tuple(clocks),
+        }
+
+    def copy_gbps(self) -> float | None:
+        """Device-to-device copy bandwidth (bytes read + written), the yardstick for memory-bound cases."""
+        self._init()
+        cuda, stream = self._cuda, self._stream
+        nbytes = 1 << 30
+        src = cuda.device_array(nbytes // 8, dtype=np.float64, stream=stream)
+        dst = cuda.device_array(nbytes // 8, dtype=np.float64, stream=stream)
+        start, end = cuda.event(timing=True), cuda.event(timing=True)
+        for _ in range(5):
+            dst.copy_to_device(src, stream=stream)
+        times = []
+        for _ in range(20):
+            start.record(stream)
+            dst.copy_to_device(src, stream=stream)
+            end.record(stream)
+            end.synchronize()
+            times.append(self._elapsed_ms(start, end))
+        del src, dst
+        return 2 * nbytes / (float(np.median(times)) * 1e-3) / 1e9
+
+
+def _describe_failures(case: Case, failed: Sequence[Check]) -> str:
+    worst = failed[0]
+    what = {"reference": "differs from the numpy reference", "idempotent": "changes on a second launch",
+            "cross": "WarpForth and CUDA disagree", "after-timing": "is wrong after timing"}[worst.what]
+    tol = case.tolerances.get(worst.output)
+    tol_s = f" (rtol {tol.rtol:g}, atol {tol.atol:g})" if tol else ""
+    return (f"{case.id}[{worst.config}] {worst.side}: output {worst.output} {what}: {worst.mismatches} of "
+            f"{worst.total} elements outside tolerance{tol_s}, max abs err {worst.max_abs_err:.3g}, "
+            f"max rel err {worst.max_rel_err:.3g}" + (f"; {len(failed) - 1} more failed checks" if len(failed) > 1 else ""))
+
+
+def _dist_version(name: str) -> str:
+    try:
+        from importlib.metadata import version
+
+        return version(name)
+    except Exception:  # noqa: BLE001
+        return ""
+
+
+class _NvmlClock:
+    def __init__(self, bus_id: str | None) -> None:
+        self.handle = None
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            self._nvml = pynvml
+            self.handle = pynvml.nvmlDeviceGetHandleByPciBusId(bus_id) if bus_id else \
+                pynvml.nvmlDeviceGetHandleByIndex(0)
+        except Exception:  # noqa: BLE001 - clocks are metadata
+            self.handle = None
+
+    def sm_clock(self) -> int | None:
+        if self.handle is None:
+            return None
+        try:
+            return int(self._nvml.nvmlDeviceGetClockInfo(self.handle, self._nvml.NVML_CLOCK_SM))
+        except Exception:  # noqa: BLE001
+            return None
+
+
+def _nvml_facts(bus_id: str | None) -> dict[str, Any]:
+    """GPU facts from NVML; any that cannot be read are left out."""
+    try:
+        import pynvml
+    except ImportError:
+        return {}
+    out: dict[str, Any] = {}
+    try:
+        pynvml.nvmlInit()
+    except Exception:  # noqa: BLE001
+        return {}
+    try:
+        h = pynvml.nvmlDeviceGetHandleByPciBusId(bus_id) if bus_id else pynvml.nvmlDeviceGetHandleByIndex(0)
+    except Exception:  # noqa: BLE001
+        h = pynvml.nvmlDeviceGetHandleByIndex(0)
+    reads = {
+        "gpu_uuid": lambda: pynvml.nvmlDeviceGetUUID(h),
+        "driver_version": lambda: pynvml.nvmlSystemGetDriverVersion(),
+        "sm_clock_mhz": lambda: pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM),
+        "mem_clock_mhz": lambda: pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_MEM),
+        "max_sm_clock_mhz": lambda: pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_SM),
+        "max_mem_clock_mhz": lambda: pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_MEM),
+        "power_limit_w": lambda: pynvml.nvmlDeviceGetEnforcedPowerLimit(h) / 1000.0,
+        "temperature_c": lambda: pynvml.nvmlDeviceGetTemperature(h, pynvml.NVML_TEMPERATURE_GPU),
+        "memory_bytes": lambda: pynvml.nvmlDeviceGetMemoryInfo(h).total,
+    }
+    for key, read in reads.items():
+        try:
+            value = read()
+            out[key] = value.decode() if isinstance(value, bytes) else value
+        except Exception:  # noqa: BLE001 - each fact is optional
+            pass
+    try:
+        v = pynvml.nvmlSystemGetCudaDriverVersion()
+        out["cuda_driver_version"] = f"{v // 1000}.{(v % 1000) // 10}"
+    except Exception:  # noqa: BLE001
+        pass
+    for k in ("sm_clock_mhz", "mem_clock_mhz", "max_sm_clock_mhz", "max_mem_clock_mhz", "temperature_c",
+              "memory_bytes"):
+        if k in out:
+            out[k] = int(out[k])
+    return out
+
+
+os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")

@@ -1,0 +1,1 @@
+"""Built-in transports: where bundles run (local GPU, SSH host, Vast.ai rental)."""

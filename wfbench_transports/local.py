@@ -1,0 +1,46 @@
+"""The ``local`` transport: execute the bundle on this machine's GPU, in this process."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from wfbench_core import hookimpl
+from wfbench_core.errors import NoGpuError
+from wfbench_core.results import Protocol, RunResult
+
+
+class LocalTransport:
+    name = "local"
+    summary = "this machine's GPU, in this process"
+
+    def __init__(self, *, registry: Any, cuda_compiler: str = "auto", **options: Any) -> None:
+        self.registry = registry
+        self.cuda_compiler = cuda_compiler
+        self.options = options
+
+    def gpu_arch(self) -> str | None:
+        from wfbench_core.timer import gpu_unavailable_reason
+
+        reason = gpu_unavailable_reason()
+        if reason:
+            raise NoGpuError(reason)
+        from numba import cuda
+
+        cc = cuda.get_current_device().compute_capability
+        return f"sm_{cc[0]}{cc[1]}"
+
+    def execute(self, bundle: Path, *, protocol: Protocol, mode: str, case_ids: Sequence[str],
+                progress: Callable[[str], None]) -> RunResult:
+        from wfbench_core.executor import execute
+
+        return execute(bundle, registry=self.registry, protocol=protocol, mode=mode, case_ids=case_ids,
+                       cuda_compiler_kind=self.cuda_compiler, progress=progress)
+
+    def close(self) -> None:
+        pass
+
+
+@hookimpl
+def wfbench_register_transports(register: Callable[[str, Any], None]) -> None:
+    register("local", LocalTransport)
