@@ -150,6 +150,7 @@ class CaseResult:
     cuda_source_sha256: str = ""
     warpforth_source_sha256: str = ""
     plugin: str = ""
+    compiler_label: str = ""  # in a base/head run: which warpforthc ("base", "head"); "" otherwise
     compile_wf: Optional[CompileRecord] = None
     compile_cuda: Optional[CompileRecord] = None
     attrs_wf: Optional[KernelAttrs] = None
@@ -217,10 +218,11 @@ class RunResult:
     cases: tuple[CaseResult, ...]
     source: Source = Source()
     wall_s: float = 0.0
+    compilers: dict[str, CompilerInfo] = attrs.Factory(dict)  # base/head run: label -> warpforthc
 
-    def case(self, case_id: str) -> CaseResult:
+    def case(self, case_id: str, compiler_label: str = "") -> CaseResult:
         for c in self.cases:
-            if c.id == case_id:
+            if c.id == case_id and c.compiler_label == compiler_label:
                 return c
         raise KeyError(case_id)
 

@@ -98,6 +98,8 @@ def _float_dtype(dtype: np.dtype) -> bool:
 
 def compare(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> tuple[bool, float, float, int]:
     """Elementwise ``|got-want| <= atol + rtol*|want|``; NaN anywhere in ``got`` is a mismatch."""
+    if got.shape == want.shape and got.dtype == want.dtype and np.array_equal(got, want):
+        return True, 0.0, 0.0, 0  # bit-identical: the common case, and cheap on large outputs
     g = np.asarray(got, dtype=np.float64).ravel()
     w = np.asarray(want, dtype=np.float64).ravel()
     if g.shape != w.shape:
@@ -195,7 +197,7 @@ class CudaEventTimer:
         args: list[Any] = []
         for p in case.params:
             if p.kind == "ptr":
-                args.append(ctypes.c_void_p(int(bufs[p.name].device_ctypes_pointer.value or 0)))
+                args.append(ctypes.c_uint64(int(bufs[p.name].device_ctypes_pointer.value or 0)))
             else:
                 ctype = {"i32": ctypes.c_int32, "i64": ctypes.c_int64, "f32": ctypes.c_float,
                          "f64": ctypes.c_double}[p.kind]
@@ -393,15 +395,22 @@ class CudaEventTimer:
         src = cuda.device_array(nbytes // 8, dtype=np.float64, stream=stream)
         dst = cuda.device_array(nbytes // 8, dtype=np.float64, stream=stream)
         start, end = cuda.event(timing=True), cuda.event(timing=True)
-        for _ in range(5):
-            dst.copy_to_device(src, stream=stream)
+        busy_ms = 0.0
+        while busy_ms < max(self.protocol.warmup_s, 0.2) * 1000.0:  # clocks ramp, as for the cases
+            start.record(stream)
+            for _ in range(10):
+                dst.copy_to_device(src, stream=stream)
+            end.record(stream)
+            end.synchronize()
+            busy_ms += self._elapsed_ms(start, end)
         times = []
         for _ in range(20):
             start.record(stream)
-            dst.copy_to_device(src, stream=stream)
+            for _ in range(10):
+                dst.copy_to_device(src, stream=stream)
             end.record(stream)
             end.synchronize()
-            times.append(self._elapsed_ms(start, end))
+            times.append(self._elapsed_ms(start, end) / 10)
         del src, dst
         return 2 * nbytes / (float(np.median(times)) * 1e-3) / 1e9
 

@@ -1,0 +1,6 @@
+"""``python -m wfbench_core`` is the ``wfbench`` command (used on GPU hosts without the script on PATH)."""
+
+from wfbench_core.cli import main
+
+if __name__ == "__main__":
+    main()
