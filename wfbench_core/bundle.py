@@ -22,13 +22,13 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Callable, Iterable, Optional
+from typing import Callable, Iterable, Mapping, Optional
 
 import attrs
 
 from wfbench_core import SUITE_VERSION, __version__
 from wfbench_core.case import CONFIGS, Case, sha256_text
-from wfbench_core.compile import CompileError, compile_warpforth, warpforthc_info
+from wfbench_core.compile import CompileError, compile_cuda, compile_warpforth, warpforthc_info
 from wfbench_core.errors import WfbenchError
 from wfbench_core.fsutil import atomic_write
 from wfbench_core.results import CompileRecord, CompilerInfo, Source, converter
@@ -68,6 +68,7 @@ class BundleManifest:
     source: Source = Source()
     compiler_label: str = ""  # which warpforthc of a base/head run built it
     failures: dict[str, str] = attrs.Factory(dict)  # case id -> why it is not in the bundle
+    labels: tuple[str, ...] = ()  # base/head bundle: one sub-bundle per label, in folders of that name
 
 
 def utcnow() -> str:
@@ -78,20 +79,27 @@ def build_bundle(
     cases: Iterable[Case],
     out_dir: Path,
     *,
-    warpforthc: Path,
+    warpforthc: Path | Mapping[str, Path],
     arch: str | None = None,
     source: Source = Source(),
     plugins: dict[str, str] | None = None,
     progress: Callable[[str], None] = lambda msg: None,
     compiler_label: str = "",
     keep_going: bool = True,
+    check_cuda: CompilerInfo | None = None,
 ) -> BundleManifest:
     """Compile every case's WarpForth source (both configurations) and write the bundle.
 
-    A case whose WarpForth source does not compile is recorded in ``failures`` (or raised with
-    ``keep_going=False``); the others are still built.
+    ``warpforthc`` is one binary, or ``{label: binary}`` for a base/head bundle (one sub-bundle per
+    label, timed together on the GPU host). A case whose WarpForth source does not compile is recorded
+    in ``failures`` (or raised with ``keep_going=False``); the others are still built. With
+    ``check_cuda`` the CUDA side is compiled here too, so a broken baseline fails before it is shipped.
     """
-    info = warpforthc_info(warpforthc)
+    compilers = {"": Path(warpforthc)} if isinstance(warpforthc, (str, os.PathLike)) else dict(warpforthc)
+    for label in compilers:
+        if len(compilers) > 1 and (not label or not label.replace("_", "").replace("-", "").isalnum()):
+            raise WfbenchError(f"compiler label {label!r} must be letters, digits, '-' or '_' (e.g. base=PATH)")
+    cases = list(cases)
     out_dir = Path(out_dir)
     if out_dir.exists() and not (out_dir / MANIFEST).exists() and any(out_dir.iterdir()):
         raise WfbenchError(f"{out_dir} exists and is not a wfbench bundle; choose an empty or new folder")
@@ -99,8 +107,20 @@ def build_bundle(
     # Build beside the target and swap it in at the end: a failed build leaves the old bundle intact.
     work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:
-        manifest = _build_into(work, cases, warpforthc, info, arch, source, plugins, progress, compiler_label,
-                               keep_going)
+        if list(compilers) == [""]:
+            manifest = _build_into(work, cases, compilers[""], warpforthc_info(compilers[""]), arch, source,
+                                   plugins, progress, compiler_label, keep_going, check_cuda)
+        else:
+            subs = {}
+            for label, binary in compilers.items():
+                progress(f"warpforthc {label}: {binary}")
+                (work / label).mkdir()
+                subs[label] = _build_into(work / label, cases, binary, warpforthc_info(binary), arch, source,
+                                          plugins, progress, label, keep_going, check_cuda)
+            first = next(iter(subs.values()))
+            manifest = attrs.evolve(first, cases=(), labels=tuple(subs), compiler_label="", failures={
+                f"{cid} ({label})": why for label, sub in subs.items() for cid, why in sub.failures.items()})
+            _write_manifest(work, manifest)
         if out_dir.exists():
             shutil.rmtree(out_dir)
         os.replace(work, out_dir)
@@ -112,13 +132,16 @@ def build_bundle(
 
 def _build_into(out_dir: Path, cases: Iterable[Case], warpforthc: Path, info: CompilerInfo, arch: str | None,
                 source: Source, plugins: dict[str, str] | None, progress: Callable[[str], None],
-                compiler_label: str, keep_going: bool) -> BundleManifest:
+                compiler_label: str, keep_going: bool, check_cuda: CompilerInfo | None) -> BundleManifest:
     built: list[BundleCase] = []
     failures: dict[str, str] = {}
     for case in cases:
         progress(f"compile {case.id}")
         try:
             built.append(_build_case(case, out_dir, warpforthc, arch, (plugins or {}).get(case.id, "")))
+            if check_cuda is not None:
+                compile_cuda(case.render("canonical")[1], case_id=f"{case.id}[canonical]", arch=arch or "sm_80",
+                             compiler=check_cuda)
         except CompileError as exc:
             if not keep_going:
                 raise
@@ -137,8 +160,12 @@ def _build_into(out_dir: Path, cases: Iterable[Case], warpforthc: Path, info: Co
         compiler_label=compiler_label,
         failures=failures,
     )
-    atomic_write(out_dir / MANIFEST, json.dumps(converter().unstructure(manifest), indent=1) + "\n")
+    _write_manifest(out_dir, manifest)
     return manifest
+
+
+def _write_manifest(out_dir: Path, manifest: BundleManifest) -> None:
+    atomic_write(out_dir / MANIFEST, json.dumps(converter().unstructure(manifest), indent=1) + "\n")
 
 
 def _build_case(case: Case, out_dir: Path, warpforthc: Path, arch: str | None, plugin: str) -> BundleCase:
@@ -186,6 +213,14 @@ def read_manifest(bundle: Path) -> BundleManifest:
         return converter().structure(data, BundleManifest)  # type: ignore[no-any-return]
     except Exception as exc:  # noqa: BLE001 - any structural problem is the same user error
         raise WfbenchError(f"{path}: malformed bundle manifest ({type(exc).__name__}); rebuild the bundle") from None
+
+
+def read_variants(bundle: Path) -> dict[str, tuple[BundleManifest, Path]]:
+    """``{label: (manifest, folder)}``: one entry labelled "" for a plain bundle, one per base/head label."""
+    top = read_manifest(bundle)
+    if not top.labels:
+        return {"": (top, Path(bundle))}
+    return {label: (read_manifest(Path(bundle) / label), Path(bundle) / label) for label in top.labels}
 
 
 def load_case_files(bundle: Path, entry: BundleCase, case: Optional[Case]) -> dict[str, LoadedConfig]:

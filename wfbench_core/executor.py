@@ -14,7 +14,7 @@ from typing import Callable, Iterable, Sequence
 import attrs
 
 from wfbench_core import SUITE_VERSION, __version__
-from wfbench_core.bundle import BundleManifest, LoadedConfig, load_case_files, read_manifest, utcnow
+from wfbench_core.bundle import BundleManifest, LoadedConfig, load_case_files, read_manifest, read_variants, utcnow
 from wfbench_core.case import CONFIGS, Case
 from wfbench_core.compile import cuda_compiler, compile_cuda
 from wfbench_core.errors import WfbenchError
@@ -48,15 +48,13 @@ class Prepared:
 
 
 def prepare(bundle: Path, registry: Registry, case_ids: Iterable[str] = ()) -> tuple[BundleManifest, list[Prepared]]:
-    """Read the bundle and match every case with the installed plugin (no GPU needed)."""
+    """Read a plain bundle and match every case with the installed plugin (no GPU needed)."""
     manifest = read_manifest(bundle)
     wanted = list(case_ids)
     entries = {e.id: e for e in manifest.cases}
     for cid in wanted:
-        if cid not in entries:
-            why = manifest.failures.get(cid)
-            raise WfbenchError(f"case {cid!r} is not in bundle {bundle}" + (f": {why}" if why else
-                               f"; it holds {', '.join(entries) or 'no cases'}"))
+        if cid not in entries and cid not in manifest.failures:
+            raise WfbenchError(f"case {cid!r} is not in bundle {bundle}; it holds {', '.join(entries) or 'no cases'}")
     prepared = []
     for entry in manifest.cases:
         if wanted and entry.id not in wanted:
@@ -72,10 +70,22 @@ def prepare(bundle: Path, registry: Registry, case_ids: Iterable[str] = ()) -> t
     return manifest, prepared
 
 
+def prepare_all(bundle: Path, registry: Registry, case_ids: Iterable[str] = ()
+                ) -> tuple[dict[str, BundleManifest], dict[str, dict[str, Prepared]]]:
+    """Every variant of a bundle: ``({label: manifest}, {case id: {label: Prepared}})``, cases in bundle order."""
+    manifests: dict[str, BundleManifest] = {}
+    by_case: dict[str, dict[str, Prepared]] = {}
+    for label, (_, folder) in read_variants(bundle).items():
+        manifest, prepared = prepare(folder, registry, case_ids)
+        manifests[label] = manifest
+        for p in prepared:
+            by_case.setdefault(p.case.id, {})[label] = p
+    return manifests, by_case
+
+
 def validate(bundle: Path, registry: Registry, case_ids: Iterable[str] = ()) -> list[str]:
     """Check a bundle against the installed cases without touching a GPU; returns the case IDs."""
-    _, prepared = prepare(bundle, registry, case_ids)
-    return [p.case.id for p in prepared]
+    return list(prepare_all(bundle, registry, case_ids)[1])
 
 
 def execute(
@@ -88,9 +98,15 @@ def execute(
     cuda_compiler_kind: str = "auto",
     progress: Progress = lambda msg: None,
 ) -> RunResult:
-    """Run every case of the bundle (or ``case_ids``) on this host's GPU and return the result."""
+    """Run every case of the bundle (or ``case_ids``) on this host's GPU and return the result.
+
+    A base/head bundle times every compiler's PTX and the CUDA PTX in the same interleaved rounds and
+    reports one CaseResult per compiler label, all against the same CUDA samples.
+    """
     t_start = time.perf_counter()
-    manifest, prepared = prepare(bundle, registry, case_ids)
+    manifests, by_case = prepare_all(bundle, registry, case_ids)
+    if mode == MODE_AA and len(manifests) > 1:
+        raise WfbenchError("--aa times the CUDA PTX against itself; it takes a single warpforthc, not base/head")
     timer = registry.make_timer(protocol)
     environment = timer.environment()  # raises NoGpuError with one clear line when there is no GPU
     arch = "sm_" + environment.compute_capability.replace(".", "")
@@ -102,21 +118,24 @@ def execute(
     if copy:
         progress(f"device-to-device copy: {copy:.0f} GB/s (read + write)")
 
-    results = []
-    for prep in prepared:
-        progress(f"{prep.case.id}: checking and timing")
-        result = run_case(prep, timer=timer, protocol=protocol, cuda=cuda, arch=arch, mode=mode)
-        progress(_one_line(result))
-        results.append(result)
+    results: list[CaseResult] = []
+    for case_id, variants in by_case.items():
+        progress(f"{case_id}: checking and timing")
+        for result in run_case(variants, timer=timer, protocol=protocol, cuda=cuda, arch=arch, mode=mode):
+            progress(_one_line(result))
+            results.append(result)
 
-    for cid, why in manifest.failures.items():
-        if case_ids and cid not in case_ids:
-            continue
-        case = registry.cases[cid].value if cid in registry.cases else None
-        results.append(CaseResult(id=cid, version=case.version if case else 0,
-                                  priority=case.priority if case else "", fingerprint=case.fingerprint() if case else "",
-                                  status=ERROR, mode=mode, message=why))
+    for label, manifest in manifests.items():
+        for cid, why in manifest.failures.items():
+            if case_ids and cid not in case_ids:
+                continue
+            case = registry.cases[cid].value if cid in registry.cases else None
+            results.append(CaseResult(
+                id=cid, version=case.version if case else 0, priority=case.priority if case else "",
+                fingerprint=case.fingerprint() if case else "", status=ERROR, mode=mode, message=why,
+                compiler_label=label))
 
+    first = next(iter(manifests.values()))
     return RunResult(
         schema_version=1,
         suite_version=SUITE_VERSION,
@@ -125,75 +144,100 @@ def execute(
         mode=mode,
         protocol=protocol,
         environment=environment,
-        warpforthc=manifest.warpforthc,
+        warpforthc=first.warpforthc,
         cuda_compiler=cuda,
         cases=tuple(results),
-        source=manifest.source,
+        source=first.source,
         wall_s=time.perf_counter() - t_start,
+        compilers={label: m.warpforthc for label, m in manifests.items() if label},
     )
 
 
-def run_case(prep: Prepared, *, timer: object, protocol: Protocol, cuda: CompilerInfo, arch: str,
-             mode: str) -> CaseResult:
-    case = prep.case
+def _wf_label(label: str) -> str:
+    return f"wf:{label}" if label else "wf"
+
+
+def run_case(variants: dict[str, Prepared], *, timer: object, protocol: Protocol, cuda: CompilerInfo, arch: str,
+             mode: str) -> list[CaseResult]:
+    """Check and time one case: every WarpForth variant (one, or base and head) against the CUDA side."""
+    some = next(iter(variants.values()))
+    case = some.case
     work = case.work(case.sizes["canonical"])
-    base = CaseResult(
-        id=case.id, version=case.version, priority=case.priority, fingerprint=case.fingerprint(),
-        status=ERROR, mode=mode, metric=case.metric, work_bytes=work.bytes, work_flops=work.flops,
-        cuda_source_sha256=case.cuda_source_sha256(),
-        warpforth_source_sha256=prep.files["canonical"].compile_wf.source_sha256,
-        plugin=prep.plugin, compile_wf=prep.files["canonical"].compile_wf,
-    )
+    bases = {
+        label: CaseResult(
+            id=case.id, version=case.version, priority=case.priority, fingerprint=case.fingerprint(),
+            status=ERROR, mode=mode, metric=case.metric, work_bytes=work.bytes, work_flops=work.flops,
+            cuda_source_sha256=case.cuda_source_sha256(),
+            warpforth_source_sha256=prep.files["canonical"].compile_wf.source_sha256,
+            plugin=prep.plugin, compiler_label=label, compile_wf=prep.files["canonical"].compile_wf,
+        )
+        for label, prep in variants.items()
+    }
+
+    def all_(**changes: object) -> list[CaseResult]:
+        return [attrs.evolve(b, **changes) for b in bases.values()]  # type: ignore[arg-type]
+
     cuda_ptx: dict[str, str] = {}
     compile_s = 0.0
     try:
         for config in CONFIGS:
-            compiled = compile_cuda(prep.files[config].cuda_source, case_id=f"{case.id}[{config}]", arch=arch,
+            compiled = compile_cuda(some.files[config].cuda_source, case_id=f"{case.id}[{config}]", arch=arch,
                                     compiler=cuda)
             cuda_ptx[config] = compiled.ptx
             compile_s += compiled.record.wall_s
             if config == "canonical":
-                base = attrs.evolve(base, compile_cuda=compiled.record)
+                bases = {k: attrs.evolve(b, compile_cuda=compiled.record) for k, b in bases.items()}
     except WfbenchError as exc:
-        return attrs.evolve(base, message=str(exc))
+        return all_(message=str(exc))
 
-    wf_ptx = {c: prep.files[c].wf_ptx for c in CONFIGS}
     if mode == MODE_AA:
-        sides = [Side("wf", case.cuda_kernel, cuda_ptx), Side("cuda", case.cuda_kernel, cuda_ptx)]
+        sides = [Side("wf", case.cuda_kernel, cuda_ptx)]
     else:
-        sides = [Side("wf", case.wf_kernel, wf_ptx), Side("cuda", case.cuda_kernel, cuda_ptx)]
+        sides = [Side(_wf_label(label), case.wf_kernel, {c: prep.files[c].wf_ptx for c in CONFIGS})
+                 for label, prep in variants.items()]
+    sides.append(Side("cuda", case.cuda_kernel, cuda_ptx))
     try:
         m: Measurement = timer.measure(case, sides, reference_label="cuda")  # type: ignore[attr-defined]
     except WfbenchError as exc:
-        return attrs.evolve(base, message=str(exc))
-    costs = attrs.evolve(m.costs, compile_cuda_s=compile_s,
-                         compile_wf_s=sum(prep.files[c].compile_wf.wall_s for c in CONFIGS))
-    base = attrs.evolve(base, checks=m.checks, costs=costs, attrs_wf=m.kernel_attrs.get("wf"),
-                        attrs_cuda=m.kernel_attrs.get("cuda"))
-    if not m.passed:
-        return attrs.evolve(base, status=FAILED, message=m.message)
-    wf, cu = summarize(m.samples_us["wf"]), summarize(m.samples_us["cuda"])
+        return all_(message=str(exc))
 
-    def rate(amount: int, median_us: float) -> float | None:
-        return amount / (median_us * 1e-6) / 1e9 if amount else None
+    out = []
+    cu = summarize(m.samples_us["cuda"]) if m.passed else None
+    for label, base in bases.items():
+        prep = variants[label]
+        side = _wf_label(label)
+        costs = attrs.evolve(m.costs, compile_cuda_s=compile_s,
+                             compile_wf_s=sum(prep.files[c].compile_wf.wall_s for c in CONFIGS))
+        base = attrs.evolve(base, checks=m.checks, costs=costs, attrs_wf=m.kernel_attrs.get(side),
+                            attrs_cuda=m.kernel_attrs.get("cuda"))
+        if not m.passed or cu is None:
+            out.append(attrs.evolve(base, status=FAILED, message=m.message))
+            continue
+        wf = summarize(m.samples_us[side])
 
-    timing = Timing(
-        launches_per_sample=m.launches_per_sample, warmup_s=m.warmup_s, warpforth=wf, cuda=cu,
-        gap=gap(wf, cu), order=m.first, clocks_sm_mhz=m.clocks_sm_mhz,
-        gbps_wf=rate(work.bytes, wf.median_us), gbps_cuda=rate(work.bytes, cu.median_us),
-        gflops_wf=rate(work.flops, wf.median_us), gflops_cuda=rate(work.flops, cu.median_us),
-    )
-    unstable = is_unstable(wf, cu, protocol.unstable_noise)
-    message = (f"noisy: MAD/median {wf.noise:.1%} (WarpForth), {cu.noise:.1%} (CUDA) > "
-               f"{protocol.unstable_noise:.0%}") if unstable else ""
-    return attrs.evolve(base, status=UNSTABLE if unstable else OK, timing=timing, message=message)
+        def rate(amount: int, median_us: float) -> float | None:
+            return amount / (median_us * 1e-6) / 1e9 if amount else None
+
+        timing = Timing(
+            launches_per_sample=m.launches_per_sample, warmup_s=m.warmup_s, warpforth=wf, cuda=cu,
+            gap=gap(wf, cu), order=tuple(m.first),
+            clocks_sm_mhz=m.clocks_sm_mhz,
+            gbps_wf=rate(work.bytes, wf.median_us), gbps_cuda=rate(work.bytes, cu.median_us),
+            gflops_wf=rate(work.flops, wf.median_us), gflops_cuda=rate(work.flops, cu.median_us),
+        )
+        unstable = is_unstable(wf, cu, protocol.unstable_noise)
+        message = (f"noisy: MAD/median {wf.noise:.1%} (WarpForth), {cu.noise:.1%} (CUDA) > "
+                   f"{protocol.unstable_noise:.0%}") if unstable else ""
+        out.append(attrs.evolve(base, status=UNSTABLE if unstable else OK, timing=timing, message=message))
+    return out
 
 
 def _one_line(r: CaseResult) -> str:
+    name = f"{r.id} [{r.compiler_label}]" if r.compiler_label else r.id
     if r.timing is None:
-        return f"{r.id}: {r.status.upper()}: {r.message}"
+        return f"{name}: {r.status.upper()}: {r.message}"
     t = r.timing
-    return (f"{r.id}: WF {t.warpforth.median_us:.2f} us, CUDA {t.cuda.median_us:.2f} us, gap {t.gap:.3f}x, "
+    return (f"{name}: WF {t.warpforth.median_us:.2f} us, CUDA {t.cuda.median_us:.2f} us, gap {t.gap:.3f}x, "
             f"noise {max(t.warpforth.noise, t.cuda.noise):.2%} [{r.status}]")
 
 

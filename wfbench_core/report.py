@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from wfbench_core.results import RunResult
+from wfbench_core.results import CaseResult, RunResult
 
 
 def _fmt(value: float | None, spec: str) -> str:
     return "-" if value is None else format(value, spec)
+
+
+def _name(c: CaseResult) -> str:
+    return c.id + (f" [{c.compiler_label}]" if c.compiler_label else "") + (" (A/A)" if c.mode == "aa" else "")
 
 
 def table_rows(result: RunResult) -> list[list[str]]:
@@ -20,14 +24,14 @@ def table_rows(result: RunResult) -> list[list[str]]:
         if c.attrs_wf and c.attrs_wf.local_bytes:
             regs += f" (wf local {c.attrs_wf.local_bytes} B)"
         if t is None:
-            rows.append([c.id, "-", "-", "-", "-", "-", "-", regs, c.status.upper()])
+            rows.append([_name(c), "-", "-", "-", "-", "-", "-", regs, c.status.upper()])
             continue
         if c.metric == "compute":
             wf_rate, cu_rate = _fmt(t.gflops_wf, ".1f") + " GF", _fmt(t.gflops_cuda, ".1f") + " GF"
         else:
             wf_rate, cu_rate = _fmt(t.gbps_wf, ".0f") + " GB", _fmt(t.gbps_cuda, ".0f") + " GB"
         rows.append([
-            c.id + (" (A/A)" if c.mode == "aa" else ""),
+            _name(c),
             f"{t.warpforth.median_us:.2f}",
             f"{t.cuda.median_us:.2f}",
             f"{t.gap:.3f}x",
@@ -56,7 +60,10 @@ def footer(result: RunResult) -> str:
     parts = [f"{e.gpu_name} ({e.compute_capability}, {e.sm_count} SMs), driver {e.driver_version}"]
     if e.copy_gbps:
         parts.append(f"d2d copy {e.copy_gbps:.0f} GB/s")
-    parts.append(f"warpforthc {result.warpforthc.version}")
+    if result.compilers:
+        parts.append(", ".join(f"warpforthc {k}: {v.version}" for k, v in result.compilers.items()))
+    else:
+        parts.append(f"warpforthc {result.warpforthc.version}")
     parts.append(f"{result.cuda_compiler.kind} {result.cuda_compiler.version} {' '.join(result.cuda_compiler.flags)}")
     parts.append(f"wall {result.wall_s:.1f} s")
     return "; ".join(parts)

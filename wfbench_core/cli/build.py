@@ -7,35 +7,42 @@ from pathlib import Path
 import click
 
 from wfbench_core.bundle import build_bundle
-from wfbench_core.cli.common import case_options, load_registry, progress_printer, warpforthc_option
-from wfbench_core.compile import find_warpforthc
-from wfbench_core.errors import WfbenchError
+from wfbench_core.cli.common import (
+    case_options,
+    check_cuda_option,
+    local_cuda_checker,
+    first_binary,
+    load_registry,
+    progress_printer,
+    resolve_warpforthc,
+    warpforthc_option,
+)
 from wfbench_core.executor import detect_source
 
 
 @click.command("build")
 @case_options
 @warpforthc_option
+@check_cuda_option
 @click.option("--out", "-o", "out_dir", type=click.Path(path_type=Path), default=Path("wfbench-bundle"),
               show_default=True, help="Bundle folder to write (replaced if it is a bundle).")
 @click.option("--arch", default=None, metavar="sm_XX", help="Target for warpforthc, when it accepts --arch.")
 @click.option("--commit", default=None, help="Commit of the WarpForth tree being benchmarked (recorded).")
 @click.option("--quiet", "-q", is_flag=True)
-def build(case_ids: tuple[str, ...], priorities: tuple[str, ...], warpforthc: str | None, out_dir: Path,
+def build(case_ids: tuple[str, ...], priorities: tuple[str, ...], warpforthc: tuple[str, ...], check_cuda: bool, out_dir: Path,
           arch: str | None, commit: str | None, quiet: bool) -> None:
     """Compile WarpForth for the selected cases into a self-describing bundle folder."""
     reg = load_registry()
     cases = reg.select(case_ids, priorities=priorities)
-    binary = find_warpforthc(warpforthc)
-    manifest = build_bundle(cases, out_dir, warpforthc=binary, arch=arch, source=detect_source(commit, binary),
+    binary = resolve_warpforthc(warpforthc)
+    # Strict: the first source that does not compile stops the build and nothing is written.
+    manifest = build_bundle(cases, out_dir, warpforthc=binary, arch=arch,
+                            source=detect_source(commit, first_binary(binary)),
                             plugins={c.id: reg.cases[c.id].plugin for c in cases},
-                            progress=progress_printer(quiet))
-    click.echo(f"bundle {out_dir}: {len(manifest.cases)} case(s), warpforthc {manifest.warpforthc.version}")
-    if manifest.failures:
-        for why in manifest.failures.values():
-            click.echo(f"  {why}", err=True)
-        raise WfbenchError(f"{len(manifest.failures)} case(s) did not compile: "
-                           f"{', '.join(manifest.failures)}")
+                            progress=progress_printer(quiet), keep_going=False,
+                            check_cuda=local_cuda_checker(check_cuda))
+    what = f"compilers {', '.join(manifest.labels)}" if manifest.labels else f"warpforthc {manifest.warpforthc.version}"
+    click.echo(f"bundle {out_dir}: {len(cases)} case(s), {what}")
 
 
 COMMANDS = [build]

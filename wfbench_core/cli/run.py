@@ -10,8 +10,16 @@ from pathlib import Path
 import click
 
 from wfbench_core.bundle import build_bundle
-from wfbench_core.cli.common import case_options, load_registry, progress_printer, warpforthc_option
-from wfbench_core.compile import find_warpforthc
+from wfbench_core.cli.common import (
+    case_options,
+    check_cuda_option,
+    local_cuda_checker,
+    first_binary,
+    load_registry,
+    progress_printer,
+    resolve_warpforthc,
+    warpforthc_option,
+)
 from wfbench_core.errors import CaseFailed
 from wfbench_core.executor import detect_source, execute, validate
 from wfbench_core.report import render
@@ -56,6 +64,7 @@ def _default_out() -> Path:
 @click.command("run")
 @case_options
 @warpforthc_option
+@check_cuda_option
 @protocol_options
 @click.option("--transport", "-t", default="local", show_default=True, help="Where to run (see 'wfbench transports').")
 @click.option("--transport-opt", "transport_opts", multiple=True, metavar="KEY=VALUE",
@@ -66,12 +75,12 @@ def _default_out() -> Path:
 @click.option("--commit", default=None, help="Commit of the WarpForth tree being benchmarked (recorded).")
 @click.option("--cuda-compiler", type=click.Choice(["auto", "nvcc", "nvrtc"]), default="auto", show_default=True)
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
-def run(case_ids, priorities, warpforthc, samples, min_sample_ms, warmup_s, aa, transport, transport_opts, out,
+def run(case_ids, priorities, warpforthc, check_cuda, samples, min_sample_ms, warmup_s, aa, transport, transport_opts, out,
         as_json, commit, cuda_compiler, quiet) -> None:  # type: ignore[no-untyped-def]
     """Build the bundle here and execute it on a GPU: check, time, print the table, write JSON."""
     reg = load_registry()
     cases = reg.select(case_ids, priorities=priorities)
-    binary = find_warpforthc(warpforthc)
+    binary = resolve_warpforthc(warpforthc)
     options = dict(_split_opt(o) for o in transport_opts)
     progress = progress_printer(quiet)
     t = reg.transport(transport)(registry=reg, cuda_compiler=cuda_compiler, progress=progress, **options)
@@ -79,8 +88,9 @@ def run(case_ids, priorities, warpforthc, samples, min_sample_ms, warmup_s, aa, 
         arch = t.gpu_arch()
         with tempfile.TemporaryDirectory(prefix="wfbench-bundle-") as tmp:
             bundle = Path(tmp) / "bundle"
-            build_bundle(cases, bundle, warpforthc=binary, arch=arch, source=detect_source(commit, binary),
-                         plugins={c.id: reg.cases[c.id].plugin for c in cases}, progress=progress)
+            build_bundle(cases, bundle, warpforthc=binary, arch=arch, source=detect_source(commit, first_binary(binary)),
+                         plugins={c.id: reg.cases[c.id].plugin for c in cases}, progress=progress,
+                         check_cuda=local_cuda_checker(check_cuda and transport != "local"))
             result = t.execute(bundle, protocol=_protocol(samples, min_sample_ms, warmup_s),
                                mode=MODE_AA if aa else MODE_PAIRED, case_ids=[c.id for c in cases],
                                progress=progress)

@@ -1,0 +1,62 @@
+"""Shared fixtures: real tools when installed, clean skips when not."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+PREBUILT_PTX = FIXTURES / "ptx"
+
+
+def _gpu_reason() -> str | None:
+    from wfbench_core.timer import gpu_unavailable_reason
+
+    return gpu_unavailable_reason()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if any(item.get_closest_marker("gpu") for item in items):
+        reason = _gpu_reason()
+        if reason:
+            skip = pytest.mark.skip(reason=f"no GPU: {reason}")
+            for item in items:
+                if item.get_closest_marker("gpu"):
+                    item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def warpforthc() -> Path:
+    """The real warpforthc, from WFBENCH_WARPFORTHC or PATH; skips when absent."""
+    path = os.environ.get("WFBENCH_WARPFORTHC") or shutil.which("warpforthc")
+    if not path or not Path(path).is_file():
+        pytest.skip("warpforthc not installed (set WFBENCH_WARPFORTHC or put it on PATH)")
+    return Path(path)
+
+
+@pytest.fixture(scope="session")
+def nvcc() -> Path:
+    from wfbench_core.compile import find_nvcc
+
+    path = find_nvcc()
+    if path is None:
+        pytest.skip("nvcc not installed")
+    return path
+
+
+@pytest.fixture
+def prebuilt_bundle(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """Make a real bundle for built-in cases from the WarpForth PTX kept in tests/fixtures/ptx."""
+    from wfbench_core.registry import Registry
+    from wfbench_core.testing import bundle_from_ptx, ptx_dir_loader
+
+    def make(case_ids=("axpy_f64", "scale_i64"), out: Path | None = None) -> Path:  # type: ignore[no-untyped-def]
+        reg = Registry.load()
+        out = out or tmp_path / "bundle"
+        bundle_from_ptx([reg.case(c) for c in case_ids], out, ptx_dir_loader(PREBUILT_PTX))
+        return out
+
+    return make

@@ -1,0 +1,116 @@
+"""Helpers for testing wfbench and third-party case plugins, most of them without a GPU.
+
+- :func:`check_case` validates a case the way CI can: renders, references, fingerprints, and compiles
+  the CUDA side with the real nvcc/ptxas when they are installed.
+- :func:`bundle_from_ptx` writes a real bundle from WarpForth PTX produced earlier by ``warpforthc``
+  (e.g. PTX files kept beside the tests), so bundle consumers can be tested where no ``warpforthc`` is.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Callable, Iterable
+
+from wfbench_core import SUITE_VERSION, __version__
+from wfbench_core.bundle import (
+    BUNDLE_SCHEMA,
+    MANIFEST,
+    BundleCase,
+    BundleConfig,
+    BundleManifest,
+    utcnow,
+)
+from wfbench_core.case import CONFIGS, Case, sha256_text
+from wfbench_core.compile import compile_cuda, cuda_compiler, find_nvcc, ptx_target, ptxas_check
+from wfbench_core.fsutil import atomic_write
+from wfbench_core.results import CompileRecord, CompilerInfo, Source, converter
+
+
+def check_case(case: Case, *, arch: str = "sm_90", compile_cuda_side: bool | None = None) -> None:
+    """Raise ``AssertionError`` unless the case is well formed.
+
+    Checks both configurations: sources render, inputs are deterministic, the reference returns every
+    output with a finite value, the launch covers at least one block, and the fingerprint is stable.
+    With nvcc installed (or ``compile_cuda_side=True``) the CUDA source is compiled with the canonical
+    flags and assembled by ptxas for ``arch``.
+    """
+    import numpy as np
+
+    assert case.fingerprint() == case.fingerprint(), f"{case.id}: fingerprint is not deterministic"
+    for config in CONFIGS:
+        wf, cu = case.render(config)
+        assert case.wf_kernel in wf, f"{case.id}: WarpForth source does not name kernel {case.wf_kernel}"
+        assert case.cuda_kernel in cu, f"{case.id}: CUDA source does not name kernel {case.cuda_kernel}"
+        a, b = case.make_inputs(config), case.make_inputs(config)
+        for name in a:
+            assert np.array_equal(np.asarray(a[name]), np.asarray(b[name])), f"{case.id}: inputs not seeded"
+        ref = case.make_reference(a, config)
+        for name, arr in ref.items():
+            assert np.all(np.isfinite(arr)) or not np.issubdtype(arr.dtype, np.floating), \
+                f"{case.id}[{config}]: reference output {name} is not finite"
+        launch = case.launch(case.sizes[config])
+        assert launch.block[0] * launch.block[1] * launch.block[2] <= 1024, f"{case.id}: block over 1024 threads"
+        assert launch.shared_bytes <= 48 * 1024, f"{case.id}: dynamic shared memory over 48 KiB"
+    if compile_cuda_side is None:
+        compile_cuda_side = find_nvcc() is not None
+    if compile_cuda_side:
+        compiler = cuda_compiler("nvcc")
+        for config in CONFIGS:
+            ptx = compile_cuda(case.render(config)[1], case_id=f"{case.id}[{config}]", arch=arch, compiler=compiler).ptx
+            ptxas_check(ptx, arch=arch, case_id=f"{case.id}[{config}]")
+
+
+def bundle_from_ptx(
+    cases: Iterable[Case],
+    out_dir: Path,
+    wf_ptx: Callable[[Case, str], str],
+    *,
+    warpforthc: CompilerInfo = CompilerInfo(kind="warpforthc", version="prebuilt"),
+    source: Source = Source(),
+    plugin: str = "",
+) -> BundleManifest:
+    """Write a bundle whose WarpForth PTX comes from ``wf_ptx(case, config)`` instead of a compiler run."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    entries = []
+    for case in cases:
+        folder = out_dir / case.id
+        folder.mkdir(exist_ok=True)
+        configs = {}
+        for config in CONFIGS:
+            wf_src, cuda_src = case.render(config)
+            ptx = wf_ptx(case, config)
+            for name, text in ((f"{config}.forth", wf_src), (f"{config}.ptx", ptx), (f"{config}.cu", cuda_src)):
+                (folder / name).write_text(text)
+            record = CompileRecord("warpforthc", ("warpforthc", f"{case.id}.forth"), sha256_text(wf_src),
+                                   sha256_text(ptx), ptx_target(ptx), 0.0)
+            configs[config] = BundleConfig(f"{case.id}/{config}.ptx", f"{case.id}/{config}.cu",
+                                           f"{case.id}/{config}.forth", sha256_text(ptx), sha256_text(cuda_src),
+                                           record)
+        entries.append(BundleCase(case.id, case.version, case.fingerprint(), plugin, configs))
+    manifest = BundleManifest(BUNDLE_SCHEMA, __version__, SUITE_VERSION, utcnow(), "", warpforthc, tuple(entries),
+                              source)
+    atomic_write(out_dir / MANIFEST, json.dumps(converter().unstructure(manifest), indent=1) + "\n")
+    return manifest
+
+
+def ptx_dir_loader(folder: str | os.PathLike[str]) -> Callable[[Case, str], str]:
+    """``wf_ptx`` for :func:`bundle_from_ptx` reading ``<folder>/<case>.<config>.ptx``.
+
+    Each PTX file must sit beside ``<case>.<config>.forth.sha256`` holding the SHA-256 of the WarpForth
+    source it was compiled from; a stale file (the case changed since) is refused.
+    """
+    root = Path(folder)
+
+    def load(case: Case, config: str) -> str:
+        ptx_path = root / f"{case.id}.{config}.ptx"
+        sha_path = root / f"{case.id}.{config}.forth.sha256"
+        if not ptx_path.exists() or not sha_path.exists():
+            raise FileNotFoundError(f"no prebuilt PTX for {case.id}[{config}] in {root}")
+        if sha_path.read_text().strip() != sha256_text(case.render(config)[0]):
+            raise AssertionError(f"prebuilt PTX for {case.id}[{config}] is stale: regenerate it with warpforthc")
+        return ptx_path.read_text()
+
+    return load
