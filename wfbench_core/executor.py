@@ -120,6 +120,12 @@ def execute(
 
     results: list[CaseResult] = []
     for case_id, variants in by_case.items():
+        spent = time.perf_counter() - t_start
+        if protocol.suite_budget_s and spent > protocol.suite_budget_s:
+            why = f"not run: the suite budget of {protocol.suite_budget_s:.0f} s was spent ({spent:.0f} s)"
+            progress(f"{case_id}: {why}")
+            results.extend(_not_run(variants, mode, why))
+            continue
         progress(f"{case_id}: checking and timing")
         for result in run_case(variants, timer=timer, protocol=protocol, cuda=cuda, arch=arch, mode=mode):
             progress(_one_line(result))
@@ -151,6 +157,12 @@ def execute(
         wall_s=time.perf_counter() - t_start,
         compilers={label: m.warpforthc for label, m in manifests.items() if label},
     )
+
+
+def _not_run(variants: dict[str, Prepared], mode: str, why: str) -> list[CaseResult]:
+    return [CaseResult(id=p.case.id, version=p.case.version, priority=p.case.priority,
+                       fingerprint=p.case.fingerprint(), status=ERROR, mode=mode, message=why, plugin=p.plugin,
+                       compiler_label=label) for label, p in variants.items()]
 
 
 def _wf_label(label: str) -> str:

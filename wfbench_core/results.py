@@ -38,7 +38,8 @@ class Protocol:
     min_sample_ms: float = 50.0
     samples: int = 30
     unstable_noise: float = 0.03
-    max_case_s: float = 60.0
+    max_case_s: float = 60.0  # a case whose timing phase would take longer is refused (ERROR), not cut short
+    suite_budget_s: float = 0.0  # 0 = none; cases not started within it end as ERROR "over budget"
 
 
 @attrs.frozen

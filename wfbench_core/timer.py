@@ -314,7 +314,10 @@ class CudaEventTimer:
 
         # timing: canonical size, every side on the same buffers
         t0 = time.perf_counter()
-        timed = self._time(launchers)
+        try:
+            timed = self._time(launchers)
+        except WfbenchError as exc:
+            raise WfbenchError(f"{case.id}: {exc}") from None
         costs["timing_s"] = time.perf_counter() - t0
 
         want, shared_outs = canonical
@@ -363,6 +366,12 @@ class CudaEventTimer:
         probe = run_round(labels, k)
         per_launch = min(probe.values()) / k
         launches = max(1, math.ceil(proto.min_sample_ms / max(per_launch, 1e-6)))
+        predicted_s = proto.samples * launches * max(probe.values()) / k * len(labels) / 1000.0
+        if predicted_s > proto.max_case_s:
+            raise WfbenchError(
+                f"timing would take about {predicted_s:.0f} s, over the {proto.max_case_s:.0f} s per-case limit; "
+                f"the case's canonical size is too large for this GPU"
+            )
         samples: dict[str, list[float]] = {label: [] for label in labels}
         first: list[str] = []
         clocks: list[int] = []

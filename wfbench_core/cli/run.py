@@ -20,7 +20,7 @@ from wfbench_core.cli.common import (
     resolve_warpforthc,
     warpforthc_option,
 )
-from wfbench_core.errors import CaseFailed
+from wfbench_core.errors import CaseFailed, WfbenchError
 from wfbench_core.executor import detect_source, execute, validate
 from wfbench_core.report import render
 from wfbench_core.results import FAILED, ERROR, MODE_AA, MODE_PAIRED, Protocol, RunResult, dumps, write_result
@@ -34,12 +34,14 @@ def protocol_options(f):  # type: ignore[no-untyped-def]
                      show_default=True, help="Each sample lasts at least this long.")(f)
     f = click.option("--warmup-s", type=click.FloatRange(0, 600), default=d.warmup_s, show_default=True,
                      help="Busy-GPU warm-up before timing each case.")(f)
+    f = click.option("--budget-s", type=click.FloatRange(0), default=d.suite_budget_s, show_default=True,
+                     help="Suite time budget on the GPU host (0 = none); cases left when it is spent end as ERROR.")(f)
     f = click.option("--aa", is_flag=True, help="A/A: time the CUDA PTX against itself (the method's floor).")(f)
     return f
 
 
-def _protocol(samples: int, min_sample_ms: float, warmup_s: float) -> Protocol:
-    return Protocol(warmup_s=warmup_s, min_sample_ms=min_sample_ms, samples=samples)
+def _protocol(samples: int, min_sample_ms: float, warmup_s: float, budget_s: float) -> Protocol:
+    return Protocol(warmup_s=warmup_s, min_sample_ms=min_sample_ms, samples=samples, suite_budget_s=budget_s)
 
 
 def _finish(result: RunResult, out: Path | None, as_json: bool) -> None:
@@ -75,7 +77,7 @@ def _default_out() -> Path:
 @click.option("--commit", default=None, help="Commit of the WarpForth tree being benchmarked (recorded).")
 @click.option("--cuda-compiler", type=click.Choice(["auto", "nvcc", "nvrtc"]), default="auto", show_default=True)
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
-def run(case_ids, priorities, warpforthc, check_cuda, samples, min_sample_ms, warmup_s, aa, transport, transport_opts, out,
+def run(case_ids, priorities, warpforthc, check_cuda, samples, min_sample_ms, warmup_s, budget_s, aa, transport, transport_opts, out,
         as_json, commit, cuda_compiler, quiet) -> None:  # type: ignore[no-untyped-def]
     """Build the bundle here and execute it on a GPU: check, time, print the table, write JSON."""
     reg = load_registry()
@@ -91,7 +93,7 @@ def run(case_ids, priorities, warpforthc, check_cuda, samples, min_sample_ms, wa
             build_bundle(cases, bundle, warpforthc=binary, arch=arch, source=detect_source(commit, first_binary(binary)),
                          plugins={c.id: reg.cases[c.id].plugin for c in cases}, progress=progress,
                          check_cuda=local_cuda_checker(check_cuda and transport != "local"))
-            result = t.execute(bundle, protocol=_protocol(samples, min_sample_ms, warmup_s),
+            result = t.execute(bundle, protocol=_protocol(samples, min_sample_ms, warmup_s, budget_s),
                                mode=MODE_AA if aa else MODE_PAIRED, case_ids=[c.id for c in cases],
                                progress=progress)
     finally:
@@ -109,15 +111,20 @@ def run(case_ids, priorities, warpforthc, check_cuda, samples, min_sample_ms, wa
 @click.option("--validate-only", is_flag=True, help="Check the bundle against the installed cases; no GPU.")
 @click.option("--cuda-compiler", type=click.Choice(["auto", "nvcc", "nvrtc"]), default="auto", show_default=True)
 @click.option("--quiet", "-q", is_flag=True)
-def execute_cmd(bundle, case_ids, priorities, samples, min_sample_ms, warmup_s, aa, out, as_json, validate_only,
+def execute_cmd(bundle, case_ids, priorities, samples, min_sample_ms, warmup_s, budget_s, aa, out, as_json, validate_only,
                 cuda_compiler, quiet) -> None:  # type: ignore[no-untyped-def]
     """Execute a bundle on this host's GPU (what every transport runs on the GPU host)."""
     reg = load_registry()
+    if priorities and not case_ids:
+        wanted = {c.id for c in reg.select(priorities=priorities)}
+        case_ids = tuple(cid for cid in validate(bundle, reg) if cid in wanted)
+        if not case_ids:
+            raise WfbenchError(f"bundle {bundle} holds no case of priority {', '.join(priorities)}")
     if validate_only:
         ids = validate(bundle, reg, case_ids)
         click.echo(json.dumps({"valid": True, "cases": ids}) if as_json else f"bundle ok: {', '.join(ids)}")
         return
-    result = execute(bundle, registry=reg, protocol=_protocol(samples, min_sample_ms, warmup_s),
+    result = execute(bundle, registry=reg, protocol=_protocol(samples, min_sample_ms, warmup_s, budget_s),
                      mode=MODE_AA if aa else MODE_PAIRED, case_ids=case_ids,
                      cuda_compiler_kind=cuda_compiler, progress=progress_printer(quiet))
     _finish(result, out, as_json)
