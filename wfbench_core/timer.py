@@ -143,10 +143,12 @@ class CudaEventTimer:
         self._ctx = cuda.current_context()
         self._stream = cuda.stream()
         try:
-            from cuda.core import LaunchConfig, launch
+            from cuda.core import LaunchConfig, Stream, launch
         except ImportError:  # cuda-core < 0.4
-            from cuda.core.experimental import LaunchConfig, launch  # type: ignore[no-redef]
+            from cuda.core.experimental import LaunchConfig, Stream, launch  # type: ignore[no-redef]
         self._launch, self._LaunchConfig = launch, LaunchConfig
+        # cuda.core launches go to the same stream numba's events are recorded on (numba owns it).
+        self._launch_stream = Stream.from_handle(int(self._stream.handle))
 
     def environment(self) -> Environment:
         self._init()
@@ -207,7 +209,7 @@ class CudaEventTimer:
     def _launcher(self, fn: Any, case: Case, config: str, args: list[Any]) -> Any:
         geo = case.launch(case.sizes[config])
         cfg = self._LaunchConfig(grid=geo.grid, block=geo.block, shmem_size=geo.shared_bytes)
-        launch, stream, kernel = self._launch, self._stream, fn.kernel
+        launch, stream, kernel = self._launch, self._launch_stream, fn.kernel
 
         def go() -> None:
             launch(stream, cfg, kernel, *args)
