@@ -10,6 +10,6 @@ __version__ = "0.1.0"
 hookimpl = pluggy.HookimplMarker("wfbench")
 
 #: Version of the built-in P0 suite; bump whenever the P0 set of cases changes.
-SUITE_VERSION = 1
+SUITE_VERSION = 2
 
 __all__ = ["SUITE_VERSION", "__version__", "hookimpl"]
