@@ -42,8 +42,9 @@ def main() -> None:
 
 def _register_commands() -> None:
     from wfbench_core.cli import build, cases, run
+    from wfbench_core.cli import history
 
-    for module in (cases, build, run):
+    for module in (cases, build, run, history):
         for command in module.COMMANDS:
             main.add_command(command)
 

@@ -1,0 +1,154 @@
+"""``wfbench compare``: verdicts from raw samples with a known shift and with none; fingerprints; base/head."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import attrs
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from synth_runs import REAL_AA, evolve_case, real_run, synth_run, with_case
+from wfbench_core import compare
+from wfbench_core.cli import main
+from wfbench_core.results import write_result
+
+
+def jittered(samples: tuple[float, ...], scale: float, seed: int, sd: float = 0.002) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return np.asarray(samples) * scale * (1 + rng.normal(0, sd, len(samples)))
+
+
+REAL_WF = real_run().case("axpy_f64").timing.warpforth.samples_us
+
+
+@pytest.mark.parametrize("shift", [1.03, 1.10, 0.95])
+def test_a_known_shift_is_significant_and_inside_its_interval(shift: float) -> None:
+    base = jittered(REAL_WF, 1.0, seed=1)
+    head = jittered(REAL_WF, shift, seed=2)
+    c = compare.compare_samples(base, head)
+    assert c.significant and c.p_value < 0.01
+    assert c.ci_low < shift < c.ci_high
+    assert c.ratio == pytest.approx(shift, rel=0.005)
+    assert c.verdict == (compare.SLOWER if shift > 1 else compare.FASTER)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_no_shift_is_no_change(seed: int) -> None:
+    base = jittered(REAL_WF, 1.0, seed=10 + seed)
+    head = jittered(REAL_WF, 1.0, seed=20 + seed)
+    c = compare.compare_samples(base, head)
+    assert c.verdict in (compare.NO_CHANGE, compare.NEGLIGIBLE)
+    assert abs(c.ratio - 1) < 0.01
+
+
+def test_a_tiny_real_shift_is_negligible() -> None:
+    base = jittered(REAL_WF, 1.0, seed=1, sd=0.0002)
+    head = jittered(REAL_WF, 1.004, seed=2, sd=0.0002)
+    c = compare.compare_samples(base, head)
+    assert c.significant and c.verdict == compare.NEGLIGIBLE
+
+
+def test_two_runs_gap_worse_cuda_unchanged() -> None:
+    base = synth_run(0, jitter=0.002)
+    head = synth_run(1, wf_scale={"axpy_f64": 1.10}, jitter=0.002)
+    cmp = compare.compare_runs(base, head)
+    by = {c.case_id: c for c in cmp.cases}
+    axpy, scale = by["axpy_f64"], by["scale_i64"]
+    assert axpy.compared and axpy.gap.verdict == compare.WORSE and axpy.warpforth.verdict == compare.SLOWER
+    assert 1.05 < axpy.gap.ci_low <= axpy.gap.ratio <= axpy.gap.ci_high < 1.15
+    assert axpy.gap.ratio == pytest.approx(1.10, rel=0.01)
+    assert axpy.cuda.verdict in (compare.NO_CHANGE, compare.NEGLIGIBLE)
+    assert scale.gap.verdict in (compare.NO_CHANGE, compare.NEGLIGIBLE)
+    assert [c.case_id for c in cmp.regressions] == ["axpy_f64"]
+    assert not cmp.notes
+
+
+def test_only_the_same_fingerprint_is_compared() -> None:
+    base = synth_run(0)
+    head = with_case(synth_run(1), "axpy_f64", fingerprint="f" * 64)
+    by = {c.case_id: c for c in compare.compare_runs(base, head).cases}
+    assert not by["axpy_f64"].compared and "fingerprint" in by["axpy_f64"].reason
+    assert by["scale_i64"].compared
+    text = compare.render_text(compare.compare_runs(base, head))
+    assert "axpy_f64: not compared: different case definitions" in text
+
+
+def test_modes_and_missing_cases_are_not_compared() -> None:
+    from wfbench_core.results import load_result
+
+    cmp = compare.compare_runs(real_run(), load_result(REAL_AA))
+    assert all(not c.compared and "timing modes" in c.reason for c in cmp.cases)
+    head = attrs.evolve(synth_run(1), cases=synth_run(1).cases[:1])
+    by = {c.case_id: c for c in compare.compare_runs(synth_run(0), head).cases}
+    assert not by["scale_i64"].compared and "not in head" in by["scale_i64"].reason
+
+
+def test_different_gpus_are_flagged() -> None:
+    cmp = compare.compare_runs(synth_run(0), synth_run(1, gpu_name="NVIDIA H100 80GB HBM3"))
+    assert any("different GPUs" in n for n in cmp.notes)
+
+
+def base_head_run(head_scale: float, seed: int = 5):  # type: ignore[no-untyped-def]
+    """One interleaved base/head run: per case a base and a head result against the SAME CUDA samples."""
+    run = real_run()
+    rng = np.random.default_rng(seed)
+    cases = []
+    for c in run.cases:
+        shared = tuple(float(v) for v in jittered(c.timing.cuda.samples_us, 1.0, seed, 0.001))
+        cases.append(evolve_case(c, jitter=0.001, rng=rng, cuda_samples=shared, compiler_label="base"))
+        cases.append(evolve_case(c, wf_scale=head_scale, jitter=0.001, rng=rng, cuda_samples=shared,
+                                 compiler_label="head"))
+    head_info = attrs.evolve(run.warpforthc, version="build-headheadhead")
+    return attrs.evolve(run, cases=tuple(cases), compilers={"base": run.warpforthc, "head": head_info})
+
+
+def test_one_base_head_run() -> None:
+    cmp = compare.compare_labels(base_head_run(0.93))
+    assert cmp.same_run and cmp.head_compiler == "build-headheadhead"
+    for c in cmp.cases:
+        assert c.compared
+        assert c.cuda.verdict == compare.SHARED
+        assert c.gap.verdict == compare.BETTER and c.gap.ratio == pytest.approx(0.93, rel=0.01)
+        assert c.gap.ci_high < 1.0
+    steady = compare.compare_labels(base_head_run(1.0))
+    assert all(c.gap.verdict in (compare.NO_CHANGE, compare.NEGLIGIBLE) for c in steady.cases)
+
+
+def test_a_plain_run_is_not_a_base_head_run() -> None:
+    from wfbench_core.errors import WfbenchError
+
+    with pytest.raises(WfbenchError, match="not a base/head run"):
+        compare.compare_labels(real_run(), name="r.json")
+
+
+def test_cli_table_markdown_json_and_exit_codes(tmp_path: Path) -> None:
+    base, head, both = tmp_path / "base.json", tmp_path / "head.json", tmp_path / "bh.json"
+    write_result(synth_run(0, jitter=0.002), base)
+    write_result(synth_run(1, wf_scale={"axpy_f64": 1.10}, jitter=0.002), head)
+    write_result(base_head_run(0.93), both)
+    runner = CliRunner()
+
+    res = runner.invoke(main, ["compare", str(base), str(head)])
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+    axpy = next(line for line in lines if line.startswith("axpy_f64"))
+    assert axpy.rstrip().endswith("worse") and "+10." in axpy
+
+    md = runner.invoke(main, ["compare", str(base), str(head), "--markdown"]).stdout
+    table = [line for line in md.splitlines() if line.startswith("|")]
+    assert table[0].startswith("| case |") and set(table[1]) <= set("|-:")
+    assert len(table) == 2 + 2 and all(line.count("|") == table[0].count("|") for line in table)
+    assert "**worse**" in md and "→" in md
+
+    data = json.loads(runner.invoke(main, ["compare", str(base), str(head), "--json"]).stdout)
+    assert {c["case_id"]: c["gap"]["verdict"] for c in data["cases"]}["axpy_f64"] == "worse"
+
+    assert runner.invoke(main, ["compare", str(base), str(head), "--fail-on-regression"]).exit_code == 1
+    one = runner.invoke(main, ["compare", str(both), "--fail-on-regression"])
+    assert one.exit_code == 0 and "one interleaved base/head run" in one.stdout and "better" in one.stdout
+
+    bad = runner.invoke(main, ["compare", str(base)])
+    assert bad.exit_code == 2 and "not a base/head run" in bad.stderr and "Traceback" not in bad.output

@@ -1,0 +1,266 @@
+"""Regression alerts: the newest run of each series against that series' own history.
+
+For every case of the run being checked, the baseline is the last ``window`` *stable* points of the same
+series measured before it. A change counts when it exceeds ``max(min_change, k x MAD / median)`` of the
+baseline (relative MAD of the point-to-point values: the series' own noise), separately for
+
+* the gap (WarpForth / CUDA): the headline;
+* the WarpForth time;
+* the CUDA time: it has no WarpForth in it, so when it moves while the gap holds, the host or driver moved
+  (environment drift), not the compiler.
+
+Verdicts, most severe first: ``regression`` (gap up, or WarpForth time up while CUDA held),
+``drift`` (CUDA time moved, gap held), ``improvement`` (gap down), ``ok``; and the cases that are not
+judged: ``unstable`` (the new point itself is noisy), ``insufficient`` (fewer than ``min_points`` stable
+points before it: no alert yet) and ``new-series`` (no earlier point at all).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional, Sequence
+
+import attrs
+import numpy as np
+from scipy import stats as sps
+
+from wfbench_core.errors import WfbenchError
+from wfbench_core.history import History, Point, Series, points_from_run, point_order
+from wfbench_core.results import RunResult
+
+# exit codes of `wfbench check` (documented in docs/history.md)
+EXIT_OK = 0
+EXIT_REGRESSION = 1
+EXIT_DRIFT = 4
+
+REGRESSION = "regression"
+DRIFT = "drift"
+IMPROVEMENT = "improvement"
+STEADY = "ok"
+UNSTABLE = "unstable"
+INSUFFICIENT = "insufficient"
+NEW_SERIES = "new-series"
+VERDICT_ORDER = (REGRESSION, DRIFT, IMPROVEMENT, UNSTABLE, INSUFFICIENT, NEW_SERIES, STEADY)
+
+
+@attrs.frozen
+class Rules:
+    """Thresholds of ``wfbench check``."""
+
+    min_change: float = 0.05  # never alert on less than this relative change
+    mad_k: float = 3.0  # ... nor on less than k x the historical relative MAD
+    min_points: int = 5  # stable points a series needs before it can alert
+    window: int = 20  # the baseline is the last this many stable points
+
+
+@attrs.frozen
+class Metric:
+    """One quantity of one case: the new value against the baseline."""
+
+    value: float
+    reference: float  # median of the baseline
+    mad: float  # MAD of the baseline values (unscaled)
+    threshold: float  # relative change that counts
+    change: float  # value / reference - 1
+
+    @property
+    def up(self) -> bool:
+        return self.change > self.threshold
+
+    @property
+    def down(self) -> bool:
+        return self.change < -self.threshold
+
+    @property
+    def moved(self) -> bool:
+        return self.up or self.down
+
+
+@attrs.frozen
+class Finding:
+    case_id: str
+    case_version: int
+    compiler_label: str
+    series_id: str
+    verdict: str
+    message: str
+    stable_points: int  # stable points of the series before the new one
+    value_gap: float  # the new point, judged or not
+    value_wf_us: float
+    value_cuda_us: float
+    gap: Optional[Metric] = None
+    warpforth: Optional[Metric] = None
+    cuda: Optional[Metric] = None
+
+
+@attrs.frozen
+class CheckReport:
+    run: str  # the run checked: a file in the history or the path given
+    created: str
+    rules: Rules
+    findings: tuple[Finding, ...]
+
+    @property
+    def exit_code(self) -> int:
+        verdicts = {f.verdict for f in self.findings}
+        if REGRESSION in verdicts:
+            return EXIT_REGRESSION
+        if DRIFT in verdicts:
+            return EXIT_DRIFT
+        return EXIT_OK
+
+
+def _metric(value: float, history: Sequence[float], rules: Rules) -> Metric:
+    x = np.asarray(history, dtype=np.float64)
+    ref = float(np.median(x))
+    mad = float(sps.median_abs_deviation(x, scale=1.0))
+    threshold = max(rules.min_change, rules.mad_k * mad / ref) if ref > 0 else rules.min_change
+    return Metric(value=value, reference=ref, mad=mad, threshold=threshold,
+                  change=value / ref - 1.0 if ref > 0 else float("inf"))
+
+
+def judge(series: Series, point: Point, rules: Rules = Rules()) -> Finding:
+    """The verdict for ``point`` (a point of ``series``, stored or not) against the points before it."""
+    key = series.key
+    before = [p for p in series.points if p.run != point.run and point_order(p) < point_order(point)]
+    stable = [p for p in before if p.stable][-rules.window:]
+
+    def finding(verdict: str, message: str, **metrics: Metric) -> Finding:
+        return Finding(case_id=key.case_id, case_version=key.case_version, compiler_label=key.compiler_label,
+                       series_id=series.id, verdict=verdict, message=message, stable_points=len(stable),
+                       value_gap=point.gap, value_wf_us=point.wf.median_us, value_cuda_us=point.cuda.median_us,
+                       **metrics)
+
+    if not point.stable:
+        return finding(UNSTABLE, f"noisy (MAD/median {point.noise:.1%}); not judged, and left out of trends")
+    if not before:
+        return finding(NEW_SERIES, "first point of a new series; nothing to compare with yet")
+    if len(stable) < rules.min_points:
+        return finding(INSUFFICIENT, f"{len(stable)} of {rules.min_points} stable points so far; "
+                                     f"no alert until the series has {rules.min_points}")
+    gap = _metric(point.gap, [p.gap for p in stable], rules)
+    wf = _metric(point.wf.median_us, [p.wf.median_us for p in stable], rules)
+    cuda = _metric(point.cuda.median_us, [p.cuda.median_us for p in stable], rules)
+    metrics = {"gap": gap, "warpforth": wf, "cuda": cuda}
+
+    def pct(m: Metric) -> str:
+        return f"{m.change:+.1%} (threshold {m.threshold:.1%})"
+
+    if gap.up:
+        return finding(REGRESSION, f"gap {gap.reference:.3f}x -> {gap.value:.3f}x, {pct(gap)}", **metrics)
+    if wf.up and not cuda.moved:
+        return finding(REGRESSION, f"WarpForth time {wf.reference:.2f} -> {wf.value:.2f} us, {pct(wf)}; "
+                                   f"CUDA steady ({cuda.change:+.1%})", **metrics)
+    if cuda.moved:
+        return finding(DRIFT, f"CUDA time {cuda.reference:.2f} -> {cuda.value:.2f} us, {pct(cuda)}, with the gap "
+                              f"steady ({_signed(gap.change)}): the host or driver changed, not the compiler",
+                       **metrics)
+    if gap.down:
+        return finding(IMPROVEMENT, f"gap {gap.reference:.3f}x -> {gap.value:.3f}x, {pct(gap)}", **metrics)
+    return finding(STEADY, f"gap {gap.value:.3f}x, {gap.change:+.1%} against {gap.reference:.3f}x "
+                           f"(threshold {gap.threshold:.1%})", **metrics)
+
+
+def check(history: History, result: Optional[RunResult] = None, *, run_name: str = "",
+          rules: Rules = Rules()) -> CheckReport:
+    """Judge every case of ``result`` (default: the newest run in ``history``) against its series."""
+    if result is None:
+        newest = history.newest_run()
+        if newest is None:
+            raise WfbenchError(f"{history.root}: the history has no runs yet; add one with 'wfbench history add'")
+        pairs = history.points_of_run(newest.file)
+        run_name, created = newest.file, newest.created
+    else:
+        stored = _stored_as(history, result)
+        name = stored or run_name or "result"
+        pairs = []
+        for key, point in points_from_run(result, name):
+            series = history.series.get(key.id)
+            if series is None:
+                series = Series(key.id, key, (point,))
+            if stored is None:
+                series = attrs.evolve(series, points=tuple(sorted(series.points + (point,), key=point_order)))
+            pairs.append((series, point))
+        run_name, created = name, result.created
+    findings = [judge(series, point, rules) for series, point in pairs]
+    findings.sort(key=lambda f: (VERDICT_ORDER.index(f.verdict), f.case_id, f.compiler_label))
+    return CheckReport(run=run_name, created=created, rules=rules, findings=tuple(findings))
+
+
+def _stored_as(history: History, result: RunResult) -> Optional[str]:
+    """The history file holding ``result`` if it was already added (then it is not counted twice)."""
+    for entry in history.runs.values():
+        if entry.created == result.created and entry.gpu_name == result.environment.gpu_name \
+                and entry.mode == result.mode:
+            return entry.file
+    return None
+
+
+# --------------------------------------------------------------------------------------------------------
+# rendering
+
+_MARK = {REGRESSION: "REGRESSION", DRIFT: "drift", IMPROVEMENT: "improved", STEADY: "ok", UNSTABLE: "unstable",
+         INSUFFICIENT: "too few points", NEW_SERIES: "new series"}
+
+
+def _signed(change: float) -> str:
+    text = f"{change:+.1%}"
+    return "+0.0%" if text == "-0.0%" else text
+
+
+def _cells(f: Finding) -> list[str]:
+    def m(x: Optional[Metric], value: float, fmt: str) -> str:
+        return format(value, fmt) if x is None else f"{format(x.value, fmt)} ({_signed(x.change)})"
+
+    name = f"{f.case_id} v{f.case_version}" + (f" [{f.compiler_label}]" if f.compiler_label else "")
+    thr = f"{f.gap.threshold:.1%}" if f.gap else "-"
+    return [name, _MARK[f.verdict], m(f.gap, f.value_gap, ".3f"), m(f.warpforth, f.value_wf_us, ".2f"),
+            m(f.cuda, f.value_cuda_us, ".2f"), thr,
+            str(f.stable_points)]
+
+
+HEADER = ["case", "verdict", "gap", "WF us", "CUDA us", "gap thr", "history"]
+
+
+def summary_line(report: CheckReport) -> str:
+    counts: dict[str, int] = {}
+    for f in report.findings:
+        counts[f.verdict] = counts.get(f.verdict, 0) + 1
+    parts = [f"{n} {_MARK[v]}" for v, n in sorted(counts.items(), key=lambda kv: VERDICT_ORDER.index(kv[0]))]
+    return f"{report.run} ({report.created}): " + ", ".join(parts) + f"; exit {report.exit_code}"
+
+
+def render_text(report: CheckReport) -> str:
+    from wfbench_core.report import render_table
+
+    rows = [HEADER] + [_cells(f) for f in report.findings]
+    lines = [render_table(rows), ""]
+    lines += [f"  {f.case_id}{' [' + f.compiler_label + ']' if f.compiler_label else ''}: {f.message}"
+              for f in report.findings]
+    r = report.rules
+    lines += ["", f"thresholds: max({r.min_change:.0%}, {r.mad_k:g} x historical MAD) over the last "
+                  f"{r.window} stable points; alerts need {r.min_points}", summary_line(report)]
+    return "\n".join(lines)
+
+
+def render_markdown(report: CheckReport) -> str:
+    rows = [HEADER] + [_cells(f) for f in report.findings]
+    out = [f"### wfbench check: `{report.run}`", "",
+           "| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
+    for row in rows[1:]:
+        if row[1] == _MARK[REGRESSION]:
+            row = [row[0], f"**{row[1]}**"] + row[2:]
+        out.append("| " + " | ".join(row) + " |")
+    out.append("")
+    out += [f"- **{f.case_id}**: {f.message}" for f in report.findings if f.verdict != STEADY]
+    r = report.rules
+    out += ["", f"Thresholds: max({r.min_change:.0%}, {r.mad_k:g} x historical MAD) over the last {r.window} "
+                f"stable points; a series alerts once it has {r.min_points}. Exit code {report.exit_code}."]
+    return "\n".join(out) + "\n"
+
+
+def load_for_check(history_dir: Path, run_path: Optional[Path]) -> tuple[History, Optional[RunResult]]:
+    from wfbench_core.history import read_result
+
+    history = History.open(history_dir, must_exist=run_path is None)
+    return history, (read_result(run_path) if run_path is not None else None)
