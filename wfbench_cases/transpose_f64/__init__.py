@@ -20,10 +20,11 @@ WarpForth PTX (warpforthc, ptxas -arch=sm_90 -v): 0 bytes stack frame, no local 
 is promoted to registers and both 4-step loops are unrolled.
 
 Measured on an H200 (suite run, d2d copy 3970 GB/s read + write): the CUDA side moves 2932 GB/s, 74 % of the
-copy, below the 85 % that the streaming cases reach. That is the cost of the case's purpose, not a weak
-baseline: with 4099 rows every row of B starts 8 bytes past the previous one's 128-byte alignment, so the
-coalesced 256-byte row writes straddle an extra cache line, and the 33-element edge tiles run partly idle.
-Both sides pay it (WarpForth reached 3097 GB/s in the same run); the gap, not the absolute rate, is the signal.
+copy, below the 85 % that the streaming cases reach. The likely cause is the case's purpose, not a weak
+baseline (a hypothesis, not yet profiled): a row of B is 4099 * 8 = 32 792 bytes, not a multiple of 128, so
+most rows start off a 128-byte line and each coalesced 256-byte tile-row write touches an extra line; the
+edge tiles also run partly idle. Both sides pay it (WarpForth reached 3097 GB/s in the same run); the gap,
+not the absolute rate, is the signal here.
 """
 
 from __future__ import annotations
