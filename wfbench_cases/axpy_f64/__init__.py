@@ -8,7 +8,6 @@ Work: 24 bytes per element (read x and y, write z), 2 FLOPs per element. Out of 
 
 from __future__ import annotations
 
-import numpy as np
 
 from wfbench_core import hookimpl
 from wfbench_core.case import Case, Launch, Param, Tolerance, Work, resource_text

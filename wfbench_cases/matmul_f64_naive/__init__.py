@@ -44,17 +44,17 @@ def _launch(s):  # type: ignore[no-untyped-def]
     return Launch(grid=-(-s["NN"] // BLOCK), block=BLOCK)
 
 
-def _inputs(s, rng):  # type: ignore[no-untyped-def]
+def matmul_inputs(s, rng):  # type: ignore[no-untyped-def]
     n = s["N"]
     return {"A": exact_matrix(rng, n), "B": exact_matrix(rng, n), "N": n}
 
 
-def _reference(inp, s):  # type: ignore[no-untyped-def]
+def matmul_reference(inp, s):  # type: ignore[no-untyped-def]
     n = s["N"]
     return {"C": (inp["A"].reshape(n, n) @ inp["B"].reshape(n, n)).ravel()}
 
 
-def _work(s):  # type: ignore[no-untyped-def]
+def matmul_work(s):  # type: ignore[no-untyped-def]
     n = s["N"]
     return Work(bytes=3 * n * n * 8, flops=2 * n**3)
 
@@ -72,10 +72,10 @@ CASE = Case(
             Param("N", "i64")),
     sizes={"check": sizes(100), "canonical": sizes(2048)},
     launch=_launch,
-    inputs=_inputs,
-    reference=_reference,
+    inputs=matmul_inputs,
+    reference=matmul_reference,
     tolerances={"C": Tolerance(0.0, 0.0, "inputs are multiples of 1/64: every product and partial sum is exact")},
-    work=_work,
+    work=matmul_work,
     metric="compute",
     seed=4,
     notes=__doc__ or "",

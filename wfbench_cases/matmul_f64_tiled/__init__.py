@@ -24,8 +24,8 @@ is promoted to registers. warpforthc unrolls the 16-step inner loop by 2; nvcc u
 from __future__ import annotations
 
 from wfbench_core import hookimpl
-from wfbench_core.case import Case, Launch, Param, Tolerance, Work, resource_text
-from wfbench_cases.matmul_f64_naive import exact_matrix, sizes
+from wfbench_core.case import Case, Launch, Param, Tolerance, resource_text
+from wfbench_cases.matmul_f64_naive import matmul_inputs, matmul_reference, matmul_work, sizes
 
 TILE = 16
 
@@ -34,21 +34,6 @@ def _launch(s):  # type: ignore[no-untyped-def]
     if s["N"] % TILE:
         raise ValueError(f"matmul_f64_tiled needs N to be a multiple of {TILE}, got {s['N']}")
     return Launch(grid=(s["N"] // TILE, s["N"] // TILE), block=(TILE, TILE))
-
-
-def _inputs(s, rng):  # type: ignore[no-untyped-def]
-    n = s["N"]
-    return {"A": exact_matrix(rng, n), "B": exact_matrix(rng, n), "N": n}
-
-
-def _reference(inp, s):  # type: ignore[no-untyped-def]
-    n = s["N"]
-    return {"C": (inp["A"].reshape(n, n) @ inp["B"].reshape(n, n)).ravel()}
-
-
-def _work(s):  # type: ignore[no-untyped-def]
-    n = s["N"]
-    return Work(bytes=3 * n * n * 8, flops=2 * n**3)
 
 
 CASE = Case(
@@ -64,10 +49,10 @@ CASE = Case(
             Param("N", "i64")),
     sizes={"check": sizes(80), "canonical": sizes(2048)},
     launch=_launch,
-    inputs=_inputs,
-    reference=_reference,
+    inputs=matmul_inputs,
+    reference=matmul_reference,
     tolerances={"C": Tolerance(0.0, 0.0, "inputs are multiples of 1/64: every product and partial sum is exact")},
-    work=_work,
+    work=matmul_work,
     metric="compute",
     seed=5,
     notes=__doc__ or "",
