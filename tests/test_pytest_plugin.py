@@ -1,0 +1,354 @@
+"""The pytest plugin, driven through pytest's own ``pytester``: a real inner pytest run per test.
+
+Where no GPU exists, the only stand-in is at the GPU edge: the inner conftest registers a deterministic
+timer through wfbench's ``wfbench_make_timer`` hook (``tryfirst``, so it wins over the CUDA-event timer).
+Everything else is real: the plugin is loaded from its ``pytest11`` entry point, bundles are real bundles
+of WarpForth PTX made earlier by the real ``warpforthc`` (``tests/fixtures/ptx``, through
+``wfbench_core.testing.bundle_from_ptx``), the local transport executes them through the real executor,
+which compiles the CUDA side with the real nvcc (or NVRTC), and the JSON is the real result schema. One
+test builds its bundle with the real ``warpforthc`` instead (skipped where it is not installed), and one
+runs the real timer on a real GPU (skipped without one).
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from wfbench_core.registry import Registry
+from wfbench_core.results import FAILED, OK, load_result
+from wfbench_core.testing import bundle_from_ptx, ptx_dir_loader
+
+pytest_plugins = ["pytester"]
+
+FIXTURE_PTX = Path(__file__).parent / "fixtures" / "ptx"
+WF_US, CUDA_US = 3.0, 2.0  # what the fake timer reports per launch, WarpForth and CUDA
+
+FAKE_GPU_CONFTEST = f"""
+    import json
+    import os
+
+    from wfbench_core import hookimpl
+    from wfbench_core.errors import WfbenchError
+    from wfbench_core.results import Check, Costs, Environment, KernelAttrs
+    from wfbench_core.timer import Measurement
+    from wfbench_transports.local import LocalTransport
+
+    COUNTS = {{"constructed": 0, "closed": 0, "measured": []}}
+    FAIL_CASES = set(filter(None, os.environ.get("FAKE_FAIL_CASES", "").split(",")))
+
+
+    class FakeTimer:
+        \"\"\"Deterministic measurements: WarpForth {WF_US} us, CUDA {CUDA_US} us per launch, no noise.\"\"\"
+
+        def __init__(self, protocol):
+            self.protocol = protocol
+
+        def environment(self):
+            return Environment(gpu_name="Fake GPU", gpu_uuid="GPU-fake", compute_capability="9.0")
+
+        def copy_gbps(self):
+            return None
+
+        def measure(self, case, sides, *, reference_label):
+            COUNTS["measured"].append(case.id)
+            passed = case.id not in FAIL_CASES
+            check = Check("check", "wf", "reference", "out", passed, 0.0 if passed else 1.0, 0.0,
+                          0 if passed else 7, 100)
+            n = self.protocol.samples
+            return Measurement(
+                passed=passed, message="" if passed else "7 of 100 elements differ from the reference",
+                checks=(check,), kernel_attrs={{s.label: KernelAttrs(16, 0, 0, 1024) for s in sides}},
+                costs=Costs(), samples_us={{s.label: ({WF_US} if s.label.startswith("wf") else {CUDA_US},) * n
+                                           for s in sides}},
+                first=tuple(sides[i % len(sides)].label for i in range(n)), launches_per_sample=1)
+
+
+    class CountingLocal(LocalTransport):
+        \"\"\"The local transport, counting how often a session constructs and closes it.\"\"\"
+
+        def __init__(self, **options):
+            COUNTS["constructed"] += 1
+            super().__init__(**options)
+
+        def close(self):
+            COUNTS["closed"] += 1
+            super().close()
+
+
+    class LostConnection(CountingLocal):
+        def execute(self, bundle, **kwargs):
+            raise WfbenchError("ssh: connection to the GPU host lost")
+
+
+    @hookimpl(tryfirst=True)
+    def wfbench_make_timer(protocol):
+        return FakeTimer(protocol)
+
+
+    @hookimpl
+    def wfbench_register_transports(register):
+        register("counting", CountingLocal)
+        register("lost", LostConnection)
+
+
+    def pytest_unconfigure(config):
+        with open(os.environ["FAKE_COUNTS"], "w") as f:
+            json.dump(COUNTS, f)
+"""
+
+TESTS = """
+    import pytest
+
+
+    def test_not_a_benchmark():
+        pass
+
+
+    def test_correctness(wfbench_gpu):
+        assert wfbench_gpu.check("scale_i64").status == "ok"
+
+
+    @pytest.mark.benchmark
+    def test_benchmark(wfbench_bench, wfbench_case):
+        result = wfbench_bench(wfbench_case)
+        assert result.timing is not None
+"""
+
+
+@pytest.fixture
+def counts(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    path = pytester.path / "counts.json"
+    monkeypatch.setenv("FAKE_COUNTS", str(path))
+    monkeypatch.delenv("FAKE_FAIL_CASES", raising=False)
+    pytester.makeconftest(FAKE_GPU_CONFTEST)
+    return lambda: json.loads(path.read_text())
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real bundle of the built-in scale_i64 and axpy_f64, from PTX the real warpforthc made."""
+    out = tmp_path_factory.mktemp("plugin") / "bundle"
+    reg = Registry.load()
+    bundle_from_ptx([reg.case("scale_i64"), reg.case("axpy_f64")], out, ptx_dir_loader(FIXTURE_PTX))
+    return out
+
+
+@pytest.fixture(scope="module")
+def cuda_side() -> None:
+    """The executor compiles the CUDA side on the 'GPU host' (here): nvcc or NVRTC must exist."""
+    from wfbench_core.compile import cuda_compiler
+    from wfbench_core.errors import WfbenchError
+
+    try:
+        cuda_compiler("auto")
+    except WfbenchError as exc:
+        pytest.skip(str(exc))
+
+
+def _outcomes(result: pytest.RunResult) -> dict[str, int]:
+    return {k: v for k, v in result.parseoutcomes().items() if k in ("passed", "failed", "skipped", "errors")}
+
+
+def test_benchmarks_are_skipped_by_default_and_nothing_is_rented(pytester: pytest.Pytester, counts, bundle) -> None:  # type: ignore[no-untyped-def]
+    pytester.makepyfile(test_inner="""
+        import pytest
+
+        def test_plain():
+            pass
+
+        @pytest.mark.benchmark
+        def test_benchmark(wfbench_bench):
+            wfbench_bench("scale_i64")
+    """)
+    out = pytester.path / "out.json"
+    result = pytester.runpytest("-rs", "--wfbench-transport", "counting", "--wfbench-bundle", str(bundle),
+                                "--benchmark-json", str(out))
+    assert _outcomes(result) == {"passed": 1, "skipped": 1}
+    result.stdout.fnmatch_lines(["*benchmark: run with --run-benchmarks*"])
+    assert counts()["constructed"] == 0
+    assert not out.exists()
+
+
+def test_marker_is_registered_for_strict_markers(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        import pytest
+
+        @pytest.mark.benchmark
+        def test_benchmark():
+            pass
+    """)
+    result = pytester.runpytest("--strict-markers", "--run-benchmarks")
+    assert _outcomes(result) == {"passed": 1}
+
+
+def test_run_benchmarks_one_session_one_json(pytester: pytest.Pytester, counts, bundle, cuda_side) -> None:  # type: ignore[no-untyped-def]
+    pytester.makepyfile(test_inner=TESTS)
+    out = pytester.path / "results" / "bench.json"
+    result = pytester.runpytest("-v", "--run-benchmarks", "--wfbench-transport", "counting",
+                                "--wfbench-bundle", str(bundle), "--benchmark-json", str(out),
+                                "--wfbench-case", "scale_i64", "--wfbench-case", "axpy_f64",
+                                "--wfbench-samples", "7")
+    assert _outcomes(result) == {"passed": 4}, result.stdout.str()
+    result.stdout.fnmatch_lines(["*test_benchmark?scale_i64? PASSED*", "*test_benchmark?axpy_f64? PASSED*",
+                                 "*wfbench result: *bench.json"])
+    c = counts()
+    assert c["constructed"] == 1 and c["closed"] == 1  # correctness and benchmarks shared one transport
+    assert c["measured"] == ["scale_i64", "scale_i64", "axpy_f64"]  # the check, then the two benchmarks
+
+    run = load_result(out)  # the real schema, read back through the one converter
+    assert [case.id for case in run.cases] == ["scale_i64", "axpy_f64"]  # the check is not a benchmark
+    assert run.environment.gpu_name == "Fake GPU"
+    for case in run.cases:
+        assert case.status == OK and case.timing is not None
+        assert case.timing.warpforth.n == case.timing.cuda.n == 7
+        assert case.timing.gap == pytest.approx(WF_US / CUDA_US)
+        assert case.compile_cuda is not None and case.compile_cuda.ptx_target  # CUDA really compiled
+    assert run.warpforthc.version == "prebuilt"
+
+
+def test_failed_correctness_fails_the_test_in_one_line_and_is_recorded(  # type: ignore[no-untyped-def]
+        pytester: pytest.Pytester, counts, bundle, cuda_side, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_FAIL_CASES", "axpy_f64")
+    pytester.makepyfile(test_inner=TESTS)
+    out = pytester.path / "bench.json"
+    result = pytester.runpytest("--run-benchmarks", "--wfbench-transport", "counting", "--wfbench-bundle",
+                                str(bundle), "--benchmark-json", str(out), "--wfbench-case", "scale_i64",
+                                "--wfbench-case", "axpy_f64", "--wfbench-samples", "5")
+    assert _outcomes(result) == {"passed": 3, "failed": 1}
+    result.stdout.fnmatch_lines(["*axpy_f64: FAILED: 7 of 100 elements differ from the reference*"])
+    assert "pytest_plugin.py" not in result.stdout.str()  # pytrace=False: no plugin traceback
+    statuses = {case.id: case.status for case in load_result(out).cases}
+    assert statuses == {"scale_i64": OK, "axpy_f64": FAILED}
+
+
+def test_case_missing_from_bundle_fails_that_test_only(pytester: pytest.Pytester, counts, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                      cuda_side) -> None:
+    only_scale = tmp_path / "only-scale"
+    bundle_from_ptx([Registry.load().case("scale_i64")], only_scale, ptx_dir_loader(FIXTURE_PTX))
+    pytester.makepyfile(test_inner="""
+        def test_a(wfbench_bench):
+            wfbench_bench("axpy_f64")
+
+        def test_b(wfbench_bench):
+            wfbench_bench("scale_i64")
+    """)
+    result = pytester.runpytest("--wfbench-transport", "counting", "--wfbench-bundle", str(only_scale),
+                                "--wfbench-samples", "5")
+    assert _outcomes(result) == {"passed": 1, "failed": 1}
+    result.stdout.fnmatch_lines(["*case axpy_f64 is not in bundle*; it holds scale_i64*"])
+    assert "During handling" not in result.stdout.str() and "Traceback" not in result.stdout.str()
+    assert counts()["measured"] == ["scale_i64"]
+
+
+def test_transport_error_is_not_retried(pytester: pytest.Pytester, counts, bundle) -> None:  # type: ignore[no-untyped-def]
+    pytester.makepyfile(test_inner="""
+        def test_a(wfbench_bench):
+            wfbench_bench("scale_i64")
+
+        def test_b(wfbench_bench):
+            wfbench_bench("axpy_f64")
+    """)
+    result = pytester.runpytest("--wfbench-transport", "lost", "--wfbench-bundle", str(bundle))
+    assert _outcomes(result) == {"failed": 2}
+    result.stdout.fnmatch_lines(["*ssh: connection to the GPU host lost*",
+                                 "*wfbench GPU session unusable after an earlier error: ssh: connection*"])
+    assert "During handling" not in result.stdout.str()
+    c = counts()
+    assert c["constructed"] == 1 and c["closed"] == 1
+
+
+def test_no_gpu_skips_with_the_reason(pytester: pytest.Pytester, bundle) -> None:
+    from wfbench_core.timer import gpu_unavailable_reason
+
+    if gpu_unavailable_reason() is None:
+        pytest.skip("this machine has a GPU: test_real_gpu_through_the_plugin covers it")
+    pytester.makepyfile("""
+        def test_a(wfbench_bench):
+            wfbench_bench("scale_i64")
+    """)
+    result = pytester.runpytest("-rs", "--wfbench-bundle", str(bundle))  # real timer, local transport
+    assert _outcomes(result) == {"skipped": 1}
+    result.stdout.fnmatch_lines(["*no GPU: *"])
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--wfbench-transport-opt", "gpu_name"], "*--wfbench-transport-opt expects KEY=VALUE, got 'gpu_name'*"),
+    (["--wfbench-bundle", "."], "*--wfbench-bundle .: not a wfbench bundle (no manifest.json)*"),
+    (["--wfbench-samples", "2"], "*--wfbench-samples must be at least 5*"),
+])
+def test_bad_options_are_one_usage_error(pytester: pytest.Pytester, args: list[str], message: str) -> None:
+    pytester.makepyfile("def test_a():\n    pass\n")
+    result = pytester.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+
+
+def test_unknown_transport_fails_tests_that_use_the_gpu(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        def test_plain():
+            pass
+
+        def test_gpu(wfbench_gpu):
+            pass
+    """)
+    result = pytester.runpytest("--wfbench-transport", "nosuch")
+    assert _outcomes(result) == {"passed": 1, "errors": 1}
+    result.stdout.fnmatch_lines(["*wfbench: unknown transport 'nosuch'; known transports: *local*"])
+    assert "During handling" not in result.stdout.str()
+
+
+def test_unknown_case_is_one_collection_error(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        def test_case(wfbench_case):
+            pass
+    """)
+    result = pytester.runpytest("--wfbench-case", "nosuch")
+    assert _outcomes(result) == {"errors": 1}
+    result.stdout.fnmatch_lines(["wfbench: unknown case 'nosuch'; known cases: *scale_i64*"])
+    assert "During handling" not in result.stdout.str() and "Traceback" not in result.stdout.str()
+
+
+def test_case_selection_by_priority(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        def test_case(wfbench_case):
+            pass
+    """)
+    result = pytester.runpytest("--collect-only", "-q", "--wfbench-priority", "P0")
+    p0 = sorted(c.id for c in Registry.load().select(priorities=["P0"]))
+    assert p0 and sorted(line.split("[")[1].rstrip("]") for line in result.stdout.lines if "[" in line) == p0
+
+
+def test_builds_with_the_real_warpforthc(pytester: pytest.Pytester, counts, warpforthc: Path,  # type: ignore[no-untyped-def]
+                                         cuda_side) -> None:
+    pytester.makepyfile("""
+        def test_a(wfbench_bench):
+            assert wfbench_bench("scale_i64").compile_wf.ptx_target.startswith("sm_")
+    """)
+    out = pytester.path / "bench.json"
+    result = pytester.runpytest("--wfbench-transport", "counting", "--wfbench-warpforthc", str(warpforthc),
+                                "--benchmark-json", str(out), "--wfbench-samples", "5")
+    assert _outcomes(result) == {"passed": 1}, result.stdout.str()
+    run = load_result(out)
+    assert run.warpforthc.kind == "warpforthc" and run.warpforthc.binary_sha256  # built here, not prebuilt
+    assert [c.id for c in run.cases] == ["scale_i64"] and run.cases[0].status == OK
+
+
+@pytest.mark.gpu
+def test_real_gpu_through_the_plugin(pytester: pytest.Pytester, bundle: Path) -> None:
+    """The real CUDA-event timer: correctness test and benchmarks of both cases in one pytest process."""
+    pytester.makepyfile(test_inner=TESTS)
+    out = pytester.path / "bench.json"
+    result = pytester.runpytest("-v", "--run-benchmarks", "--wfbench-bundle", str(bundle), "--benchmark-json",
+                                str(out), "--wfbench-case", "scale_i64", "--wfbench-case", "axpy_f64")
+    print(result.stdout.str())
+    assert _outcomes(result) == {"passed": 4}, result.stdout.str()
+    run = load_result(out)
+    assert run.environment.gpu_uuid and run.environment.gpu_name != "Fake GPU"
+    assert [c.id for c in run.cases] == ["scale_i64", "axpy_f64"]
+    for case in run.cases:
+        assert case.status in ("ok", "unstable") and case.timing is not None
+        assert all(c.passed for c in case.checks) and case.timing.cuda.n == run.protocol.samples

@@ -1,0 +1,432 @@
+"""pytest plugin: WarpForth-vs-CUDA benchmarks beside GPU correctness tests, on one GPU per session.
+
+Installed with wfbench (entry point group ``pytest11``, name ``wfbench``); nothing happens until a test
+asks for a wfbench fixture. A test file in a project such as WarpForth::
+
+    import pytest
+
+    def test_axpy_is_correct(wfbench_gpu):          # correctness: the case's checks, quick protocol
+        assert wfbench_gpu.check("axpy_f64").status == "ok"
+
+    @pytest.mark.benchmark
+    def test_benchmark(wfbench_bench, wfbench_case):  # one test per selected case
+        wfbench_bench(wfbench_case)
+
+Options (``pytest --help``, group "wfbench"):
+
+- ``--run-benchmarks``: run tests marked ``benchmark``; they are skipped by default.
+- ``--benchmark-json FILE`` (also ``--wfbench-json``): at session end, write ONE wfbench result JSON
+  (the ``RunResult`` schema of ``wfbench run``) holding every case benchmarked in the session.
+  ``--benchmark-json`` is left to pytest-benchmark when that plugin is installed.
+- ``--wfbench-transport local|ssh|vast`` and ``--wfbench-transport-opt KEY=VALUE`` (repeatable): where
+  the GPU is. The transport is constructed once, on first use, and closed at session end, so a rented
+  machine serves every correctness test and benchmark of the pytest process.
+- ``--wfbench-bundle DIR``: execute a prebuilt bundle (``wfbench build``); no ``warpforthc`` needed.
+  Otherwise each case is compiled with ``--wfbench-warpforthc PATH`` (else ``WFBENCH_WARPFORTHC``,
+  else ``PATH``).
+- ``--wfbench-case ID`` / ``--wfbench-priority P0`` (repeatable): the cases ``wfbench_case`` takes.
+- ``--wfbench-samples``, ``--wfbench-min-sample-ms``, ``--wfbench-warmup-s``, ``--wfbench-budget-s``:
+  the timing protocol, as for ``wfbench run``.
+
+wfbench hook implementations (functions marked ``@wfbench_core.hookimpl``) in ``conftest.py`` files and
+pytest plugins are registered with wfbench as well: a project can define cases, transports or a timer
+next to its tests. Progress goes to the ``wfbench`` logger (``--log-cli-level=INFO`` shows it live).
+Do not combine with pytest-xdist: every worker would open its own GPU session.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import tempfile
+import types
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+import attrs
+import pytest
+
+from wfbench_core.errors import NoGpuError, WfbenchError
+from wfbench_core.results import ERROR, FAILED, MODE_PAIRED, CaseResult, Protocol, RunResult
+
+log = logging.getLogger("wfbench")
+
+MARKER = "benchmark"
+#: A quick protocol for correctness checks: the checks are the same, the timing is short.
+CHECK_PROTOCOL = Protocol(warmup_s=0.0, min_sample_ms=1.0, samples=5)
+
+
+# -------------------------------------------------------------------------------------------------
+# options
+# -------------------------------------------------------------------------------------------------
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    d = Protocol()
+    group = parser.getgroup("wfbench", "wfbench: WarpForth vs CUDA benchmarks on one GPU per session")
+    group.addoption("--run-benchmarks", action="store_true", default=False,
+                    help=f"Run tests marked '{MARKER}' (skipped by default).")
+    json_names = ["--wfbench-json"]
+    if importlib.util.find_spec("pytest_benchmark") is None:  # that plugin owns --benchmark-json
+        json_names.insert(0, "--benchmark-json")
+    group.addoption(*json_names, dest="wfbench_json", metavar="FILE", default=None,
+                    help="Write one wfbench result JSON of everything benchmarked in the session.")
+    group.addoption("--wfbench-transport", default="local", metavar="NAME",
+                    help="Where the GPU is: local (default), ssh, vast (see 'wfbench transports').")
+    group.addoption("--wfbench-transport-opt", dest="wfbench_transport_opts", action="append", default=[],
+                    metavar="KEY=VALUE", help="Option for the transport (repeatable).")
+    group.addoption("--wfbench-bundle", metavar="DIR", default=None,
+                    help="Execute this prebuilt bundle (from 'wfbench build') instead of compiling here.")
+    group.addoption("--wfbench-warpforthc", metavar="PATH", default=None,
+                    help="warpforthc used to build bundles (else $WFBENCH_WARPFORTHC, else PATH).")
+    group.addoption("--wfbench-case", dest="wfbench_cases", action="append", default=[], metavar="ID",
+                    help="Case for the wfbench_case fixture (repeatable); default: every installed case.")
+    group.addoption("--wfbench-priority", dest="wfbench_priorities", action="append", default=[],
+                    choices=["P0", "P1"], help="Only cases of this priority for wfbench_case (repeatable).")
+    group.addoption("--wfbench-samples", type=int, default=d.samples, metavar="N",
+                    help=f"Paired samples per case (default {d.samples}).")
+    group.addoption("--wfbench-min-sample-ms", type=float, default=d.min_sample_ms, metavar="MS",
+                    help=f"Each sample lasts at least this long (default {d.min_sample_ms:g}).")
+    group.addoption("--wfbench-warmup-s", type=float, default=d.warmup_s, metavar="S",
+                    help=f"Busy-GPU warm-up before timing each case (default {d.warmup_s:g}).")
+    group.addoption("--wfbench-budget-s", type=float, default=d.suite_budget_s, metavar="S",
+                    help="Time budget of each execution on the GPU host (0 = none).")
+
+
+@attrs.frozen
+class Settings:
+    """The plugin's options, checked once at start-up."""
+
+    run_benchmarks: bool
+    json_path: Path | None
+    transport: str
+    transport_options: dict[str, str]
+    bundle: Path | None
+    warpforthc: str | None
+    case_ids: tuple[str, ...]
+    priorities: tuple[str, ...]
+    protocol: Protocol
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> Settings:
+        opt = config.getoption
+        options: dict[str, str] = {}
+        for text in opt("wfbench_transport_opts"):
+            key, sep, value = text.partition("=")
+            if not sep or not key.strip():
+                raise pytest.UsageError(f"--wfbench-transport-opt expects KEY=VALUE, got {text!r}")
+            options[key.strip().replace("-", "_")] = value
+        if opt("wfbench_samples") < 5:
+            raise pytest.UsageError("--wfbench-samples must be at least 5")
+        bundle = opt("wfbench_bundle")
+        if bundle is not None and not (Path(bundle) / "manifest.json").is_file():
+            raise pytest.UsageError(f"--wfbench-bundle {bundle}: not a wfbench bundle (no manifest.json); "
+                                    f"make one with 'wfbench build'")
+        json_path = opt("wfbench_json")
+        return cls(
+            run_benchmarks=bool(opt("run_benchmarks")),
+            json_path=Path(json_path).absolute() if json_path else None,
+            transport=opt("wfbench_transport"),
+            transport_options=options,
+            bundle=Path(bundle).absolute() if bundle else None,
+            warpforthc=opt("wfbench_warpforthc"),
+            case_ids=tuple(opt("wfbench_cases")),
+            priorities=tuple(opt("wfbench_priorities")),
+            protocol=Protocol(warmup_s=opt("wfbench_warmup_s"), min_sample_ms=opt("wfbench_min_sample_ms"),
+                              samples=opt("wfbench_samples"), suite_budget_s=opt("wfbench_budget_s")),
+        )
+
+
+# -------------------------------------------------------------------------------------------------
+# the session state
+# -------------------------------------------------------------------------------------------------
+
+
+def wfbench_plugins_of(pluginmanager: pytest.PytestPluginManager) -> list[object]:
+    """conftest modules and pytest plugins carrying wfbench hook implementations, wrapped for wfbench.
+
+    Each is re-registered through a namespace holding only its ``@wfbench_core.hookimpl`` functions, so
+    two ``conftest`` modules of the same name do not clash in wfbench's plugin manager.
+    """
+    found = []
+    for plugin in pluginmanager.get_plugins():
+        impls = {}
+        for name in dir(plugin):
+            if not name.startswith("wfbench_"):
+                continue
+            try:
+                fn = getattr(plugin, name)
+            except Exception:  # noqa: BLE001 - a property that raises is not a hook
+                continue
+            if callable(fn) and hasattr(fn, "wfbench_impl"):
+                impls[name] = fn
+        if impls:
+            found.append(types.SimpleNamespace(**impls))
+    return found
+
+
+class State:
+    """What the plugin keeps for one pytest session: settings, registry, results."""
+
+    def __init__(self, config: pytest.Config, settings: Settings) -> None:
+        self.config = config
+        self.settings = settings
+        self.runs: list[RunResult] = []
+        self._registry: Any = None
+
+    @property
+    def registry(self) -> Any:
+        """wfbench's registry: installed plugins plus the wfbench hooks of conftests (built on first use)."""
+        if self._registry is None:
+            from wfbench_core.registry import Registry
+
+            self._registry = Registry.load(wfbench_plugins_of(self.config.pluginmanager))
+        return self._registry
+
+    def selected_case_ids(self) -> list[str]:
+        return [c.id for c in self.registry.select(self.settings.case_ids, priorities=self.settings.priorities)]
+
+    def merged(self) -> RunResult | None:
+        return merge_runs(self.runs) if self.runs else None
+
+
+def merge_runs(runs: Sequence[RunResult]) -> RunResult:
+    """One result of several executions on the same GPU session: the first run's environment, all cases."""
+    first = runs[0]
+    compilers: dict[str, Any] = {}
+    for r in runs:
+        compilers.update(r.compilers)
+    return attrs.evolve(first, cases=tuple(c for r in runs for c in r.cases), wall_s=sum(r.wall_s for r in runs),
+                        compilers=compilers)
+
+
+_STATE = pytest.StashKey[State]()
+
+
+def _state(config: pytest.Config) -> State:
+    return config.stash[_STATE]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", f"{MARKER}: a wfbench benchmark (skipped unless pytest runs with --run-benchmarks)")
+    config.stash[_STATE] = State(config, Settings.from_config(config))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if _state(config).settings.run_benchmarks:
+        return
+    skip = pytest.mark.skip(reason="benchmark: run with --run-benchmarks")
+    for item in items:
+        if item.get_closest_marker(MARKER) is not None:
+            item.add_marker(skip)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "wfbench_case" in metafunc.fixturenames:
+        error = ""
+        try:
+            ids = _state(metafunc.config).selected_case_ids()
+        except WfbenchError as exc:
+            error = str(exc)
+        if error:  # outside the except block: one line, no chained traceback
+            pytest.fail(f"wfbench: {error}", pytrace=False)
+        metafunc.parametrize("wfbench_case", ids, ids=ids)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    state = session.config.stash.get(_STATE, None)
+    if state is None or state.settings.json_path is None:
+        return
+    merged = state.merged()
+    if merged is None:
+        return
+    from wfbench_core.results import write_result
+
+    state.settings.json_path.parent.mkdir(parents=True, exist_ok=True)
+    write_result(merged, state.settings.json_path)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    state = config.stash.get(_STATE, None)
+    if state is None:
+        return
+    merged = state.merged()
+    path = state.settings.json_path
+    if merged is None:
+        if path is not None and state.settings.run_benchmarks:
+            terminalreporter.write_line(f"wfbench: no case was benchmarked; {path} not written")
+        return
+    from wfbench_core.report import render
+
+    terminalreporter.section("wfbench")
+    terminalreporter.write_line(render(merged))
+    if path is not None:
+        terminalreporter.write_line(f"wfbench result: {path}")
+
+
+# -------------------------------------------------------------------------------------------------
+# the GPU session and the fixtures
+# -------------------------------------------------------------------------------------------------
+
+
+class GpuSession:
+    """One transport (one GPU, one rental) for the whole pytest session.
+
+    ``check(case_id)`` runs a case's correctness checks with a short protocol; ``bench(case_id)`` checks
+    and times it with the session's protocol and adds it to the session result. ``transport`` is the
+    transport object itself, for tests that use what a particular transport offers.
+    """
+
+    def __init__(self, state: State, progress: Callable[[str], None] = log.info) -> None:
+        self.state = state
+        self.settings = state.settings
+        self.progress = progress
+        reg = state.registry
+        self.transport = reg.transport(self.settings.transport)(
+            registry=reg, cuda_compiler="auto", progress=progress, **self.settings.transport_options)
+        self._arch: str | None | bool = False  # False: not asked yet
+        self._broken = ""
+        self._tmp = Path(tempfile.mkdtemp(prefix="wfbench-pytest-"))
+        self._bundles: dict[str, Path] = {}
+
+    # -- lifecycle --------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        import shutil
+
+        try:
+            self.transport.close()
+        finally:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+
+    # -- building ---------------------------------------------------------------------------------
+
+    def arch(self) -> str | None:
+        """The GPU's ``sm_XX`` for warpforthc, or None where this machine has no GPU to ask."""
+        if self._arch is False:
+            try:
+                self._arch = self.transport.gpu_arch()
+            except NoGpuError:
+                self._arch = None
+        return self._arch  # type: ignore[return-value]
+
+    def bundle(self, case_id: str) -> Path:
+        """The prebuilt bundle, or one compiled here for ``case_id`` (once per session)."""
+        if self.settings.bundle is not None:
+            return self.settings.bundle
+        if case_id not in self._bundles:
+            from wfbench_core.bundle import build_bundle
+            from wfbench_core.compile import find_warpforthc
+            from wfbench_core.executor import detect_source
+
+            reg = self.state.registry
+            case = reg.case(case_id)
+            binary = find_warpforthc(self.settings.warpforthc)
+            out = self._tmp / f"bundle-{case_id}"
+            build_bundle([case], out, warpforthc=binary, arch=self.arch(), source=detect_source(None, binary),
+                         plugins={case_id: reg.cases[case_id].plugin}, progress=self.progress)
+            self._bundles[case_id] = out
+        return self._bundles[case_id]
+
+    # -- executing --------------------------------------------------------------------------------
+
+    def execute(self, case_ids: Sequence[str], *, protocol: Protocol | None = None,
+                bundle: Path | None = None) -> RunResult:
+        """Execute cases on the session's GPU and return the result (not added to the session result).
+
+        No GPU here (local transport) skips the test. A case that cannot be built or is missing from the
+        bundle fails the test with one line. An error of the execution itself (connection, rental, GPU host)
+        fails it too, and the session then refuses further work rather than trying to rent again.
+        """
+        if self._broken:
+            pytest.fail(f"wfbench GPU session unusable after an earlier error: {self._broken}", pytrace=False)
+        # pytest.fail/skip are raised outside the except blocks: one line, no chained traceback
+        problem = ""
+        try:
+            if bundle is None:
+                if len(case_ids) != 1:
+                    raise WfbenchError("several cases at once need a bundle: pass bundle= or --wfbench-bundle")
+                bundle = self.bundle(case_ids[0])
+            _require_cases(bundle, case_ids)
+        except WfbenchError as exc:
+            problem = str(exc)
+        if problem:
+            pytest.fail(problem, pytrace=False)
+        no_gpu = ""
+        try:
+            return self.transport.execute(bundle, protocol=protocol or self.settings.protocol, mode=MODE_PAIRED,
+                                          case_ids=list(case_ids), progress=self.progress)
+        except NoGpuError as exc:
+            no_gpu = str(exc)
+        except WfbenchError as exc:
+            self._broken = problem = str(exc)
+        if no_gpu:
+            pytest.skip(f"no GPU: {no_gpu}")
+        pytest.fail(problem, pytrace=False)
+
+    def check(self, case_id: str) -> CaseResult:
+        """Run the case's correctness checks (short timing) and fail the test unless they pass."""
+        result = _the_case(self.execute([case_id], protocol=CHECK_PROTOCOL), case_id)
+        _fail_unless_correct(result)
+        return result
+
+    def bench(self, case_id: str, *, strict: bool = True) -> CaseResult:
+        """Check and time a case; the result joins the session JSON. ``strict`` fails the test on FAILED/ERROR."""
+        run = self.execute([case_id])
+        self.state.runs.append(run)
+        result = _the_case(run, case_id)
+        if strict:
+            _fail_unless_correct(result)
+        return result
+
+
+def _require_cases(bundle: Path, case_ids: Sequence[str]) -> None:
+    """Refuse, before anything is shipped, a case the bundle does not hold."""
+    from wfbench_core.bundle import read_variants
+
+    for label, (manifest, _) in read_variants(bundle).items():
+        held = {c.id for c in manifest.cases} | set(manifest.failures)
+        missing = [cid for cid in case_ids if cid not in held]
+        if missing:
+            where = f"{bundle} ({label})" if label else str(bundle)
+            raise WfbenchError(f"case {', '.join(missing)} is not in bundle {where}; it holds "
+                               f"{', '.join(sorted(held)) or 'no cases'}")
+
+
+def _the_case(run: RunResult, case_id: str) -> CaseResult:
+    for c in run.cases:
+        if c.id == case_id and not c.compiler_label:
+            return c
+    for c in run.cases:
+        if c.id == case_id:
+            return c
+    pytest.fail(f"{case_id}: the GPU host returned no result for this case", pytrace=False)
+
+
+def _fail_unless_correct(result: CaseResult) -> None:
+    if result.status in (FAILED, ERROR):
+        pytest.fail(f"{result.id}: {result.status.upper()}: {result.message}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def wfbench_gpu(pytestconfig: pytest.Config) -> Iterator[GpuSession]:
+    """The session's GPU: one transport (one rented machine) shared by every test that uses it."""
+    state = _state(pytestconfig)
+    problem = ""
+    try:
+        session = GpuSession(state)
+    except WfbenchError as exc:
+        problem = str(exc)
+    if problem:  # outside the except block: one line, no chained traceback
+        pytest.fail(f"wfbench: {problem}", pytrace=False)
+    try:
+        yield session
+    finally:
+        session.close()
+
+
+@pytest.fixture
+def wfbench_bench(wfbench_gpu: GpuSession) -> Callable[..., CaseResult]:
+    """``wfbench_bench("axpy_f64") -> CaseResult``: check and time a case; it joins the session JSON."""
+    return wfbench_gpu.bench
