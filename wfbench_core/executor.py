@@ -254,9 +254,13 @@ def _one_line(r: CaseResult) -> str:
 
 
 def detect_source(commit: str | None = None, warpforthc: Path | None = None, label: str = "") -> Source:
-    """Commit and CI run of what is benchmarked: the flag, CI variables, or the warpforthc build tree."""
+    """Commit and CI run of what is benchmarked: the flag, CI variables, or the warpforthc build tree.
+
+    ``WFBENCH_COMMIT`` and ``WFBENCH_REPO`` (``owner/name`` or a URL) name the benchmarked WarpForth tree
+    when wfbench runs in another repository's CI; the CI run itself comes from ``GITHUB_*``.
+    """
     env = os.environ
-    repo = env.get("GITHUB_REPOSITORY", "")
+    ci_repo = env.get("GITHUB_REPOSITORY", "")
     server = env.get("GITHUB_SERVER_URL", "https://github.com")
     run_id = env.get("GITHUB_RUN_ID", "")
     if not commit and env.get("WFBENCH_COMMIT"):
@@ -267,10 +271,13 @@ def detect_source(commit: str | None = None, warpforthc: Path | None = None, lab
                                     capture_output=True, text=True, timeout=10, check=False).stdout.strip()
         except OSError:
             commit = ""
+    repo = env.get("WFBENCH_REPO", "") or ci_repo
+    if repo and "://" not in repo:
+        repo = f"{server}/{repo}"
     return Source(
         git_commit=commit or "",
-        git_repo=f"{server}/{repo}" if repo else "",
+        git_repo=repo,
         ci_run_id=run_id,
-        ci_run_url=f"{server}/{repo}/actions/runs/{run_id}" if repo and run_id else "",
+        ci_run_url=f"{server}/{ci_repo}/actions/runs/{run_id}" if ci_repo and run_id else "",
         label=label,
     )
