@@ -60,3 +60,21 @@ def prebuilt_bundle(tmp_path: Path):  # type: ignore[no-untyped-def]
         return out
 
     return make
+
+
+# -------------------------------------------------------------------------------------------------
+# a real OpenSSH server on 127.0.0.1 (tests/sshd.py), for the ssh and vast transports
+# -------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def sshd(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """One sshd for the session; skips when OpenSSH's server is not installed or cannot start."""
+    import sshd as sshd_helper  # tests/ is on sys.path for conftest and test modules
+
+    try:
+        server = sshd_helper.start(tmp_path_factory.mktemp("sshd"))
+    except (FileNotFoundError, RuntimeError) as exc:
+        pytest.skip(f"no local sshd: {exc}")
+    yield server
+    server.stop()

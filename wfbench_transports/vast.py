@@ -1,0 +1,652 @@
+"""The ``vast`` transport: rent one Vast.ai GPU, run the bundle there over SSH, always destroy it.
+
+Canonical runs pin one exact GPU model *and* compute capability (default ``RTX_4090`` / ``sm_89``) and fail
+when no offer matches exactly — a near miss such as "RTX 4090 D" is never taken. ``mode=broad`` takes the
+cheapest GPU with at least ``min_arch``, for correctness-only runs. The CUDA toolkit is fixed by the image
+(default ``nvidia/cuda:12.4.0-devel-ubuntu22.04``): the CUDA baseline is compiled there.
+
+Lifecycle of a :class:`VastSession` (also usable on its own, e.g. by a pytest plugin holding one rental
+for a whole test session): destroy leftovers carrying our label -> search -> pick the offer -> show the
+cost estimate (``$/h x budget``) and refuse above ``max_cost`` -> rent (labelled) -> attach a fresh SSH
+key -> wait until running -> wait until sshd accepts -> hand the host to the ``ssh`` transport. The
+instance is destroyed exactly once — on success, on any exception, on Ctrl-C, on SIGTERM/SIGHUP and at
+interpreter exit — with retries; if that finally fails the instance id is printed loudly with the command
+that kills it. The API key (``VAST_API_KEY``/``VASTAI_API_KEY`` or Vast's own config file) is never
+printed, stored or put in an error message.
+"""
+
+from __future__ import annotations
+
+import atexit
+import io
+import os
+import re
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import attrs
+
+from wfbench_core import hookimpl
+from wfbench_core.errors import WfbenchError
+from wfbench_core.results import Protocol, RunResult
+from wfbench_transports.options import Option, describe, parse
+
+Progress = Callable[[str], None]
+
+DEFAULT_IMAGE = "nvidia/cuda:12.4.0-devel-ubuntu22.04"
+#: Fixed shell text run once on a fresh instance: the CUDA images ship without Python.
+BOOTSTRAP = (
+    "command -v python3 >/dev/null 2>&1 && python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || "
+    "(export DEBIAN_FRONTEND=noninteractive; apt-get update -qq && "
+    "apt-get install -y -qq --no-install-recommends python3 python3-venv python3-pip >/dev/null)"
+)
+
+VAST_OPTIONS = (
+    Option("mode", "canonical: exactly gpu_name and arch (comparable series); broad: any GPU with at least "
+           "min_arch (correctness only)", "canonical", "str", ("canonical", "broad")),
+    Option("gpu_name", "canonical GPU model, as Vast.ai names it (spaces or underscores)", "RTX_4090"),
+    Option("arch", "canonical compute capability, matched exactly", "sm_89"),
+    Option("min_arch", "broad mode: the lowest compute capability accepted", "sm_75"),
+    Option("max_dph", "ceiling on the offer's total $/hour", 0.50, "float"),
+    Option("min_reliability", "lowest host reliability accepted (0..1)", 0.95, "float"),
+    Option("min_inet_down", "lowest download bandwidth accepted, Mbit/s", 100.0, "float"),
+    Option("min_cuda", "lowest CUDA version the host driver must support (the gpu extra uses CUDA 13 wheels)",
+           13.0, "float"),
+    Option("image", "container image (fixes the CUDA toolkit that compiles the baseline)", DEFAULT_IMAGE),
+    Option("disk_gb", "disk to rent, GB", 20.0, "float"),
+    Option("label", "label put on the instance; leftover instances with this label are destroyed first",
+           "wfbench"),
+    Option("budget_min", "whole-run time budget in minutes (renting, setup and the run)", 45.0, "float"),
+    Option("max_cost", "refuse to rent when $/hour x budget exceeds this many dollars", 0.50, "float"),
+    Option("wait_running_s", "seconds to wait for the instance to run", 600.0, "float"),
+    Option("wait_ssh_s", "seconds to wait for its sshd to accept the key", 300.0, "float"),
+    Option("poll_s", "seconds between status polls", 10.0, "float"),
+    Option("destroy_retries", "attempts to destroy the instance before giving up loudly", 5, "int"),
+    Option("ssh", "which SSH endpoint: auto (direct when offered), direct, proxy", "auto", "str",
+           ("auto", "direct", "proxy")),
+    Option("key_file", "private key already registered with your Vast.ai account [default: a fresh key for this "
+           "rental, attached to the instance]"),
+    Option("user", "SSH user on the instance", "root"),
+    Option("python", "Python interpreter on the instance", "python3"),
+    Option("env", "as for the ssh transport: auto, reuse or venv", "auto", "str", ("auto", "reuse", "venv")),
+    Option("venv", "venv on the instance (relative to the remote home)", ".cache/wfbench/venv"),
+    Option("remote_tmp", "folder on the instance that holds the per-run work directory"),
+    Option("wheels", "folder of prebuilt wheels to ship instead of the ones made here"),
+    Option("connect_timeout", "seconds for each SSH connection attempt", 20.0, "float"),
+)
+
+
+class VastError(WfbenchError):
+    """A Vast.ai step failed; the message never contains the API key."""
+
+
+# -------------------------------------------------------------------------------------------------
+# API key
+# -------------------------------------------------------------------------------------------------
+
+KEY_ENV = ("VAST_API_KEY", "VASTAI_API_KEY")
+
+
+def key_files() -> list[Path]:
+    config = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    return [config / "vastai" / "vast_api_key", Path.home() / ".vast_api_key"]
+
+
+def find_api_key() -> str:
+    """From ``VAST_API_KEY``/``VASTAI_API_KEY``, else the file ``vastai set api-key`` writes."""
+    for var in KEY_ENV:
+        if os.environ.get(var, "").strip():
+            return os.environ[var].strip()
+    for path in key_files():
+        if path.is_file():
+            key = path.read_text().strip()
+            if key:
+                return key
+    raise VastError(f"no Vast.ai API key: set {KEY_ENV[0]}, or save it with 'vastai set api-key KEY' "
+                    f"(it goes to {key_files()[0]})")
+
+
+# -------------------------------------------------------------------------------------------------
+# offers
+# -------------------------------------------------------------------------------------------------
+
+
+def cc_of(arch: str) -> int:
+    """``sm_89`` or ``8.9`` -> Vast's ``compute_cap`` (890)."""
+    text = str(arch).strip().lower()
+    m = re.fullmatch(r"(?:sm_|compute_)?(\d+)", text)
+    if m and len(m.group(1)) >= 2:
+        return int(m.group(1)) * 10
+    m = re.fullmatch(r"(\d+)\.(\d)", text)
+    if m:
+        return int(m.group(1)) * 100 + int(m.group(2)) * 10
+    raise VastError(f"arch {arch!r} is not a compute capability such as sm_89 or 8.9")
+
+
+def arch_of(cc: int) -> str:
+    return f"sm_{int(cc) // 10}"
+
+
+def model_key(name: str) -> str:
+    """``"RTX 4090"``, ``"RTX_4090"`` -> ``"RTX_4090"``: Vast's name with spaces as underscores, nothing else."""
+    return re.sub(r"\s+", "_", str(name).strip())
+
+
+@attrs.frozen
+class OfferFilter:
+    """What an offer must satisfy; canonical mode pins model and compute capability exactly."""
+
+    mode: str
+    gpu_name: str
+    cc: int  # canonical: exact; broad: minimum
+    max_dph: float
+    min_reliability: float
+    min_inet_down: float
+    min_cuda: float
+
+    @classmethod
+    def from_options(cls, cfg: dict[str, Any]) -> OfferFilter:
+        arch = cfg["arch"] if cfg["mode"] == "canonical" else cfg["min_arch"]
+        return cls(cfg["mode"], model_key(cfg["gpu_name"]), cc_of(arch), cfg["max_dph"], cfg["min_reliability"],
+                   cfg["min_inet_down"], cfg["min_cuda"])
+
+    def query(self) -> str:
+        """The search string for ``VastAI.search_offers`` (the server's filter; :meth:`reject` re-checks)."""
+        parts = ["num_gpus=1"]
+        if self.mode == "canonical":
+            parts += [f"gpu_name={self.gpu_name}", f"compute_cap={self.cc}"]
+        else:
+            parts.append(f"compute_cap>={self.cc}")
+        parts += [f"dph_total<={self.max_dph:g}", f"reliability>={self.min_reliability:g}",
+                  f"inet_down>={self.min_inet_down:g}", f"cuda_max_good>={self.min_cuda:g}"]
+        return " ".join(parts)
+
+    def describe(self) -> str:
+        what = (f"exactly {self.gpu_name} / {arch_of(self.cc)}" if self.mode == "canonical"
+                else f"any GPU with at least {arch_of(self.cc)}")
+        return (f"{what}, at most ${self.max_dph:.2f}/h, reliability >= {self.min_reliability:g}, "
+                f"download >= {self.min_inet_down:g} Mbit/s, driver CUDA >= {self.min_cuda:g}")
+
+    def reject(self, offer: dict[str, Any]) -> str | None:
+        """Why this offer does not qualify, or None."""
+
+        def num(key: str, *alts: str) -> float | None:
+            for k in (key, *alts):
+                v = offer.get(k)
+                if isinstance(v, (int, float)) and not isinstance(v, bool):
+                    return float(v)
+            return None
+
+        name = str(offer.get("gpu_name", ""))
+        cc, dph = num("compute_cap"), num("dph_total")
+        if num("num_gpus") != 1:
+            return f"{offer.get('num_gpus')} GPUs"
+        if cc is None or dph is None:
+            return "no compute_cap or dph_total"
+        if self.mode == "canonical":
+            if model_key(name) != self.gpu_name:
+                return f"model {name!r} is not {self.gpu_name}"
+            if int(cc) != self.cc:
+                return f"{arch_of(int(cc))}, not {arch_of(self.cc)}"
+        elif int(cc) < self.cc:
+            return f"{arch_of(int(cc))} is below {arch_of(self.cc)}"
+        if dph > self.max_dph:
+            return f"${dph:.3f}/h is over the ${self.max_dph:.2f}/h ceiling"
+        rel = num("reliability2", "reliability")
+        if rel is None or rel < self.min_reliability:
+            return f"reliability {rel} < {self.min_reliability:g}"
+        down = num("inet_down")
+        if down is None or down < self.min_inet_down:
+            return f"download {down} < {self.min_inet_down:g} Mbit/s"
+        cuda = num("cuda_max_good")
+        if cuda is None or cuda < self.min_cuda:
+            return f"driver CUDA {cuda} < {self.min_cuda:g}"
+        return None
+
+
+def choose_offer(offers: Sequence[Any], filt: OfferFilter) -> dict[str, Any]:
+    """The cheapest qualifying offer (then the most reliable); a clear error when none qualifies."""
+    good, rejected = [], []
+    for offer in offers if isinstance(offers, (list, tuple)) else []:
+        if not isinstance(offer, dict):
+            continue
+        why = filt.reject(offer)
+        (rejected.append((offer, why)) if why else good.append(offer))
+    if good:
+        return min(good, key=lambda o: (float(o["dph_total"]), -float(o.get("reliability2") or
+                                                                        o.get("reliability") or 0), o.get("id", 0)))
+    near = "; ".join(f"offer {o.get('id')} {o.get('gpu_name')!r}: {why}" for o, why in rejected[:3])
+    raise VastError(
+        f"no Vast.ai offer is {filt.describe()}"
+        + (f" (rejected {len(rejected)}: {near})" if rejected else " (the search returned none)")
+        + ("; try again later or raise max_dph" + ("; mode=broad takes other models for correctness-only runs"
+                                                  if filt.mode == "canonical" else ""))
+    )
+
+
+def ssh_endpoint(inst: dict[str, Any], via: str) -> tuple[str, int] | None:
+    """``(host, port)`` of the instance's sshd: direct (public IP, mapped port 22) or Vast's proxy."""
+    direct = None
+    ports = inst.get("ports") or {}
+    mapped = ports.get("22/tcp") if isinstance(ports, dict) else None
+    if inst.get("public_ipaddr") and isinstance(mapped, list) and mapped and mapped[0].get("HostPort"):
+        direct = (str(inst["public_ipaddr"]).strip(), int(mapped[0]["HostPort"]))
+    proxy = (str(inst["ssh_host"]), int(inst["ssh_port"])) if inst.get("ssh_host") and inst.get("ssh_port") else None
+    if via == "direct":
+        return direct
+    if via == "proxy":
+        return proxy
+    return direct or proxy
+
+
+def _new_key() -> tuple[Any, str]:
+    """A fresh ed25519 key for one rental: (paramiko key, public line)."""
+    from wfbench_transports.ssh import paramiko_module
+
+    paramiko = paramiko_module()
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    key = Ed25519PrivateKey.generate()
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
+                            serialization.NoEncryption()).decode()
+    pub = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+    return paramiko.Ed25519Key(file_obj=io.StringIO(pem)), pub.decode() + " wfbench-rental"
+
+
+# -------------------------------------------------------------------------------------------------
+# the session
+# -------------------------------------------------------------------------------------------------
+
+
+class VastSession:
+    """One Vast.ai rental, as a context manager; :attr:`transport` is an ``ssh`` transport to it.
+
+    ``with VastSession(registry=reg, progress=print, gpu_name="RTX_4090") as s: s.execute(bundle, ...)``.
+    ``sdk`` replaces the ``vastai.VastAI`` client (tests); ``api_key`` the key lookup.
+    """
+
+    def __init__(self, *, registry: Any = None, cuda_compiler: str = "auto", progress: Progress | None = None,
+                 sdk: Any = None, api_key: str | None = None, **options: Any) -> None:
+        self.cfg = parse("vast", VAST_OPTIONS, options)
+        self.filter = OfferFilter.from_options(self.cfg)
+        self.registry = registry
+        self.cuda_compiler = cuda_compiler
+        self.progress: Progress = progress or (lambda msg: print(msg, file=sys.stderr))
+        self._sdk = sdk
+        self._key = api_key
+        self.offer: dict[str, Any] | None = None
+        self.instance_id: int | None = None
+        self.transport: Any = None
+        self.started = False
+        self._rented_at = 0.0
+        self._deadline = 0.0
+        self._lock = threading.RLock()
+        self._destroying = False
+        self._gone: set[int] = set()  # instances whose destroy was attempted (each exactly once)
+        self._failure = ""  # why the session cannot be used (after a failed start or a signal)
+        self._old_handlers: dict[int, Any] = {}
+
+    # -- public -----------------------------------------------------------------------------------
+
+    def target_arch(self) -> str:
+        """What to build for: the pinned arch, or the broad minimum (PTX runs on newer GPUs)."""
+        return arch_of(self.filter.cc)
+
+    def __enter__(self) -> VastSession:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        """Rent and connect; on any failure (or signal) the instance is destroyed before this returns."""
+        if self.started:
+            return
+        self.started = True
+        self._deadline = time.monotonic() + self.cfg["budget_min"] * 60
+        self._install_guards()
+        try:
+            self._open_sdk()
+            self._destroy_orphans()
+            offer = self._search()
+            self._check_cost(offer)
+            self._create(offer)
+            inst = self._wait_running()
+            self._connect(inst)
+        except BaseException as exc:
+            self._failure = self._failure or str(exc) or type(exc).__name__
+            self.stop()
+            raise
+
+    def execute(self, bundle: Path, *, protocol: Protocol, mode: str, case_ids: Sequence[str],
+                progress: Progress | None = None) -> RunResult:
+        """Run a bundle on the rented GPU; in canonical mode the GPU the executor saw must be the pinned one."""
+        if self._failure:
+            raise VastError(f"the Vast.ai rental is not available: {self._failure}")
+        if self.transport is None:
+            raise VastError("the Vast.ai session is not started (use it as a context manager)")
+        left = self._left("the run")
+        self.transport.cfg["timeout"] = left
+        self.transport.cfg["setup_timeout"] = left
+        result = self.transport.execute(bundle, protocol=protocol, mode=mode, case_ids=case_ids, progress=progress)
+        self._check_gpu(result)
+        return result
+
+    def stop(self) -> None:
+        """Close SSH, destroy the instance (once), remove the signal and exit guards."""
+        try:
+            if self.transport is not None:
+                try:
+                    self.transport.close()
+                except Exception:  # noqa: BLE001 - never let SSH trouble skip the destroy
+                    pass
+        finally:
+            self.destroy()
+            self._remove_guards()
+
+    def facts(self) -> dict[str, str]:
+        o = self.offer or {}
+        return {
+            "transport": "vast", "vast_mode": self.cfg["mode"], "vast_instance_id": str(self.instance_id or ""),
+            "vast_offer_id": str(o.get("id", "")), "vast_machine_id": str(o.get("machine_id", "")),
+            "vast_host_id": str(o.get("host_id", "")), "vast_gpu_name": str(o.get("gpu_name", "")),
+            "vast_compute_cap": str(o.get("compute_cap", "")), "vast_dph_total": f"{float(o.get('dph_total', 0)):.4f}",
+            "vast_cuda_max_good": str(o.get("cuda_max_good", "")), "vast_image": self.cfg["image"],
+            "vast_label": self.cfg["label"],
+        }
+
+    # -- SDK calls, scrubbed --------------------------------------------------------------------------
+
+    def _scrub(self, text: str) -> str:
+        if self._key and len(self._key) >= 4:
+            text = text.replace(self._key, "***")
+        return text
+
+    def _call(self, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - every SDK/HTTP failure becomes one scrubbed line
+            detail = self._scrub(f"{type(exc).__name__}: {exc}".splitlines()[0])
+            raise VastError(f"Vast.ai {what} failed: {detail}") from None
+
+    def _open_sdk(self) -> None:
+        if self._key is None:
+            self._key = find_api_key()
+        if self._sdk is None:
+            try:
+                from vastai import VastAI
+            except ImportError:
+                raise VastError("the Vast.ai SDK is not installed: pip install 'wfbench[vast]'") from None
+            self._sdk = self._call("client setup", VastAI, api_key=self._key, quiet=True)
+
+    def _left(self, what: str) -> float:
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise VastError(f"the time budget of {self.cfg['budget_min']:g} min ran out before {what}; "
+                            f"raise budget_min")
+        return left
+
+    # -- steps ------------------------------------------------------------------------------------
+
+    def _ours(self) -> list[dict[str, Any]]:
+        found = self._call("listing instances", self._sdk.show_instances)
+        label = self.cfg["label"]
+        rows = found if isinstance(found, list) else []
+        return [i for i in rows if isinstance(i, dict) and i.get("label") == label]
+
+    def _destroy_orphans(self) -> None:
+        for inst in self._ours():
+            iid = int(inst["id"])
+            self.progress(f"vast: destroying leftover instance {iid} (label {self.cfg['label']!r})")
+            self._destroy_id(iid, "leftover")
+
+    def _search(self) -> dict[str, Any]:
+        query = self.filter.query()
+        self.progress(f"vast: searching offers: {self.filter.describe()}")
+        offers = self._call("offer search", self._sdk.search_offers, query=query, order="dph_total", limit=64)
+        return choose_offer(offers, self.filter)
+
+    def _check_cost(self, offer: dict[str, Any]) -> None:
+        dph = float(offer["dph_total"])
+        budget = self.cfg["budget_min"]
+        estimate = dph * budget / 60
+        self.progress(
+            f"vast: offer {offer.get('id')}: {offer.get('gpu_name')} {arch_of(int(offer['compute_cap']))}, machine "
+            f"{offer.get('machine_id')}, ${dph:.3f}/h; budget {budget:g} min -> at most ${estimate:.2f} "
+            f"(max_cost ${self.cfg['max_cost']:.2f})"
+        )
+        if estimate > self.cfg["max_cost"]:
+            raise VastError(f"the cost estimate ${estimate:.2f} (${dph:.3f}/h for {budget:g} min) is over "
+                            f"max_cost=${self.cfg['max_cost']:.2f}; lower budget_min or raise max_cost")
+
+    def _create(self, offer: dict[str, Any]) -> None:
+        label = self.cfg["label"]
+        before = {int(i["id"]) for i in self._ours()}
+        try:
+            with self._lock:
+                self.offer = offer
+                reply = self._call("renting", self._sdk.create_instance, id=int(offer["id"]), image=self.cfg["image"],
+                                   disk=self.cfg["disk_gb"], label=label, ssh=True, direct=True)
+                new = reply.get("new_contract") if isinstance(reply, dict) else None
+                if new:
+                    self.instance_id = int(new)
+                    self._rented_at = time.monotonic()
+        except BaseException:
+            self._adopt_unknown(before)  # the request may have succeeded although the reply was lost
+            raise
+        if self.instance_id is None:
+            self._adopt_unknown(before)
+            if self.instance_id is None:
+                raise VastError(f"renting offer {offer.get('id')} returned no instance id and none carries label "
+                                f"{label!r}")
+        self.progress(f"vast: rented instance {self.instance_id} (label {label!r}, image {self.cfg['image']})")
+
+    def _adopt_unknown(self, before: set[int]) -> None:
+        try:
+            fresh = sorted(int(i["id"]) for i in self._ours() if int(i["id"]) not in before)
+        except BaseException:  # noqa: BLE001 - nothing to adopt when we cannot even list
+            return
+        with self._lock:
+            if self.instance_id is None and fresh:
+                self.instance_id = fresh.pop(0)
+                self._rented_at = time.monotonic()
+            for iid in fresh:
+                if iid != self.instance_id:
+                    self._destroy_id(iid, "duplicate")
+
+    def _wait_running(self) -> dict[str, Any]:
+        limit = min(self.cfg["wait_running_s"], self._left("the instance started"))
+        deadline = time.monotonic() + limit
+        status, errors = "unknown", 0
+        while True:
+            try:
+                inst = self._call("instance status", self._sdk.show_instance, id=self.instance_id)
+                errors = 0
+            except VastError:
+                errors += 1
+                if errors >= 5:
+                    raise
+                inst = None
+            if isinstance(inst, dict):
+                status = str(inst.get("actual_status") or inst.get("status") or "starting")
+                if status == "running" and ssh_endpoint(inst, self.cfg["ssh"]):
+                    return inst
+                if status in ("exited", "offline") or inst.get("intended_status") == "stopped":
+                    msg = self._scrub((str(inst.get("status_msg") or "").strip().splitlines() or [""])[0])
+                    raise VastError(f"instance {self.instance_id} stopped while starting ({status}: {msg})")
+            if time.monotonic() + self.cfg["poll_s"] > deadline:
+                raise VastError(f"instance {self.instance_id} was not running after {limit:g} s (status {status})")
+            time.sleep(self.cfg["poll_s"])
+
+    def _connect(self, inst: dict[str, Any]) -> None:
+        from wfbench_transports.ssh import SshError, SshTransport
+
+        host, port = ssh_endpoint(inst, self.cfg["ssh"])  # type: ignore[misc]
+        pkey = None
+        if not self.cfg["key_file"]:
+            pkey, public = _new_key()
+            self._call("attaching the SSH key", self._sdk.attach_ssh, instance_id=self.instance_id, ssh_key=public)
+        opts = {k: self.cfg[k] for k in ("user", "python", "env", "venv", "remote_tmp", "wheels", "key_file",
+                                         "connect_timeout") if self.cfg[k] is not None}
+        t = SshTransport(registry=self.registry, cuda_compiler=self.cuda_compiler, progress=self.progress,
+                         host=host, port=port, host_key="ephemeral", agent=False, ssh_config="none", **opts)
+        t.pkey = pkey
+        if self.cfg["python"] == "python3":
+            t.bootstrap = BOOTSTRAP
+        t.facts.update(self.facts())
+        limit = min(self.cfg["wait_ssh_s"], self._left("sshd answered"))
+        deadline = time.monotonic() + limit
+        self.progress(f"vast: instance {self.instance_id} is running; waiting for sshd at {host}:{port}")
+        while True:
+            try:
+                t.connect()
+                break
+            except SshError as exc:
+                if time.monotonic() + self.cfg["poll_s"] > deadline:
+                    raise VastError(f"sshd of instance {self.instance_id} at {host}:{port} did not accept the key "
+                                    f"within {limit:g} s: {exc}") from None
+                time.sleep(self.cfg["poll_s"])
+        self.transport = t
+
+    def _check_gpu(self, result: RunResult) -> None:
+        env = result.environment
+        if self.cfg["mode"] != "canonical":
+            return
+        want_cc = f"{self.filter.cc // 100}.{self.filter.cc // 10 % 10}"
+        got_name = re.sub(r"[^A-Z0-9]+", "_", env.gpu_name.upper()).strip("_")
+        want_name = re.sub(r"[^A-Z0-9]+", "_", self.filter.gpu_name.upper()).strip("_")
+        if env.compute_capability != want_cc or not got_name.endswith(want_name):
+            raise VastError(f"instance {self.instance_id} ran on {env.gpu_name} (compute capability "
+                            f"{env.compute_capability}), not the pinned {self.filter.gpu_name} / "
+                            f"{arch_of(self.filter.cc)}; the result is not canonical and was discarded")
+
+    # -- destroy: exactly once, loudly when impossible ------------------------------------------------
+
+    def _destroy_id(self, iid: int, what: str) -> bool:
+        """Destroy one instance with retries; True when the API confirmed it."""
+        last = ""
+        for attempt in range(max(1, self.cfg["destroy_retries"])):
+            try:
+                reply = self._call(f"destroying instance {iid}", self._sdk.destroy_instance, id=iid)
+                if isinstance(reply, dict) and reply.get("success") is False:
+                    raise VastError(f"Vast.ai refused to destroy instance {iid}: "
+                                    f"{self._scrub(str(reply.get('msg') or reply.get('error') or reply))}")
+                return True
+            except VastError as exc:
+                last = str(exc)
+                if attempt + 1 < self.cfg["destroy_retries"]:
+                    time.sleep(min(30.0, self.cfg["poll_s"] * 2 ** attempt))
+        print(f"\nwfbench: ERROR: Vast.ai {what} instance {iid} could NOT be destroyed ({last}).\n"
+              f"wfbench: ERROR: it may still be running and billing. Destroy it now:  vastai destroy instance {iid}\n"
+              f"wfbench: ERROR: (or in the console: https://cloud.vast.ai/instances/)\n", file=sys.stderr, flush=True)
+        return False
+
+    def destroy(self) -> None:
+        """Destroy the rented instance (exactly once); safe to call any number of times, from any path."""
+        with self._lock:
+            iid = self.instance_id
+            if self._destroying or iid is None or iid in self._gone:
+                return
+            self._destroying = True
+            previous = self._mask_sigint()
+            try:
+                minutes = (time.monotonic() - self._rented_at) / 60 if self._rented_at else 0.0
+                if self._destroy_id(iid, "rented"):
+                    dph = float((self.offer or {}).get("dph_total", 0))
+                    self.progress(f"vast: destroyed instance {iid} after {minutes:.1f} min (about "
+                                  f"${dph * minutes / 60:.2f})")
+            finally:
+                self._gone.add(iid)
+                self._destroying = False
+                self._unmask_sigint(previous)
+
+    # -- guards: signals and interpreter exit -----------------------------------------------------------
+
+    def _install_guards(self) -> None:
+        atexit.register(self._at_exit)
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+            if sig is not None:
+                self._old_handlers[sig] = signal.signal(sig, self._on_signal)
+
+    def _remove_guards(self) -> None:
+        atexit.unregister(self._at_exit)
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig, old in self._old_handlers.items():
+            if signal.getsignal(sig) == self._on_signal:
+                signal.signal(sig, old)
+        self._old_handlers.clear()
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        if self._destroying:
+            return  # already cleaning up: let it finish
+        name = signal.Signals(signum).name
+        self._failure = f"ended by {name}"
+        self.progress(f"vast: got {name}; destroying instance {self.instance_id}")
+        # Destroy now, not only on the way out: a caller may catch SystemExit (pytest does, per test).
+        self.destroy()
+        raise SystemExit(128 + signum)
+
+    def _at_exit(self) -> None:
+        if self.instance_id is not None and self.instance_id not in self._gone:
+            self.progress(f"vast: interpreter exiting; destroying instance {self.instance_id}")
+            self.destroy()
+
+    def _mask_sigint(self) -> Any:
+        if threading.current_thread() is not threading.main_thread():
+            return None
+
+        def hold(signum: int, frame: Any) -> None:
+            print("wfbench: destroying the Vast.ai instance first, please wait", file=sys.stderr)
+
+        return signal.signal(signal.SIGINT, hold)
+
+    def _unmask_sigint(self, previous: Any) -> None:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+class VastTransport:
+    """``wfbench run --transport vast``: a :class:`VastSession` rented at the first execute, destroyed at close."""
+
+    name = "vast"
+    summary = "a rented Vast.ai GPU (exact model pin by default), destroyed after the run"
+    OPTIONS = describe(VAST_OPTIONS)
+
+    def __init__(self, *, registry: Any = None, cuda_compiler: str = "auto", progress: Progress | None = None,
+                 sdk: Any = None, api_key: str | None = None, **options: Any) -> None:
+        if sdk is None:  # fail before the bundle is built, not after
+            import importlib.util
+
+            from wfbench_transports.ssh import paramiko_module
+
+            if importlib.util.find_spec("vastai") is None:
+                raise VastError("the Vast.ai SDK is not installed: pip install 'wfbench[vast]'")
+            paramiko_module()
+            api_key = api_key or find_api_key()
+        self.session = VastSession(registry=registry, cuda_compiler=cuda_compiler, progress=progress, sdk=sdk,
+                                   api_key=api_key, **options)
+
+    def gpu_arch(self) -> str | None:
+        return self.session.target_arch()
+
+    def execute(self, bundle: Path, *, protocol: Protocol, mode: str, case_ids: Sequence[str],
+                progress: Progress | None = None) -> RunResult:
+        self.session.start()
+        return self.session.execute(bundle, protocol=protocol, mode=mode, case_ids=case_ids, progress=progress)
+
+    def close(self) -> None:
+        self.session.stop()
+
+
+@hookimpl
+def wfbench_register_transports(register: Callable[[str, Any], None]) -> None:
+    register("vast", VastTransport)
