@@ -2,9 +2,14 @@
 
 The job conditions are evaluated, not string-matched: a small evaluator of GitHub's expression language
 runs every ``if:`` against event payloads for each way a run can start (pushes, manual runs, every kind
-of pull-request event and actor, workflow_run completions), following ``needs`` and the implicit
-``success()``. The safety properties are then asserted on the jobs that actually run: a run started by a
-pull request never reaches a job that can write (history, Pages) and holds no write token.
+of pull-request event and actor, workflow_run completions, and calls from another repository's workflow,
+which run in the caller's context), following ``needs`` and the implicit ``success()``. The safety
+properties are then asserted on the jobs that actually run: a run started by a pull request never reaches
+a job that can write (history, Pages) and holds no write token.
+
+The GPU workflow benchmarks a prebuilt warpforthc from WarpForth's own CI: these tests also hold that no
+workflow builds it, and run the steps that find, check and start the binary against a stand-in for the
+GitHub API and real ELF files.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import shlex
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
 import pytest
 
@@ -228,7 +233,7 @@ class Expr:
             s, part = (str(a if a is not None else "").lower() for a in args)
             return s.startswith(part) if fn == "startswith" else s.endswith(part)
         if fn == "format":
-            return re.sub(r"\{(\d+)\}", lambda m: str(args[1 + int(m.group(1))]), args[0])
+            return re.sub(r"\{(\d+)\}", lambda m: _text(args[1 + int(m.group(1))]), args[0])
         raise ValueError(f"function {name} is not supported by this evaluator")
 
 
@@ -248,6 +253,13 @@ def test_the_evaluator_follows_github_semantics() -> None:
     assert evaluate("github.n == 3 && !(github.n != '3')", ctx) is True
     assert evaluate("${{ success() && github.ref }}", ctx, {"success": True}) == "refs/heads/main"
     assert evaluate("failure() || 0", ctx, {"failure": False}) == 0.0
+    # what the persist condition relies on: a missing input equals false, but formats differently
+    assert evaluate("github.missing == false", ctx) is True
+    assert evaluate("format('{0}', github.missing) != 'false'", ctx) is True
+    assert evaluate("format('{0}', false) != 'false'", ctx) is False
+    assert evaluate("format('{0}', true) != 'false'", ctx) is True
+
+
 
 
 # -------------------------------------------------------------------------------------------------
@@ -255,6 +267,8 @@ def test_the_evaluator_follows_github_semantics() -> None:
 # -------------------------------------------------------------------------------------------------
 
 STATUS_FUNCS = re.compile(r"\b(success|failure|always|cancelled)\s*\(", re.I)
+# A repository that calls gpu-bench.yml as a reusable workflow, with its own owner and default branch.
+CALLER, CALLER_OWNER, CALLER_BRANCH = "tetsuo-cpp/warpforth", "tetsuo-cpp", "canon"
 
 
 def triggered(wf: dict[str, Any], event: str, ref: str = "refs/heads/main",
@@ -312,35 +326,63 @@ def ran(results: dict[str, str]) -> set[str]:
     return {k for k, v in results.items() if v != "skipped"}
 
 
-def github_ctx(event_name: str, *, ref: str = "refs/heads/main", actor: str = OWNER,
-               triggering_actor: str | None = None, payload: dict[str, Any] | None = None) -> dict[str, Any]:
-    event = {"repository": {"default_branch": "main", "full_name": REPO}, "sender": {"login": actor}}
+def github_ctx(event_name: str, *, ref: str | None = None, actor: str | None = None,
+               triggering_actor: str | None = None, payload: dict[str, Any] | None = None,
+               repository: str = REPO, owner: str = OWNER, default_branch: str = "main",
+               inputs: dict[str, Any] | None = None) -> dict[str, Any]:
+    actor = actor or owner
+    event: dict[str, Any] = {"sender": {"login": actor}}
+    if event_name != "schedule":  # a schedule's payload names no repository
+        event["repository"] = {"default_branch": default_branch, "full_name": repository}
     event.update(payload or {})
-    return {"event_name": event_name, "ref": ref, "repository": REPO, "repository_owner": OWNER, "actor": actor,
-            "triggering_actor": triggering_actor or actor, "event": event, "sha": "0" * 40}
+    return {"event_name": event_name, "ref": ref or f"refs/heads/{default_branch}", "repository": repository,
+            "repository_owner": owner, "actor": actor, "triggering_actor": triggering_actor or actor,
+            "event": event, "sha": "0" * 40, "inputs": inputs or {}}
 
 
 def pr_ctx(action: str, *, labels: Iterable[str], added: str | None, actor: str, triggering_actor: str,
-           head_repo: str, event_name: str = "pull_request") -> dict[str, Any]:
+           head_repo: str, event_name: str = "pull_request", repository: str = REPO,
+           owner: str = OWNER) -> dict[str, Any]:
     payload = {"action": action, "pull_request": {
         "labels": [{"name": n} for n in labels], "head": {"repo": {"full_name": head_repo}},
         "author_association": "CONTRIBUTOR", "number": 7}}
     if added is not None:
         payload["label"] = {"name": added}
     return github_ctx(event_name, ref="refs/pull/7/merge", actor=actor, triggering_actor=triggering_actor,
-                      payload=payload)
+                      payload=payload, repository=repository, owner=owner)
 
 
-def every_pull_request_run() -> Iterable[tuple[str, dict[str, Any]]]:
+def every_pull_request_run(*, repository: str = REPO, owner: str = OWNER, label: str = "gpu-bench",
+                           events: Iterable[str] = PR_EVENTS) -> Iterable[tuple[str, dict[str, Any]]]:
     """Every combination of PR event, labels, who acted and where the branch lives."""
     for event_name, action, labels, actor, trig, head in itertools.product(
-            PR_EVENTS, ("opened", "labeled", "synchronize", "reopened", "unlabeled"),
-            ((), ("gpu-bench",), ("docs",), ("docs", "gpu-bench"), ("gpu-bench", "docs")), (OWNER, "collaborator"),
-            (OWNER, "collaborator"), (REPO, "someone/fork")):
+            events, ("opened", "labeled", "synchronize", "reopened", "unlabeled", "edited"),
+            ((), (label,), ("docs",), ("docs", label), (label, "docs")), (owner, "collaborator"),
+            (owner, "collaborator"), (repository, "someone/fork")):
         added = labels[-1] if action == "labeled" and labels else None  # the label just applied
         desc = f"{event_name}/{action} labels={labels} actor={actor} triggering={trig} head={head}"
         yield desc, pr_ctx(action, labels=labels, added=added, actor=actor, triggering_actor=trig,
-                           head_repo=head, event_name=event_name)
+                           head_repo=head, event_name=event_name, repository=repository, owner=owner)
+
+
+def call_inputs(wf: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    """The ``inputs`` context of a called workflow: the caller's ``with:`` over the declared defaults."""
+    declared = wf["on"]["workflow_call"]["inputs"]
+    unknown = set(given) - set(declared)
+    assert not unknown, f"not inputs of the reusable workflow: {sorted(unknown)}"
+    missing = [k for k, spec in declared.items() if spec.get("required") and k not in given]
+    assert not missing, f"required inputs not given: {missing}"
+    return {k: given.get(k, spec.get("default")) for k, spec in declared.items()}
+
+
+def called(wf: dict[str, Any], gh: dict[str, Any], **given: Any) -> dict[str, Any]:
+    """``gh`` (the caller's context) as the called workflow sees it."""
+    given.setdefault("wfbench-repository", REPO)
+    return {**gh, "inputs": call_inputs(wf, {k.replace("_", "-"): v for k, v in given.items()})}
+
+
+def caller_ctx(event_name: str, **kw: Any) -> dict[str, Any]:
+    return github_ctx(event_name, repository=CALLER, owner=CALLER_OWNER, default_branch=CALLER_BRANCH, **kw)
 
 
 # -------------------------------------------------------------------------------------------------
@@ -348,8 +390,11 @@ def every_pull_request_run() -> Iterable[tuple[str, dict[str, Any]]]:
 # -------------------------------------------------------------------------------------------------
 
 WRITING_ACTIONS = ("actions/deploy-pages", "actions/upload-pages-artifact", "benchmark-action/github-action-benchmark")
+# ``gh api`` writes with a method other than GET or with fields/input (which make it a POST)
 WRITING_COMMANDS = (re.compile(r"\bgit\s+push\b"), re.compile(r"\bwfbench\s+history\s+(add|reindex)\b"),
-                    re.compile(r"\bgh\s+api\b"), re.compile(r"\bwfbench\s+dashboard\b"))
+                    re.compile(r"\bgh\s+api\b[^\n]*?(\s(-X|--method)[\s=]*(?i:POST|PUT|PATCH|DELETE)\b|\s-[fF]\s|"
+                               r"--field|--raw-field|--input)"),
+                    re.compile(r"\bwfbench\s+dashboard\b"))
 
 
 def write_scopes(job: dict[str, Any]) -> list[str]:
@@ -370,8 +415,16 @@ def writing_steps(job: dict[str, Any]) -> list[str]:
     return found
 
 
+def test_writing_commands_are_recognised() -> None:
+    assert any(p.search("gh api -X POST repos/o/r/dispatches") for p in WRITING_COMMANDS)
+    assert any(p.search("gh api repos/o/r/issues -f title=x") for p in WRITING_COMMANDS)
+    assert not any(p.search("gh api repos/o/r/actions/runs/1/artifacts?name=w") for p in WRITING_COMMANDS)
+    assert not any(p.search("gh api -X GET repos/o/r") for p in WRITING_COMMANDS)
+    assert any(p.search("gh api --method=delete repos/o/r/actions/artifacts/1") for p in WRITING_COMMANDS)
+
+
 def pr_reachable_jobs() -> dict[str, set[str]]:
-    """{workflow: jobs that run for at least one pull-request-started run}."""
+    """{workflow: jobs that run for at least one pull-request-started run}, called ones included."""
     out: dict[str, set[str]] = {}
     for name, wf in all_workflows().items():
         for event in PR_EVENTS:
@@ -380,6 +433,10 @@ def pr_reachable_jobs() -> dict[str, set[str]]:
             for _, gh in every_pull_request_run():
                 if gh["event_name"] == event:
                     out.setdefault(name, set()).update(ran(run_jobs(wf, gh)))
+        if triggered(wf, "workflow_call"):  # a caller's pull request, whatever its types, label input or not
+            for label in ("gpu-bench", "gpu-test"):
+                for _, gh in every_pull_request_run(repository=CALLER, owner=CALLER_OWNER, label=label):
+                    out.setdefault(name, set()).update(ran(run_jobs(wf, called(wf, gh, pr_label=label))))
         if triggered(wf, "workflow_run", workflow_run_of="gpu-bench"):
             for conclusion in ("success", "failure"):
                 gh = github_ctx("workflow_run", payload={"workflow_run": {"event": "pull_request",
@@ -409,15 +466,15 @@ def test_pull_request_runs_reach_no_write_permission_and_no_writing_step() -> No
                         f"{wf_name}:{job_name}: a checkout keeps the token on disk in a PR run"
 
 
-def owner_consented(gh: dict[str, Any]) -> bool:
-    """The policy in plain Python: the owner applied the gpu-bench label, or pushed to a PR that has it."""
+def owner_consented(gh: dict[str, Any], label: str = "gpu-bench") -> bool:
+    """The policy in plain Python: the owner applied the label, or pushed to a PR of this repository that has it."""
     ev = gh["event"]
     return (gh["event_name"] == "pull_request"
             and ev["action"] in ("labeled", "synchronize")
-            and "gpu-bench" in [lb["name"] for lb in ev["pull_request"]["labels"]]
-            and (ev["action"] != "labeled" or ev["label"]["name"] == "gpu-bench")
-            and gh["actor"] == gh["triggering_actor"] == OWNER
-            and ev["pull_request"]["head"]["repo"]["full_name"] == REPO)
+            and label in [lb["name"] for lb in ev["pull_request"]["labels"]]
+            and (ev["action"] != "labeled" or ev["label"]["name"] == label)
+            and gh["actor"] == gh["triggering_actor"] == gh["repository_owner"]
+            and ev["pull_request"]["head"]["repo"]["full_name"] == gh["repository"])
 
 
 def test_gpu_bench_runs_for_a_pull_request_only_with_the_owners_consent() -> None:
@@ -435,13 +492,32 @@ def test_gpu_bench_runs_for_a_pull_request_only_with_the_owners_consent() -> Non
     assert set(benched) == {"labeled", "synchronize"}
 
 
+def test_a_callers_pull_request_benchmarks_only_with_its_owners_consent() -> None:
+    """Called, the caller's event types are not ours: the job condition alone must hold the policy."""
+    wf = load("gpu-bench.yml")
+    for label in ("gpu-bench", "gpu-test"):
+        benched = set()
+        for desc, gh in every_pull_request_run(repository=CALLER, owner=CALLER_OWNER, label=label):
+            jobs = ran(run_jobs(wf, called(wf, gh, pr_label=label)))
+            assert "persist" not in jobs, desc
+            assert ("bench" in jobs) == owner_consented(gh, label), f"{desc} label input {label}"
+            if "bench" in jobs:
+                benched.add(gh["event"]["action"])
+        assert benched == {"labeled", "synchronize"}
+    # the caller's label is what counts, not ours
+    gh = pr_ctx("labeled", labels=["gpu-bench"], added="gpu-bench", actor=CALLER_OWNER,
+                triggering_actor=CALLER_OWNER, head_repo=CALLER, repository=CALLER, owner=CALLER_OWNER)
+    assert ran(run_jobs(wf, called(wf, gh, pr_label="gpu-test"))) == set()
+    assert ran(run_jobs(wf, called(wf, gh))) == {"bench"}  # the input's default label
+
+
 def test_gpu_bench_persists_only_trusted_default_branch_runs_that_succeeded() -> None:
     wf = load("gpu-bench.yml")
     assert triggered(wf, "push", "refs/heads/main") and not triggered(wf, "push", "refs/heads/feature")
     assert ran(run_jobs(wf, github_ctx("push"))) == {"bench", "persist"}
     assert ran(run_jobs(wf, github_ctx("push"), fail={"bench"})) == {"bench"}  # failed checks: nothing stored
-    dispatch = {"inputs": {"warpforth_ref": "canon"}}
-    assert ran(run_jobs(wf, github_ctx("workflow_dispatch", payload=dispatch))) == {"bench", "persist"}
+    dispatch = {"warpforth-run-id": "123", "warpforth-commit": "", "llvm-version": "20"}
+    assert ran(run_jobs(wf, github_ctx("workflow_dispatch", inputs=dispatch))) == {"bench", "persist"}
     assert ran(run_jobs(wf, github_ctx("workflow_dispatch", ref="refs/heads/feature"))) == {"bench"}
     assert ran(run_jobs(wf, github_ctx("workflow_dispatch", ref="refs/tags/v1"))) == {"bench"}
     persist = wf["jobs"]["persist"]
@@ -449,6 +525,30 @@ def test_gpu_bench_persists_only_trusted_default_branch_runs_that_succeeded() ->
     assert {"git push", "wfbench history add"} <= {
         m.group(0) for step in persist["steps"] for p in WRITING_COMMANDS[:2]
         for m in [p.search(str(step.get("run", "")))] if m}
+
+
+def test_a_called_run_persists_only_for_the_callers_trusted_default_branch_runs() -> None:
+    """workflow_call runs in the caller's context: its event, ref and repository decide."""
+    wf = load("gpu-bench.yml")
+    assert triggered(wf, "workflow_call")
+    both, bench_only, nothing = {"bench", "persist"}, {"bench"}, set()
+    cases = [
+        (caller_ctx("push"), both),
+        (caller_ctx("workflow_dispatch"), both),
+        (caller_ctx("schedule"), both),  # schedules always run the default branch
+        (caller_ctx("push", ref="refs/heads/feature"), bench_only),
+        (caller_ctx("push", ref="refs/tags/v1"), bench_only),
+        (caller_ctx("workflow_dispatch", ref="refs/heads/feature"), bench_only),
+        (caller_ctx("push", ref="refs/heads/main"), bench_only),  # wfbench's default branch is not the caller's
+    ]
+    for event in ("pull_request_target", "pull_request_review", "issue_comment", "workflow_run", "merge_group",
+                  "release", "repository_dispatch", "check_suite", "discussion"):
+        cases.append((caller_ctx(event), nothing))  # never rents, whatever the caller was triggered by
+    for gh, expected in cases:
+        desc = f"{gh['event_name']} {gh['ref']}"
+        assert ran(run_jobs(wf, called(wf, gh))) == expected, desc
+        assert ran(run_jobs(wf, called(wf, gh, persist=False))) == expected - {"persist"}, desc
+        assert ran(run_jobs(wf, called(wf, gh), fail={"bench"})) == expected - {"persist"}, desc
 
 
 def test_pages_deploys_only_from_trusted_runs_and_without_a_gpu_run() -> None:
@@ -474,9 +574,22 @@ def test_write_permissions_exist_in_exactly_the_two_writing_jobs() -> None:
             if write_scopes(job):
                 writers[f"{wf_name}:{job_name}"] = write_scopes(job)
     assert writers == {"gpu-bench.yml:persist": ["contents"], "pages.yml:deploy": ["id-token", "pages"]}
+    bench = load("gpu-bench.yml")["jobs"]["bench"]
+    assert bench["permissions"] == {"contents": "read", "actions": "read"}
 
 
-def test_secrets_reach_only_the_steps_that_rent() -> None:
+# secret -> the steps (by name) that may see it
+SECRET_STEPS = {
+    "VAST_API_KEY": ("Benchmark", "Destroy any instance left"),
+    "WARPFORTH_ARTIFACT_TOKEN": ("Find the warpforthc artifact", "Download warpforthc"),
+}
+
+
+def test_secrets_reach_only_the_steps_that_need_them() -> None:
+    declared = load("gpu-bench.yml")["on"]["workflow_call"]["secrets"]
+    assert set(declared) == set(SECRET_STEPS)
+    assert not any(s.get("required") for s in declared.values())  # a fork's call passes none: jobs explain
+    seen = set()
     for wf_name, wf in all_workflows().items():
         assert "secrets." not in yaml.safe_dump(wf.get("env", {})), wf_name
         for job_name, job in wf["jobs"].items():
@@ -484,8 +597,12 @@ def test_secrets_reach_only_the_steps_that_rent() -> None:
             for step in job.get("steps", []):
                 text = yaml.safe_dump(step)
                 for secret in re.findall(r"secrets\.([A-Za-z_]+)", text):
-                    assert (wf_name, job_name, secret) == ("gpu-bench.yml", "bench", "VAST_API_KEY")
+                    assert (wf_name, job_name) == ("gpu-bench.yml", "bench"), f"{wf_name}:{job_name} sees {secret}"
+                    assert str(step.get("name", "")).startswith(SECRET_STEPS[secret]), \
+                        f"{secret} reaches the step {step.get('name')!r}"
                     assert "secrets." not in str(step.get("run", "")), "secrets go through env, not the script"
+                    seen.add(secret)
+    assert seen == set(SECRET_STEPS)
 
 
 def test_timeouts_concurrency_and_cost_ceilings() -> None:
@@ -513,6 +630,9 @@ def test_timeouts_concurrency_and_cost_ceilings() -> None:
     assert summary and summary[0]["if"] == "always()" and upload and upload[0]["if"] == "always()"
 
 
+PINNED = re.compile(r"[\w.-]+/[\w./-]+@[0-9a-f]{40}")
+
+
 def test_every_action_is_pinned_to_a_commit() -> None:
     seen = 0
     for path in sorted(WORKFLOWS.glob("*.yml")):
@@ -524,9 +644,125 @@ def test_every_action_is_pinned_to_a_commit() -> None:
             ref, comment = m.groups()
             if ref.startswith("./"):
                 continue
-            assert re.fullmatch(r"[\w.-]+/[\w./-]+@[0-9a-f]{40}", ref), f"{path.name}:{n}: {ref} is not a full SHA"
+            assert PINNED.fullmatch(ref), f"{path.name}:{n}: {ref} is not a full SHA"
             assert re.fullmatch(r"\s+# v\d+(\.\d+)*", comment), f"{path.name}:{n}: say the version: '# vX.Y.Z'"
     assert seen >= 10
+
+
+# -------------------------------------------------------------------------------------------------
+# warpforthc is prebuilt by WarpForth's CI: nothing here builds it
+# -------------------------------------------------------------------------------------------------
+
+BUILD_TOOLS = re.compile(r"(?:^|[\s;&|(`$])(cmake|ninja|make|gmake|clang(?:\+\+)?(?:-\d+)?|gcc(?:-\d+)?|g\+\+(?:-\d+)?|"
+                         r"c\+\+|cc|ld|bazel|meson|scons)(?=\s|$|;)", re.M)
+WFBENCH_CHECKOUT = "${{ inputs.wfbench-repository || github.repository }}"
+
+
+def test_no_workflow_builds_warpforthc() -> None:
+    for path in sorted((ROOT / ".github").rglob("*")):
+        if path.is_file():
+            assert "cmake" not in path.read_text(errors="replace").lower(), f"{path}: mentions cmake"
+    for where, script in run_scripts():
+        assert not BUILD_TOOLS.findall(script), f"{where} runs a build tool: {BUILD_TOOLS.findall(script)}"
+        assert "git clone" not in script and "warpforth.git" not in script, f"{where} fetches sources"
+    for wf_name, wf in all_workflows().items():
+        for job_name, job in wf["jobs"].items():
+            for step in job.get("steps", []):
+                if str(step.get("uses", "")).startswith("actions/checkout@"):
+                    repo = (step.get("with") or {}).get("repository")
+                    assert repo in (None, WFBENCH_CHECKOUT), f"{wf_name}:{job_name} checks out {repo}"
+    # the build tools regex does find them
+    assert BUILD_TOOLS.findall("cmake -B build\nninja -C build\nfoo && clang++-20 x.cc")
+
+
+def test_only_the_llvm_and_mlir_runtime_libraries_are_installed() -> None:
+    installs = []
+    for where, script in run_scripts():
+        joined = re.sub(r"\\\n\s*", " ", script)
+        for line in joined.splitlines():
+            m = re.search(r"\bapt(?:-get)?\s+install\b(.*)$", line)
+            if m:
+                installs.append((where, [a.strip("\"'") for a in m.group(1).split() if not a.startswith("-")]))
+    gpu = [(w, pkgs) for w, pkgs in installs if w.startswith("gpu-bench.yml")]
+    assert gpu == [(gpu[0][0], ["libllvm${LLVM_VERSION}", "libmlir-${LLVM_VERSION}"])], installs
+    for where, pkgs in installs:
+        for pkg in pkgs:
+            assert not re.search(r"-dev\b|-tools\b|^clang|^cmake|^ninja|^build-essential", pkg), f"{where}: {pkg}"
+
+
+def test_the_reusable_workflow_inputs() -> None:
+    wf = load("gpu-bench.yml")
+    call, dispatch = wf["on"]["workflow_call"]["inputs"], wf["on"]["workflow_dispatch"]["inputs"]
+    expected = {"warpforthc-artifact": "warpforthc", "warpforth-repository": "tetsuo-cpp/warpforth",
+                "warpforth-run-id": "", "warpforth-commit": "", "llvm-version": "20", "warpforth-workflow": "ci.yml"}
+    for name, default in expected.items():
+        for kind, inputs in (("workflow_call", call), ("workflow_dispatch", dispatch)):
+            assert name in inputs, f"{kind} has no input {name}"
+            assert str(inputs[name].get("default")) == default, f"{kind} input {name}"
+            assert inputs[name]["type"] == "string" and not inputs[name].get("required")
+    assert call["wfbench-repository"]["required"] is True  # a called workflow cannot know where it lives
+    assert call["persist"] == {**call["persist"], "type": "boolean", "default": True}
+    assert call["pr-label"]["default"] == "gpu-bench"
+    # every input the file reads is declared for calls, and every declared input is read
+    text = (WORKFLOWS / "gpu-bench.yml").read_text()
+    used = set(re.findall(r"\binputs\.([\w-]+)", text))
+    assert used == set(call), (used ^ set(call))
+    assert set(dispatch) <= set(call)
+    outputs = wf["on"]["workflow_call"]["outputs"]
+    assert {"result-artifact", "warpforth-commit"} <= set(outputs)
+    for out in outputs.values():
+        job, name = re.fullmatch(r"\$\{\{ jobs\.(\w+)\.outputs\.([\w-]+) \}\}", out["value"]).groups()
+        assert name in wf["jobs"][job]["outputs"]
+
+
+def _ctx_for(gh: dict[str, Any]) -> dict[str, Any]:
+    return {"github": gh, "inputs": gh.get("inputs", {}), "vars": {}}
+
+
+def test_workflow_env_follows_the_inputs_of_a_call_and_of_a_manual_run() -> None:
+    wf = load("gpu-bench.yml")
+    env = wf["env"]
+
+    def value(key: str, gh: dict[str, Any]) -> str:
+        return _expand(env[key], _ctx_for(gh))
+
+    push = github_ctx("push")
+    assert value("WARPFORTH_REPOSITORY", push) == "tetsuo-cpp/warpforth"
+    assert value("WARPFORTHC_ARTIFACT", push) == "warpforthc" and value("LLVM_VERSION", push) == "20"
+    fork = called(wf, caller_ctx("push"), warpforth_repository="someone/warpforth", llvm_version="21",
+                  warpforthc_artifact="wfc")
+    assert (value("WARPFORTH_REPOSITORY", fork), value("LLVM_VERSION", fork), value("WARPFORTHC_ARTIFACT", fork)) \
+        == ("someone/warpforth", "21", "wfc")
+    manual = github_ctx("workflow_dispatch", inputs={"gpu-name": "RTX_3090", "gpu-arch": "sm_86"})
+    assert (value("GPU_NAME", manual), value("GPU_ARCH", manual)) == ("RTX_3090", "sm_86")
+    # the wfbench checkout: this repository when run directly, the named one when called
+    checkout = step_of(wf, "bench", "Check out wfbench")["with"]
+    assert _expand(checkout["repository"], _ctx_for(push)) == REPO and _expand(checkout["ref"], _ctx_for(push)) == ""
+    call = called(wf, caller_ctx("push"), wfbench_ref="abc")
+    assert (_expand(checkout["repository"], _ctx_for(call)), _expand(checkout["ref"], _ctx_for(call))) == (REPO, "abc")
+
+
+def test_the_download_step_is_pinned_and_uses_the_right_token() -> None:
+    wf = load("gpu-bench.yml")
+    steps = wf["jobs"]["bench"]["steps"]
+    (download,) = [s for s in steps if str(s.get("uses", "")).startswith("actions/download-artifact@")]
+    assert PINNED.fullmatch(download["uses"])
+    names = [s.get("id") or s.get("name") for s in steps]
+    # found and downloaded, checked and started before wfbench is installed and anything is rented
+    order = [names.index(n) for n in ("artifact", "Download warpforthc", "warpforthc",
+                                      "Check that warpforthc runs (before anything is rented)")]
+    rent = next(i for i, s in enumerate(steps) if "wfbench run" in str(s.get("run", "")))
+    assert order == sorted(order) and order[-1] < rent
+    w = download["with"]
+    assert w["name"] == "${{ env.WARPFORTHC_ARTIFACT }}" and w["repository"] == "${{ env.WARPFORTH_REPOSITORY }}"
+    assert w["run-id"] == "${{ steps.artifact.outputs.run-id }}"
+    for kind, expected in (("none", ""), ("github", "the-run-token"), ("secret", "the-pat")):
+        ctx = {"github": {"token": "the-run-token"}, "secrets": {"WARPFORTH_ARTIFACT_TOKEN": "the-pat"},
+               "steps": {"artifact": {"outputs": {"token": kind}}}}
+        assert _expand(w["github-token"], ctx).strip() == expected, kind
+    # no token at all: download-artifact then reads this run's own artifacts
+    ctx = {"github": {"token": "t"}, "secrets": {}, "steps": {"artifact": {"outputs": {"token": "secret"}}}}
+    assert _expand(w["github-token"], ctx).strip() == ""
 
 
 # -------------------------------------------------------------------------------------------------
@@ -642,7 +878,7 @@ def test_shellcheck_would_catch_a_bad_script() -> None:
 
 
 # -------------------------------------------------------------------------------------------------
-# the scripts themselves, run for real (git, wfbench) where they need no GPU and no GitHub
+# the scripts themselves, run for real (git, wfbench, readelf) where they need no GPU and no GitHub
 # -------------------------------------------------------------------------------------------------
 
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -665,7 +901,7 @@ def _text(v: Any) -> str:
 
 
 def _expand(value: Any, ctx: dict[str, Any]) -> str:
-    return re.sub(r"\$\{\{(.*?)\}\}", lambda m: _text(evaluate(m.group(1), ctx)), str(value))
+    return re.sub(r"\$\{\{(.*?)\}\}", lambda m: _text(evaluate(m.group(1), ctx)), str(value), flags=re.S)
 
 
 def resolved_env(wf: dict[str, Any], github: dict[str, Any], extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -683,12 +919,17 @@ def resolved_env(wf: dict[str, Any], github: dict[str, Any], extra: dict[str, st
 
 
 def run_step(step: dict[str, Any], cwd: Path, env: dict[str, str], *, steps: dict[str, Any] | None = None,
-             secrets: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """Run a step's script as the runner does (bash -eo pipefail), its own env evaluated on top of ``env``."""
-    ctx = {"github": {}, "env": env, "steps": steps or {}, "secrets": secrets or {}}
+             secrets: dict[str, str] | None = None,
+             github: dict[str, Any] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run a step's script as the runner does (bash -eo pipefail, in its working-directory under ``cwd``),
+    its own env evaluated on top of ``env``."""
+    github = github or {}
+    ctx = {"github": github, "inputs": github.get("inputs", {}), "env": env, "steps": steps or {},
+           "secrets": secrets or {}}
     own = {k: _expand(v, ctx) for k, v in (step.get("env") or {}).items()}
-    return subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", str(step["run"])], cwd=cwd,
-                          env={**env, **own}, capture_output=True, text=True, timeout=120)
+    return subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", str(step["run"])],
+                          cwd=cwd / step.get("working-directory", "."), env={**env, **own}, capture_output=True,
+                          text=True, timeout=120)
 
 
 def git(*args: str, cwd: Path) -> str:
@@ -699,6 +940,10 @@ def test_persist_scripts_start_then_extend_the_history_branch(tmp_path: Path) ->
     if not shutil.which("git"):
         pytest.skip("git not installed")
     wf = load("gpu-bench.yml")
+    checkout = step_of(wf, "persist", "Check out the repository that keeps the history")
+    assert checkout["with"]["path"] == "history-work" and "repository" not in checkout["with"]
+    assert step_of(wf, "persist", "Append to the github-action-benchmark")["with"]["external-data-json-path"] \
+        == "history-work/github-action-benchmark/data.json"
     origin = tmp_path / "origin.git"
     git("init", "-q", "--bare", "-b", "main", str(origin), cwd=tmp_path)
     seed = tmp_path / "seed"
@@ -709,7 +954,9 @@ def test_persist_scripts_start_then_extend_the_history_branch(tmp_path: Path) ->
     git("push", "-q", "origin", "HEAD:main", cwd=seed)
 
     def persist(result: Path, n: int) -> str:
-        work = tmp_path / f"work{n}"  # what actions/checkout leaves: the default branch, origin set
+        workspace = tmp_path / f"workspace{n}"
+        workspace.mkdir()
+        work = workspace / "history-work"  # what actions/checkout leaves: the default branch, origin set
         git("clone", "-q", str(origin), str(work), cwd=tmp_path)
         temp = tmp_path / f"runner-temp{n}"
         (temp / "result").mkdir(parents=True)
@@ -718,14 +965,15 @@ def test_persist_scripts_start_then_extend_the_history_branch(tmp_path: Path) ->
                                                     "GITHUB_RUN_ATTEMPT": "1", "GITHUB_SHA": "0" * 40})
         log = ""
         for part in ("Switch the work tree", "Convert the result"):
-            proc = run_step(step_of(wf, "persist", part), work, env)
+            proc = run_step(step_of(wf, "persist", part), workspace, env)
             assert proc.returncode == 0, proc.stdout + proc.stderr
             log += proc.stdout
         # what the github-action-benchmark step does with external-data-json-path (a pinned action)
-        data = work / "github-action-benchmark" / "data.json"
+        data = workspace / "history-work" / "github-action-benchmark" / "data.json"
         data.parent.mkdir(exist_ok=True)
         data.write_text((temp / "github-action-benchmark.json").read_text())
-        proc = run_step(step_of(wf, "persist", "Store the run"), work, env)
+        store = step_of(wf, "persist", "Store the run")
+        proc = run_step(store, workspace, env)  # no needs.bench.outputs here: the message says "unknown"
         assert proc.returncode == 0, proc.stdout + proc.stderr
         return log + proc.stdout
 
@@ -736,6 +984,7 @@ def test_persist_scripts_start_then_extend_the_history_branch(tmp_path: Path) ->
     assert len([f for f in files if f.startswith("history/runs/")]) == 1
     assert "README.md" not in files  # an orphan branch: none of main's files
     assert git("ls-tree", "-r", "--name-only", "main", cwd=origin).split() == ["README.md"]
+    assert "tetsuo-cpp/warpforth@" in git("log", "-1", "--format=%s", "benchmark-data", cwd=origin)
 
     again = persist(FIXTURES / "h200-run1.json", 2)  # the same run twice: stored once
     assert "nothing new to store" in again
@@ -760,21 +1009,26 @@ def test_bench_job_summary(tmp_path: Path) -> None:
     results.mkdir()
     shutil.copy(FIXTURES / "h200-run1.json", results / "wfbench-run.json")
     (results / "table.txt").write_text("case  gap\naxpy_f64  1.0x\n")
-    env = resolved_env(wf, github_ctx("push"), {"GITHUB_STEP_SUMMARY": str(summary), "WFBENCH_COMMIT": "abc123"})
+    env = resolved_env(wf, github_ctx("push"), {
+        "GITHUB_STEP_SUMMARY": str(summary), "WFBENCH_COMMIT": "abc123", "WFBENCH_REPO": "tetsuo-cpp/warpforth",
+        "WARPFORTH_RUN_URL": "https://github.com/tetsuo-cpp/warpforth/actions/runs/42"})
     subprocess.run(["wfbench", "history", "add", str(FIXTURES / "h200-aa.json"), "--history",
                     str(tmp_path / "history-data" / "history")], env=env, check=True, capture_output=True)
     proc = run_step(step, tmp_path, env, steps={"history": {"outcome": "success"}})
     assert proc.returncode == 0, proc.stderr
     text = summary.read_text()
     assert text.startswith("## wfbench: WarpForth vs CUDA on RTX_4090 (sm_89)")
-    assert "axpy_f64  1.0x" in text and "abc123" in text
+    assert "axpy_f64  1.0x" in text and "tetsuo-cpp/warpforth@abc123" in text and "/actions/runs/42" in text
     assert "### wfbench check" in text and "| case | verdict |" in text  # compared with the stored history
 
     summary.unlink()
     shutil.rmtree(results)
+    for k in ("WFBENCH_COMMIT", "WFBENCH_REPO", "WARPFORTH_RUN_URL"):
+        env.pop(k)  # the artifact was never found
     proc = run_step(step, tmp_path, env, steps={"history": {"outcome": "failure"}})  # no run, no history
     assert proc.returncode == 0, proc.stderr
-    assert "No result: see the log of the benchmark step." in summary.read_text()
+    text = summary.read_text()
+    assert "No result: see the log of the benchmark step." in text and "no run found" in text
 
 
 def test_pages_build_script_with_and_without_history(tmp_path: Path) -> None:
@@ -831,6 +1085,7 @@ def test_cleanup_step_destroys_exactly_this_labels_instances(tmp_path: Path) -> 
     assert label == "wfbench-ci-4242"
     log = tmp_path / "destroyed"
     instances = [{"id": 1, "label": label}, {"id": 2, "label": "someone-else"}, {"id": 3, "label": label}]
+    bare = dict(env)
     env.update(PYTHONPATH=str(tmp_path) + os.pathsep + env.get("PYTHONPATH", ""),
                FAKE_INSTANCES=json.dumps(instances), FAKE_LOG=str(log))
     secrets = {"VAST_API_KEY": "k3y"}
@@ -845,3 +1100,362 @@ def test_cleanup_step_destroys_exactly_this_labels_instances(tmp_path: Path) -> 
 
     proc = run_step(step, tmp_path, env)  # no secret (a fork): nothing can have been rented
     assert proc.returncode == 0 and "nothing can have been rented" in proc.stdout
+
+    # the job failed before wfbench (and the SDK) was installed, e.g. no artifact: nothing to clean up
+    import sys
+
+    shim = tmp_path / "no-site-packages"
+    shim.mkdir()
+    (shim / "python").write_text(f'#!/bin/sh\nexec "{sys.executable}" -S "$@"\n')
+    (shim / "python").chmod(0o755)
+    elsewhere = tmp_path / "elsewhere"  # not beside the stand-in package
+    elsewhere.mkdir()
+    proc = run_step(step, elsewhere, {**bare, "PYTHONPATH": "", "PATH": f"{shim}{os.pathsep}{bare['PATH']}"},
+                    secrets=secrets)
+    assert proc.returncode == 0 and "never installed" in proc.stdout, proc.stdout + proc.stderr
+
+
+# -------------------------------------------------------------------------------------------------
+# finding WarpForth's artifact: the step's script against a stand-in for the GitHub API (``gh api``)
+# -------------------------------------------------------------------------------------------------
+
+FAKE_GH = r'''#!/usr/bin/env python3
+"""Stands in for ``gh api`` (the GitHub HTTP edge): answers GETs from the JSON state in FAKE_GH_STATE.
+
+Like a lenient server, it applies no filter of a run listing except the workflow; the script must check.
+"""
+import json, os, re, sys
+from urllib.parse import parse_qs, urlsplit
+
+args = sys.argv[1:]
+with open(os.environ["FAKE_GH_LOG"], "a") as log:
+    log.write(json.dumps({"args": args, "token": os.environ.get("GH_TOKEN")}) + "\n")
+if args[:1] != ["api"] or len(args) != 2:
+    sys.exit("fake gh: only 'gh api PATH' (a GET) is known")
+state = json.load(open(os.environ["FAKE_GH_STATE"]))
+url = urlsplit(args[1])
+query = {k: v[0] for k, v in parse_qs(url.query).items()}
+
+
+def answer(body):
+    print(json.dumps(body))
+    sys.exit(0)
+
+
+m = re.fullmatch(r"repos/([^/]+/[^/]+)(/.*)?", url.path)
+repo = state["repos"].get(m.group(1)) if m else None
+if repo is None:
+    sys.exit("gh: Not Found (HTTP 404)")
+if os.environ.get("GH_TOKEN") not in repo["tokens"]:
+    sys.exit("gh: Resource not accessible by integration (HTTP 403)")
+rest = m.group(2) or ""
+runs = {str(r["id"]): r for r in repo["runs"]}
+if rest == "":
+    answer({"default_branch": repo["default_branch"], "full_name": m.group(1)})
+m2 = re.fullmatch(r"/actions/runs/(\d+)", rest)
+if m2 and m2.group(1) in runs:
+    answer(runs[m2.group(1)])
+m2 = re.fullmatch(r"/actions/runs/(\d+)/artifacts", rest)
+if m2:
+    arts = [a for a in repo["artifacts"].get(m2.group(1), []) if a["name"] == query.get("name", a["name"])]
+    answer({"total_count": len(arts), "artifacts": arts})
+m2 = re.fullmatch(r"/actions/workflows/([^/]+)/runs", rest)
+if m2:
+    listed = [r for r in repo["runs"] if r["path"].endswith("/" + m2.group(1))]
+    answer({"total_count": len(listed), "workflow_runs": listed})
+sys.exit("gh: Not Found (HTTP 404)")
+'''
+
+UPSTREAM = "tetsuo-cpp/warpforth"
+
+
+def _run(run_id: int, sha: str, *, event: str = "push", branch: str = "canon", conclusion: str = "success",
+         head_repo: str = UPSTREAM, workflow: str = "ci.yml") -> dict[str, Any]:
+    return {"id": run_id, "head_sha": sha * 40 if len(sha) == 1 else sha, "event": event, "head_branch": branch,
+            "status": "completed" if conclusion else "in_progress", "conclusion": conclusion, "head_repository": {"full_name": head_repo},
+            "path": f".github/workflows/{workflow}",
+            "html_url": f"https://github.com/{UPSTREAM}/actions/runs/{run_id}"}
+
+
+def _artifact(name: str = "warpforthc", expired: bool = False) -> dict[str, Any]:
+    return {"name": name, "expired": expired, "id": 1}
+
+
+def _state() -> dict[str, Any]:
+    runs = [
+        _run(1000, "c", conclusion=None),  # a caller's own run, in progress (see the called cases)
+        _run(900, "f", event="pull_request", head_repo="someone/warpforth"),  # a fork PR from its branch 'canon'
+        _run(899, "e", conclusion="failure"),
+        _run(898, "d", branch="feature"),
+        _run(897, "a", workflow="release.yml"),
+        _run(896, "9"),  # its artifact expired
+        _run(895, "b"),  # the one to take
+        _run(894, "8"),
+    ]
+    artifacts = {str(r["id"]): [_artifact()] for r in runs}
+    artifacts["896"] = [_artifact(expired=True)]
+    artifacts["1000"] = [_artifact(), _artifact("other")]
+    artifacts["1001"] = []
+    return {"repos": {UPSTREAM: {"default_branch": "canon", "runs": runs, "artifacts": artifacts,
+                                 "tokens": ["the-pat", "warpforths-run-token"]}}}
+
+
+def _find_artifact(tmp_path: Path, gh: dict[str, Any], *, secrets: dict[str, str] | None = None,
+                   state: dict[str, Any] | None = None, run_id: str = "1",
+                   sha: str = "0" * 40) -> tuple[subprocess.CompletedProcess[str], dict[str, str], dict[str, str],
+                                                 list[dict[str, Any]]]:
+    import json
+    import os
+
+    wf = load("gpu-bench.yml")
+    bindir = tmp_path / "bin"
+    bindir.mkdir(exist_ok=True)
+    (bindir / "gh").write_text(FAKE_GH)
+    (bindir / "gh").chmod(0o755)
+    (tmp_path / "state.json").write_text(json.dumps(state or _state()))
+    for name in ("out", "env", "log"):
+        (tmp_path / name).write_text("")
+    env = resolved_env(wf, gh, {
+        "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}", "GITHUB_REPOSITORY": gh["repository"],
+        "GITHUB_RUN_ID": run_id, "GITHUB_SHA": sha, "GITHUB_SERVER_URL": "https://github.com",
+        "GITHUB_OUTPUT": str(tmp_path / "out"), "GITHUB_ENV": str(tmp_path / "env"),
+        "FAKE_GH_STATE": str(tmp_path / "state.json"), "FAKE_GH_LOG": str(tmp_path / "log")})
+    env.pop("GH_TOKEN", None)
+    env.pop("GITHUB_TOKEN", None)
+    step = step_of(wf, "bench", "Find the warpforthc artifact")
+    proc = run_step(step, tmp_path, env, github={**gh, "token": gh.get("token", "the-run-token")},
+                    secrets=secrets or {})
+
+    def kv(name: str) -> dict[str, str]:
+        return dict(line.split("=", 1) for line in (tmp_path / name).read_text().splitlines() if line)
+
+    calls = [json.loads(line) for line in (tmp_path / "log").read_text().splitlines()]
+    return proc, kv("out"), kv("env"), calls
+
+
+def _one_error(proc: subprocess.CompletedProcess[str]) -> str:
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    errors = [line for line in proc.stdout.splitlines() if line.startswith("::error::")]
+    assert len(errors) == 1 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
+    return errors[0]
+
+
+def test_a_direct_run_takes_the_latest_successful_push_run_that_has_the_artifact(tmp_path: Path) -> None:
+    proc, out, env, calls = _find_artifact(tmp_path, github_ctx("push"),
+                                           secrets={"WARPFORTH_ARTIFACT_TOKEN": "the-pat"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # not the fork's PR run, the failed one, another branch's, another workflow's, nor the expired artifact
+    assert out == {"run-id": "895", "commit": "b" * 40, "token": "secret",
+                   "run-url": f"https://github.com/{UPSTREAM}/actions/runs/895"}
+    assert env == {"WFBENCH_COMMIT": "b" * 40, "WFBENCH_REPO": UPSTREAM, "WARPFORTH_RUN_URL": out["run-url"]}
+    assert calls and all(c["token"] == "the-pat" for c in calls)  # another repository: the read-only secret
+    assert all(c["args"][0] == "api" and len(c["args"]) == 2 for c in calls)  # GETs only
+    assert not any(p.search(" ".join(["gh", *c["args"]])) for c in calls for p in WRITING_COMMANDS)
+
+
+def test_a_commit_picks_its_own_run(tmp_path: Path) -> None:
+    secrets = {"WARPFORTH_ARTIFACT_TOKEN": "the-pat"}
+    (tmp_path / "older").mkdir()
+    manual = github_ctx("workflow_dispatch", inputs={"warpforth-commit": "8" * 40})
+    proc, out, env, _ = _find_artifact(tmp_path / "older", manual, secrets=secrets)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (out["run-id"], env["WFBENCH_COMMIT"]) == ("894", "8" * 40)
+
+    (tmp_path / "fork").mkdir()  # only a fork's pull request built this commit: never taken
+    manual = github_ctx("workflow_dispatch", inputs={"warpforth-commit": "f" * 40})
+    proc, out, env, _ = _find_artifact(tmp_path / "fork", manual, secrets=secrets)
+    assert f"no successful push run of commit {'f' * 40} of ci.yml on {UPSTREAM}@canon" in _one_error(proc)
+    assert out == {} and env == {}
+
+
+def test_a_given_run_is_checked(tmp_path: Path) -> None:
+    secrets = {"WARPFORTH_ARTIFACT_TOKEN": "the-pat"}
+    cases = [
+        ({"warpforth-run-id": "899"}, None),  # a failed run that did upload it: taken, with a warning
+        ({"warpforth-run-id": "895", "warpforth-commit": "bbbbbbb"}, None),
+        ({"warpforth-run-id": "896"}, "has no artifact 'warpforthc' (not uploaded, or expired)"),
+        ({"warpforth-run-id": "895", "warpforth-commit": "abcdef1"}, f"built {'b' * 40}, not warpforth-commit"),
+        ({"warpforth-run-id": "12345"}, "run 12345 of tetsuo-cpp/warpforth: GitHub API"),
+        ({"warpforth-run-id": "12a"}, "is not a run id"),
+        ({"warpforth-repository": "warpforth"}, "is not owner/name"),
+        ({"warpforth-commit": "main"}, "is not a commit hash"),
+        ({"warpforth-workflow": "../ci.yml"}, "is not a workflow file name"),
+        ({"warpforthc-artifact": "a/b"}, "is not an artifact name"),
+    ]
+    for n, (inputs, error) in enumerate(cases):
+        where = tmp_path / str(n)
+        where.mkdir()
+        proc, out, env, _ = _find_artifact(where, github_ctx("workflow_dispatch", inputs=inputs), secrets=secrets)
+        if error is None:
+            assert proc.returncode == 0, proc.stdout + proc.stderr
+            assert out["run-id"] == inputs["warpforth-run-id"] and out["token"] == "secret"
+            assert env["WFBENCH_COMMIT"] == out["commit"] and len(out["commit"]) == 40
+        else:
+            assert error in _one_error(proc), (inputs, proc.stdout)
+            assert out == {} and env == {}, inputs  # nothing half-written
+    where = tmp_path / "warning"
+    where.mkdir()
+    proc, *_ = _find_artifact(where, github_ctx("workflow_dispatch", inputs={"warpforth-run-id": "899"}),
+                              secrets=secrets)
+    assert "::warning::run 899 of tetsuo-cpp/warpforth ended 'failure'" in proc.stdout
+
+
+def test_another_repositorys_artifacts_need_the_read_only_token(tmp_path: Path) -> None:
+    proc, out, env, calls = _find_artifact(tmp_path, github_ctx("push"))
+    message = _one_error(proc)
+    assert "WARPFORTH_ARTIFACT_TOKEN" in message and "docs/ci.md" in message
+    assert calls == [] and out == {} and env == {}
+
+
+def test_a_call_after_the_callers_build_job_takes_this_runs_artifact(tmp_path: Path) -> None:
+    wf = load("gpu-bench.yml")
+    gh = {**called(wf, caller_ctx("push")), "token": "warpforths-run-token"}
+    proc, out, env, calls = _find_artifact(tmp_path, gh, run_id="1000", sha="7" * 40)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert out["run-id"] == "1000" and out["token"] == "none"  # download-artifact reads this run's own
+    assert env == {"WFBENCH_COMMIT": "7" * 40, "WFBENCH_REPO": UPSTREAM,
+                   "WARPFORTH_RUN_URL": f"https://github.com/{UPSTREAM}/actions/runs/1000"}
+    assert {c["token"] for c in calls} == {"warpforths-run-token"}  # the same repository: no secret needed
+
+    where = tmp_path / "pr"
+    where.mkdir()
+    gh = {**called(wf, caller_ctx("push"), warpforth_commit="6" * 40), "token": "warpforths-run-token"}
+    proc, out, env, _ = _find_artifact(where, gh, run_id="1000", sha="7" * 40)
+    assert proc.returncode == 0 and env["WFBENCH_COMMIT"] == "6" * 40  # a pull request's head, say
+
+    where = tmp_path / "elsewhere"  # this run uploaded none: the latest one on the default branch
+    where.mkdir()
+    gh = {**called(wf, caller_ctx("push")), "token": "warpforths-run-token"}
+    proc, out, env, _ = _find_artifact(where, gh, run_id="1001")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (out["run-id"], out["token"]) == ("895", "github")
+
+
+# -------------------------------------------------------------------------------------------------
+# checking the downloaded binary: real ELF files, real readelf and ldd
+# -------------------------------------------------------------------------------------------------
+
+
+def _stand_in_warpforthc(tmp_path: Path, major: int) -> tuple[Path, Path]:
+    """An ELF executable linked like warpforthc against libLLVM.so.N.1 and libMLIR.so.N.1 (stub libraries)."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc or not shutil.which("readelf") or not shutil.which("ldd"):
+        pytest.skip("a C compiler, readelf and ldd are needed to make a stand-in ELF file")
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (tmp_path / "stub.c").write_text("int wf_stub(void) { return 0; }\n")
+    for name in ("LLVM", "MLIR"):
+        soname = f"lib{name}.so.{major}.1"
+        subprocess.run([cc, "-shared", "-fPIC", f"-Wl,-soname,{soname}", "-o", str(lib / soname),
+                        str(tmp_path / "stub.c")], check=True, capture_output=True)
+    (tmp_path / "main.c").write_text('#include <stdio.h>\nint wf_stub(void);\n'
+                                     'int main(void) { puts("OVERVIEW: stand-in"); return wf_stub(); }\n')
+    exe = tmp_path / "exe"
+    subprocess.run([cc, "-o", str(exe), str(tmp_path / "main.c"), "-Wl,--no-as-needed", f"-L{lib}",
+                    f"-l:libLLVM.so.{major}.1", f"-l:libMLIR.so.{major}.1"], check=True, capture_output=True)
+    return exe, lib
+
+
+def _check_binary(tmp_path: Path, exe: Path, llvm_version: str) -> tuple[subprocess.CompletedProcess[str], dict]:
+    wf = load("gpu-bench.yml")
+    temp = tmp_path / "runner-temp"
+    (temp / "warpforthc" / "sub").mkdir(parents=True, exist_ok=True)
+    target = temp / "warpforthc" / "sub" / "warpforthc"
+    shutil.copy(exe, target)
+    target.chmod(0o644)  # as an artifact brings it back
+    for name in ("out", "env"):
+        (tmp_path / name).write_text("")
+    gh = github_ctx("workflow_dispatch", inputs={"llvm-version": llvm_version})
+    env = resolved_env(wf, gh, {"RUNNER_TEMP": str(temp), "GITHUB_OUTPUT": str(tmp_path / "out"),
+                                "GITHUB_ENV": str(tmp_path / "env")})
+    proc = run_step(step_of(wf, "bench", "Check the warpforthc binary"), tmp_path, env)
+    return proc, {"env": env, "target": target, "out": (tmp_path / "out").read_text(),
+                  "env_file": (tmp_path / "env").read_text()}
+
+
+def test_the_binary_check_reads_the_llvm_version_it_needs(tmp_path: Path) -> None:
+    exe, lib = _stand_in_warpforthc(tmp_path, 20)
+    proc, got = _check_binary(tmp_path, exe, "20")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert got["out"] == "needs-llvm=true\n" and got["env_file"] == f"WFBENCH_WARPFORTHC={got['target']}\n"
+    assert got["target"].stat().st_mode & 0o111  # executable again
+
+    proc, got = _check_binary(tmp_path, exe, "21")
+    assert "linked against LLVM/MLIR 20, but llvm-version is 21: set llvm-version to 20" in _one_error(proc)
+    assert got["out"] == "" and got["env_file"] == ""
+
+    (tmp_path / "runner-temp" / "warpforthc" / "sub" / "warpforthc").unlink()
+    wf = load("gpu-bench.yml")
+    proc = run_step(step_of(wf, "bench", "Check the warpforthc binary"), tmp_path, got["env"])
+    assert "holds no file named warpforthc" in _one_error(proc)
+
+    # "Check that warpforthc runs": fails in one line naming the missing libraries, then runs
+    runs = step_of(wf, "bench", "Check that warpforthc runs")
+    env = {**got["env"], "WFBENCH_WARPFORTHC": str(exe), "LD_LIBRARY_PATH": "", "LLVM_VERSION": "20"}
+    message = _one_error(run_step(runs, tmp_path, env))
+    assert "libLLVM.so.20.1" in message and "libMLIR.so.20.1" in message and "llvm-version 20" in message
+    proc = run_step(runs, tmp_path, {**env, "LD_LIBRARY_PATH": str(lib)})
+    assert proc.returncode == 0 and proc.stdout.strip() == "OVERVIEW: stand-in", proc.stdout + proc.stderr
+
+
+def test_the_binary_checks_pass_for_the_real_warpforthc(tmp_path: Path) -> None:
+    import os
+
+    real = os.environ.get("WFBENCH_WARPFORTHC") or shutil.which("warpforthc")
+    if not real or not Path(real).is_file() or not shutil.which("readelf"):
+        pytest.skip("no warpforthc (set WFBENCH_WARPFORTHC or put it on PATH) or no readelf")
+    dynamic = subprocess.run(["readelf", "-d", real], capture_output=True, text=True, check=True).stdout
+    majors = set(re.findall(r"Shared library: \[lib(?:LLVM|MLIR)(?:-|\.so\.)(\d+)", dynamic))
+    assert len(majors) <= 1, f"linked against several LLVM versions: {majors}"
+    version = next(iter(majors), "20")
+    proc, got = _check_binary(tmp_path, Path(real), version)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert got["out"] == f"needs-llvm={'true' if majors else 'false'}\n"
+    wf = load("gpu-bench.yml")
+    env = {**got["env"], "WFBENCH_WARPFORTHC": str(got["target"])}
+    proc = run_step(step_of(wf, "bench", "Check that warpforthc runs"), tmp_path, env)
+    assert proc.returncode == 0 and "OVERVIEW" in proc.stdout, proc.stdout + proc.stderr
+    if majors:
+        proc, _ = _check_binary(tmp_path, Path(real), str(int(version) + 1))
+        assert f"set llvm-version to {version}" in _one_error(proc)
+
+
+# -------------------------------------------------------------------------------------------------
+# the configuration docs/ci.md gives WarpForth's own workflow
+# -------------------------------------------------------------------------------------------------
+
+DOCS = ROOT / "docs" / "ci.md"
+LEVEL = {None: 0, "none": 0, "read": 1, "write": 2}
+
+
+def _doc_blocks() -> list[Any]:
+    return [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", DOCS.read_text(), re.S)]
+
+
+def test_the_docs_give_a_caller_what_the_reusable_workflow_needs() -> None:
+    text = DOCS.read_text()
+    assert not re.search(r"cmake|ninja", text, re.I), "the docs must not carry a build recipe for warpforthc"
+    wf = load("gpu-bench.yml")
+    blocks = _doc_blocks()
+    uploads = [s for b in blocks if isinstance(b, list) for s in b
+               if str(s.get("uses", "")).startswith("actions/upload-artifact@")]
+    assert len(uploads) == 1
+    upload = uploads[0]
+    assert PINNED.fullmatch(upload["uses"])
+    assert upload["with"]["name"] == wf["on"]["workflow_call"]["inputs"]["warpforthc-artifact"]["default"]
+    assert upload["with"]["path"] == "build/bin/warpforthc"
+
+    callers = [job for b in blocks if isinstance(b, dict) for job in (b.get("jobs") or {}).values()
+               if "/.github/workflows/gpu-bench.yml@" in str(job.get("uses", ""))]
+    assert len(callers) == 1
+    job = callers[0]
+    assert job.get("needs"), "the call waits for the job that uploads warpforthc"
+    call_inputs(wf, job.get("with") or {})  # known inputs, the required ones given
+    secrets = job.get("secrets")
+    declared = wf["on"]["workflow_call"]["secrets"]
+    assert secrets == "inherit" or set(secrets) <= set(declared)
+    # GitHub checks a called workflow's job permissions against the caller's before any if: is evaluated
+    granted = job["permissions"]
+    for name, nested in wf["jobs"].items():
+        for scope, level in (nested.get("permissions") or {}).items():
+            assert LEVEL[granted.get(scope)] >= LEVEL[level], f"the caller must grant {scope}: {level} ({name})"
