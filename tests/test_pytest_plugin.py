@@ -166,7 +166,7 @@ def test_benchmarks_are_skipped_by_default_and_nothing_is_rented(pytester: pytes
     """)
     out = pytester.path / "out.json"
     result = pytester.runpytest("-rs", "--wfbench-transport", "counting", "--wfbench-bundle", str(bundle),
-                                "--benchmark-json", str(out))
+                                "--wfbench-json", str(out))
     assert _outcomes(result) == {"passed": 1, "skipped": 1}
     result.stdout.fnmatch_lines(["*benchmark: run with --run-benchmarks*"])
     assert counts()["constructed"] == 0
@@ -189,7 +189,7 @@ def test_run_benchmarks_one_session_one_json(pytester: pytest.Pytester, counts, 
     pytester.makepyfile(test_inner=TESTS)
     out = pytester.path / "results" / "bench.json"
     result = pytester.runpytest("-v", "--run-benchmarks", "--wfbench-transport", "counting",
-                                "--wfbench-bundle", str(bundle), "--benchmark-json", str(out),
+                                "--wfbench-bundle", str(bundle), "--wfbench-json", str(out),
                                 "--wfbench-case", "scale_i64", "--wfbench-case", "axpy_f64",
                                 "--wfbench-samples", "7")
     assert _outcomes(result) == {"passed": 4}, result.stdout.str()
@@ -210,13 +210,29 @@ def test_run_benchmarks_one_session_one_json(pytester: pytest.Pytester, counts, 
     assert run.warpforthc.version == "prebuilt"
 
 
+def test_benchmark_json_option(pytester: pytest.Pytester, counts, bundle) -> None:  # type: ignore[no-untyped-def]
+    """``--benchmark-json`` writes wfbench's JSON, unless pytest-benchmark owns that option: then say so."""
+    import importlib.util
+
+    pytester.makepyfile(test_inner=TESTS)
+    out = pytester.path / "bench.json"
+    result = pytester.runpytest("--run-benchmarks", "--wfbench-transport", "counting", "--wfbench-bundle", str(bundle),
+                                "--benchmark-json", str(out), "--wfbench-case", "scale_i64")
+    if importlib.util.find_spec("pytest_benchmark") is None:
+        assert _outcomes(result) == {"passed": 3}
+        assert [case.id for case in load_result(out).cases] == ["scale_i64"]
+    else:
+        result.stdout.fnmatch_lines(["*wfbench: result not written: --benchmark-json belongs to pytest-benchmark*"
+                                     "--wfbench-json FILE*"])
+
+
 def test_failed_correctness_fails_the_test_in_one_line_and_is_recorded(  # type: ignore[no-untyped-def]
         pytester: pytest.Pytester, counts, bundle, cuda_side, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAKE_FAIL_CASES", "axpy_f64")
     pytester.makepyfile(test_inner=TESTS)
     out = pytester.path / "bench.json"
     result = pytester.runpytest("--run-benchmarks", "--wfbench-transport", "counting", "--wfbench-bundle",
-                                str(bundle), "--benchmark-json", str(out), "--wfbench-case", "scale_i64",
+                                str(bundle), "--wfbench-json", str(out), "--wfbench-case", "scale_i64",
                                 "--wfbench-case", "axpy_f64", "--wfbench-samples", "5")
     assert _outcomes(result) == {"passed": 3, "failed": 1}
     result.stdout.fnmatch_lines(["*axpy_f64: FAILED: 7 of 100 elements differ from the reference*"])
@@ -330,7 +346,7 @@ def test_builds_with_the_real_warpforthc(pytester: pytest.Pytester, counts, warp
     """)
     out = pytester.path / "bench.json"
     result = pytester.runpytest("--wfbench-transport", "counting", "--wfbench-warpforthc", str(warpforthc),
-                                "--benchmark-json", str(out), "--wfbench-samples", "5")
+                                "--wfbench-json", str(out), "--wfbench-samples", "5")
     assert _outcomes(result) == {"passed": 1}, result.stdout.str()
     run = load_result(out)
     assert run.warpforthc.kind == "warpforthc" and run.warpforthc.binary_sha256  # built here, not prebuilt
@@ -342,7 +358,7 @@ def test_real_gpu_through_the_plugin(pytester: pytest.Pytester, bundle: Path) ->
     """The real CUDA-event timer: correctness test and benchmarks of both cases in one pytest process."""
     pytester.makepyfile(test_inner=TESTS)
     out = pytester.path / "bench.json"
-    result = pytester.runpytest("-v", "--run-benchmarks", "--wfbench-bundle", str(bundle), "--benchmark-json",
+    result = pytester.runpytest("-v", "--run-benchmarks", "--wfbench-bundle", str(bundle), "--wfbench-json",
                                 str(out), "--wfbench-case", "scale_i64", "--wfbench-case", "axpy_f64")
     print(result.stdout.str())
     assert _outcomes(result) == {"passed": 4}, result.stdout.str()

@@ -207,10 +207,25 @@ def _state(config: pytest.Config) -> State:
     return config.stash[_STATE]
 
 
+BENCHMARK_JSON_CLASH = ("--benchmark-json belongs to pytest-benchmark, which is installed here, and does not "
+                        "receive wfbench's result; write it with --wfbench-json FILE")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", f"{MARKER}: a wfbench benchmark (skipped unless pytest runs with --run-benchmarks)")
-    config.stash[_STATE] = State(config, Settings.from_config(config))
+    settings = Settings.from_config(config)
+    config.stash[_STATE] = State(config, settings)
+    if _benchmark_json_clash(config, settings):
+        config.issue_config_time_warning(pytest.PytestConfigWarning(f"wfbench: {BENCHMARK_JSON_CLASH}"),
+                                         stacklevel=2)
+
+
+def _benchmark_json_clash(config: pytest.Config, settings: Settings) -> bool:
+    """pytest-benchmark owns --benchmark-json and the user gave it, but no --wfbench-json: say so loudly."""
+    return (settings.run_benchmarks and settings.json_path is None
+            and importlib.util.find_spec("pytest_benchmark") is not None
+            and bool(config.getoption("benchmark_json", None)))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -253,6 +268,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         return
     merged = state.merged()
     path = state.settings.json_path
+    if _benchmark_json_clash(config, state.settings):
+        terminalreporter.write_line(f"wfbench: result not written: {BENCHMARK_JSON_CLASH}", red=True)
     if merged is None:
         if path is not None and state.settings.run_benchmarks:
             terminalreporter.write_line(f"wfbench: no case was benchmarked; {path} not written")
