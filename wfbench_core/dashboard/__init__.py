@@ -129,9 +129,10 @@ def build_data(history: History, *, title: str = "WarpForth vs CUDA") -> dict[st
                 "signature": _signature(s),
                 "points": [_point(p) for p in s.points],
             })
-    # newest platform first, A/A (the method's floor) after the paired ones
+    # newest platform first; the canonical paired series lead, base/head comparisons (compiler labels)
+    # follow, and A/A (the method's floor) comes last
     out_platforms.sort(key=lambda p: utc_sortable(p["latest"]["created"]), reverse=True)
-    out_platforms.sort(key=lambda p: p["mode"] == MODE_AA)
+    out_platforms.sort(key=lambda p: (p["mode"] == MODE_AA, bool(p["label"])))
     return {
         "title": title,
         "generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
