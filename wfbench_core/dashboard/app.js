@@ -387,7 +387,7 @@
         list.appendChild(section);
         drawCharts(section, s);
         var last = s.points[s.points.length - 1];
-        toc.appendChild(el("a", { href: "#s-" + s.id }, [s.case + " v" + s.version + (s.mode === "aa" ? " A/A" : ""),
+        toc.appendChild(el("a", { href: "#s-" + s.id }, [s.case + " v" + s.version + (s.label ? " [" + s.label + "]" : "") + (s.mode === "aa" ? " A/A" : ""),
           el("span", { class: "g " + (s.mode === "aa" ? "" : gapClass(last.gap)), text: fmtGap(last.gap) })]));
       });
     });
