@@ -196,3 +196,15 @@ def test_run_without_gpu_says_so(warpforthc: Path, tmp_path: Path) -> None:
     r = invoke("run", "--warpforthc", str(warpforthc), "-o", str(tmp_path / "r.json"))
     assert r.exit_code == 3 and "no NVIDIA GPU" in one_error_line(r)
     assert not (tmp_path / "r.json").exists()
+
+
+def test_max_cost_needs_a_transport_that_rents(tmp_path: Path) -> None:
+    fake = tmp_path / "warpforthc"
+    fake.write_text("#!/bin/sh\nexit 1\n")
+    fake.chmod(0o755)
+    r = invoke("run", "--warpforthc", str(fake), "--max-cost", "0.2", "-c", "axpy_f64")
+    assert r.exit_code == 2
+    assert "--max-cost applies to transports that rent machines; 'local' does not" in one_error_line(r)
+    from wfbench_core.registry import Registry
+
+    assert "max_cost" in Registry.load().transport("vast").OPTIONS

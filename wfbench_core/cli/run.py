@@ -71,21 +71,28 @@ def _default_out() -> Path:
 @click.option("--transport", "-t", default="local", show_default=True, help="Where to run (see 'wfbench transports').")
 @click.option("--transport-opt", "transport_opts", multiple=True, metavar="KEY=VALUE",
               help="Option for the transport (repeatable).")
+@click.option("--max-cost", type=click.FloatRange(0), default=None, metavar="USD",
+              help="Refuse to rent when the cost estimate exceeds this (rented transports: vast).")
 @click.option("--out", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Result JSON file [default: wfbench-results/run-<time>.json].")
 @click.option("--json", "as_json", is_flag=True, help="Print the result JSON instead of the table.")
 @click.option("--commit", default=None, help="Commit of the WarpForth tree being benchmarked (recorded).")
 @click.option("--cuda-compiler", type=click.Choice(["auto", "nvcc", "nvrtc"]), default="auto", show_default=True)
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
-def run(case_ids, priorities, warpforthc, check_cuda, samples, min_sample_ms, warmup_s, budget_s, aa, transport, transport_opts, out,
-        as_json, commit, cuda_compiler, quiet) -> None:  # type: ignore[no-untyped-def]
+def run(case_ids, priorities, warpforthc, check_cuda, samples, min_sample_ms, warmup_s, budget_s, aa, transport, transport_opts,
+        max_cost, out, as_json, commit, cuda_compiler, quiet) -> None:  # type: ignore[no-untyped-def]
     """Build the bundle here and execute it on a GPU: check, time, print the table, write JSON."""
     reg = load_registry()
     cases = reg.select(case_ids, priorities=priorities)
     binary = resolve_warpforthc(warpforthc)
     options = dict(_split_opt(o) for o in transport_opts)
+    transport_class = reg.transport(transport)
+    if max_cost is not None:
+        if "max_cost" not in (getattr(transport_class, "OPTIONS", None) or {}):
+            raise WfbenchError(f"--max-cost applies to transports that rent machines; {transport!r} does not")
+        options["max_cost"] = str(max_cost)
     progress = progress_printer(quiet)
-    t = reg.transport(transport)(registry=reg, cuda_compiler=cuda_compiler, progress=progress, **options)
+    t = transport_class(registry=reg, cuda_compiler=cuda_compiler, progress=progress, **options)
     try:
         arch = t.gpu_arch()
         with tempfile.TemporaryDirectory(prefix="wfbench-bundle-") as tmp:
