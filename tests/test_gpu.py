@@ -36,6 +36,7 @@ def test_paired_run_checks_then_times(prebuilt_bundle, tmp_path: Path) -> None: 
         assert t is not None and t.warpforth.n == t.cuda.n == QUICK.samples
         assert t.launches_per_sample * t.cuda.median_us >= QUICK.min_sample_ms * 1000 * 0.5
         assert 0.5 < t.gap < 2.0
+        assert t.pair_ratio_noise is not None and 0 <= t.pair_ratio_noise < 0.03
         assert case.attrs_wf is not None and case.attrs_wf.registers > 0
         assert case.compile_cuda is not None and "-fmad=false" in case.compile_cuda.command
 

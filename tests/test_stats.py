@@ -35,3 +35,15 @@ def test_geomean() -> None:
 def test_empty_samples_refused() -> None:
     with pytest.raises(ValueError):
         summarize([])
+
+
+def test_pair_ratio_noise_cancels_what_both_sides_share() -> None:
+    from wfbench_core.stats import pair_ratio_noise
+
+    rng = np.random.default_rng(1)
+    dips = 1 + 0.05 * rng.random(40)  # clock changes that slow both samples of a pair alike
+    wf = 200 * dips * (1 + 0.0005 * rng.standard_normal(40))
+    cu = 100 * dips * (1 + 0.0005 * rng.standard_normal(40))
+    assert summarize(wf).noise > 0.005
+    assert pair_ratio_noise(wf, cu) < 0.001
+    assert pair_ratio_noise([2.0, 4.0, 6.0], [1.0, 2.0, 3.0]) == 0.0

@@ -34,7 +34,7 @@ from wfbench_core.results import (
     Source,
     Timing,
 )
-from wfbench_core.stats import gap, is_unstable, summarize
+from wfbench_core.stats import gap, is_unstable, pair_ratio_noise, summarize
 from wfbench_core.timer import Measurement, Side
 
 Progress = Callable[[str], None]
@@ -236,6 +236,7 @@ def run_case(variants: dict[str, Prepared], *, timer: object, protocol: Protocol
             clocks_sm_mhz=m.clocks_sm_mhz,
             gbps_wf=rate(work.bytes, wf.median_us), gbps_cuda=rate(work.bytes, cu.median_us),
             gflops_wf=rate(work.flops, wf.median_us), gflops_cuda=rate(work.flops, cu.median_us),
+            pair_ratio_noise=pair_ratio_noise(wf.samples_us, cu.samples_us),
         )
         unstable = is_unstable(wf, cu, protocol.unstable_noise)
         message = (f"noisy: MAD/median {wf.noise:.1%} (WarpForth), {cu.noise:.1%} (CUDA) > "

@@ -103,6 +103,9 @@ class Timing:
     gbps_cuda: Optional[float] = None
     gflops_wf: Optional[float] = None
     gflops_cuda: Optional[float] = None
+    # MAD/median of the per-pair ratios WarpForth/CUDA: what pairing leaves of the noise, since a clock dip
+    # that slows both samples of a pair cancels in their ratio
+    pair_ratio_noise: Optional[float] = None
 
 
 @attrs.frozen

@@ -38,3 +38,10 @@ def is_unstable(wf: SideStats, cuda: SideStats, threshold: float) -> bool:
 
 def geomean(values: Sequence[float]) -> float:
     return float(sps.gmean(np.asarray(values, dtype=np.float64)))
+
+
+def pair_ratio_noise(wf_samples_us: Sequence[float], cuda_samples_us: Sequence[float]) -> float:
+    """MAD/median of the per-pair ratios ``wf[i] / cuda[i]`` (sample i of both sides was taken back to back)."""
+    ratios = np.asarray(wf_samples_us, dtype=np.float64) / np.asarray(cuda_samples_us, dtype=np.float64)
+    median = float(np.median(ratios))
+    return float(sps.median_abs_deviation(ratios, scale=1.0)) / median
