@@ -208,3 +208,11 @@ def test_max_cost_needs_a_transport_that_rents(tmp_path: Path) -> None:
     from wfbench_core.registry import Registry
 
     assert "max_cost" in Registry.load().transport("vast").OPTIONS
+
+
+def test_local_transport_refuses_options(tmp_path: Path) -> None:
+    fake = tmp_path / "warpforthc"
+    fake.write_text("#!/bin/sh\nexit 1\n")
+    fake.chmod(0o755)
+    r = invoke("run", "--warpforthc", str(fake), "--transport-opt", "host=x", "-c", "axpy_f64")
+    assert r.exit_code == 2 and "the local transport takes no options; got host" in one_error_line(r)

@@ -1,8 +1,10 @@
 """The transport interface: where a bundle is executed (this machine, an SSH host, a rented GPU).
 
-A transport is a class registered through ``wfbench_register_transports``. The CLI constructs it with
-the options the user gave (``--transport-opt KEY=VALUE`` and the transport's own flags) and calls
-:meth:`Transport.execute` with a bundle built on this machine.
+A transport is a class registered through ``wfbench_register_transports``. The CLI constructs it as
+``Transport(registry=..., cuda_compiler="auto"|"nvcc"|"nvrtc", progress=callable, **options)``, where
+``options`` are the user's ``--transport-opt KEY=VALUE`` strings (``-`` in keys becomes ``_``), and calls
+:meth:`Transport.execute` with a bundle built on this machine. A class attribute ``OPTIONS`` (name ->
+help) lists the options ``wfbench transports NAME`` shows.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ class Transport(TypingProtocol):
     #: one line for ``wfbench transports``
     summary: ClassVar[str]
 
-    def __init__(self, **options: Any) -> None: ...
+    def __init__(self, *, registry: Any, cuda_compiler: str = "auto", progress: Callable[[str], None] = ...,
+                 **options: Any) -> None: ...
 
     def gpu_arch(self) -> str | None:
         """The target GPU's ``sm_XX`` when known before building (so warpforthc can target it)."""

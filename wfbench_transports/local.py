@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from wfbench_core import hookimpl
-from wfbench_core.errors import NoGpuError
+from wfbench_core.errors import NoGpuError, WfbenchError
 from wfbench_core.results import Protocol, RunResult
 
 
@@ -14,10 +14,13 @@ class LocalTransport:
     name = "local"
     summary = "this machine's GPU, in this process"
 
-    def __init__(self, *, registry: Any, cuda_compiler: str = "auto", **options: Any) -> None:
+    OPTIONS: dict[str, str] = {}
+
+    def __init__(self, *, registry: Any, cuda_compiler: str = "auto", progress: Any = None, **options: Any) -> None:
+        if options:
+            raise WfbenchError(f"the local transport takes no options; got {', '.join(sorted(options))}")
         self.registry = registry
         self.cuda_compiler = cuda_compiler
-        self.options = options
 
     def gpu_arch(self) -> str | None:
         from wfbench_core.timer import gpu_unavailable_reason
