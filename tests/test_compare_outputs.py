@@ -9,8 +9,6 @@ from wfbench_core.timer import compare
 
 
 def test_compare_outputs() -> None:
-    from wfbench_core.timer import compare
-
     a = np.arange(10.0)
     assert compare(a, a, 0, 0) == (True, 0.0, 0.0, 0)
     ok, ea, er, bad = compare(a + 1e-3, a, 0, 1e-4)

@@ -13,7 +13,6 @@ runs the real timer on a real GPU (skipped without one).
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 
 import pytest

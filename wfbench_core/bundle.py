@@ -28,7 +28,7 @@ import attrs
 
 from wfbench_core import SUITE_VERSION, __version__
 from wfbench_core.case import CONFIGS, Case, sha256_text
-from wfbench_core.compile import CompileError, compile_cuda, compile_warpforth, warpforthc_info
+from wfbench_core.compile import CompileError, Compiled, compile_cuda, compile_warpforth, warpforthc_info
 from wfbench_core.errors import WfbenchError
 from wfbench_core.fsutil import atomic_write
 from wfbench_core.results import CompileRecord, CompilerInfo, Source, converter
@@ -120,7 +120,7 @@ def build_bundle(
             first = next(iter(subs.values()))
             manifest = attrs.evolve(first, cases=(), labels=tuple(subs), compiler_label="", failures={
                 f"{cid} ({label})": why for label, sub in subs.items() for cid, why in sub.failures.items()})
-            _write_manifest(work, manifest)
+            write_manifest(work, manifest)
         if out_dir.exists():
             shutil.rmtree(out_dir)
         os.replace(work, out_dir)
@@ -160,21 +160,27 @@ def _build_into(out_dir: Path, cases: Iterable[Case], warpforthc: Path, info: Co
         compiler_label=compiler_label,
         failures=failures,
     )
-    _write_manifest(out_dir, manifest)
+    write_manifest(out_dir, manifest)
     return manifest
 
 
-def _write_manifest(out_dir: Path, manifest: BundleManifest) -> None:
+def write_manifest(out_dir: Path, manifest: BundleManifest) -> None:
     atomic_write(out_dir / MANIFEST, json.dumps(converter().unstructure(manifest), indent=1) + "\n")
 
 
 def _build_case(case: Case, out_dir: Path, warpforthc: Path, arch: str | None, plugin: str) -> BundleCase:
+    return write_case(case, out_dir, plugin, lambda config, src: compile_warpforth(
+        src, binary=warpforthc, case_id=f"{case.id}[{config}]", arch=arch))
+
+
+def write_case(case: Case, out_dir: Path, plugin: str, compile_wf: Callable[[str, str], Compiled]) -> BundleCase:
+    """Write one case's files into the bundle; ``compile_wf(config, warpforth_source)`` gives its PTX."""
     folder = out_dir / case.id
-    folder.mkdir()
+    folder.mkdir(exist_ok=True)
     configs = {}
     for config in CONFIGS:
         wf_src, cuda_src = case.render(config)
-        compiled = compile_warpforth(wf_src, binary=warpforthc, case_id=f"{case.id}[{config}]", arch=arch)
+        compiled = compile_wf(config, wf_src)
         (folder / f"{config}.forth").write_text(wf_src)
         (folder / f"{config}.ptx").write_text(compiled.ptx)
         (folder / f"{config}.cu").write_text(cuda_src)

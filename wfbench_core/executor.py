@@ -21,6 +21,7 @@ from wfbench_core.errors import WfbenchError
 from wfbench_core.registry import Registry
 from wfbench_core.results import (
     ERROR,
+    SCHEMA_VERSION,
     FAILED,
     MODE_AA,
     MODE_PAIRED,
@@ -28,7 +29,6 @@ from wfbench_core.results import (
     UNSTABLE,
     CaseResult,
     CompilerInfo,
-    Costs,
     Protocol,
     RunResult,
     Source,
@@ -124,7 +124,7 @@ def execute(
         if protocol.suite_budget_s and spent > protocol.suite_budget_s:
             why = f"not run: the suite budget of {protocol.suite_budget_s:.0f} s was spent ({spent:.0f} s)"
             progress(f"{case_id}: {why}")
-            results.extend(_not_run(variants, mode, why))
+            results.extend(_error_result(case_id, p.case, p.plugin, label, mode, why) for label, p in variants.items())
             continue
         progress(f"{case_id}: checking and timing")
         for result in run_case(variants, timer=timer, protocol=protocol, cuda=cuda, arch=arch, mode=mode):
@@ -135,15 +135,12 @@ def execute(
         for cid, why in manifest.failures.items():
             if case_ids and cid not in case_ids:
                 continue
-            case = registry.cases[cid].value if cid in registry.cases else None
-            results.append(CaseResult(
-                id=cid, version=case.version if case else 0, priority=case.priority if case else "",
-                fingerprint=case.fingerprint() if case else "", status=ERROR, mode=mode, message=why,
-                compiler_label=label))
+            reg = registry.cases.get(cid)
+            results.append(_error_result(cid, reg.value if reg else None, reg.plugin if reg else "", label, mode, why))
 
     first = next(iter(manifests.values()))
     return RunResult(
-        schema_version=1,
+        schema_version=SCHEMA_VERSION,
         suite_version=SUITE_VERSION,
         wfbench_version=__version__,
         created=utcnow(),
@@ -159,10 +156,11 @@ def execute(
     )
 
 
-def _not_run(variants: dict[str, Prepared], mode: str, why: str) -> list[CaseResult]:
-    return [CaseResult(id=p.case.id, version=p.case.version, priority=p.case.priority,
-                       fingerprint=p.case.fingerprint(), status=ERROR, mode=mode, message=why, plugin=p.plugin,
-                       compiler_label=label) for label, p in variants.items()]
+def _error_result(case_id: str, case: Case | None, plugin: str, label: str, mode: str, why: str) -> CaseResult:
+    """A case that was not checked or timed (it did not compile, or the suite budget was spent)."""
+    return CaseResult(id=case_id, version=case.version if case else 0, priority=case.priority if case else "",
+                      fingerprint=case.fingerprint() if case else "", status=ERROR, mode=mode, message=why,
+                      plugin=plugin, compiler_label=label)
 
 
 def _wf_label(label: str) -> str:
@@ -226,16 +224,12 @@ def run_case(variants: dict[str, Prepared], *, timer: object, protocol: Protocol
             out.append(attrs.evolve(base, status=FAILED, message=m.message))
             continue
         wf = summarize(m.samples_us[side])
-
-        def rate(amount: int, median_us: float) -> float | None:
-            return amount / (median_us * 1e-6) / 1e9 if amount else None
-
         timing = Timing(
             launches_per_sample=m.launches_per_sample, warmup_s=m.warmup_s, warpforth=wf, cuda=cu,
             gap=gap(wf, cu), order=tuple(m.first),
             clocks_sm_mhz=m.clocks_sm_mhz,
-            gbps_wf=rate(work.bytes, wf.median_us), gbps_cuda=rate(work.bytes, cu.median_us),
-            gflops_wf=rate(work.flops, wf.median_us), gflops_cuda=rate(work.flops, cu.median_us),
+            gbps_wf=_rate(work.bytes, wf.median_us), gbps_cuda=_rate(work.bytes, cu.median_us),
+            gflops_wf=_rate(work.flops, wf.median_us), gflops_cuda=_rate(work.flops, cu.median_us),
             pair_ratio_noise=pair_ratio_noise(wf.samples_us, cu.samples_us),
         )
         unstable = is_unstable(wf, cu, protocol.unstable_noise)
@@ -243,6 +237,11 @@ def run_case(variants: dict[str, Prepared], *, timer: object, protocol: Protocol
                    f"{protocol.unstable_noise:.0%}") if unstable else ""
         out.append(attrs.evolve(base, status=UNSTABLE if unstable else OK, timing=timing, message=message))
     return out
+
+
+def _rate(amount: int, median_us: float) -> float | None:
+    """Bytes or FLOPs per launch at a median time, in G/s."""
+    return amount / (median_us * 1e-6) / 1e9 if amount else None
 
 
 def _one_line(r: CaseResult) -> str:

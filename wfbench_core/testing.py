@@ -8,24 +8,15 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Callable, Iterable
 
 from wfbench_core import SUITE_VERSION, __version__
-from wfbench_core.bundle import (
-    BUNDLE_SCHEMA,
-    MANIFEST,
-    BundleCase,
-    BundleConfig,
-    BundleManifest,
-    utcnow,
-)
+from wfbench_core.bundle import BUNDLE_SCHEMA, BundleManifest, utcnow, write_case, write_manifest
 from wfbench_core.case import CONFIGS, Case, sha256_text
-from wfbench_core.compile import compile_cuda, cuda_compiler, find_nvcc, ptx_target, ptxas_check
-from wfbench_core.fsutil import atomic_write
-from wfbench_core.results import CompileRecord, CompilerInfo, Source, converter
+from wfbench_core.compile import Compiled, compile_cuda, cuda_compiler, find_nvcc, ptx_target, ptxas_check
+from wfbench_core.results import CompileRecord, CompilerInfo, Source
 
 
 def check_case(case: Case, *, arch: str = "sm_90", compile_cuda_side: bool | None = None) -> None:
@@ -74,25 +65,18 @@ def bundle_from_ptx(
     """Write a bundle whose WarpForth PTX comes from ``wf_ptx(case, config)`` instead of a compiler run."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    entries = []
-    for case in cases:
-        folder = out_dir / case.id
-        folder.mkdir(exist_ok=True)
-        configs = {}
-        for config in CONFIGS:
-            wf_src, cuda_src = case.render(config)
+
+    def prebuilt(case: Case) -> Callable[[str, str], Compiled]:
+        def compile_wf(config: str, src: str) -> Compiled:
             ptx = wf_ptx(case, config)
-            for name, text in ((f"{config}.forth", wf_src), (f"{config}.ptx", ptx), (f"{config}.cu", cuda_src)):
-                (folder / name).write_text(text)
-            record = CompileRecord("warpforthc", ("warpforthc", f"{case.id}.forth"), sha256_text(wf_src),
-                                   sha256_text(ptx), ptx_target(ptx), 0.0)
-            configs[config] = BundleConfig(f"{case.id}/{config}.ptx", f"{case.id}/{config}.cu",
-                                           f"{case.id}/{config}.forth", sha256_text(ptx), sha256_text(cuda_src),
-                                           record)
-        entries.append(BundleCase(case.id, case.version, case.fingerprint(), plugin, configs))
-    manifest = BundleManifest(BUNDLE_SCHEMA, __version__, SUITE_VERSION, utcnow(), "", warpforthc, tuple(entries),
-                              source)
-    atomic_write(out_dir / MANIFEST, json.dumps(converter().unstructure(manifest), indent=1) + "\n")
+            return Compiled(ptx, CompileRecord("warpforthc", ("warpforthc", f"{case.id}.forth"), sha256_text(src),
+                                               sha256_text(ptx), ptx_target(ptx), 0.0))
+
+        return compile_wf
+
+    entries = tuple(write_case(case, out_dir, plugin, prebuilt(case)) for case in cases)
+    manifest = BundleManifest(BUNDLE_SCHEMA, __version__, SUITE_VERSION, utcnow(), "", warpforthc, entries, source)
+    write_manifest(out_dir, manifest)
     return manifest
 
 
