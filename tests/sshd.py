@@ -164,7 +164,8 @@ def fake_gpu_python(folder: Path, body: str) -> Path:
     """A ``python`` for the host that runs ``body`` (sh) instead of the timed executor run.
 
     Setup, probing and ``--validate-only`` go to the real interpreter; only ``execute … --out`` is replaced,
-    with ``$out`` set to the result path the transport asked for and ``$ARGS`` holding all arguments.
+    with ``$out`` set to the result path the transport asked for, ``$request`` to the request file it sent
+    and ``$ARGS`` holding all arguments.
     """
     folder.mkdir(parents=True, exist_ok=True)
     script = folder / "python"
@@ -172,8 +173,9 @@ def fake_gpu_python(folder: Path, body: str) -> Path:
         "#!/bin/sh\n"
         'case " $* " in\n'
         '  *" -m wfbench_core execute "*" --out "*)\n'
-        '    ARGS="$*"; out=""; prev=""\n'
-        '    for a in "$@"; do [ "$prev" = "--out" ] && out="$a"; prev="$a"; done\n'
+        '    ARGS="$*"; out=""; request=""; prev=""\n'
+        '    for a in "$@"; do [ "$prev" = "--out" ] && out="$a"; [ "$prev" = "--request" ] && request="$a"; '
+        'prev="$a"; done\n'
         f"    {body}\n"
         "    ;;\n"
         "esac\n"

@@ -79,7 +79,7 @@ FAKE_GPU_CONFTEST = f"""
 
 
     class LostConnection(CountingLocal):
-        def execute(self, bundle, **kwargs):
+        def execute(self, bundle, request, **kwargs):
             raise WfbenchError("ssh: connection to the GPU host lost")
 
 
@@ -293,7 +293,7 @@ def test_no_gpu_skips_with_the_reason(pytester: pytest.Pytester, bundle) -> None
 @pytest.mark.parametrize(("args", "message"), [
     (["--wfbench-transport-opt", "gpu_name"], "*--wfbench-transport-opt expects KEY=VALUE, got 'gpu_name'*"),
     (["--wfbench-bundle", "."], "*--wfbench-bundle .: not a wfbench bundle (no manifest.json)*"),
-    (["--wfbench-samples", "2"], "*--wfbench-samples must be at least 5*"),
+    (["--wfbench-samples", "2"], "*--wfbench-samples must be between 5 and 10000*"),
 ])
 def test_bad_options_are_one_usage_error(pytester: pytest.Pytester, args: list[str], message: str) -> None:
     pytester.makepyfile("def test_a():\n    pass\n")

@@ -25,6 +25,7 @@ import pytest
 
 from wfbench_core.errors import NoGpuError, WfbenchError
 from wfbench_core.registry import Registry
+from wfbench_core.request import ExecuteRequest
 from wfbench_core.results import Protocol
 from wfbench_transports import wheels
 from wfbench_transports.ssh import RemoteTimeout, SshError, SshTransport
@@ -77,7 +78,7 @@ def test_real_executor_without_gpu_says_so_in_one_line(sshd, registry, bundle) -
     t = transport(sshd, registry, lines)
     try:
         with pytest.raises(NoGpuError) as err:
-            t.execute(bundle, protocol=Protocol(), mode="paired", case_ids=["scale_i64"], progress=lines.append)
+            t.execute(bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=Protocol(), mode="paired"), progress=lines.append)
     finally:
         t.close()
     msg = str(err.value)
@@ -108,21 +109,19 @@ def test_validate_only_runs_the_executor_check_on_the_host(sshd, registry, bundl
 def test_result_is_fetched_with_the_protocol_and_host_key(sshd, registry, bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
     result_file = tmp_path / "gpu-result.json"
     result_file.write_text(gpu_result(PROTOCOL))
-    argfile = tmp_path / "args.txt"
-    py = fake_gpu_python(tmp_path / "host", f'echo "$ARGS" > {shlex.quote(str(argfile))}; '
+    sent = tmp_path / "request.json"
+    py = fake_gpu_python(tmp_path / "host", f'cp "$request" {shlex.quote(str(sent))}; '
                                             f'echo "timing scale_i64 on the fake GPU" >&2; '
                                             f'cp {shlex.quote(str(result_file))} "$out"; exit 0')
     lines: list[str] = []
     t = transport(sshd, registry, lines, python=str(py), gpu="0", host_key="ephemeral", known_hosts="/nonexistent")
+    request = ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL, mode="aa", case_timeout_s=30.0)
     try:
-        result = t.execute(bundle, protocol=PROTOCOL, mode="aa", case_ids=["scale_i64"], progress=lines.append)
+        result = t.execute(bundle, request, progress=lines.append)
     finally:
         t.close()
-    args = argfile.read_text().split()
-    for flag, value in (("--samples", "7"), ("--min-sample-ms", "12.5"), ("--warmup-s", "0.0"),
-                        ("--budget-s", "120.0"), ("--case", "scale_i64"), ("--cuda-compiler", "auto")):
-        assert args[args.index(flag) + 1] == value
-    assert "--aa" in args
+    # the whole request travels as JSON through the one converter: every setting, the mode, the deadline
+    assert ExecuteRequest.from_json(sent.read_text()) == request
     extra = result.environment.extra
     assert extra["ssh_host_key_sha256"] == host_fingerprint(sshd.host_pub)
     assert extra["ssh_host"] == "127.0.0.1" and extra["ssh_port"] == str(sshd.port)
@@ -143,7 +142,7 @@ def test_user_values_never_reach_a_shell_unquoted(sshd, registry, bundle, tmp_pa
     py = fake_gpu_python(tmp_path / odd / "bin dir", f'cp {shlex.quote(str(result_file))} "$out"; exit 1')
     t = transport(sshd, registry, python=str(py), remote_tmp=str(remote_tmp))
     try:
-        result = t.execute(bundle, protocol=PROTOCOL, mode="paired", case_ids=["scale_i64"], progress=None)
+        result = t.execute(bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL, mode="paired"), progress=None)
     finally:
         t.close()
     assert result.environment.gpu_name == "NVIDIA GeForce RTX 4090"
@@ -162,7 +161,7 @@ def test_connection_refused(sshd, registry, bundle) -> None:  # type: ignore[no-
 
     t = transport(sshd, registry, port=str(helper.free_port()))
     with pytest.raises(SshError, match=r"cannot connect to .*: connection refused"):
-        t.execute(bundle, protocol=PROTOCOL, mode="paired", case_ids=["scale_i64"], progress=None)
+        t.execute(bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL, mode="paired"), progress=None)
     assert_nothing_left(sshd)
 
 
@@ -212,7 +211,7 @@ def test_remote_python_missing(sshd, registry, bundle) -> None:  # type: ignore[
     t = transport(sshd, registry, python="/nonexistent/python3")
     try:
         with pytest.raises(SshError, match=r"python '/nonexistent/python3' not found on the host; pass python=PATH"):
-            t.execute(bundle, protocol=PROTOCOL, mode="paired", case_ids=["scale_i64"], progress=None)
+            t.execute(bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL, mode="paired"), progress=None)
     finally:
         t.close()
     assert_nothing_left(sshd)
@@ -224,7 +223,7 @@ def test_remote_executor_crash(sshd, registry, bundle, tmp_path) -> None:  # typ
     t = transport(sshd, registry, python=str(py))
     try:
         with pytest.raises(SshError, match=r"the executor failed \(exit 1\): RuntimeError: CUDA_ERROR_LAUNCH_FAILED$"):
-            t.execute(bundle, protocol=PROTOCOL, mode="paired", case_ids=["scale_i64"], progress=None)
+            t.execute(bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL, mode="paired"), progress=None)
     finally:
         t.close()
     assert_nothing_left(sshd)
@@ -238,7 +237,7 @@ def test_timeout_stops_the_remote_executor(sshd, registry, bundle, tmp_path) -> 
     start = time.monotonic()
     try:
         with pytest.raises(RemoteTimeout, match=r"did not finish within timeout=1.5 s; it was stopped"):
-            t.execute(bundle, protocol=PROTOCOL, mode="paired", case_ids=["scale_i64"], progress=None)
+            t.execute(bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL, mode="paired"), progress=None)
     finally:
         t.close()
     assert time.monotonic() - start < 30
@@ -264,7 +263,7 @@ def test_truncated_result_file(sshd, registry, bundle, tmp_path) -> None:  # typ
     t = transport(sshd, registry, python=str(py))
     try:
         with pytest.raises(WfbenchError, match=r"result.json: not valid JSON .*is the file complete\?"):
-            t.execute(bundle, protocol=PROTOCOL, mode="paired", case_ids=["scale_i64"], progress=None)
+            t.execute(bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL, mode="paired"), progress=None)
     finally:
         t.close()
     assert_nothing_left(sshd)
@@ -281,7 +280,7 @@ def test_reuse_refuses_a_python_without_the_gpu_stack(sshd, registry, bundle) ->
     t = transport(sshd, registry, python=str(base), env="reuse")
     try:
         with pytest.raises(SshError, match=r"lacks numba\.cuda .*install wfbench's gpu extra there"):
-            t.execute(bundle, protocol=PROTOCOL, mode="paired", case_ids=["scale_i64"], progress=None)
+            t.execute(bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL, mode="paired"), progress=None)
     finally:
         t.close()
     assert_nothing_left(sshd)
@@ -301,9 +300,6 @@ def test_options_are_checked() -> None:
         SshTransport(registry=None, host="h", port="twenty")
     with pytest.raises(WfbenchError, match=r"option host_key='maybe' is not one of: strict, ephemeral"):
         SshTransport(registry=None, host="h", host_key="maybe")
-    with pytest.raises(SshError, match=r"protocol setting unstable_noise=0.1 cannot be passed to the remote executor"):
-        SshTransport(registry=None, host="h", ssh_config="none").execute(
-            Path("."), protocol=attrs.evolve(Protocol(), unstable_noise=0.1), mode="paired", case_ids=[])
 
 
 def test_wheels_ship_wfbench_its_cases_and_pure_dependencies(registry) -> None:  # type: ignore[no-untyped-def]
@@ -465,14 +461,14 @@ def test_venv_path_errors_are_clear(sshd, registry, bundle, tmp_path) -> None:  
     try:
         with pytest.raises(SshError, match=rf"creating venv {re.escape(str(venv))} failed \(exit 1\): Error: "
                                            r"ensurepip is not available"):
-            t.execute(bundle, protocol=PROTOCOL, mode="paired", case_ids=["scale_i64"], progress=None)
+            t.execute(bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL, mode="paired"), progress=None)
     finally:
         t.close()
     t = transport(sshd, registry, python=str(without_pip), env="venv", venv=str(venv))
     try:
         with pytest.raises(SshError, match=r"pip install 'wfbench\[gpu\]' into .* failed: .*No module named pip; "
                                            r"the host needs PyPI access"):
-            t.execute(bundle, protocol=PROTOCOL, mode="paired", case_ids=["scale_i64"], progress=None)
+            t.execute(bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL, mode="paired"), progress=None)
     finally:
         t.close()
     assert (venv / "bin" / "python").exists()  # the venv is kept for the next run; the work dir is not

@@ -5,37 +5,25 @@ This is the one entry point every transport calls (``wfbench execute BUNDLE``), 
 
 from __future__ import annotations
 
+import json
 import os
+import select
+import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Optional
 
 import attrs
 
-from wfbench_core import SUITE_VERSION, __version__
+from wfbench_core import SUITE_VERSION, __version__, watchdog
 from wfbench_core.bundle import BundleManifest, LoadedConfig, load_case_files, read_manifest, read_variants, utcnow
-from wfbench_core.case import CONFIGS, Case
-from wfbench_core.compile import cuda_compiler, compile_cuda
+from wfbench_core.case import Case
 from wfbench_core.errors import WfbenchError
 from wfbench_core.registry import Registry
-from wfbench_core.results import (
-    ERROR,
-    SCHEMA_VERSION,
-    FAILED,
-    MODE_AA,
-    MODE_PAIRED,
-    OK,
-    UNSTABLE,
-    CaseResult,
-    CompilerInfo,
-    Protocol,
-    RunResult,
-    Source,
-    Timing,
-)
-from wfbench_core.stats import gap, is_unstable, pair_ratio_noise, summarize
-from wfbench_core.timer import Measurement, Side
+from wfbench_core.request import ExecuteRequest
+from wfbench_core.results import ERROR, MODE_AA, SCHEMA_VERSION, CaseResult, RunResult, write_result
 
 Progress = Callable[[str], None]
 
@@ -92,68 +80,337 @@ def execute(
     bundle: Path,
     *,
     registry: Registry,
-    protocol: Protocol = Protocol(),
-    mode: str = MODE_PAIRED,
-    case_ids: Sequence[str] = (),
-    cuda_compiler_kind: str = "auto",
+    request: ExecuteRequest = ExecuteRequest(),
     progress: Progress = lambda msg: None,
+    out: Optional[Path] = None,
 ) -> RunResult:
-    """Run every case of the bundle (or ``case_ids``) on this host's GPU and return the result.
+    """Run every case of the bundle (or ``request.case_ids``) on this host's GPU and return the result.
+
+    The cases run in a supervised worker process (:mod:`wfbench_core.worker`): a case whose kernel faults,
+    hangs or takes the process down costs that case (ERROR, one line) and the next case runs in a fresh
+    process. With ``out``, the result file is rewritten atomically after every case, marked incomplete
+    until the last one, so a run ended by any signal keeps every finished case.
 
     A base/head bundle times every compiler's PTX and the CUDA PTX in the same interleaved rounds and
     reports one CaseResult per compiler label, all against the same CUDA samples.
     """
     t_start = time.perf_counter()
+    case_ids = list(request.case_ids)
     manifests, by_case = prepare_all(bundle, registry, case_ids)
-    if mode == MODE_AA and len(manifests) > 1:
+    if request.mode == MODE_AA and len(manifests) > 1:
         raise WfbenchError("--aa times the CUDA PTX against itself; it takes a single warpforthc, not base/head")
-    timer = registry.make_timer(protocol)
-    environment = timer.environment()  # raises NoGpuError with one clear line when there is no GPU
-    arch = "sm_" + environment.compute_capability.replace(".", "")
-    cuda = cuda_compiler(cuda_compiler_kind)
-    progress(f"GPU {environment.gpu_name} ({arch}), driver {environment.driver_version}; "
-             f"CUDA side: {cuda.kind} {cuda.version} {' '.join(cuda.flags)}")
-    copy = timer.copy_gbps()
-    environment = attrs.evolve(environment, copy_gbps=copy)
-    if copy:
-        progress(f"device-to-device copy: {copy:.0f} GB/s (read + write)")
-
+    first = next(iter(manifests.values()))
     results: list[CaseResult] = []
-    for case_id, variants in by_case.items():
-        spent = time.perf_counter() - t_start
-        if protocol.suite_budget_s and spent > protocol.suite_budget_s:
-            why = f"not run: the suite budget of {protocol.suite_budget_s:.0f} s was spent ({spent:.0f} s)"
-            progress(f"{case_id}: {why}")
-            results.extend(_error_result(case_id, p.case, p.plugin, label, mode, why) for label, p in variants.items())
-            continue
-        progress(f"{case_id}: checking and timing")
-        for result in run_case(variants, timer=timer, protocol=protocol, cuda=cuda, arch=arch, mode=mode):
-            progress(_one_line(result))
-            results.append(result)
+    if registry.recipe is None:
+        progress("cases run in this process: a plugin of this run exists only here (e.g. in a conftest), so a "
+                 "separate worker could not load it; a kernel that faults or hangs will end the run")
+        supervisor: Supervisor = InProcess(bundle, request, progress, registry)
+    else:
+        supervisor = Supervisor(bundle, request, progress, registry)
+    header: dict[str, Any] = {}
+
+    def snapshot(complete: bool) -> RunResult:
+        return RunResult(
+            schema_version=SCHEMA_VERSION, suite_version=SUITE_VERSION, wfbench_version=__version__,
+            created=header["created"], mode=request.mode, protocol=request.protocol,
+            environment=header["environment"], warpforthc=first.warpforthc, cuda_compiler=header["cuda"],
+            cases=tuple(results), source=first.source, wall_s=time.perf_counter() - t_start,
+            compilers={label: m.warpforthc for label, m in manifests.items() if label}, complete=complete,
+        )
+
+    def save(complete: bool) -> None:
+        if out is not None:
+            write_result(snapshot(complete), out)
+
+    try:
+        init = supervisor.start(copy=True)
+        environment, cuda, arch = init
+        header.update(environment=environment, cuda=cuda, created=utcnow())
+        progress(f"GPU {environment.gpu_name} ({arch}), driver {environment.driver_version}; "
+                 f"CUDA side: {cuda.kind} {cuda.version} {' '.join(cuda.flags)}")
+        if environment.copy_gbps:
+            progress(f"device-to-device copy: {environment.copy_gbps:.0f} GB/s (read + write)")
+        save(False)
+        protocol = request.protocol
+        for case_id, variants in by_case.items():
+            spent = time.perf_counter() - t_start
+            if protocol.suite_budget_s and spent > protocol.suite_budget_s:
+                why = f"not run: the suite budget of {protocol.suite_budget_s:.0f} s was spent ({spent:.0f} s)"
+                progress(f"{case_id}: {why}")
+                results.extend(_error_result(case_id, p.case, p.plugin, label, request.mode, why)
+                               for label, p in variants.items())
+                save(False)
+                continue
+            progress(f"{case_id}: checking and timing")
+            for result in supervisor.run_case(case_id, variants):
+                progress(_one_line(result))
+                results.append(result)
+            save(False)
+    finally:
+        supervisor.close()
 
     for label, manifest in manifests.items():
         for cid, why in manifest.failures.items():
             if case_ids and cid not in case_ids:
                 continue
             reg = registry.cases.get(cid)
-            results.append(_error_result(cid, reg.value if reg else None, reg.plugin if reg else "", label, mode, why))
+            results.append(_error_result(cid, reg.value if reg else None, reg.plugin if reg else "", label,
+                                         request.mode, why))
+    result = snapshot(True)
+    if out is not None:
+        write_result(result, out)
+    return result
 
-    first = next(iter(manifests.values()))
-    return RunResult(
-        schema_version=SCHEMA_VERSION,
-        suite_version=SUITE_VERSION,
-        wfbench_version=__version__,
-        created=utcnow(),
-        mode=mode,
-        protocol=protocol,
-        environment=environment,
-        warpforthc=first.warpforthc,
-        cuda_compiler=cuda,
-        cases=tuple(results),
-        source=first.source,
-        wall_s=time.perf_counter() - t_start,
-        compilers={label: m.warpforthc for label, m in manifests.items() if label},
-    )
+
+class Supervisor:
+    """Runs cases in a worker process, one at a time, with the watchdog's deadlines.
+
+    A worker is replaced after any case that ended in ERROR (its CUDA context may be unusable), after a
+    crash, and after a missed deadline (it is killed first).
+    """
+
+    def __init__(self, bundle: Path, request: ExecuteRequest, progress: Progress, registry: Registry) -> None:
+        self.bundle = bundle
+        self.request = request
+        self.progress = progress
+        self.registry = registry
+        self.proc: Optional[subprocess.Popen] = None
+        self.replies: Any = None
+        self.env_record: Any = None
+        self.quiet_limit_s = watchdog.quiet_limit_s(request.protocol.max_case_s)
+
+    # -- process handling -------------------------------------------------------------------------
+
+    def _spawn(self) -> None:
+        read_fd, write_fd = os.pipe()
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "wfbench_core.worker", str(write_fd)],
+                stdin=subprocess.PIPE, stdout=_stderr_fd(), pass_fds=(write_fd,), text=True,
+            )
+        finally:
+            os.close(write_fd)
+        self.replies = _Lines(read_fd)
+
+    def _send(self, message: dict) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(json.dumps(message) + "\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass  # the worker is gone; reading its replies says how
+
+    def _alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def _kill(self) -> None:
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.kill()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # pragma: no cover - a process stuck in the driver
+            pass
+        if self.proc.stdin is not None:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+        self.replies.close()
+        self.proc = None
+
+    def close(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self._send({"op": "exit"})
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        self._kill()
+
+    def _await(self, key: str) -> dict:
+        """The worker's next reply carrying ``key``; progress and deadlines are handled on the way.
+
+        Raises :class:`_Lost` when the worker dies or misses a deadline (it is killed then).
+        """
+        limit, what = self.quiet_limit_s, "work outside a GPU wait"
+        while True:
+            try:
+                msg = self.replies.next(timeout=limit)
+            except TimeoutError:
+                self._kill()
+                raise _Lost(f"did not finish within {limit:g} s (hang?) while waiting for {what}", hang=True) from None
+            if msg is None:
+                code = self.proc.wait() if self.proc is not None else None
+                self._kill()
+                raise _Lost(_death(code))
+            if "progress" in msg:
+                self.progress(msg["progress"])
+            elif "arm" in msg:
+                limit, what = float(msg["arm"]), msg.get("what", "the GPU")
+            elif "disarm" in msg:
+                limit, what = self.quiet_limit_s, "work outside a GPU wait"
+            elif "fatal" in msg:
+                self._kill()
+                raise _fatal(msg["fatal"])
+            elif key in msg or "case_error" in msg:
+                return msg
+
+    def start(self, copy: bool = False) -> tuple[Any, Any, str]:
+        """Start a worker; the first one also reads the GPU (and the copy yardstick)."""
+        from wfbench_core.results import CompilerInfo, Environment, converter
+
+        self._spawn()
+        self._send({"op": "init", "bundle": str(self.bundle), "request": converter().unstructure(self.request),
+                    "copy": copy, "plugins": self.registry.recipe})
+        try:
+            reply = self._await("init")["init"]
+        except _Lost as lost:
+            raise WfbenchError(f"the GPU worker did not start: {lost}") from None
+        c = converter()
+        environment = c.structure(reply["environment"], Environment)
+        if self.env_record is None:
+            self.env_record = environment
+        return environment, c.structure(reply["cuda"], CompilerInfo), reply["arch"]
+
+    def run_case(self, case_id: str, variants: dict[str, Prepared]) -> list[CaseResult]:
+        from wfbench_core.results import converter
+
+        if not self._alive():
+            self._kill()
+            self.start()
+        self._send({"op": "case", "id": case_id})
+        try:
+            reply = self._await("results")
+        except _Lost as lost:
+            return [_error_result(case_id, p.case, p.plugin, label, self.request.mode, f"{case_id}: {lost}")
+                    for label, p in variants.items()]
+        if "case_error" in reply:
+            if reply.get("restart"):
+                self._kill()
+            return [_error_result(case_id, p.case, p.plugin, label, self.request.mode, reply["case_error"])
+                    for label, p in variants.items()]
+        results = [converter().structure(r, CaseResult) for r in reply["results"]]
+        if any(r.status == ERROR for r in results):
+            self._kill()  # a CUDA error may have left the context unusable: the next case gets a fresh one
+        return results
+
+
+class InProcess(Supervisor):
+    """The same conversation with a worker living in this process (no isolation, no deadlines)."""
+
+    def _spawn(self) -> None:
+        from wfbench_core.worker import Worker
+
+        self.queue: list[dict] = []
+        self.worker = Worker(_Collect(self.queue))
+        self.worker.registry = self.registry
+        self.proc = None
+        self.alive = True
+
+    def _send(self, message: dict) -> None:
+        self.alive = self.worker.handle(json.loads(json.dumps(message)))
+
+    def _await(self, key: str) -> dict:
+        while self.queue:
+            msg = self.queue.pop(0)
+            if "progress" in msg:
+                self.progress(msg["progress"])
+            elif "fatal" in msg:
+                raise _fatal(msg["fatal"])
+            elif key in msg or "case_error" in msg:
+                return msg
+        raise _Lost("the timer gave no answer")
+
+    def _alive(self) -> bool:
+        return getattr(self, "worker", None) is not None
+
+    def _kill(self) -> None:
+        pass
+
+    def close(self) -> None:
+        from wfbench_core import watchdog
+
+        watchdog.install(None)
+
+
+class _Collect:
+    """A write-only text stream that parses each line into ``queue``."""
+
+    def __init__(self, queue: list[dict]) -> None:
+        self.queue = queue
+
+    def write(self, text: str) -> None:
+        for line in text.splitlines():
+            if line.strip():
+                self.queue.append(json.loads(line))
+
+    def flush(self) -> None:
+        pass
+
+
+class _Lost(Exception):
+    """The worker died or missed a deadline."""
+
+    def __init__(self, message: str, hang: bool = False) -> None:
+        super().__init__(message)
+        self.hang = hang
+
+
+def _fatal(info: dict) -> WfbenchError:
+    from wfbench_core.errors import NoGpuError
+
+    cls = NoGpuError if info.get("exit_code") == NoGpuError.exit_code else WfbenchError
+    err = cls(info.get("message", "the GPU worker failed"))
+    err.exit_code = int(info.get("exit_code", 2))
+    return err
+
+
+def _death(code: Optional[int]) -> str:
+    if code is not None and code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"the GPU worker process died ({name}); the case's kernel or the driver took it down"
+    return f"the GPU worker process exited unexpectedly (exit {code})"
+
+
+def _stderr_fd() -> Any:
+    try:
+        return sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):  # captured stderr without a file descriptor
+        return subprocess.DEVNULL
+
+
+class _Lines:
+    """JSON lines from a pipe, read with a deadline."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.buf = b""
+
+    def next(self, timeout: float) -> Optional[dict]:
+        end = time.monotonic() + timeout
+        while b"\n" not in self.buf:
+            left = end - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            ready, _, _ = select.select([self.fd], [], [], left)
+            if not ready:
+                continue
+            chunk = os.read(self.fd, 65536)
+            if not chunk:
+                return None
+            self.buf += chunk
+        line, _, self.buf = self.buf.partition(b"\n")
+        return json.loads(line)  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
 
 
 def _error_result(case_id: str, case: Case | None, plugin: str, label: str, mode: str, why: str) -> CaseResult:
@@ -161,87 +418,6 @@ def _error_result(case_id: str, case: Case | None, plugin: str, label: str, mode
     return CaseResult(id=case_id, version=case.version if case else 0, priority=case.priority if case else "",
                       fingerprint=case.fingerprint() if case else "", status=ERROR, mode=mode, message=why,
                       plugin=plugin, compiler_label=label)
-
-
-def _wf_label(label: str) -> str:
-    return f"wf:{label}" if label else "wf"
-
-
-def run_case(variants: dict[str, Prepared], *, timer: object, protocol: Protocol, cuda: CompilerInfo, arch: str,
-             mode: str) -> list[CaseResult]:
-    """Check and time one case: every WarpForth variant (one, or base and head) against the CUDA side."""
-    some = next(iter(variants.values()))
-    case = some.case
-    work = case.work(case.sizes["canonical"])
-    bases = {
-        label: CaseResult(
-            id=case.id, version=case.version, priority=case.priority, fingerprint=case.fingerprint(),
-            status=ERROR, mode=mode, metric=case.metric, work_bytes=work.bytes, work_flops=work.flops,
-            cuda_source_sha256=case.cuda_source_sha256(),
-            warpforth_source_sha256=prep.files["canonical"].compile_wf.source_sha256,
-            plugin=prep.plugin, compiler_label=label, compile_wf=prep.files["canonical"].compile_wf,
-        )
-        for label, prep in variants.items()
-    }
-
-    def all_(**changes: object) -> list[CaseResult]:
-        return [attrs.evolve(b, **changes) for b in bases.values()]  # type: ignore[arg-type]
-
-    cuda_ptx: dict[str, str] = {}
-    compile_s = 0.0
-    try:
-        for config in CONFIGS:
-            compiled = compile_cuda(some.files[config].cuda_source, case_id=f"{case.id}[{config}]", arch=arch,
-                                    compiler=cuda)
-            cuda_ptx[config] = compiled.ptx
-            compile_s += compiled.record.wall_s
-            if config == "canonical":
-                bases = {k: attrs.evolve(b, compile_cuda=compiled.record) for k, b in bases.items()}
-    except WfbenchError as exc:
-        return all_(message=str(exc))
-
-    if mode == MODE_AA:
-        sides = [Side("wf", case.cuda_kernel, cuda_ptx)]
-    else:
-        sides = [Side(_wf_label(label), case.wf_kernel, {c: prep.files[c].wf_ptx for c in CONFIGS})
-                 for label, prep in variants.items()]
-    sides.append(Side("cuda", case.cuda_kernel, cuda_ptx))
-    try:
-        m: Measurement = timer.measure(case, sides, reference_label="cuda")  # type: ignore[attr-defined]
-    except WfbenchError as exc:
-        return all_(message=str(exc))
-
-    out = []
-    cu = summarize(m.samples_us["cuda"]) if m.passed else None
-    for label, base in bases.items():
-        prep = variants[label]
-        side = _wf_label(label)
-        costs = attrs.evolve(m.costs, compile_cuda_s=compile_s,
-                             compile_wf_s=sum(prep.files[c].compile_wf.wall_s for c in CONFIGS))
-        base = attrs.evolve(base, checks=m.checks, costs=costs, attrs_wf=m.kernel_attrs.get(side),
-                            attrs_cuda=m.kernel_attrs.get("cuda"))
-        if not m.passed or cu is None:
-            out.append(attrs.evolve(base, status=FAILED, message=m.message))
-            continue
-        wf = summarize(m.samples_us[side])
-        timing = Timing(
-            launches_per_sample=m.launches_per_sample, warmup_s=m.warmup_s, warpforth=wf, cuda=cu,
-            gap=gap(wf, cu), order=tuple(m.first),
-            clocks_sm_mhz=m.clocks_sm_mhz,
-            gbps_wf=_rate(work.bytes, wf.median_us), gbps_cuda=_rate(work.bytes, cu.median_us),
-            gflops_wf=_rate(work.flops, wf.median_us), gflops_cuda=_rate(work.flops, cu.median_us),
-            pair_ratio_noise=pair_ratio_noise(wf.samples_us, cu.samples_us),
-        )
-        unstable = is_unstable(wf, cu, protocol.unstable_noise)
-        message = (f"noisy: MAD/median {wf.noise:.1%} (WarpForth), {cu.noise:.1%} (CUDA) > "
-                   f"{protocol.unstable_noise:.0%}") if unstable else ""
-        out.append(attrs.evolve(base, status=UNSTABLE if unstable else OK, timing=timing, message=message))
-    return out
-
-
-def _rate(amount: int, median_us: float) -> float | None:
-    """Bytes or FLOPs per launch at a median time, in G/s."""
-    return amount / (median_us * 1e-6) / 1e9 if amount else None
 
 
 def _one_line(r: CaseResult) -> str:

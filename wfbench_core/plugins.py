@@ -89,8 +89,7 @@ def _origins(pm: pluggy.PluginManager) -> dict[str, str]:
     return pm.wfbench_origins  # type: ignore[attr-defined,no-any-return]
 
 
-def plugin_origin(pm: pluggy.PluginManager, plugin: object) -> str:
-    """Name a plugin for messages: its registered name, plus the distribution that shipped it."""
+def plugin_origin(pm: pluggy.PluginManager, plugin: object) -> tuple[str, str]:
+    """A plugin's registered name and the distribution that shipped it (``""`` when none did)."""
     name = pm.get_name(plugin) or repr(plugin)
-    dist = _origins(pm).get(name)
-    return f"{name} ({dist})" if dist else name
+    return name, _origins(pm).get(name, "")

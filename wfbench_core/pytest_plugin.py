@@ -25,8 +25,8 @@ Options (``pytest --help``, group "wfbench"):
   Otherwise each case is compiled with ``--wfbench-warpforthc PATH`` (else ``WFBENCH_WARPFORTHC``,
   else ``PATH``).
 - ``--wfbench-case ID`` / ``--wfbench-priority P0`` (repeatable): the cases ``wfbench_case`` takes.
-- ``--wfbench-samples``, ``--wfbench-min-sample-ms``, ``--wfbench-warmup-s``, ``--wfbench-budget-s``:
-  the timing protocol, as for ``wfbench run``.
+- ``--wfbench-samples``, ``--wfbench-min-sample-ms``, ``--wfbench-warmup-s``, ``--wfbench-budget-s`` …:
+  the timing protocol, one option per setting of ``wfbench run`` (made from the same fields).
 
 wfbench hook implementations (functions marked ``@wfbench_core.hookimpl``) in ``conftest.py`` files and
 pytest plugins are registered with wfbench as well: a project can define cases, transports or a timer
@@ -47,7 +47,7 @@ import attrs
 import pytest
 
 from wfbench_core.errors import NoGpuError, WfbenchError
-from wfbench_core.results import ERROR, FAILED, MODE_PAIRED, CaseResult, Protocol, RunResult
+from wfbench_core.results import ERROR, FAILED, CaseResult, Protocol, RunResult, setting_problem
 
 log = logging.getLogger("wfbench")
 
@@ -62,7 +62,6 @@ CHECK_PROTOCOL = Protocol(warmup_s=0.0, min_sample_ms=1.0, samples=5)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    d = Protocol()
     group = parser.getgroup("wfbench", "wfbench: WarpForth vs CUDA benchmarks on one GPU per session")
     group.addoption("--run-benchmarks", action="store_true", default=False,
                     help=f"Run tests marked '{MARKER}' (skipped by default).")
@@ -83,14 +82,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="Case for the wfbench_case fixture (repeatable); default: every installed case.")
     group.addoption("--wfbench-priority", dest="wfbench_priorities", action="append", default=[],
                     choices=["P0", "P1"], help="Only cases of this priority for wfbench_case (repeatable).")
-    group.addoption("--wfbench-samples", type=int, default=d.samples, metavar="N",
-                    help=f"Paired samples per case (default {d.samples}).")
-    group.addoption("--wfbench-min-sample-ms", type=float, default=d.min_sample_ms, metavar="MS",
-                    help=f"Each sample lasts at least this long (default {d.min_sample_ms:g}).")
-    group.addoption("--wfbench-warmup-s", type=float, default=d.warmup_s, metavar="S",
-                    help=f"Busy-GPU warm-up before timing each case (default {d.warmup_s:g}).")
-    group.addoption("--wfbench-budget-s", type=float, default=d.suite_budget_s, metavar="S",
-                    help="Time budget of each execution on the GPU host (0 = none).")
+    for field in attrs.fields(Protocol):  # the timing protocol's settings, from their one home
+        meta = field.metadata
+        if meta.get("flag"):
+            group.addoption("--wfbench-" + meta["flag"][2:], dest="wfbench_protocol_" + field.name,
+                            type=int if field.type in (int, "int") else float, default=field.default,
+                            help=f"{meta['help']} (default {field.default:g}; as '{meta['flag']}' of wfbench run).")
 
 
 @attrs.frozen
@@ -116,8 +113,14 @@ class Settings:
             if not sep or not key.strip():
                 raise pytest.UsageError(f"--wfbench-transport-opt expects KEY=VALUE, got {text!r}")
             options[key.strip().replace("-", "_")] = value
-        if opt("wfbench_samples") < 5:
-            raise pytest.UsageError("--wfbench-samples must be at least 5")
+        values = {}
+        for f in attrs.fields(Protocol):
+            if f.metadata.get("flag"):
+                values[f.name] = opt("wfbench_protocol_" + f.name)
+                problem = setting_problem(f, values[f.name], "--wfbench-" + f.metadata["flag"][2:])
+                if problem:
+                    raise pytest.UsageError(problem)
+        protocol = Protocol(**values)
         bundle = opt("wfbench_bundle")
         if bundle is not None and not (Path(bundle) / "manifest.json").is_file():
             raise pytest.UsageError(f"--wfbench-bundle {bundle}: not a wfbench bundle (no manifest.json); "
@@ -132,8 +135,7 @@ class Settings:
             warpforthc=opt("wfbench_warpforthc"),
             case_ids=tuple(opt("wfbench_cases")),
             priorities=tuple(opt("wfbench_priorities")),
-            protocol=Protocol(warmup_s=opt("wfbench_warmup_s"), min_sample_ms=opt("wfbench_min_sample_ms"),
-                              samples=opt("wfbench_samples"), suite_budget_s=opt("wfbench_budget_s")),
+            protocol=protocol,
         )
 
 
@@ -333,16 +335,15 @@ class GpuSession:
         if self.settings.bundle is not None:
             return self.settings.bundle
         if case_id not in self._bundles:
-            from wfbench_core.bundle import build_bundle
+            from wfbench_core import runner
             from wfbench_core.compile import find_warpforthc
-            from wfbench_core.executor import detect_source
+            from wfbench_core.request import ExecuteRequest, RunRequest
 
             reg = self.state.registry
-            case = reg.case(case_id)
-            binary = find_warpforthc(self.settings.warpforthc)
+            request = RunRequest(cases=reg.refs([reg.case(case_id)]), execute=ExecuteRequest(),
+                                 compilers={"": find_warpforthc(self.settings.warpforthc)})
             out = self._tmp / f"bundle-{case_id}"
-            build_bundle([case], out, warpforthc=binary, arch=self.arch(), source=detect_source(None, binary),
-                         plugins={case_id: reg.cases[case_id].plugin}, progress=self.progress)
+            runner.build(request, reg, out, arch=self.arch(), progress=self.progress)
             self._bundles[case_id] = out
         return self._bundles[case_id]
 
@@ -372,8 +373,10 @@ class GpuSession:
             pytest.fail(problem, pytrace=False)
         no_gpu = ""
         try:
-            return self.transport.execute(bundle, protocol=protocol or self.settings.protocol, mode=MODE_PAIRED,
-                                          case_ids=list(case_ids), progress=self.progress)
+            from wfbench_core.request import ExecuteRequest
+
+            request = ExecuteRequest(case_ids=tuple(case_ids), protocol=protocol or self.settings.protocol)
+            return self.transport.execute(bundle, request, progress=self.progress)
         except NoGpuError as exc:
             no_gpu = str(exc)
         except WfbenchError as exc:

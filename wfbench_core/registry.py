@@ -10,6 +10,7 @@ import pluggy
 from wfbench_core.case import Case
 from wfbench_core.errors import WfbenchError
 from wfbench_core.plugins import get_plugin_manager, plugin_origin
+from wfbench_core.request import CaseRef
 
 
 class DuplicateError(WfbenchError):
@@ -18,11 +19,17 @@ class DuplicateError(WfbenchError):
 
 @attrs.frozen
 class Registered:
-    """A registered thing and the plugin that registered it."""
+    """A registered thing and the plugin that registered it (entry-point name and distribution)."""
 
     name: str
     value: Any
-    plugin: str
+    plugin_name: str
+    distribution: str = ""
+
+    @property
+    def plugin(self) -> str:
+        """The plugin for messages and results: ``"name (distribution)"``."""
+        return f"{self.plugin_name} ({self.distribution})" if self.distribution else self.plugin_name
 
 
 @attrs.define
@@ -32,11 +39,16 @@ class Registry:
     pm: pluggy.PluginManager
     cases: dict[str, Registered] = attrs.field(factory=dict)
     transports: dict[str, Registered] = attrs.field(factory=dict)
+    #: how another process loads the same plugins: ``(autoload, module names)``, or None when some plugin
+    #: exists only in this process (an object, a conftest namespace) and cannot be loaded elsewhere
+    recipe: tuple[bool | None, tuple[str, ...]] | None = None
 
     @classmethod
     def load(cls, plugins: Iterable[object | str] = (), *, autoload: bool | None = None) -> Registry:
+        plugins = list(plugins)
         pm = get_plugin_manager(plugins, autoload=autoload)
-        reg = cls(pm)
+        names = tuple(p for p in plugins if isinstance(p, str))
+        reg = cls(pm, recipe=(autoload, names) if len(names) == len(plugins) else None)
         reg._collect("wfbench_register_cases", reg.cases, "case", _check_case)
         reg._collect("wfbench_register_transports", reg.transports, "transport", None)
         return reg
@@ -44,21 +56,22 @@ class Registry:
     def _collect(self, hook_name: str, into: dict[str, Registered], what: str, check: Any) -> None:
         hook = getattr(self.pm.hook, hook_name)
         for impl in hook.get_hookimpls():  # registration order
-            origin = plugin_origin(self.pm, impl.plugin)
+            plugin_name, dist = plugin_origin(self.pm, impl.plugin)
 
-            def register(name_or_value: Any, value: Any = None, *, _origin: str = origin) -> None:
+            def register(name_or_value: Any, value: Any = None, *, _name: str = plugin_name, _dist: str = dist) -> None:
                 if value is None:
                     value, name = name_or_value, getattr(name_or_value, "id", None)
                 else:
                     name = name_or_value
+                entry = Registered(name, value, _name, _dist)
                 if check is not None:
-                    check(value, _origin)
+                    check(value, entry.plugin)
                 if name in into:
                     raise DuplicateError(
-                        f"{what} {name!r} is offered by two plugins: {into[name].plugin} and {_origin}; "
+                        f"{what} {name!r} is offered by two plugins: {into[name].plugin} and {entry.plugin}; "
                         f"uninstall or block one of them"
                     )
-                into[name] = Registered(name, value, _origin)
+                into[name] = entry
 
             impl.function(register=register)
 
@@ -79,6 +92,10 @@ class Registry:
         wanted = set(priorities)
         cases = [r.value for r in self.cases.values() if not wanted or r.value.priority in wanted]
         return sorted(cases, key=lambda c: (c.priority, c.id))
+
+    def refs(self, cases: Iterable[Case]) -> tuple[CaseRef, ...]:
+        """The selected cases with their plugin origin, for a run request."""
+        return tuple(CaseRef(c.id, self.cases[c.id].plugin_name, self.cases[c.id].distribution) for c in cases)
 
     def transport(self, name: str) -> Any:
         try:

@@ -30,16 +30,46 @@ MODE_PAIRED = "paired"
 MODE_AA = "aa"
 
 
+def setting(default: Any, help: str, *, flag: str = "", low: Optional[float] = None,
+            high: Optional[float] = None) -> Any:
+    """A protocol setting: its default, help text, command-line flag and allowed range, in one place.
+
+    The CLI (``wfbench run/execute``) and the pytest plugin (``--wfbench-…``) make their options from
+    these fields; the range is also checked whenever a protocol is constructed or loaded.
+    """
+
+    def in_range(instance: Any, attribute: Any, value: Any) -> None:
+        problem = setting_problem(attribute, value, flag or attribute.name)
+        if problem:
+            raise ValueError(problem)
+
+    return attrs.field(default=default, validator=in_range,
+                       metadata={"help": help, "flag": flag, "low": low, "high": high})
+
+
+def setting_problem(field: Any, value: Any, name: str) -> str:
+    """Why ``value`` is out of a setting's range, naming it ``name``; "" when it is fine."""
+    low, high = field.metadata.get("low"), field.metadata.get("high")
+    if (low is not None and value < low) or (high is not None and value > high):
+        bounds = f"at least {low:g}" if high is None else f"between {low:g} and {high:g}"
+        return f"{name} must be {bounds}, not {value!r}"
+    return ""
+
+
 @attrs.frozen
 class Protocol:
-    """How samples are taken; stored with every run."""
+    """How samples are taken (the timing protocol); stored with every run."""
 
-    warmup_s: float = 1.0
-    min_sample_ms: float = 50.0
-    samples: int = 30
-    unstable_noise: float = 0.03
-    max_case_s: float = 60.0  # a case whose timing phase would take longer is refused (ERROR), not cut short
-    suite_budget_s: float = 0.0  # 0 = none; cases not started within it end as ERROR "over budget"
+    warmup_s: float = setting(1.0, "Busy-GPU warm-up before timing each case.", flag="--warmup-s", low=0, high=600)
+    min_sample_ms: float = setting(50.0, "Each sample lasts at least this long.", flag="--min-sample-ms",
+                                   low=1, high=10_000)
+    samples: int = setting(30, "Paired samples per case.", flag="--samples", low=5, high=10_000)
+    unstable_noise: float = setting(0.03, "A case whose MAD/median exceeds this on a side is marked unstable.",
+                                    flag="--unstable-noise", low=0, high=1)
+    max_case_s: float = setting(60.0, "A case whose timing phase would take longer is refused (ERROR), not cut "
+                                "short.", flag="--max-case-s", low=1)
+    suite_budget_s: float = setting(0.0, "Suite time budget on the GPU host (0 = none); cases left when it is "
+                                    "spent end as ERROR.", flag="--budget-s", low=0)
 
 
 @attrs.frozen
@@ -223,6 +253,9 @@ class RunResult:
     source: Source = Source()
     wall_s: float = 0.0
     compilers: dict[str, CompilerInfo] = attrs.Factory(dict)  # base/head run: label -> warpforthc
+    # False while the run is in progress: the executor rewrites the file after every case, so a run ended
+    # by a signal or a lost connection keeps the cases it finished
+    complete: bool = True
 
     def case(self, case_id: str, compiler_label: str = "") -> CaseResult:
         for c in self.cases:

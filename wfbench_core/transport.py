@@ -10,9 +10,10 @@ help) lists the options ``wfbench transports NAME`` shows.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Protocol as TypingProtocol, Sequence
+from typing import Any, Callable, ClassVar, Optional, Protocol as TypingProtocol
 
-from wfbench_core.results import Protocol, RunResult
+from wfbench_core.request import ExecuteRequest
+from wfbench_core.results import RunResult
 
 
 class Transport(TypingProtocol):
@@ -29,13 +30,16 @@ class Transport(TypingProtocol):
     def execute(
         self,
         bundle: Path,
+        request: ExecuteRequest,
         *,
-        protocol: Protocol,
-        mode: str,
-        case_ids: Sequence[str],
         progress: Callable[[str], None],
+        out: Optional[Path] = None,
     ) -> RunResult:
-        """Execute the bundle on the transport's GPU and return the result."""
+        """Execute the bundle on the transport's GPU and return the result.
+
+        With ``out``, leave the result there; when the execution breaks off, leave there what finished
+        (``complete=False``) before raising.
+        """
 
     def close(self) -> None:
         """Release everything the transport holds (connections, rented machines)."""

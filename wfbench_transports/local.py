@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from wfbench_core import hookimpl
 from wfbench_core.errors import NoGpuError, WfbenchError
-from wfbench_core.results import Protocol, RunResult
+
+if TYPE_CHECKING:
+    from wfbench_core.request import ExecuteRequest
+    from wfbench_core.results import RunResult
 
 
 class LocalTransport:
@@ -33,12 +36,11 @@ class LocalTransport:
         cc = cuda.get_current_device().compute_capability
         return f"sm_{cc[0]}{cc[1]}"
 
-    def execute(self, bundle: Path, *, protocol: Protocol, mode: str, case_ids: Sequence[str],
-                progress: Callable[[str], None]) -> RunResult:
+    def execute(self, bundle: Path, request: ExecuteRequest, *, progress: Callable[[str], None],
+                out: Optional[Path] = None) -> RunResult:
         from wfbench_core.executor import execute
 
-        return execute(bundle, registry=self.registry, protocol=protocol, mode=mode, case_ids=case_ids,
-                       cuda_compiler_kind=self.cuda_compiler, progress=progress)
+        return execute(bundle, registry=self.registry, request=request, progress=progress, out=out)
 
     def close(self) -> None:
         pass

@@ -39,7 +39,8 @@ import attrs
 
 from wfbench_core import hookimpl
 from wfbench_core.errors import NoGpuError, WfbenchError
-from wfbench_core.results import MODE_AA, Protocol, RunResult, loads
+from wfbench_core.request import ExecuteRequest
+from wfbench_core.results import RunResult, loads, write_result
 from wfbench_transports import wheels as _wheels
 from wfbench_transports.options import Option, describe, parse
 
@@ -79,27 +80,6 @@ class SshError(WfbenchError):
 
 class RemoteTimeout(SshError):
     """A remote command ran past its time limit (it was stopped)."""
-
-
-#: Protocol fields and the ``wfbench execute`` flags that carry them (the first three always go).
-PROTOCOL_FLAGS = {"samples": "--samples", "min_sample_ms": "--min-sample-ms", "warmup_s": "--warmup-s",
-                  "suite_budget_s": "--budget-s"}
-
-
-def protocol_args(protocol: Protocol) -> list[str]:
-    """The executor flags that reproduce ``protocol`` on the host; other settings must be defaults."""
-    default = Protocol()
-    args: list[str] = []
-    for field in attrs.fields(Protocol):
-        value = getattr(protocol, field.name)
-        flag = PROTOCOL_FLAGS.get(field.name)
-        if flag is None:
-            if value != getattr(default, field.name):
-                raise SshError(f"protocol setting {field.name}={value!r} cannot be passed to the remote executor; "
-                               f"leave it at its default ({getattr(default, field.name)!r})")
-        elif field.name in ("samples", "min_sample_ms", "warmup_s") or value != getattr(default, field.name):
-            args += [flag, repr(value) if isinstance(value, float) else str(value)]
-    return args
 
 
 def paramiko_module() -> Any:
@@ -389,23 +369,46 @@ class SshTransport:
         """Prepare the host and check the bundle there (``--validate-only``: no GPU needed); the case IDs."""
         return self._on_host(Path(bundle), case_ids, progress or self.progress, lambda run: run.validate(case_ids))
 
-    def execute(self, bundle: Path, *, protocol: Protocol, mode: str, case_ids: Sequence[str],
-                progress: Progress | None = None) -> RunResult:
-        protocol_args(protocol)  # refuses settings the executor's command line cannot carry
+    def execute(self, bundle: Path, request: ExecuteRequest, *, progress: Progress | None = None,
+                out: Path | None = None) -> RunResult:
+        """Execute on the host; the result (or, when the run breaks off, its finished cases) lands in ``out``."""
+        case_ids = request.case_ids
 
-        def action(run: RemoteRun) -> tuple[str, str]:
+        def action(run: RemoteRun) -> str:
             run.validate(case_ids)
-            return run.execute(protocol, mode, case_ids), run.result_path
+            try:
+                return run.execute(request)
+            except WfbenchError as exc:
+                self._keep_partial(run, out, exc)
+                raise
 
-        text, where = self._on_host(Path(bundle), case_ids, progress or self.progress, action)
-        result: RunResult = loads(text, RunResult, where=f"{self.label}:{where}")
-        if result.protocol != protocol:
+        text = self._on_host(Path(bundle), case_ids, progress or self.progress, action)
+        result = self._stamp(loads(text, RunResult, where=f"{self.label}:result.json"))
+        if result.protocol != request.protocol:
             raise SshError(f"{self.label}: the remote executor used protocol {result.protocol}, not the one asked "
                            f"for; install the same wfbench version on both sides")
+        if out is not None:
+            write_result(result, out)
+        return result
+
+    def _stamp(self, result: RunResult) -> RunResult:
         extra = {**result.environment.extra, "transport": "ssh", "ssh_host": self.hostname,
                  "ssh_port": str(self.port), "ssh_user": self.user, "ssh_host_key_sha256": self.host_key_sha256,
                  "remote_python": self._python[0], "remote_python_version": self._python[1], **self.facts}
         return attrs.evolve(result, environment=attrs.evolve(result.environment, extra=extra))
+
+    def _keep_partial(self, run: "RemoteRun", out: Path | None, exc: Exception) -> None:
+        """After a broken-off execution: fetch what the executor finished (reconnecting if need be)."""
+        if out is None:
+            return
+        try:
+            self.connect()
+            text = run.fetch_result()
+            partial = attrs.evolve(loads(text, RunResult, where=f"{self.label}:result.json"), complete=False)
+        except Exception:  # noqa: BLE001 - nothing to keep; the original error is what the user sees
+            return
+        write_result(self._stamp(partial), out)
+        (self.progress)(f"{self.label}: kept {len(partial.cases)} finished case(s) in {out} (marked incomplete)")
 
     def _on_host(self, bundle: Path, case_ids: Sequence[str], progress: Progress,
                  action: Callable[[RemoteRun], Any]) -> Any:
@@ -423,6 +426,7 @@ class SshTransport:
             run.create()
             run.upload(bundle, shipment)
             run.prepare_python(shipment)
+            self._python = ("", "")
             out = action(run)
             self._python = (run.python_path, run.python_version)
             return out
@@ -604,14 +608,16 @@ class RemoteRun:
         except (ValueError, IndexError, KeyError, TypeError):
             raise SshError(f"{self.t.label}: --validate-only gave no report: {done.stdout.strip()[-200:]!r}") from None
 
-    def execute(self, protocol: Protocol, mode: str, case_ids: Sequence[str]) -> str:
+    def execute(self, request: ExecuteRequest) -> str:
         t = self.t
+        sftp = t._client.open_sftp()
+        try:
+            with sftp.open(self.path("request.json"), "wb") as fh:
+                fh.write(request.to_json().encode())
+        finally:
+            sftp.close()
         argv = [*self.env(self.python), "-m", "wfbench_core", "execute", self.path("bundle"),
-                "--out", self.result_path, *protocol_args(protocol), "--cuda-compiler", t.cuda_compiler]
-        if mode == MODE_AA:
-            argv.append("--aa")
-        for cid in case_ids:
-            argv += ["--case", cid]
+                "--request", self.path("request.json"), "--out", self.result_path]
         self.progress(f"{t.label}: executing the bundle")
         try:
             done = self.run(argv, timeout=t.cfg["timeout"], stream=lambda line: self.progress(f"[{t.hostname}] {line}"))
@@ -623,16 +629,20 @@ class RemoteRun:
         if done.rc not in (0, 1):
             raise SshError(f"{t.label}: the executor failed (exit {done.rc}): {done.error_line()}")
         try:
-            sftp = t._client.open_sftp()
-            try:
-                with sftp.open(self.result_path, "rb") as fh:
-                    return fh.read().decode("utf-8", "replace")  # type: ignore[no-any-return]
-            finally:
-                sftp.close()
+            return self.fetch_result()
         except OSError:
             if done.rc == 1:
                 raise SshError(f"{t.label}: the executor failed (exit 1): {done.error_line()}") from None
             raise SshError(f"{t.label}: the executor exited 0 but wrote no {self.result_path}") from None
+
+    def fetch_result(self) -> str:
+        """The executor's result file as it is now (complete, or the cases finished so far)."""
+        sftp = self.t._client.open_sftp()
+        try:
+            with sftp.open(self.result_path, "rb") as fh:
+                return fh.read().decode("utf-8", "replace")  # type: ignore[no-any-return]
+        finally:
+            sftp.close()
 
     def remove(self) -> None:
         """Stop what still runs and delete the work directory; say loudly if that is impossible."""

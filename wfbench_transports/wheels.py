@@ -110,12 +110,6 @@ def _requirement_names(dist: md.Distribution) -> list[str]:
     return names
 
 
-def _origin_dist(origin: str) -> str | None:
-    """``"axpy_f64 (wfbench)"`` -> ``"wfbench"``: the distribution in a registry origin string."""
-    m = re.search(r"\(([^()]+)\)\s*$", origin)
-    return m.group(1) if m else None
-
-
 def select_distributions(registry: Any, case_ids: Iterable[str]) -> list[md.Distribution]:
     """wfbench, every distribution with ``wfbench`` entry points, and the plugins of ``case_ids``."""
     installed = _installed()
@@ -131,8 +125,8 @@ def select_distributions(registry: Any, case_ids: Iterable[str]) -> list[md.Dist
         reg = registry.cases.get(cid) if registry is not None else None
         if reg is None:
             continue
-        dist_name = _origin_dist(reg.plugin)
-        dist = installed.get(canonical_name(dist_name)) if dist_name else _dist_of_module(reg.plugin, installed)
+        dist = (installed.get(canonical_name(reg.distribution)) if reg.distribution
+                else _dist_of_module(reg.plugin_name, installed))
         if dist is None:
             raise WfbenchError(
                 f"case {cid!r} comes from plugin {reg.plugin}, which is not part of an installed distribution; "
@@ -347,7 +341,7 @@ def prepare(registry: Any, case_ids: Iterable[str], *, prebuilt: str | None = No
     plugin_wheels: list[str] = []
     main = ""
     host: list[str] = []
-    needed = {canonical_name(_origin_dist(r.plugin) or "") for cid, r in
+    needed = {canonical_name(r.distribution) for cid, r in
               (registry.cases.items() if registry is not None else ()) if cid in ids}
     core_name = canonical_name(dists[0].metadata["Name"])
     for dist in [*dists, *deps]:

@@ -6,18 +6,15 @@ from pathlib import Path
 
 import click
 
-from wfbench_core.bundle import build_bundle
 from wfbench_core.cli.common import (
     case_options,
     check_cuda_option,
-    local_cuda_checker,
-    first_binary,
     load_registry,
+    local_cuda_checker,
     progress_printer,
-    resolve_warpforthc,
+    run_request,
     warpforthc_option,
 )
-from wfbench_core.executor import detect_source
 
 
 @click.command("build")
@@ -32,17 +29,15 @@ from wfbench_core.executor import detect_source
 def build(case_ids: tuple[str, ...], priorities: tuple[str, ...], warpforthc: tuple[str, ...], check_cuda: bool, out_dir: Path,
           arch: str | None, commit: str | None, quiet: bool) -> None:
     """Compile WarpForth for the selected cases into a self-describing bundle folder."""
+    from wfbench_core import runner
+
     reg = load_registry()
-    cases = reg.select(case_ids, priorities=priorities)
-    binary = resolve_warpforthc(warpforthc)
+    request = run_request(reg, case_ids, priorities, warpforthc, commit=commit, check_cuda=check_cuda)
     # Strict: the first source that does not compile stops the build and nothing is written.
-    manifest = build_bundle(cases, out_dir, warpforthc=binary, arch=arch,
-                            source=detect_source(commit, first_binary(binary)),
-                            plugins={c.id: reg.cases[c.id].plugin for c in cases},
-                            progress=progress_printer(quiet), keep_going=False,
+    manifest = runner.build(request, reg, out_dir, arch=arch, progress=progress_printer(quiet), keep_going=False,
                             check_cuda=local_cuda_checker(check_cuda))
     what = f"compilers {', '.join(manifest.labels)}" if manifest.labels else f"warpforthc {manifest.warpforthc.version}"
-    click.echo(f"bundle {out_dir}: {len(cases)} case(s), {what}")
+    click.echo(f"bundle {out_dir}: {len(request.cases)} case(s), {what}")
 
 
 COMMANDS = [build]

@@ -52,10 +52,6 @@ def resolve_warpforthc(values: tuple[str, ...]) -> Path | dict[str, Path]:
     return out
 
 
-def first_binary(binary: Path | dict[str, Path]) -> Path:
-    return binary if isinstance(binary, Path) else next(iter(binary.values()))
-
-
 def progress_printer(quiet: bool) -> Callable[[str], None]:
     if quiet:
         return lambda msg: None
@@ -73,3 +69,96 @@ def local_cuda_checker(enabled: bool) -> Any:
     from wfbench_core.compile import cuda_compiler, find_nvcc
 
     return cuda_compiler("nvcc") if enabled and find_nvcc() is not None else None
+
+
+def protocol_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """One option per timing-protocol setting, made from the fields of :class:`Protocol` (their one home)."""
+    import attrs
+
+    from wfbench_core.results import Protocol
+
+    for field in reversed(attrs.fields(Protocol)):
+        meta = field.metadata
+        if not meta.get("flag"):
+            continue
+        kind = click.IntRange if field.type in (int, "int") else click.FloatRange
+        f = click.option(meta["flag"], "protocol_" + field.name, type=kind(meta["low"], meta["high"]),
+                         default=field.default, show_default=True, help=meta["help"])(f)
+    return f
+
+
+def protocol_from(options: dict[str, Any]) -> Any:
+    """The :class:`Protocol` of the ``protocol_*`` options (removed from ``options``)."""
+    from wfbench_core.results import Protocol
+
+    values = {k[len("protocol_"):]: options.pop(k) for k in list(options) if k.startswith("protocol_")}
+    return Protocol(**values)
+
+
+def execute_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """What the GPU host is asked to do, shared by ``run`` and ``execute``."""
+    f = protocol_options(f)
+    f = click.option("--aa", is_flag=True, help="A/A: time the CUDA PTX against itself (the method's floor).")(f)
+    f = click.option("--case-timeout", type=click.FloatRange(1), default=None, metavar="S",
+                     help="Deadline of every wait on the GPU; a case that misses it is killed and reported as a "
+                          "hang [default: max(10 s, 50 x the expected time)].")(f)
+    f = click.option("--repeat", type=click.IntRange(1, 100), default=1, show_default=True,
+                     help="Run every case in K fresh processes; the table shows the spread of the gap.")(f)
+    f = click.option("--cuda-compiler", type=click.Choice(["auto", "nvcc", "nvrtc"]), default="auto",
+                     show_default=True)(f)
+    return f
+
+
+def execute_request(case_ids: Any, options: dict[str, Any]) -> Any:
+    """The :class:`ExecuteRequest` of the options made by :func:`execute_options` (removed from ``options``)."""
+    from wfbench_core.request import ExecuteRequest
+    from wfbench_core.results import MODE_AA, MODE_PAIRED
+
+    return ExecuteRequest(
+        case_ids=tuple(case_ids), protocol=protocol_from(options),
+        mode=MODE_AA if options.pop("aa") else MODE_PAIRED, cuda_compiler=options.pop("cuda_compiler"),
+        case_timeout_s=options.pop("case_timeout"), repeat=options.pop("repeat"),
+    )
+
+
+def run_request(registry: Registry, case_ids: tuple[str, ...], priorities: tuple[str, ...],
+                warpforthc: tuple[str, ...], *, execute: Any = None, commit: str | None = None,
+                check_cuda: bool = True, transport: str = "local", transport_opts: tuple[str, ...] = ()) -> Any:
+    """The :class:`RunRequest` of the command line: cases selected, compilers resolved, options parsed."""
+    from wfbench_core.request import ExecuteRequest, RunRequest
+
+    cases = registry.select(case_ids, priorities=priorities)
+    binary = resolve_warpforthc(warpforthc)
+    compilers = {"": binary} if isinstance(binary, Path) else binary
+    execute = execute or ExecuteRequest()
+    import attrs
+
+    return RunRequest(cases=registry.refs(cases), execute=attrs.evolve(execute, case_ids=tuple(c.id for c in cases)),
+                      compilers=compilers, transport=transport,
+                      transport_options=dict(split_opt(o) for o in transport_opts), commit=commit,
+                      check_cuda=check_cuda)
+
+
+def split_opt(text: str) -> tuple[str, str]:
+    """``KEY=VALUE`` of ``--transport-opt`` (``-`` in keys becomes ``_``)."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise click.BadParameter(f"expected KEY=VALUE, got {text!r}", param_hint="--transport-opt")
+    return key.strip().replace("-", "_"), value
+
+
+def finish(result: Any, out: Path | None, as_json: bool) -> None:
+    """Print the result (the file is already written); exit 1 when a case failed or could not run."""
+    from wfbench_core.errors import CaseFailed
+    from wfbench_core.report import render
+    from wfbench_core.results import ERROR, FAILED, dumps
+
+    if as_json:
+        click.echo(dumps(result), nl=False)
+    else:
+        click.echo(render(result))
+        if out is not None:
+            click.echo(f"result: {out}")
+    bad = [c.id for c in result.cases if c.status in (FAILED, ERROR)]
+    if bad:
+        raise CaseFailed(f"{len(bad)} case(s) failed or could not run: {', '.join(bad)}")

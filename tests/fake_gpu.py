@@ -1,0 +1,74 @@
+"""A wfbench timer plugin that misbehaves on purpose, for the executor's isolation tests (no GPU needed).
+
+Loaded into the executor's worker process through ``WFBENCH_PLUGINS=fake_gpu`` (with ``tests/`` on
+``PYTHONPATH``). ``FAKE_GPU_BEHAVIOUR`` says what each case does, e.g. ``scale_i64=segv,axpy_f64=ok``:
+
+- ``ok``: a clean, correct measurement (WarpForth 3 us, CUDA 2 us);
+- ``segv``: the worker process dies of SIGSEGV, as when a driver crashes;
+- ``kill``: the worker process is SIGKILLed (out-of-memory killer, an operator);
+- ``hang``: a wait on the "GPU" that never returns, under the watchdog (a kernel that never terminates);
+- ``quiet-hang``: never returns, outside any watchdog wait;
+- ``raise``: the timer raises an unexpected exception (a plugin bug);
+- ``launch``: a launch fails with a sticky CUDA error (a WfbenchError, as the real timer raises).
+
+Every worker appends its pid to ``FAKE_GPU_PIDS`` (a file), so tests can see that each one is gone.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+from wfbench_core import hookimpl, watchdog
+from wfbench_core.errors import WfbenchError
+from wfbench_core.results import Check, Costs, Environment, KernelAttrs
+
+
+def _behaviour(case_id: str) -> str:
+    spec = dict(item.split("=", 1) for item in os.environ.get("FAKE_GPU_BEHAVIOUR", "").split(",") if "=" in item)
+    return spec.get(case_id, "ok")
+
+
+class FakeTimer:
+    def __init__(self, protocol):  # type: ignore[no-untyped-def]
+        self.protocol = protocol
+        pids = os.environ.get("FAKE_GPU_PIDS")
+        if pids:
+            with open(pids, "a") as fh:
+                fh.write(f"{os.getpid()}\n")
+
+    def environment(self) -> Environment:
+        return Environment(gpu_name="Fake GPU", gpu_uuid="GPU-fake", compute_capability="9.0")
+
+    def copy_gbps(self) -> None:
+        return None
+
+    def measure(self, case, sides, *, reference_label):  # type: ignore[no-untyped-def]
+        from wfbench_core.timer import Measurement
+
+        what = _behaviour(case.id)
+        if what == "segv":
+            os.kill(os.getpid(), signal.SIGSEGV)
+        elif what == "kill":
+            os.kill(os.getpid(), signal.SIGKILL)
+        elif what == "hang":
+            with watchdog.guard(f"{case.id} wf launch", 0.001):
+                time.sleep(3600)
+        elif what == "quiet-hang":
+            time.sleep(3600)
+        elif what == "raise":
+            raise RuntimeError("the fake timer broke")
+        elif what == "launch":
+            raise WfbenchError(f"{case.id}[check] wf: launch failed: [700] CUDA_ERROR_ILLEGAL_ADDRESS")
+        n = self.protocol.samples
+        check = Check("check", "wf", "reference", "out", True, 0.0, 0.0, 0, 100)
+        return Measurement(
+            passed=True, message="", checks=(check,), kernel_attrs={s.label: KernelAttrs(16, 0, 0, 1024) for s in sides},
+            costs=Costs(), samples_us={s.label: (3.0 if s.label.startswith("wf") else 2.0,) * n for s in sides},
+            first=tuple(sides[i % len(sides)].label for i in range(n)), launches_per_sample=1)
+
+
+@hookimpl(tryfirst=True)
+def wfbench_make_timer(protocol):  # type: ignore[no-untyped-def]
+    return FakeTimer(protocol)

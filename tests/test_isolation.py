@@ -1,0 +1,144 @@
+"""A case that crashes, hangs or breaks its worker costs that case only; finished cases are never lost.
+
+The executor runs for real (its worker processes, pipes, deadlines and result file); only the timer is a
+fake plugin (tests/fake_gpu.py) that misbehaves on purpose, so this runs without a GPU. The same paths
+with real broken WarpForth kernels on a real GPU are in tests/test_gpu.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from wfbench_core.executor import execute
+from wfbench_core.registry import Registry
+from wfbench_core.request import ExecuteRequest
+from wfbench_core.results import ERROR, OK, Protocol, load_result
+
+TESTS = Path(__file__).parent
+CASES = ("scale_i64", "axpy_f64", "reduce_sum_f64", "matmul_f64_naive", "matmul_f64_tiled", "attention_f32_naive",
+         "polynomial_f64", "transpose_f64")
+QUICK = Protocol(warmup_s=0.0, min_sample_ms=1.0, samples=5)
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, nvcc):  # type: ignore[no-untyped-def]
+    """Set the fake timer's behaviour per case; returns the file where every worker writes its pid."""
+    pids = tmp_path / "pids"
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv("WFBENCH_PLUGINS", "fake_gpu")
+    monkeypatch.setenv("FAKE_GPU_PIDS", str(pids))
+    monkeypatch.syspath_prepend(str(TESTS))
+
+    def behave(**spec: str) -> Path:
+        monkeypatch.setenv("FAKE_GPU_BEHAVIOUR", ",".join(f"{k}={v}" for k, v in spec.items()))
+        return pids
+
+    return behave
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is dead too
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_each_bad_case_costs_itself_and_the_next_case_runs_in_a_fresh_worker(fake_gpu, prebuilt_bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    pids = fake_gpu(scale_i64="segv", reduce_sum_f64="hang", matmul_f64_tiled="raise", polynomial_f64="launch",
+                    transpose_f64="kill")
+    bundle = prebuilt_bundle(CASES)
+    out = tmp_path / "result.json"
+    lines: list[str] = []
+    t0 = time.monotonic()
+    result = execute(bundle, registry=Registry.load(), progress=lines.append, out=out,
+                     request=ExecuteRequest(protocol=QUICK, case_timeout_s=2.0))
+    wall = time.monotonic() - t0
+    status = {c.id: (c.status, c.message) for c in result.cases}
+    assert [c.id for c in result.cases] == list(CASES)
+    assert status["scale_i64"][0] == ERROR and "died (SIGSEGV)" in status["scale_i64"][1]
+    assert status["reduce_sum_f64"][0] == ERROR
+    assert "did not finish within 2 s (hang?)" in status["reduce_sum_f64"][1]
+    assert "reduce_sum_f64 wf launch" in status["reduce_sum_f64"][1]
+    assert status["matmul_f64_tiled"] == (ERROR, "the timer raised RuntimeError: the fake timer broke")
+    assert status["polynomial_f64"][0] == ERROR and "CUDA_ERROR_ILLEGAL_ADDRESS" in status["polynomial_f64"][1]
+    assert status["transpose_f64"][0] == ERROR and "died (SIGKILL)" in status["transpose_f64"][1]
+    for good in ("axpy_f64", "matmul_f64_naive", "attention_f32_naive"):
+        assert status[good][0] == OK and result.case(good).timing is not None, status[good]
+    assert all("\n" not in message for _, message in status.values())
+    # one worker at the start, one after each of the five bad cases (the last one needs none after it)
+    started = [int(p) for p in pids.read_text().split()]
+    assert len(started) == 5
+    assert not any(_alive(p) for p in started)
+    assert wall < 60
+    stored = load_result(out)
+    assert stored.complete and stored == result
+
+
+def test_a_hang_outside_any_watchdog_wait_is_caught_by_the_quiet_limit(fake_gpu, prebuilt_bundle, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from wfbench_core import watchdog
+
+    fake_gpu(scale_i64="quiet-hang")
+    monkeypatch.setattr(watchdog, "QUIET_FLOOR_S", 15.0)  # nvcc must fit in it here
+    result = execute(prebuilt_bundle(("scale_i64", "axpy_f64")), registry=Registry.load(),
+                     request=ExecuteRequest(protocol=Protocol(warmup_s=0.0, min_sample_ms=1.0, samples=5,
+                                                              max_case_s=1.0)))
+    assert result.case("scale_i64").status == ERROR
+    assert "did not finish within 15 s (hang?) while waiting for work outside a GPU wait" in result.case("scale_i64").message
+    assert result.case("axpy_f64").status == OK, result.case("axpy_f64").message
+
+
+def test_killed_executor_leaves_finished_cases_marked_incomplete_and_no_worker(fake_gpu, prebuilt_bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    pids = fake_gpu(axpy_f64="quiet-hang")
+    bundle = prebuilt_bundle(("scale_i64", "axpy_f64"))
+    out = tmp_path / "partial.json"
+    proc = subprocess.Popen([sys.executable, "-m", "wfbench_core", "execute", str(bundle), "--out", str(out),
+                             "--samples", "5", "--warmup-s", "0", "--min-sample-ms", "1", "-q"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if out.exists() and len(json.loads(out.read_text())["cases"]) == 1:
+            break
+        time.sleep(0.1)
+    else:
+        proc.kill()
+        pytest.fail(f"no partial result appeared: {proc.stderr.read().decode() if proc.stderr else ''}")
+    time.sleep(0.5)  # the worker is now inside the hanging case
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    partial = load_result(out)
+    assert not partial.complete
+    assert [(c.id, c.status) for c in partial.cases] == [("scale_i64", OK)]
+    deadline = time.monotonic() + 10
+    workers = [int(p) for p in pids.read_text().split()]
+    while any(_alive(p) for p in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(_alive(p) for p in workers), "the worker outlived its executor"
+
+
+def test_no_gpu_in_the_worker_is_one_line_and_exit_3(prebuilt_bundle, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.delenv("WFBENCH_PLUGINS", raising=False)
+    proc = subprocess.run([sys.executable, "-m", "wfbench_core", "execute", str(prebuilt_bundle(("scale_i64",)))],
+                          capture_output=True, text=True, timeout=120)
+    try:
+        import numba.cuda as nc
+
+        if nc.is_available():
+            pytest.skip("this machine has a GPU")
+    except ImportError:
+        pass
+    assert proc.returncode == 3, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith("wfbench: error: ")
+    assert "Traceback" not in proc.stderr

@@ -1,0 +1,237 @@
+"""The worker process: the only process of a run that touches the GPU.
+
+The executor (:mod:`wfbench_core.executor`) supervises one worker at a time. It starts it as
+``python -m wfbench_core.worker FD``, sends requests as JSON lines on its standard input and reads replies
+as JSON lines on file descriptor ``FD``:
+
+- ``{"op": "init", "bundle": …, "request": {…}, "copy": bool}`` → ``{"init": {"environment", "cuda",
+  "arch"}}``: read the GPU and toolchain (and measure the copy yardstick when asked);
+- ``{"op": "case", "id": …}`` → ``{"results": [CaseResult, …]}``: check and time one case;
+- while working: ``{"progress": line}``, ``{"arm": seconds, "what": …}`` and ``{"disarm": true}`` (the
+  watchdog's deadlines, :mod:`wfbench_core.watchdog`);
+- a problem that ends the whole run (no GPU, a broken installation): ``{"fatal": {"message", "exit_code"}}``.
+
+A CUDA error can leave the process's context unusable ("sticky"), a kernel can spin forever, a driver can
+take the process down: the executor then kills or loses this process and starts a fresh one for the next
+case. The worker dies with its executor (``PR_SET_PDEATHSIG``), so a killed run leaves no orphan on the GPU.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import IO, Any
+
+import attrs
+
+from wfbench_core import watchdog
+from wfbench_core.case import CONFIGS
+from wfbench_core.errors import WfbenchError
+from wfbench_core.results import (
+    ERROR,
+    FAILED,
+    MODE_AA,
+    OK,
+    UNSTABLE,
+    CaseResult,
+    CompilerInfo,
+    Timing,
+    converter,
+)
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to SIGKILL this process when its parent (the executor) dies, however it dies."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+        if os.getppid() == 1:  # the parent died before the call
+            os._exit(1)
+    except Exception:  # noqa: BLE001 - best effort; the executor also kills us on every exit path
+        pass
+
+
+class Worker:
+    def __init__(self, out: IO[str]) -> None:
+        self.out = out
+        self.registry: Any = None
+        self.timer: Any = None
+        self.request: Any = None
+        self.bundle = ""
+        self.cuda: CompilerInfo | None = None
+        self.arch = ""
+
+    def send(self, message: dict) -> None:
+        self.out.write(json.dumps(message) + "\n")
+        self.out.flush()
+
+    def progress(self, line: str) -> None:
+        self.send({"progress": line})
+
+    def init(self, bundle: str, request: dict, copy: bool, plugins: Any = None) -> dict:
+        from wfbench_core.compile import cuda_compiler
+        from wfbench_core.registry import Registry
+        from wfbench_core.request import ExecuteRequest
+
+        self.request = converter().structure(request, ExecuteRequest)
+        self.bundle = bundle
+        if self.registry is None:
+            autoload, names = plugins or (None, ())
+            self.registry = Registry.load(names, autoload=autoload)
+        self.timer = self.registry.make_timer(self.request.protocol)
+        environment = self.timer.environment()  # NoGpuError: one clear line, the run ends
+        self.arch = "sm_" + environment.compute_capability.replace(".", "")
+        self.cuda = cuda_compiler(self.request.cuda_compiler)
+        if copy:
+            environment = attrs.evolve(environment, copy_gbps=self.timer.copy_gbps())
+        c = converter()
+        return {"environment": c.unstructure(environment), "cuda": c.unstructure(self.cuda), "arch": self.arch}
+
+    def case(self, case_id: str) -> list[dict]:
+        from wfbench_core.executor import prepare_all
+
+        _, by_case = prepare_all(self.bundle_path, self.registry, [case_id])
+        results = run_case(by_case[case_id], timer=self.timer, protocol=self.request.protocol, cuda=self.cuda,
+                           arch=self.arch, mode=self.request.mode)
+        return [converter().unstructure(r) for r in results]
+
+    @property
+    def bundle_path(self) -> Any:
+        from pathlib import Path
+
+        return Path(self.bundle)
+
+    def serve(self, requests: IO[str]) -> None:
+        for line in requests:
+            if not self.handle(json.loads(line)):
+                return
+
+    def handle(self, msg: dict) -> bool:
+        """Answer one request; False when this worker must end (asked to, or unusable)."""
+        op = msg.get("op")
+        try:
+            if op == "init":
+                watchdog.install(self.send, msg["request"].get("case_timeout_s"))
+                self.send({"init": self.init(msg["bundle"], msg["request"], msg.get("copy", False),
+                                             msg.get("plugins"))})
+            elif op == "case":
+                self.send({"results": self.case(msg["id"])})
+            elif op == "exit":
+                return False
+        except WfbenchError as exc:
+            if op == "case":  # a case's own problem: reported, the worker stays usable or is replaced
+                self.send({"case_error": str(exc)})
+            else:
+                self.send({"fatal": {"message": str(exc), "exit_code": exc.exit_code}})
+                return False
+        except Exception as exc:  # noqa: BLE001 - a plugin's bug: one line, and this process is replaced
+            what = f"{type(exc).__name__}: {exc}"
+            if op == "case":
+                self.send({"case_error": f"the timer raised {what}", "restart": True})
+            else:
+                self.send({"fatal": {"message": f"the GPU worker could not start: {what}", "exit_code": 2}})
+            return False
+        return True
+
+
+def _wf_label(label: str) -> str:
+    return f"wf:{label}" if label else "wf"
+
+
+def run_case(variants: dict[str, Any], *, timer: Any, protocol: Any, cuda: Any, arch: str,
+             mode: str) -> list[CaseResult]:
+    """Check and time one case: every WarpForth variant (one, or base and head) against the CUDA side."""
+    from wfbench_core.compile import compile_cuda
+    from wfbench_core.stats import gap, is_unstable, pair_ratio_noise, summarize
+    from wfbench_core.timer import Side
+
+    some = next(iter(variants.values()))
+    case = some.case
+    work = case.work(case.sizes["canonical"])
+    bases = {
+        label: CaseResult(
+            id=case.id, version=case.version, priority=case.priority, fingerprint=case.fingerprint(),
+            status=ERROR, mode=mode, metric=case.metric, work_bytes=work.bytes, work_flops=work.flops,
+            cuda_source_sha256=case.cuda_source_sha256(),
+            warpforth_source_sha256=prep.files["canonical"].compile_wf.source_sha256,
+            plugin=prep.plugin, compiler_label=label, compile_wf=prep.files["canonical"].compile_wf,
+        )
+        for label, prep in variants.items()
+    }
+
+    def all_(**changes: object) -> list[CaseResult]:
+        return [attrs.evolve(b, **changes) for b in bases.values()]  # type: ignore[arg-type]
+
+    cuda_ptx: dict[str, str] = {}
+    compile_s = 0.0
+    try:
+        for config in CONFIGS:
+            compiled = compile_cuda(some.files[config].cuda_source, case_id=f"{case.id}[{config}]", arch=arch,
+                                    compiler=cuda)
+            cuda_ptx[config] = compiled.ptx
+            compile_s += compiled.record.wall_s
+            if config == "canonical":
+                bases = {k: attrs.evolve(b, compile_cuda=compiled.record) for k, b in bases.items()}
+    except WfbenchError as exc:
+        return all_(message=str(exc))
+
+    if mode == MODE_AA:
+        sides = [Side("wf", case.cuda_kernel, cuda_ptx)]
+    else:
+        sides = [Side(_wf_label(label), case.wf_kernel, {c: prep.files[c].wf_ptx for c in CONFIGS})
+                 for label, prep in variants.items()]
+    sides.append(Side("cuda", case.cuda_kernel, cuda_ptx))
+    try:
+        m = timer.measure(case, sides, reference_label="cuda")
+    except WfbenchError as exc:
+        return all_(message=str(exc))
+
+    out = []
+    cu = summarize(m.samples_us["cuda"]) if m.passed else None
+    for label, base in bases.items():
+        prep = variants[label]
+        side = _wf_label(label)
+        costs = attrs.evolve(m.costs, compile_cuda_s=compile_s,
+                             compile_wf_s=sum(prep.files[c].compile_wf.wall_s for c in CONFIGS))
+        base = attrs.evolve(base, checks=m.checks, costs=costs, attrs_wf=m.kernel_attrs.get(side),
+                            attrs_cuda=m.kernel_attrs.get("cuda"))
+        if not m.passed or cu is None:
+            out.append(attrs.evolve(base, status=FAILED, message=m.message))
+            continue
+        wf = summarize(m.samples_us[side])
+        timing = Timing(
+            launches_per_sample=m.launches_per_sample, warmup_s=m.warmup_s, warpforth=wf, cuda=cu,
+            gap=gap(wf, cu), order=tuple(m.first),
+            clocks_sm_mhz=m.clocks_sm_mhz,
+            gbps_wf=_rate(work.bytes, wf.median_us), gbps_cuda=_rate(work.bytes, cu.median_us),
+            gflops_wf=_rate(work.flops, wf.median_us), gflops_cuda=_rate(work.flops, cu.median_us),
+            pair_ratio_noise=pair_ratio_noise(wf.samples_us, cu.samples_us),
+        )
+        unstable = is_unstable(wf, cu, protocol.unstable_noise)
+        message = (f"noisy: MAD/median {wf.noise:.1%} (WarpForth), {cu.noise:.1%} (CUDA) > "
+                   f"{protocol.unstable_noise:.0%}") if unstable else ""
+        out.append(attrs.evolve(base, status=UNSTABLE if unstable else OK, timing=timing, message=message))
+    return out
+
+
+def _rate(amount: int, median_us: float) -> float | None:
+    """Bytes or FLOPs per launch at a median time, in G/s."""
+    return amount / (median_us * 1e-6) / 1e9 if amount else None
+
+
+def main(argv: list[str]) -> None:
+    _die_with_parent()
+    out = os.fdopen(int(argv[1]), "w", buffering=1)
+    # Whatever a library prints must not reach the executor's standard output (it may be --json).
+    os.dup2(2, 1)
+    Worker(out).serve(sys.stdin)
+
+
+if __name__ == "__main__":
+    main(sys.argv)
