@@ -9,6 +9,8 @@ misbehaving host, ``python=`` points at a small shell script that stands in for 
 
 from __future__ import annotations
 
+import json
+
 import base64
 import hashlib
 import os
@@ -26,7 +28,7 @@ import pytest
 from wfbench_core.errors import NoGpuError, WfbenchError
 from wfbench_core.registry import Registry
 from wfbench_core.request import ExecuteRequest
-from wfbench_core.results import Protocol
+from wfbench_core.results import Protocol, load_result
 from wfbench_transports import wheels
 from wfbench_transports.ssh import RemoteTimeout, SshError, SshTransport
 
@@ -149,6 +151,28 @@ def test_user_values_never_reach_a_shell_unquoted(sshd, registry, bundle, tmp_pa
     assert list(remote_tmp.iterdir()) == []
     for where in (Path.home(), tmp_path, Path.cwd()):
         assert not (where / marker).exists(), f"a shell ran user text in {where}"
+
+
+def test_an_executor_killed_mid_run_leaves_its_finished_cases_locally(sshd, registry, bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The remote executor rewrites its result after every case; when it dies, those cases come back."""
+    partial = json.loads(gpu_result(PROTOCOL))
+    partial["complete"] = False
+    result_file = tmp_path / "partial.json"
+    result_file.write_text(json.dumps(partial))
+    py = fake_gpu_python(tmp_path / "host", f'cp {shlex.quote(str(result_file))} "$out"; kill -9 $$')
+    out = tmp_path / "local" / "result.json"
+    lines: list[str] = []
+    t = transport(sshd, registry, lines, python=str(py))
+    try:
+        with pytest.raises(SshError, match=r"the executor failed \(exit "):
+            t.execute(bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL), progress=lines.append,
+                      out=out)
+    finally:
+        t.close()
+    kept = load_result(out)
+    assert kept.complete is False and kept.environment.extra["ssh_host"] == "127.0.0.1"
+    assert any("marked incomplete" in line for line in lines)
+    assert_nothing_left(sshd)
 
 
 # -------------------------------------------------------------------------------------------------

@@ -16,12 +16,17 @@ import json
 import string
 from typing import Any, Callable, Mapping
 
+import weakref
+from typing import TYPE_CHECKING
+
 import attrs
-import numpy as np
+
+if TYPE_CHECKING:
+    import numpy as np
 
 CONFIGS = ("check", "canonical")
 PRIORITIES = ("P0", "P1")
-SCALAR_KINDS = {"i32": np.int32, "i64": np.int64, "f32": np.float32, "f64": np.float64}
+SCALAR_KINDS = {"i32": "int32", "i64": "int64", "f32": "float32", "f64": "float64"}  # kind -> numpy type
 BUFFER_DTYPES = ("int8", "int16", "int32", "int64", "float16", "float32", "float64")
 
 
@@ -165,6 +170,8 @@ class Case:
 
     def make_inputs(self, config: str) -> dict[str, Any]:
         """Generate the inputs of a configuration deterministically from the case's seed."""
+        import numpy as np
+
         rng = np.random.Generator(np.random.PCG64(self.seed))
         values = dict(self.inputs(self.sizes[config], rng))
         expected = {p.name for p in self.params if not p.output}
@@ -178,11 +185,13 @@ class Case:
             if p.kind == "ptr":
                 values[p.name] = np.ascontiguousarray(values[p.name], dtype=p.dtype)
             else:
-                values[p.name] = SCALAR_KINDS[p.kind](values[p.name])
+                values[p.name] = getattr(np, SCALAR_KINDS[p.kind])(values[p.name])
         return values
 
     def make_reference(self, inputs: Arrays, config: str) -> dict[str, np.ndarray]:
         """Compute the expected outputs with the case's numpy reference."""
+        import numpy as np
+
         out = dict(self.reference(inputs, self.sizes[config]))
         if set(out) != {p.name for p in self.outputs}:
             raise ValueError(f"case {self.id}: reference() must return exactly the outputs")
@@ -204,6 +213,8 @@ class Case:
                 "shared_bytes": launch.shared_bytes,
                 "work": {"bytes": work.bytes, "flops": work.flops},
             }
+        import numpy as np
+
         check_inputs = self.make_inputs("check")
         digest = hashlib.sha256()
         for name in sorted(check_inputs):
@@ -222,12 +233,22 @@ class Case:
         }
 
     def fingerprint(self) -> str:
-        """SHA-256 over everything that defines the measurement."""
-        return sha256_text(json.dumps(self.describe(), sort_keys=True, separators=(",", ":")))
+        """SHA-256 over everything that defines the measurement (computed once per case and process)."""
+        known = _FINGERPRINTS.get(id(self))
+        if known is None:
+            known = _FINGERPRINTS[id(self)] = sha256_text(json.dumps(self.describe(), sort_keys=True,
+                                                                     separators=(",", ":")))
+            weakref.finalize(self, _FINGERPRINTS.pop, id(self), None)
+        return known
 
     def cuda_source_sha256(self) -> str:
         """Hash of the canonical CUDA baseline source: part of every series key."""
         return sha256_text(self.render("canonical")[1])
+
+
+#: fingerprints already computed: rendering sources and generating check inputs is not free
+#: (keyed by id(); an entry leaves with its case)
+_FINGERPRINTS: dict[int, str] = {}
 
 
 def sha256_text(text: str | bytes) -> str:

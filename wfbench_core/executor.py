@@ -23,7 +23,7 @@ from wfbench_core.case import Case
 from wfbench_core.errors import WfbenchError
 from wfbench_core.registry import Registry
 from wfbench_core.request import ExecuteRequest
-from wfbench_core.results import ERROR, MODE_AA, SCHEMA_VERSION, CaseResult, RunResult, write_result
+from wfbench_core.results import ERROR, MODE_AA, SCHEMA_VERSION, CaseResult, RunResult, Source, write_result
 
 Progress = Callable[[str], None]
 
@@ -35,8 +35,13 @@ class Prepared:
     files: dict[str, LoadedConfig]
 
 
-def prepare(bundle: Path, registry: Registry, case_ids: Iterable[str] = ()) -> tuple[BundleManifest, list[Prepared]]:
-    """Read a plain bundle and match every case with the installed plugin (no GPU needed)."""
+def prepare(bundle: Path, registry: Registry, case_ids: Iterable[str] = (), *,
+            load: bool = True) -> tuple[BundleManifest, list[Prepared]]:
+    """Read a plain bundle and match every case with the installed plugin (no GPU needed).
+
+    With ``load`` the case's files are read and verified (hashes, fingerprint); without, only the manifest
+    is matched with the installed cases (the executor's plan: each case is loaded once, where it runs).
+    """
     manifest = read_manifest(bundle)
     wanted = list(case_ids)
     entries = {e.id: e for e in manifest.cases}
@@ -54,17 +59,17 @@ def prepare(bundle: Path, registry: Registry, case_ids: Iterable[str] = ()) -> t
                 + "; install the same case plugins here"
             )
         reg = registry.cases[entry.id]
-        prepared.append(Prepared(reg.value, reg.plugin, load_case_files(bundle, entry, reg.value)))
+        prepared.append(Prepared(reg.value, reg.plugin, load_case_files(bundle, entry, reg.value) if load else {}))
     return manifest, prepared
 
 
-def prepare_all(bundle: Path, registry: Registry, case_ids: Iterable[str] = ()
+def prepare_all(bundle: Path, registry: Registry, case_ids: Iterable[str] = (), *, load: bool = True
                 ) -> tuple[dict[str, BundleManifest], dict[str, dict[str, Prepared]]]:
     """Every variant of a bundle: ``({label: manifest}, {case id: {label: Prepared}})``, cases in bundle order."""
     manifests: dict[str, BundleManifest] = {}
     by_case: dict[str, dict[str, Prepared]] = {}
     for label, (_, folder) in read_variants(bundle).items():
-        manifest, prepared = prepare(folder, registry, case_ids)
+        manifest, prepared = prepare(folder, registry, case_ids, load=load)
         manifests[label] = manifest
         for p in prepared:
             by_case.setdefault(p.case.id, {})[label] = p
@@ -96,7 +101,7 @@ def execute(
     """
     t_start = time.perf_counter()
     case_ids = list(request.case_ids)
-    manifests, by_case = prepare_all(bundle, registry, case_ids)
+    manifests, by_case = prepare_all(bundle, registry, case_ids, load=False)  # the worker loads each case
     if request.mode == MODE_AA and len(manifests) > 1:
         raise WfbenchError("--aa times the CUDA PTX against itself; it takes a single warpforthc, not base/head")
     first = next(iter(manifests.values()))

@@ -375,8 +375,7 @@ class SshTransport:
         case_ids = request.case_ids
 
         def action(run: RemoteRun) -> str:
-            run.validate(case_ids)
-            try:
+            try:  # the executor checks the bundle before touching the GPU, and loads each case once
                 return run.execute(request)
             except WfbenchError as exc:
                 self._keep_partial(run, out, exc)

@@ -23,7 +23,10 @@ is promoted to registers. warpforthc does not unroll the DO loop; nvcc unrolls t
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
 
 from wfbench_core import hookimpl
 from wfbench_core.case import Case, Launch, Param, Tolerance, Work, resource_text
@@ -37,6 +40,8 @@ def sizes(n: int) -> dict[str, int]:
 
 def exact_matrix(rng: np.random.Generator, n: int) -> np.ndarray:
     """Normal samples rounded to multiples of 1/64: products and sums of N terms stay exact in f64."""
+    import numpy as np
+
     return np.round(rng.standard_normal(n * n) * 64.0) / 64.0
 
 
@@ -50,6 +55,8 @@ def matmul_inputs(s, rng):  # type: ignore[no-untyped-def]
 
 
 def matmul_reference(inp, s):  # type: ignore[no-untyped-def]
+    import numpy as np
+
     n = s["N"]
     return {"C": (inp["A"].reshape(n, n) @ inp["B"].reshape(n, n)).ravel()}
 

@@ -25,7 +25,10 @@ is promoted to registers and the tree is fully unrolled.
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
 
 from wfbench_core import hookimpl
 from wfbench_core.case import Case, Launch, Param, Tolerance, Work, resource_text
@@ -43,6 +46,8 @@ def _inputs(s, rng):  # type: ignore[no-untyped-def]
 
 def _reference(inp, s):  # type: ignore[no-untyped-def]
     """Replay the kernel's order of additions exactly (vectorized over threads)."""
+    import numpy as np
+
     x = np.asarray(inp["X"], dtype=np.float64)
     blocks = s["BLOCKS"]
     stride = blocks * BLOCK
