@@ -17,6 +17,8 @@ from wfbench_core.cli.common import (
     resolve_warpforthc,
     warpforthc_option,
 )
+from wfbench_core.compile import CompileError
+from wfbench_core.errors import CaseFailed
 from wfbench_core.executor import detect_source
 
 
@@ -28,21 +30,38 @@ from wfbench_core.executor import detect_source
               show_default=True, help="Bundle folder to write (replaced if it is a bundle).")
 @click.option("--arch", default=None, metavar="sm_XX", help="Target for warpforthc, when it accepts --arch.")
 @click.option("--commit", default=None, help="Commit of the WarpForth tree being benchmarked (recorded).")
+@click.option("--fail-fast", is_flag=True,
+              help="Stop at the first case that does not compile and write nothing (default: build the others, "
+                   "record the failures in the bundle, exit 1).")
 @click.option("--quiet", "-q", is_flag=True)
-def build(case_ids: tuple[str, ...], priorities: tuple[str, ...], warpforthc: tuple[str, ...], check_cuda: bool, out_dir: Path,
-          arch: str | None, commit: str | None, quiet: bool) -> None:
-    """Compile WarpForth for the selected cases into a self-describing bundle folder."""
+def build(case_ids: tuple[str, ...], priorities: tuple[str, ...], warpforthc: tuple[str, ...], check_cuda: bool,
+          out_dir: Path, arch: str | None, commit: str | None, fail_fast: bool, quiet: bool) -> None:
+    """Compile WarpForth for the selected cases into a self-describing bundle folder.
+
+    A case that does not compile is recorded in the bundle (execute and run report it as ERROR) and the
+    others are still built; the exit code is then 1.
+    """
     reg = load_registry()
     cases = reg.select(case_ids, priorities=priorities)
     binary = resolve_warpforthc(warpforthc)
-    # Strict: the first source that does not compile stops the build and nothing is written.
-    manifest = build_bundle(cases, out_dir, warpforthc=binary, arch=arch,
-                            source=detect_source(commit, first_binary(binary)),
-                            plugins={c.id: reg.cases[c.id].plugin for c in cases},
-                            progress=progress_printer(quiet), keep_going=False,
-                            check_cuda=local_cuda_checker(check_cuda))
+    try:
+        manifest = build_bundle(cases, out_dir, warpforthc=binary, arch=arch,
+                                source=detect_source(commit, first_binary(binary)),
+                                plugins={c.id: reg.cases[c.id].plugin for c in cases},
+                                progress=progress_printer(quiet), keep_going=not fail_fast,
+                                check_cuda=local_cuda_checker(check_cuda))
+    except CompileError as exc:
+        raise CaseFailed(f"{exc} (--fail-fast: stopped there; {out_dir} was not written)") from None
     what = f"compilers {', '.join(manifest.labels)}" if manifest.labels else f"warpforthc {manifest.warpforthc.version}"
-    click.echo(f"bundle {out_dir}: {len(cases)} case(s), {what}")
+    failed = manifest.failures
+    click.echo(f"bundle {out_dir}: {len(cases) - len({k.split(' (')[0] for k in failed})} of {len(cases)} "
+               f"case(s) built, {what}")
+    if failed:
+        if quiet:  # the progress lines, when shown, already said why
+            for why in failed.values():
+                click.echo(f"ERROR: {why}", err=True)
+        raise CaseFailed(f"{len(failed)} case(s) did not compile and are recorded as ERROR in the bundle: "
+                         f"{', '.join(failed)}")
 
 
 COMMANDS = [build]
