@@ -354,6 +354,28 @@ class CudaEventTimer:
         self._stream.synchronize()
         return got
 
+    def launch_once(self, case: Case, config: str, side: Side) -> dict[str, np.ndarray]:
+        """Load one side's PTX, launch it once on the configuration's inputs into poisoned outputs, return them.
+
+        The smallest complete use of a kernel (what ``compute-sanitizer`` watches in ``wfbench_core.sanitize``).
+        """
+        self._init()
+        cuda = self._cuda
+        module, fn = self._load(case.id, config, side.label, side.ptx[config], side.kernel)
+        inputs = case.make_inputs(config)
+        want = case.make_reference(inputs, config)
+        with self._faults(case.id, config, "", "allocate"):
+            bufs = {p.name: cuda.to_device(inputs[p.name], stream=self._stream)
+                    for p in case.params if p.kind == "ptr" and not p.output}
+            outs = {p.name: cuda.device_array(want[p.name].shape, dtype=want[p.name].dtype, stream=self._stream)
+                    for p in case.outputs}
+        scalars = {p.name: inputs[p.name] for p in case.params if p.kind != "ptr"}
+        go = self._launcher(fn, case, config, self._args(case, {**bufs, **outs}, scalars))
+        with self._faults(case.id, config, side.label, "launch", fn, case.launch(case.sizes[config])):
+            got = self._run_once(go, outs, want)
+        del module
+        return got
+
     def _elapsed_ms(self, start: Any, end: Any) -> float:
         return float(start.elapsed_time(end))
 
