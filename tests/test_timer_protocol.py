@@ -119,6 +119,11 @@ class FakeDriver:
 
     def launch(self, stream: Any, cfg: Any, kernel: str, *args: Any) -> None:
         self.api()
+        if int(np.prod(cfg[1])) > 1024:  # cuda.core's launch: cuLaunchKernel's error as CUDAError "NAME: why"
+            from cuda.core._utils.cuda_utils import CUDAError
+
+            raise CUDAError("CUDA_ERROR_INVALID_VALUE: This indicates that one or more of the parameters passed "
+                            "to the API call is not within an acceptable range of values.")
         self.pending.append((kernel, [a.value for a in args]))
 
     def run_pending(self) -> None:
@@ -227,3 +232,15 @@ def test_a_missing_kernel_is_a_load_failure() -> None:
     assert str(err.value) == ("scale[check] WarpForth: load: load failure (CUDA_ERROR_NOT_FOUND): kernel 'wf_scale' "
                               "not found in its PTX")
     assert not err.value.sticky
+
+
+def test_a_block_over_the_thread_limit_is_out_of_resources_naming_threads() -> None:
+    import attrs
+
+    driver = FakeDriver({"wf_scale": good, "cu_scale": good})
+    case = attrs.evolve(CASE, launch=lambda s: Launch(grid=1, block=2048))
+    with pytest.raises(KernelFault) as err:
+        make_timer(driver).measure(case, SIDES, reference_label="cuda")
+    assert not err.value.sticky
+    assert str(err.value) == ("scale[check] WarpForth: launch: out of resources (CUDA_ERROR_INVALID_VALUE): "
+                              "2048 threads per block, the kernel allows 1024")
