@@ -244,3 +244,25 @@ def test_a_block_over_the_thread_limit_is_out_of_resources_naming_threads() -> N
     assert not err.value.sticky
     assert str(err.value) == ("scale[check] WarpForth: launch: out of resources (CUDA_ERROR_INVALID_VALUE): "
                               "2048 threads per block, the kernel allows 1024")
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16"])
+def test_float_outputs_are_poisoned_with_the_payload_nan(dtype: str) -> None:
+    import attrs
+
+    def skip_tail(launch: int, k: int, x: np.ndarray, y: np.ndarray, n: int) -> None:
+        y[: n - 5] = x[: n - 5] * 2
+
+    def cuda_good(launch: int, k: int, x: np.ndarray, y: np.ndarray, n: int) -> None:
+        y[:n] = x[:n] * 2
+
+    case = attrs.evolve(
+        CASE, params=(Param("K", "i64"), Param("X", "ptr", dtype), Param("Y", "ptr", dtype, output=True),
+                      Param("N", "i64")),
+        inputs=lambda s, rng: {"K": 2, "X": np.arange(s["N"], dtype=dtype), "N": s["N"]},
+        reference=lambda inp, s: {"Y": inp["X"] * 2})
+    driver = FakeDriver({"wf_scale": skip_tail, "cu_scale": cuda_good})
+    m = make_timer(driver).measure(case, SIDES, reference_label="cuda")
+    assert not m.passed
+    assert m.message.startswith("scale[check] WarpForth: output Y differs from the numpy reference: 5 of 64 "
+                                "elements never written (still hold the NaN poison);")
