@@ -33,7 +33,7 @@ import attrs
 
 from wfbench_core.case import Case
 from wfbench_core.errors import WfbenchError
-from wfbench_core.faults import hang, side_name
+from wfbench_core.faults import HANG, Fault, KernelFault, side_name
 
 SANITIZER_ENV = "WFBENCH_COMPUTE_SANITIZER"
 ERROR_EXITCODE = 86  # what compute-sanitizer exits with when it reported an error
@@ -131,7 +131,8 @@ def sanitize_case(case: Case, side: str, ptx: str, kernel: str, *, config: str =
         and ``kernel`` its entry name.
     :param tools: default memcheck, plus racecheck when the kernel uses shared memory.
     :raises WfbenchError: no compute-sanitizer here, or the child could not run for another reason (one line).
-    :raises KernelFault: (class ``hang``) the run did not finish within ``timeout_s``.
+    :raises KernelFault: (class ``hang``, not sticky: only the child is killed) the run did not finish
+        within ``timeout_s``.
     """
     tool_path = sanitizer or find_compute_sanitizer()
     if tool_path is None:
@@ -146,8 +147,9 @@ def sanitize_case(case: Case, side: str, ptx: str, kernel: str, *, config: str =
                    sys.executable, "-m", "wfbench_core.sanitize", "--case", case.id, "--side", side,
                    "--kernel", kernel, "--ptx", str(ptx_file), "--config", config]
             rc, stderr = _run(cmd, timeout_s)
-            if rc is None:
-                raise hang(case.id, config, side, timeout_s)
+            if rc is None:  # the child was killed: this process's own CUDA context is untouched (not sticky)
+                raise KernelFault(case.id, config, side, Fault(HANG, False, detail=(
+                    f"did not finish within {timeout_s:g} s under compute-sanitizer {tool}")))
             text = log.read_text(errors="replace") if log.exists() else ""
             line = first_report(text)
             if rc == ERROR_EXITCODE or (line and rc != 0):
