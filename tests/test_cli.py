@@ -165,11 +165,13 @@ def test_build_writes_a_bundle(warpforthc: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("module, case_id, expect", [
-    (BROKEN_FORTH, "broken_forth", "broken_forth[check]: warpforthc failed:"),
-    (BROKEN_CUDA, "broken_cuda", "broken_cuda[canonical]: nvcc failed:"),
+    (BROKEN_FORTH, "broken_forth", "broken_forth[check] WarpForth: compile failure (warpforthc): "
+                                   "broken_forth[check].forth:"),
+    (BROKEN_CUDA, "broken_cuda", "broken_cuda[canonical] CUDA: compile failure (nvcc): broken_cuda[canonical].cu"),
 ])
-def test_compile_errors_name_the_case_and_write_nothing(warpforthc: Path, tmp_path: Path,  # type: ignore[no-untyped-def]
-                                                        monkeypatch: pytest.MonkeyPatch, module, case_id, expect) -> None:
+def test_compile_errors_are_recorded_and_the_others_built(warpforthc: Path, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                          monkeypatch: pytest.MonkeyPatch, module, case_id,
+                                                          expect) -> None:
     if case_id == "broken_cuda":
         from wfbench_core.compile import find_nvcc
 
@@ -177,17 +179,30 @@ def test_compile_errors_name_the_case_and_write_nothing(warpforthc: Path, tmp_pa
             pytest.skip("nvcc not installed")
     (tmp_path / f"{case_id}_plugin.py").write_text(textwrap.dedent(module))
     monkeypatch.syspath_prepend(str(tmp_path))
+    env = {"WFBENCH_PLUGINS": f"{case_id}_plugin"}
     out = tmp_path / "bundle"
-    # An earlier good bundle must survive a failed build.
+    # --fail-fast: the first failure stops the build, and an earlier good bundle survives it
     assert invoke("build", "--warpforthc", str(warpforthc), "-c", "axpy_f64", "-o", str(out), "-q").exit_code == 0
     before = (out / "manifest.json").read_text()
-    r = invoke("build", "--warpforthc", str(warpforthc), "-c", case_id, "-o", str(out), "-q",
-               env={"WFBENCH_PLUGINS": f"{case_id}_plugin"})
-    assert r.exit_code == 2
+    r = invoke("build", "--warpforthc", str(warpforthc), "-c", case_id, "-c", "axpy_f64", "-o", str(out), "-q",
+               "--fail-fast", env=env)
+    assert r.exit_code == 1
     line = one_error_line(r)
-    assert expect in line
+    assert expect in line and "error" in line.split(expect, 1)[1] and "--fail-fast" in line
     assert (out / "manifest.json").read_text() == before
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".bundle")) == []
+    # default: keep going, record the failure in the bundle, exit 1
+    r = invoke("build", "--warpforthc", str(warpforthc), "-c", case_id, "-c", "axpy_f64", "-o", str(out), "-q",
+               env=env)
+    assert r.exit_code == 1
+    assert f"1 case(s) did not compile and are recorded as ERROR in the bundle: {case_id}" in one_error_line(r)
+    assert f"ERROR: {expect}" in r.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert [c["id"] for c in manifest["cases"]] == ["axpy_f64"]
+    assert list(manifest["failures"]) == [case_id] and manifest["failures"][case_id].startswith(expect)
+    assert not (out / case_id).exists()
+    r = invoke("execute", str(out), "--validate-only", env=env)
+    assert r.exit_code == 0 and "axpy_f64" in r.output
 
 
 def test_run_without_gpu_says_so(warpforthc: Path, tmp_path: Path) -> None:

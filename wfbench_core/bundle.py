@@ -30,6 +30,7 @@ from wfbench_core import SUITE_VERSION, __version__
 from wfbench_core.case import CONFIGS, Case, sha256_text
 from wfbench_core.compile import CompileError, Compiled, compile_cuda, compile_warpforth, warpforthc_info
 from wfbench_core.errors import WfbenchError
+from wfbench_core.faults import CompileFault, compile_failure
 from wfbench_core.fsutil import atomic_write
 from wfbench_core.results import CompileRecord, CompilerInfo, Source, converter
 
@@ -140,8 +141,12 @@ def _build_into(out_dir: Path, cases: Iterable[Case], warpforthc: Path, info: Co
         try:
             built.append(_build_case(case, out_dir, warpforthc, arch, (plugins or {}).get(case.id, "")))
             if check_cuda is not None:
-                compile_cuda(case.render("canonical")[1], case_id=f"{case.id}[canonical]", arch=arch or "sm_80",
-                             compiler=check_cuda)
+                try:
+                    compile_cuda(case.render("canonical")[1], case_id=f"{case.id}[canonical]",
+                                 arch=arch or "sm_80", compiler=check_cuda)
+                except CompileError as exc:
+                    built.pop()
+                    raise _classified(exc, case.id, "canonical", "cuda", check_cuda.kind) from None
         except CompileError as exc:
             if not keep_going:
                 raise
@@ -169,8 +174,21 @@ def write_manifest(out_dir: Path, manifest: BundleManifest) -> None:
 
 
 def _build_case(case: Case, out_dir: Path, warpforthc: Path, arch: str | None, plugin: str) -> BundleCase:
-    return write_case(case, out_dir, plugin, lambda config, src: compile_warpforth(
-        src, binary=warpforthc, case_id=f"{case.id}[{config}]", arch=arch))
+    def compile_wf(config: str, src: str) -> Compiled:
+        try:
+            return compile_warpforth(src, binary=warpforthc, case_id=f"{case.id}[{config}]", arch=arch)
+        except CompileError as exc:
+            raise _classified(exc, case.id, config, "wf", "warpforthc") from None
+
+    return write_case(case, out_dir, plugin, compile_wf)
+
+
+def _classified(exc: CompileError, case_id: str, config: str, side: str, compiler: str) -> CompileError:
+    """A compile failure as one classified line: case, side, configuration, the compiler's first error."""
+    if isinstance(exc, CompileFault):
+        return exc
+    diagnostic = exc.diagnostic or str(exc).split(": ", 1)[-1]
+    return compile_failure(case_id, config, side, compiler, diagnostic)
 
 
 def write_case(case: Case, out_dir: Path, plugin: str, compile_wf: Callable[[str, str], Compiled]) -> BundleCase:

@@ -28,7 +28,14 @@ COMPILE_TIMEOUT_S = 300
 
 
 class CompileError(WfbenchError):
-    """A source did not compile; the message names the case and carries the compiler's diagnostic."""
+    """A source did not compile; the message names the case and carries the compiler's diagnostic.
+
+    ``diagnostic`` keeps the compiler's whole output (the message shows its first lines).
+    """
+
+    def __init__(self, message: str, diagnostic: str = "") -> None:
+        super().__init__(message)
+        self.diagnostic = diagnostic
 
 
 @attrs.frozen
@@ -112,7 +119,7 @@ def compile_warpforth(source: str, *, binary: Path, case_id: str, arch: str | No
         wall = time.perf_counter() - t0
         if proc.returncode != 0 or not out.exists():
             diag = (proc.stderr or proc.stdout).replace(str(src), f"{case_id}.forth")
-            raise CompileError(f"{case_id}: warpforthc failed: {_first_line(diag)}")
+            raise CompileError(f"{case_id}: warpforthc failed: {_first_line(diag)}", diag)
         ptx = out.read_text()
     shown = ["warpforthc", *(["--arch", arch] if arch and info.arch_flag else []), f"{case_id}.forth", "-o",
              f"{case_id}.ptx"]
@@ -195,7 +202,8 @@ def _compile_nvcc(source: str, *, case_id: str, arch: str, flags: tuple[str, ...
             raise CompileError(f"{case_id}: nvcc took over {COMPILE_TIMEOUT_S} s") from None
         wall = time.perf_counter() - t0
         if proc.returncode != 0 or not out.exists():
-            raise CompileError(f"{case_id}: nvcc failed: {_first_line(proc.stderr or proc.stdout)}")
+            raise CompileError(f"{case_id}: nvcc failed: {_first_line(proc.stderr or proc.stdout)}",
+                               proc.stderr or proc.stdout)
         ptx = out.read_text()
     return Compiled(ptx, CompileRecord("nvcc", ("nvcc", *args), sha256_text(source), sha256_text(ptx),
                                        ptx_target(ptx), wall))

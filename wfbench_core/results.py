@@ -147,10 +147,12 @@ class Check:
     what: str  # "reference" | "idempotent" | "cross" | "after-timing"
     output: str
     passed: bool
-    max_abs_err: float
+    max_abs_err: float  # over the written elements with finite values on both sides
     max_rel_err: float
-    mismatches: int
+    mismatches: int  # elements outside tolerance, unwritten ones included
     total: int
+    unwritten: int = 0  # elements still holding the poison (NaN / integer sentinel): never written
+    nonfinite: int = 0  # written elements that are NaN or inf where the reference is finite
 
 
 @attrs.frozen

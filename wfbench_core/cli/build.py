@@ -15,6 +15,8 @@ from wfbench_core.cli.common import (
     run_request,
     warpforthc_option,
 )
+from wfbench_core.compile import CompileError
+from wfbench_core.errors import CaseFailed
 
 
 @click.command("build")
@@ -25,19 +27,37 @@ from wfbench_core.cli.common import (
               show_default=True, help="Bundle folder to write (replaced if it is a bundle).")
 @click.option("--arch", default=None, metavar="sm_XX", help="Target for warpforthc, when it accepts --arch.")
 @click.option("--commit", default=None, help="Commit of the WarpForth tree being benchmarked (recorded).")
+@click.option("--fail-fast", is_flag=True,
+              help="Stop at the first case that does not compile and write nothing (default: build the others, "
+                   "record the failures in the bundle, exit 1).")
 @click.option("--quiet", "-q", is_flag=True)
-def build(case_ids: tuple[str, ...], priorities: tuple[str, ...], warpforthc: tuple[str, ...], check_cuda: bool, out_dir: Path,
-          arch: str | None, commit: str | None, quiet: bool) -> None:
-    """Compile WarpForth for the selected cases into a self-describing bundle folder."""
+def build(case_ids: tuple[str, ...], priorities: tuple[str, ...], warpforthc: tuple[str, ...], check_cuda: bool,
+          out_dir: Path, arch: str | None, commit: str | None, fail_fast: bool, quiet: bool) -> None:
+    """Compile WarpForth for the selected cases into a self-describing bundle folder.
+
+    A case that does not compile is recorded in the bundle (execute and run report it as ERROR) and the
+    others are still built; the exit code is then 1.
+    """
     from wfbench_core import runner
 
     reg = load_registry()
     request = run_request(reg, case_ids, priorities, warpforthc, commit=commit, check_cuda=check_cuda)
-    # Strict: the first source that does not compile stops the build and nothing is written.
-    manifest = runner.build(request, reg, out_dir, arch=arch, progress=progress_printer(quiet), keep_going=False,
-                            check_cuda=local_cuda_checker(check_cuda))
+    cases = request.cases
+    try:
+        manifest = runner.build(request, reg, out_dir, arch=arch, progress=progress_printer(quiet),
+                                keep_going=not fail_fast, check_cuda=local_cuda_checker(check_cuda))
+    except CompileError as exc:
+        raise CaseFailed(f"{exc} (--fail-fast: stopped there; {out_dir} was not written)") from None
     what = f"compilers {', '.join(manifest.labels)}" if manifest.labels else f"warpforthc {manifest.warpforthc.version}"
-    click.echo(f"bundle {out_dir}: {len(request.cases)} case(s), {what}")
+    failed = manifest.failures
+    click.echo(f"bundle {out_dir}: {len(cases) - len({k.split(' (')[0] for k in failed})} of {len(cases)} "
+               f"case(s) built, {what}")
+    if failed:
+        if quiet:  # the progress lines, when shown, already said why
+            for why in failed.values():
+                click.echo(f"ERROR: {why}", err=True)
+        raise CaseFailed(f"{len(failed)} case(s) did not compile and are recorded as ERROR in the bundle: "
+                         f"{', '.join(failed)}")
 
 
 COMMANDS = [build]

@@ -1,0 +1,268 @@
+"""The timer's correctness protocol against a stand-in for the CUDA driver (no GPU needed).
+
+The stand-in plays the driver's part only: device buffers in host memory, kernels as Python functions of
+those buffers, a stream that runs launches in order, events on a simulated clock, and errors raised the way
+numba-cuda raises them (``CudaAPIError`` carrying the ``CUresult``), sticky ones failing every later call.
+Everything else (poisoning, launching twice, comparing, the after-timing checks, classification) is the
+real timer code.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+
+from wfbench_core.case import Case, Launch, Param, Tolerance, Work
+from wfbench_core.faults import ILLEGAL_ADDRESS, KernelFault
+from wfbench_core.results import Protocol
+from wfbench_core.timer import CudaEventTimer, Side
+
+N = 64
+
+
+class FakeDriver:
+    """Device memory, modules, one stream and events; errors as numba-cuda raises them."""
+
+    def __init__(self, kernels: dict[str, Callable[..., None]]) -> None:
+        self.kernels = kernels
+        self.memory: dict[int, np.ndarray] = {}
+        self._ptrs = itertools.count(0x7F0000000000, 0x100000)
+        self.pending: list[Any] = []
+        self.sticky: Any = None
+        self.clock_ms = 0.0
+        self.launches: dict[str, int] = {}
+        outer = self
+
+        class DeviceArray:
+            def __init__(self, host: np.ndarray) -> None:
+                self.ptr = next(outer._ptrs)
+                outer.memory[self.ptr] = host.copy()
+                self.device_ctypes_pointer = type("P", (), {"value": self.ptr})()
+
+            def copy_to_device(self, host: np.ndarray, stream: Any = None) -> None:
+                outer.api()
+                outer.memory[self.ptr][...] = host
+
+            def copy_to_host(self, stream: Any = None) -> np.ndarray:
+                outer.api()
+                outer.run_pending()
+                return outer.memory[self.ptr].copy()
+
+        class Stream:
+            handle = 1
+
+            def synchronize(self) -> None:
+                outer.api()
+                outer.run_pending()
+
+        class Event:
+            def record(self, stream: Any) -> None:
+                outer.run_pending()
+                self.t = outer.clock_ms
+
+            def synchronize(self) -> None:
+                outer.api()
+
+            def elapsed_time(self, other: "Event") -> float:
+                return other.t - self.t
+
+        class Function:
+            def __init__(self, name: str) -> None:
+                self.kernel = name
+                self.attrs = type("A", (), {"regs": 16, "local": 0, "shared": 0, "maxthreads": 1024})()
+
+        class Module:
+            def get_function(self, name: str) -> Function:
+                if name not in outer.kernels:
+                    outer.raise_api("CUDA_ERROR_NOT_FOUND", "cuModuleGetFunction")
+                return Function(name)
+
+        class Context:
+            device = type("D", (), {"MAX_SHARED_MEMORY_PER_BLOCK": 49152, "MAX_REGISTERS_PER_BLOCK": 65536})()
+
+            def create_module_ptx(self, ptx: str) -> Module:
+                outer.api()
+                return Module()
+
+        class Cuda:
+            @staticmethod
+            def to_device(host: np.ndarray, stream: Any = None) -> DeviceArray:
+                outer.api()
+                return DeviceArray(np.asarray(host))
+
+            @staticmethod
+            def device_array(shape: Any, dtype: Any, stream: Any = None) -> DeviceArray:
+                outer.api()
+                return DeviceArray(np.zeros(shape, dtype=dtype))
+
+            @staticmethod
+            def event(timing: bool = True) -> Event:
+                return Event()
+
+        self.cuda, self.ctx, self.stream = Cuda(), Context(), Stream()
+
+    # driver behaviour ----------------------------------------------------------------------------
+
+    def raise_api(self, name: str, call: str) -> None:
+        from cuda.bindings import driver as binding
+        from numba.cuda.cudadrv.driver import CudaAPIError
+
+        code = getattr(binding.CUresult, name)
+        raise CudaAPIError(code, f"Call to {call} results in {code.name}")
+
+    def api(self) -> None:
+        if self.sticky:
+            self.raise_api(self.sticky, "cuMemcpy")
+
+    def launch(self, stream: Any, cfg: Any, kernel: str, *args: Any) -> None:
+        self.api()
+        if int(np.prod(cfg[1])) > 1024:  # cuda.core's launch: cuLaunchKernel's error as CUDAError "NAME: why"
+            from cuda.core._utils.cuda_utils import CUDAError
+
+            raise CUDAError("CUDA_ERROR_INVALID_VALUE: This indicates that one or more of the parameters passed "
+                            "to the API call is not within an acceptable range of values.")
+        self.pending.append((kernel, [a.value for a in args]))
+
+    def run_pending(self) -> None:
+        while self.pending:
+            kernel, args = self.pending.pop(0)
+            self.launches[kernel] = self.launches.get(kernel, 0) + 1
+            self.clock_ms += 0.01
+            arrays = [self.memory.get(a, a) for a in args]
+            fault = self.kernels[kernel](self.launches[kernel], *arrays)
+            if fault:
+                self.sticky = fault
+                self.pending.clear()
+                self.raise_api(fault, "cuStreamSynchronize")
+
+
+def make_timer(driver: FakeDriver) -> CudaEventTimer:
+    timer = CudaEventTimer(Protocol(warmup_s=0.0, min_sample_ms=0.05, samples=5))
+    timer._cuda, timer._ctx, timer._stream = driver.cuda, driver.ctx, driver.stream
+    timer._launch, timer._launch_stream = driver.launch, driver.stream
+    timer._LaunchConfig = lambda grid, block, shmem_size: (grid, block, shmem_size)
+    return timer
+
+
+CASE = Case(
+    id="scale", version=1, priority="P1", summary="y = k*x", warpforth="\\! kernel wf_scale\n",
+    cuda="extern \"C\" __global__ void cu_scale() {}", wf_kernel="wf_scale", cuda_kernel="cu_scale",
+    params=(Param("K", "i64"), Param("X", "ptr", "int64"), Param("Y", "ptr", "int64", output=True),
+            Param("N", "i64")),
+    sizes={"check": {"N": N}, "canonical": {"N": N}},
+    launch=lambda s: Launch(grid=1, block=64),
+    inputs=lambda s, rng: {"K": 3, "X": (2**53 // 3) + np.arange(s["N"], dtype=np.int64), "N": s["N"]},
+    reference=lambda inp, s: {"Y": inp["K"] * inp["X"]},
+    tolerances={"Y": Tolerance(0.0, 0.0)},
+    work=lambda s: Work(bytes=16 * s["N"]),
+)
+SIDES = [Side("wf", "wf_scale", {"check": "", "canonical": ""}), Side("cuda", "cu_scale", {"check": "", "canonical": ""})]
+
+
+def good(launch: int, k: int, x: np.ndarray, y: np.ndarray, n: int) -> None:
+    y[:n] = k * x[:n]
+
+
+def measure(wf: Callable[..., Any]) -> Any:
+    driver = FakeDriver({"wf_scale": wf, "cu_scale": good})
+    return make_timer(driver).measure(CASE, SIDES, reference_label="cuda"), driver
+
+
+def test_correct_sides_pass_with_every_check_per_side() -> None:
+    m, driver = measure(good)
+    assert m.passed, m.message
+    whats = {(c.config, c.side, c.what) for c in m.checks}
+    for side in ("wf", "cuda"):
+        assert {("check", side, "reference"), ("check", side, "idempotent"), ("canonical", side, "reference"),
+                ("canonical", side, "after-timing")} <= whats
+    assert ("canonical", "wf~cuda", "cross") in whats
+    assert len(m.samples_us["wf"]) == 5
+
+
+def test_a_second_launch_that_skips_the_tail_is_caught() -> None:
+    def second_skips(launch: int, k: int, x: np.ndarray, y: np.ndarray, n: int) -> None:
+        y[: n - (3 if launch == 2 else 0)] = k * x[: n - (3 if launch == 2 else 0)]
+
+    m, _ = measure(second_skips)
+    assert not m.passed and m.samples_us == {}
+    assert m.message.startswith("scale[check] WarpForth: output Y changes on a second launch into re-poisoned "
+                                "outputs: 3 of 64 elements differ (3 not written by the second launch)")
+
+
+def test_after_timing_every_side_is_launched_again_into_poison() -> None:
+    def wrong_late(launch: int, k: int, x: np.ndarray, y: np.ndarray, n: int) -> None:
+        y[:n] = k * x[:n] + (1 if launch > 10 else 0)  # right while checked, off by one once timing began
+
+    m, _ = measure(wrong_late)
+    assert not m.passed
+    (bad,) = [c for c in m.checks if not c.passed]
+    assert (bad.config, bad.side, bad.what, bad.mismatches) == ("canonical", "wf", "after-timing", N)
+    assert m.message == ("scale[canonical] WarpForth: output Y is wrong after timing: 64 of 64 written elements "
+                         "outside tolerance (rtol 0, atol 0), max abs err 1, max rel err 1.11e-16")
+
+
+def test_int64_off_by_one_above_2_53_fails_at_tolerance_0() -> None:
+    def off_by_one(launch: int, k: int, x: np.ndarray, y: np.ndarray, n: int) -> None:
+        y[:n] = k * x[:n]
+        y[0] += 1
+
+    m, _ = measure(off_by_one)
+    assert not m.passed
+    assert m.message.startswith("scale[check] WarpForth: output Y differs from the numpy reference: 1 of 64 "
+                                "written elements outside tolerance (rtol 0, atol 0), max abs err 1,")
+
+
+def test_a_faulting_launch_is_a_classified_sticky_kernel_fault() -> None:
+    def oob(launch: int, k: int, x: np.ndarray, y: np.ndarray, n: int) -> str:
+        return "CUDA_ERROR_ILLEGAL_ADDRESS"
+
+    with pytest.raises(KernelFault) as err:
+        measure(oob)
+    assert err.value.kind == ILLEGAL_ADDRESS and err.value.sticky and err.value.side == "wf"
+    assert str(err.value) == "scale[check] WarpForth: launch: illegal address (CUDA_ERROR_ILLEGAL_ADDRESS)"
+
+
+def test_a_missing_kernel_is_a_load_failure() -> None:
+    driver = FakeDriver({"cu_scale": good})
+    with pytest.raises(KernelFault) as err:
+        make_timer(driver).measure(CASE, SIDES, reference_label="cuda")
+    assert str(err.value) == ("scale[check] WarpForth: load: load failure (CUDA_ERROR_NOT_FOUND): kernel 'wf_scale' "
+                              "not found in its PTX")
+    assert not err.value.sticky
+
+
+def test_a_block_over_the_thread_limit_is_out_of_resources_naming_threads() -> None:
+    import attrs
+
+    driver = FakeDriver({"wf_scale": good, "cu_scale": good})
+    case = attrs.evolve(CASE, launch=lambda s: Launch(grid=1, block=2048))
+    with pytest.raises(KernelFault) as err:
+        make_timer(driver).measure(case, SIDES, reference_label="cuda")
+    assert not err.value.sticky
+    assert str(err.value) == ("scale[check] WarpForth: launch: out of resources (CUDA_ERROR_INVALID_VALUE): "
+                              "2048 threads per block, the kernel allows 1024")
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16"])
+def test_float_outputs_are_poisoned_with_the_payload_nan(dtype: str) -> None:
+    import attrs
+
+    def skip_tail(launch: int, k: int, x: np.ndarray, y: np.ndarray, n: int) -> None:
+        y[: n - 5] = x[: n - 5] * 2
+
+    def cuda_good(launch: int, k: int, x: np.ndarray, y: np.ndarray, n: int) -> None:
+        y[:n] = x[:n] * 2
+
+    case = attrs.evolve(
+        CASE, params=(Param("K", "i64"), Param("X", "ptr", dtype), Param("Y", "ptr", dtype, output=True),
+                      Param("N", "i64")),
+        inputs=lambda s, rng: {"K": 2, "X": np.arange(s["N"], dtype=dtype), "N": s["N"]},
+        reference=lambda inp, s: {"Y": inp["X"] * 2})
+    driver = FakeDriver({"wf_scale": skip_tail, "cu_scale": cuda_good})
+    m = make_timer(driver).measure(case, SIDES, reference_label="cuda")
+    assert not m.passed
+    assert m.message.startswith("scale[check] WarpForth: output Y differs from the numpy reference: 5 of 64 "
+                                "elements never written (still hold the NaN poison);")
