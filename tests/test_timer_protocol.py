@@ -140,7 +140,7 @@ class FakeDriver:
 
 
 def make_timer(driver: FakeDriver) -> CudaEventTimer:
-    timer = CudaEventTimer(Protocol(warmup_s=0.0, min_sample_ms=0.05, samples=5))
+    timer = CudaEventTimer(Protocol(warmup_s=0.0, min_sample_ms=1.0, samples=5))
     timer._cuda, timer._ctx, timer._stream = driver.cuda, driver.ctx, driver.stream
     timer._launch, timer._launch_stream = driver.launch, driver.stream
     timer._LaunchConfig = lambda grid, block, shmem_size: (grid, block, shmem_size)

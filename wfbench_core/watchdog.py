@@ -26,7 +26,7 @@ _sink: Optional[Callable[[dict], None]] = None
 _fixed_s: Optional[float] = None
 
 
-def deadline_s(expected_s: float) -> float:
+def deadline_for(expected_s: float) -> float:
     """How long a wait expected to take ``expected_s`` seconds may take before it counts as a hang."""
     if _fixed_s is not None:
         return _fixed_s
@@ -44,9 +44,10 @@ def install(sink: Optional[Callable[[dict], None]], fixed_s: Optional[float] = N
     _sink, _fixed_s = sink, fixed_s
 
 
-def arm(what: str, expected_s: float = 0.0) -> None:
+def arm(what: str, expected_s: float = 0.0, *, deadline_s: Optional[float] = None) -> None:
+    """Announce a wait expected to take ``expected_s`` (or with an explicit deadline of its own)."""
     if _sink is not None:
-        _sink({"arm": deadline_s(expected_s), "what": what})
+        _sink({"arm": deadline_s if deadline_s is not None else deadline_for(expected_s), "what": what})
 
 
 def disarm() -> None:
@@ -55,9 +56,9 @@ def disarm() -> None:
 
 
 @contextlib.contextmanager
-def guard(what: str, expected_s: float = 0.0) -> Iterator[None]:
+def guard(what: str, expected_s: float = 0.0, *, deadline_s: Optional[float] = None) -> Iterator[None]:
     """``with guard("wf launch", 0.002): stream.synchronize()`` — the wait has a deadline."""
-    arm(what, expected_s)
+    arm(what, expected_s, deadline_s=deadline_s)
     try:
         yield
     finally:

@@ -88,6 +88,12 @@ class Worker:
         environment = self.timer.environment()  # NoGpuError: one clear line, the run ends
         self.arch = "sm_" + environment.compute_capability.replace(".", "")
         self.cuda = cuda_compiler(self.request.cuda_compiler)
+        if self.request.sanitize:
+            from wfbench_core.sanitize import find_compute_sanitizer
+
+            if find_compute_sanitizer() is None:
+                raise WfbenchError("--sanitize needs NVIDIA's compute-sanitizer (CUDA toolkit); put its bin folder "
+                                   "on PATH or set WFBENCH_COMPUTE_SANITIZER")
         if copy:
             environment = attrs.evolve(environment, copy_gbps=self.timer.copy_gbps())
         c = converter()
@@ -98,7 +104,7 @@ class Worker:
 
         _, by_case = prepare_all(self.bundle_path, self.registry, [case_id])
         results = run_case(by_case[case_id], timer=self.timer, protocol=self.request.protocol, cuda=self.cuda,
-                           arch=self.arch, mode=self.request.mode)
+                           arch=self.arch, mode=self.request.mode, sanitize=self.request.sanitize)
         return [converter().unstructure(r) for r in results]
 
     @property
@@ -145,8 +151,12 @@ def _wf_label(label: str) -> str:
 
 
 def run_case(variants: dict[str, Any], *, timer: Any, protocol: Any, cuda: Any, arch: str,
-             mode: str) -> list[CaseResult]:
-    """Check and time one case: every WarpForth variant (one, or base and head) against the CUDA side."""
+             mode: str, sanitize: bool = False) -> list[CaseResult]:
+    """Check and time one case: every WarpForth variant (one, or base and head) against the CUDA side.
+
+    With ``sanitize``, each side's check configuration is first launched once under compute-sanitizer;
+    a finding makes the case FAILED with the sanitizer's first report line, and it is not timed.
+    """
     from wfbench_core.compile import compile_cuda
     from wfbench_core.stats import gap, is_unstable, pair_ratio_noise, summarize
     from wfbench_core.timer import Side
@@ -187,6 +197,18 @@ def run_case(variants: dict[str, Any], *, timer: Any, protocol: Any, cuda: Any, 
         sides = [Side(_wf_label(label), case.wf_kernel, {c: prep.files[c].wf_ptx for c in CONFIGS})
                  for label, prep in variants.items()]
     sides.append(Side("cuda", case.cuda_kernel, cuda_ptx))
+    if sanitize:
+        from wfbench_core.sanitize import DEFAULT_TIMEOUT_S, sanitize_case
+
+        for side in sides:
+            try:
+                with watchdog.guard(f"{case.id} {side.label} under compute-sanitizer",
+                                    deadline_s=DEFAULT_TIMEOUT_S + 60.0):
+                    finding = sanitize_case(case, side.label, side.ptx["check"], side.kernel)
+            except WfbenchError as exc:
+                return all_(message=str(exc))
+            if finding is not None:
+                return all_(status=FAILED, message=finding.message)
     try:
         m = timer.measure(case, sides, reference_label="cuda")
     except WfbenchError as exc:

@@ -102,6 +102,9 @@ def execute_options(f: Callable[..., Any]) -> Callable[..., Any]:
     f = click.option("--case-timeout", type=click.FloatRange(1), default=None, metavar="S",
                      help="Deadline of every wait on the GPU; a case that misses it is killed and reported as a "
                           "hang [default: max(10 s, 50 x the expected time)].")(f)
+    f = click.option("--sanitize", is_flag=True,
+                     help="Launch each side's check configuration once under compute-sanitizer (memcheck, plus "
+                          "racecheck with shared memory) first; a finding fails the case.")(f)
     f = click.option("--repeat", type=click.IntRange(1, 100), default=1, show_default=True,
                      help="Run every case in K fresh processes; the table shows the spread of the gap.")(f)
     f = click.option("--cuda-compiler", type=click.Choice(["auto", "nvcc", "nvrtc"]), default="auto",
@@ -117,7 +120,7 @@ def execute_request(case_ids: Any, options: dict[str, Any]) -> Any:
     return ExecuteRequest(
         case_ids=tuple(case_ids), protocol=protocol_from(options),
         mode=MODE_AA if options.pop("aa") else MODE_PAIRED, cuda_compiler=options.pop("cuda_compiler"),
-        case_timeout_s=options.pop("case_timeout"), repeat=options.pop("repeat"),
+        case_timeout_s=options.pop("case_timeout"), repeat=options.pop("repeat"), sanitize=options.pop("sanitize"),
     )
 
 
