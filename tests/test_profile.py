@@ -3,6 +3,8 @@
 tests/fixtures/ncu/transpose_f64.{wf,cuda}.raw.csv are the stdout of ``ncu --csv --page raw --clock-control
 none`` with the SpeedOfLight, Occupancy, WarpStateStats and LaunchStats sections, profiling one launch of each
 side of transpose_f64 at its canonical size (ncu's own notes before the table included).
+tests/fixtures/ncu/fp64_peak.raw.csv is the output of exactly :func:`ncu_command`'s options (extra metrics,
+base units, the last of three launches) on the roofline's f64 peak kernel.
 """
 
 from __future__ import annotations
@@ -43,6 +45,13 @@ def test_parses_the_real_raw_page() -> None:
     assert [k for k, _ in top] == ["long_scoreboard", "barrier"]
     assert top[0][1] == pytest.approx(47.93 / sum(wf.stalls.values()))
     assert converter().structure(converter().unstructure(wf), KernelProfile) == wf
+
+
+def test_parses_the_output_of_the_exact_command_wfbench_runs() -> None:
+    p = pf.to_profile(pf.parse_raw_csv((NCU / "fp64_peak.raw.csv").read_text())[0])
+    assert p.duration_us == pytest.approx(4241.632) and p.sm_pct == 99.92
+    assert p.instructions == 2_389_195_776 and p.dram_bytes == 17_152 + 262_144
+    assert "selected" not in p.stalls and list(p.stalls)[0] == "math_pipe_throttle"
 
 
 def test_scaled_units_and_missing_metrics() -> None:

@@ -28,6 +28,23 @@ def test_peak_kernel_runs_separate_dmul_and_dadd_through_the_project_compile_pat
     assert loop["dmul"] + loop["dadd"] > 4 * (loop.get("ialu", 0) + loop.get("imad", 0) + loop.get("branch", 0))
 
 
+@pytest.mark.skipif(dg.tools_available() is not None, reason="CUDA binary tools missing")
+def test_static_loop_accounts_for_the_instructions_ncu_counted(nvcc: Path) -> None:
+    """ncu on an H200 (132 SMs) counted the warp instructions of one launch of this kernel; the SASS loop,
+    run ITERS / unroll times per warp, must account for nearly all of them: the FLOPs per launch are right."""
+    from wfbench_core.compile import compile_cuda, cuda_compiler
+    from wfbench_core.profile import parse_raw_csv, to_profile
+
+    p = to_profile(parse_raw_csv((Path(__file__).parent / "fixtures/ncu/fp64_peak.raw.csv").read_text())[0])
+    ptx = compile_cuda(rl.SOURCE, case_id="fp64-peak", arch=ARCH, compiler=cuda_compiler("nvcc")).ptx
+    d = dg.diagnose(ptx, rl.KERNEL, ARCH, rl.BLOCK, 0)
+    unroll = d.loop_mix["dmul"] // rl.CHAINS
+    warps = 132 * rl.BLOCKS_PER_SM * rl.BLOCK // 32
+    in_loop = rl.ITERS // unroll * d.loop_instructions
+    per_warp = p.instructions / warps  # type: ignore[operator]
+    assert in_loop <= per_warp <= in_loop + (d.total - d.loop_instructions)
+
+
 def _stats(us: float) -> SideStats:
     return SideStats(us, us, 0.0, 0.0, 1, (us,))
 

@@ -127,7 +127,7 @@ def to_profile(row: Mapping[str, tuple[str, str]], *, ncu_version: str = "") -> 
     for name, (_, text) in row.items():
         m = _STALL.match(name)
         v = _number(text)
-        if m and v is not None:
+        if m and v is not None and m.group(1) != "selected":  # "selected" is issuing, not a stall
             stalls[m.group(1)] = v
     def nbytes(name: str) -> float | None:
         v = value(name)
