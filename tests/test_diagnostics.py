@@ -190,8 +190,10 @@ def test_identical_code_has_one_hash_whatever_the_kernel_is_called() -> None:
     a = dg.diagnose(ptx, case.wf_kernel, ARCH, threads, dyn)
     b = dg.diagnose(renamed, "renamed_kernel", ARCH, threads, dyn)
     assert dg.identical(a, b) and dg.compact(a, b).endswith("same SASS")
+    assert dg.sass_note(a, b) == "identical SASS: any difference is noise"
     other = _wf("scale_i64")
-    assert not dg.identical(a, other)
+    assert not dg.identical(a, other) and dg.sass_note(a, other) == "SASS differs: see wfbench explain"
+    assert dg.sass_note(a, None) == ""
 
 
 @needs_tools
@@ -219,3 +221,25 @@ def test_missing_tool_says_what_to_install(monkeypatch: pytest.MonkeyPatch, tmp_
     monkeypatch.setenv("WFBENCH_PTXAS", str(tmp_path / "nope"))
     with pytest.raises(dg.WfbenchError, match="WFBENCH_PTXAS"):
         cudatools.find_tool("ptxas")
+
+
+@needs_tools
+def test_diagnose_case_for_the_executor(nvcc: Path) -> None:
+    from wfbench_core.compile import compile_cuda, cuda_compiler
+
+    case = _case("scale_i64")
+    cuda_ptx = compile_cuda(case.render("canonical")[1], case_id="scale_i64", arch=ARCH,
+                            compiler=cuda_compiler("nvcc")).ptx
+    wf_ptx = (PTX / "scale_i64.canonical.ptx").read_text()
+    wf, cu, note = dg.diagnose_case(case, wf_ptx=wf_ptx, cuda_ptx=cuda_ptx, arch=ARCH)
+    assert note == "" and wf is not None and cu is not None
+    assert (wf.kernel, cu.kernel, wf.block_threads) == (case.wf_kernel, case.cuda_kernel, 256)
+    # a broken side never raises: the case goes on without diagnostics, and the note says why
+    wf, cu, note = dg.diagnose_case(case, wf_ptx="not ptx", cuda_ptx=cuda_ptx, arch=ARCH)
+    assert (wf, cu) == (None, None) and note.startswith("static diagnostics skipped: scale_i64 (WarpForth)")
+
+
+def test_diagnose_case_without_tools(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(dg, "tools_available", lambda: "not found: cuobjdump")
+    assert dg.diagnose_case(_case("scale_i64"), wf_ptx="", cuda_ptx="", arch=ARCH) == \
+        (None, None, "static diagnostics skipped (not found: cuobjdump)")

@@ -108,3 +108,15 @@ def test_result_without_the_case_is_refused_and_left_alone(nvcc: Path, tmp_path:
     r = invoke("explain", missing, "--wf-ptx", str(PTX / f"{missing}.canonical.ptx"), "--result", str(result))
     assert r.exit_code != 0 and "has no result for case" in one_error_line(r)
     assert result.read_bytes() == before
+
+
+@pytest.mark.warpforthc
+def test_base_head_bundle_with_one_compiler_is_identical_sass(warpforthc: Path, nvcc: Path, tmp_path: Path) -> None:
+    bundle = tmp_path / "bh"
+    r = invoke("build", "-c", "axpy_f64", "--warpforthc", f"base={warpforthc}", "--warpforthc",
+               f"head={warpforthc}", "--no-check-cuda", "-o", str(bundle), "-q")
+    assert r.exit_code == 0, r.stderr
+    r = invoke("explain", "axpy_f64", "--bundle", str(bundle), "-q")
+    assert r.exit_code == 0, r.stderr
+    assert "WarpForth base and WarpForth head: identical SASS: any difference is noise." in r.stdout
+    assert "| registers / thread |" in r.stdout and r.stdout.count("**WarpForth ") >= 2

@@ -19,13 +19,16 @@ import subprocess
 import tempfile
 from collections import Counter
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import attrs
 
 from wfbench_core.cudatools import find_tool, require_tool
 from wfbench_core.errors import WfbenchError
 from wfbench_core.results import SideDiagnostics
+
+if TYPE_CHECKING:
+    from wfbench_core.case import Case
 
 TOOL_TIMEOUT_S = 300
 
@@ -432,6 +435,26 @@ def memory_order(instrs: Sequence[Instr]) -> list[str]:
     return [i.opcode for i in code_of(instrs) if classify(i) in _MEMORY or i.opcode.startswith("BAR")]
 
 
+def diagnose_case(case: "Case", *, wf_ptx: str, cuda_ptx: str, arch: str
+                  ) -> tuple[SideDiagnostics | None, SideDiagnostics | None, str]:
+    """Both sides' diagnostics at the case's canonical launch, for the executor: ``(wf, cuda, note)``.
+
+    Diagnostics never fail a case: when the tools are missing or one of them fails, the sides are None and
+    ``note`` says why in one line (the caller may show it once); otherwise ``note`` is "".
+    """
+    missing = tools_available()
+    if missing:
+        return None, None, f"static diagnostics skipped ({missing})"
+    launch = case.launch(case.sizes["canonical"])
+    threads = launch.block[0] * launch.block[1] * launch.block[2]
+    try:
+        wf = diagnose(wf_ptx, case.wf_kernel, arch, threads, launch.shared_bytes, what=f"{case.id} (WarpForth)")
+        cu = diagnose(cuda_ptx, case.cuda_kernel, arch, threads, launch.shared_bytes, what=f"{case.id} (CUDA)")
+    except WfbenchError as exc:
+        return None, None, f"static diagnostics skipped: {exc}"
+    return wf, cu, ""
+
+
 # -------------------------------------------------------------------------------------------------
 # Views
 # -------------------------------------------------------------------------------------------------
@@ -448,6 +471,18 @@ def mix_differences(a: Mapping[str, int], b: Mapping[str, int], n: int = 6) -> l
 def identical(wf: SideDiagnostics | None, cuda: SideDiagnostics | None) -> bool:
     """Whether two sides (or two compilers' outputs) assembled to byte-identical SASS."""
     return bool(wf and cuda and wf.sass_sha256 and wf.sass_sha256 == cuda.sass_sha256)
+
+
+IDENTICAL_NOTE = "identical SASS: any difference is noise"
+
+
+def sass_note(a: SideDiagnostics | None, b: SideDiagnostics | None) -> str:
+    """For compare, check and base/head runs: what two WarpForth builds of one case (or two runs) say about
+    their machine code. "identical SASS: any difference is noise" when the SASS is byte-identical for the
+    same architecture, "SASS differs: wfbench explain CASE" when not, "" when either side was not diagnosed."""
+    if a is None or b is None or not a.sass_sha256 or not b.sass_sha256 or a.arch != b.arch:
+        return ""
+    return IDENTICAL_NOTE if a.sass_sha256 == b.sass_sha256 else "SASS differs: see wfbench explain"
 
 
 def compact(wf: SideDiagnostics | None, cuda: SideDiagnostics | None, n: int = 3) -> str:

@@ -13,6 +13,7 @@ import attrs
 
 from wfbench_core.case import Case
 from wfbench_core.diagnostics import (
+    IDENTICAL_NOTE,
     Instr,
     Loop,
     assemble,
@@ -26,7 +27,6 @@ from wfbench_core.diagnostics import (
 from wfbench_core.results import CaseResult, Environment, KernelProfile, SideDiagnostics
 from wfbench_core.roofline import format_roofline, roofline
 
-IDENTICAL_NOTE = "identical SASS: any difference is noise"
 LOOP_LINES = 60
 
 CLASS_HELP = {
