@@ -498,5 +498,7 @@ def compact(wf: SideDiagnostics | None, cuda: SideDiagnostics | None, n: int = 3
         parts.append("same SASS")
     else:
         parts.append(f"sass {wf.total}/{cuda.total}")
-        parts += [f"{k} {x}/{y}" for k, x, y in mix_differences(wf.mix, cuda.mix, n)]
+        wf_mix = {k: v for k, v in wf.mix.items() if k != "predicated"}  # too fine-grained for one cell
+        cu_mix = {k: v for k, v in cuda.mix.items() if k != "predicated"}
+        parts += [f"{k} {x}/{y}" for k, x, y in mix_differences(wf_mix, cu_mix, n)]
     return " ".join(parts)
