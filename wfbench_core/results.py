@@ -107,6 +107,51 @@ class KernelAttrs:
 
 
 @attrs.frozen
+class SideDiagnostics:
+    """Static diagnostics of one side's kernel for one architecture (``ptxas -v`` and the SASS), no GPU needed."""
+
+    arch: str  # "sm_90"
+    kernel: str
+    ptxas_version: str = ""
+    registers: int = 0
+    spill_stores: int = 0  # bytes
+    spill_loads: int = 0  # bytes
+    stack_frame: int = 0  # bytes
+    shared_static: int = 0  # bytes per block
+    shared_dynamic: int = 0  # bytes per block, from the case's launch
+    constant_bytes: int = 0
+    barriers: int = 0
+    block_threads: int = 0
+    occupancy: float = 0.0  # theoretical: resident warps / the SM's maximum
+    occupancy_limiter: str = ""  # "warps" | "blocks" | "registers" | "shared"
+    blocks_per_sm: int = 0
+    total: int = 0  # SASS instructions, padding excluded
+    mix: dict[str, int] = attrs.Factory(dict)  # class -> count (wfbench_core.diagnostics.CLASSES, plus tags)
+    sass_sha256: str = ""  # of the normalised SASS: equal hashes mean identical machine code
+    loop_instructions: int = 0  # length of the innermost loop (0: straight-line code)
+    loop_mix: dict[str, int] = attrs.Factory(dict)
+
+
+@attrs.frozen
+class KernelProfile:
+    """Nsight Compute metrics of one launch of one side's kernel at the canonical size."""
+
+    ncu_version: str = ""
+    duration_us: float = 0.0
+    dram_pct: Optional[float] = None  # DRAM throughput, % of peak
+    l2_pct: Optional[float] = None  # L2 (lts) throughput, % of peak
+    l1_pct: Optional[float] = None  # L1/TEX throughput, % of peak
+    sm_pct: Optional[float] = None  # SM (compute) throughput, % of peak
+    achieved_occupancy_pct: Optional[float] = None
+    theoretical_occupancy_pct: Optional[float] = None
+    instructions: Optional[int] = None  # warp instructions executed
+    registers: Optional[int] = None
+    dram_bytes: Optional[int] = None  # read + write
+    stalls: dict[str, float] = attrs.Factory(dict)  # stall reason -> warps stalled per issued instruction
+    clock_control: str = ""  # ncu --clock-control used
+
+
+@attrs.frozen
 class SideStats:
     """Per-launch kernel time of one side, in microseconds, and the raw per-sample values."""
 
@@ -194,6 +239,10 @@ class CaseResult:
     checks: tuple[Check, ...] = ()
     timing: Optional[Timing] = None
     costs: Costs = Costs()
+    diag_wf: Optional[SideDiagnostics] = None  # static diagnostics of each side (wfbench_core.diagnostics)
+    diag_cuda: Optional[SideDiagnostics] = None
+    profile_wf: Optional[KernelProfile] = None  # Nsight Compute metrics, when profiled (wfbench explain --profile)
+    profile_cuda: Optional[KernelProfile] = None
 
     @property
     def timed(self) -> bool:
@@ -224,6 +273,7 @@ class Environment:
     numba_cuda_version: str = ""
     cuda_core_version: str = ""
     copy_gbps: Optional[float] = None  # device-to-device copy, read+write bytes, measured in the same run
+    fp64_peak_gflops: Optional[float] = None  # f64 add/multiply peak, measured in the same run (roofline)
     extra: dict[str, str] = attrs.Factory(dict)  # transport facts: instance id, $/h, host key …
 
 

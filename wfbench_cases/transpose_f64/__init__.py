@@ -19,12 +19,40 @@ the 50 MB L2); check 67 x 45.
 WarpForth PTX (warpforthc, ptxas -arch=sm_90 -v): 0 bytes stack frame, no local memory; the runtime stack
 is promoted to registers and both 4-step loops are unrolled.
 
-Measured on an H200 (suite run, d2d copy 3970 GB/s read + write): the CUDA side moves 2932 GB/s, 74 % of the
-copy, below the 85 % that the streaming cases reach. The likely cause is the case's purpose, not a weak
-baseline (a hypothesis, not yet profiled): a row of B is 4099 * 8 = 32 792 bytes, not a multiple of 128, so
-most rows start off a 128-byte line and each coalesced 256-byte tile-row write touches an extra line; the
-edge tiles also run partly idle. Both sides pay it (WarpForth reached 3097 GB/s in the same run); the gap,
-not the absolute rate, is the signal here.
+Why WarpForth is faster here (gap about 0.94 on the H200, reproduced on two boards), settled at SASS level
+with ``wfbench explain transpose_f64``: the two kernels differ in the order of their loads, not in the
+algorithm. WarpForth addresses A and B through generic pointers (``ld.b64``/``st.b64``, SASS ``LD.E.64`` and
+``ST.E.64``). ptxas may not move a generic load above a shared-memory store (the load could read shared
+memory), so each thread keeps one load of A in flight: ``LD STS LD STS LD STS LD STS``. The CUDA side's loads
+are global (``LDG.E.64.CONSTANT``), so ptxas issues all four before the first shared store:
+``LDG LDG LDG LDG STS STS STS STS``. The write phase is the same on both sides (``LDS`` then a global store,
+four times), and so are the tile, padding, guards, registers (28 and 30) and occupancy (100 %).
+
+Evidence (H200, one process, the six kernels interleaved: 25 rounds of 100 launches each, median per launch):
+WarpForth's PTX as emitted 106.3 us; the same PTX with its loads and stores made ``.global`` (ptxas then
+hoists the four loads) 112.0 us; the CUDA baseline 112.2 us; CUDA without ``const``/``__restrict__``
+(``LDG.E.64``, loads still hoisted) 112.2 us; CUDA with ``#pragma unroll 1`` on the load loop (one load, then
+its store) 107.1 us; CUDA with the tile loads written as generic ``ld.f64`` (inline PTX) 106.3 us. The load
+order alone moves either side between the two times; the read-only cache, ``__restrict__`` and the
+alignment of B's rows (which both sides share) do not. Nsight Compute (one launch each, clocks unlocked):
+WarpForth 101.6 us against 103.9 us, DRAM throughput 63.2 % against 62.1 % of peak; per issued instruction
+the CUDA side's warps stall more at the barrier (19.0 against 13.6), on shared-store throttling (MIO 2.5
+against 0.2, short scoreboard 4.8 against 1.5) and at exit (drain 2.8 against 0.8), WarpForth's more on the
+outstanding global load (long scoreboard 47.9 against 37.3). The four hoisted loads return together and
+every warp of a block then stores to shared memory and reaches the barrier at once; the exact DRAM-level
+mechanism is not established further.
+
+Verdict: not a baseline defect. The CUDA kernel is the textbook coalesced transpose (32 x 32 tile, 32 x 33
+shared array, 32 x 8 threads), and issuing independent loads early is what the compiler does for any
+reasonable CUDA source; de-batching them by hand (``#pragma unroll 1``) would tune the baseline to this
+benchmark. The CUDA source is unchanged. Read this case's gap as a side effect of WarpForth's generic
+addressing, which happens to help this kernel on this GPU, not as better code generation: the same generic
+addressing denies WarpForth the read-only cache and load hoisting elsewhere.
+
+Both sides are below the 85 % of copy bandwidth the streaming cases reach (suite run: CUDA 2932 GB/s, 74 % of
+a 3970 GB/s device-to-device copy; WarpForth 3097 GB/s). A likely part of that (a hypothesis, not profiled
+separately): a row of B is 4099 * 8 = 32 792 bytes, not a multiple of 128, so most 256-byte tile-row writes
+start off a 128-byte line and touch an extra line, and the edge tiles run partly idle. Both sides pay it.
 """
 
 from __future__ import annotations

@@ -41,9 +41,9 @@ def main() -> None:
 
 
 def _register_commands() -> None:
-    from wfbench_core.cli import build, cases, execute, history, run
+    from wfbench_core.cli import build, cases, execute, explain, history, run
 
-    for module in (cases, build, run, execute, history):
+    for module in (cases, build, run, execute, history, explain):
         for command in module.COMMANDS:
             main.add_command(command)
 

@@ -1,0 +1,140 @@
+"""``wfbench explain CASE``: why a case's gap is what it is, side by side, in Markdown."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import attrs
+import click
+
+from wfbench_core.cli.common import load_registry, progress_printer
+from wfbench_core.errors import WfbenchError
+
+
+def _wf_sides(case, bundle: Path | None, wf_ptx: Path | None, warpforthc: str | None, arch: str,
+              progress) -> tuple[dict[str, str], list[str]]:  # type: ignore[no-untyped-def]
+    """``({label: PTX}, provenance lines)`` of the WarpForth side, from exactly one source."""
+    if wf_ptx is not None:
+        return {"": wf_ptx.read_text()}, [f"WarpForth PTX: {wf_ptx.name}."]
+    if bundle is not None:
+        from wfbench_core.bundle import load_case_files, read_variants
+
+        out, lines = {}, []
+        for label, (manifest, folder) in read_variants(bundle).items():
+            entry = next((e for e in manifest.cases if e.id == case.id), None)
+            if entry is None:
+                why = manifest.failures.get(case.id)
+                raise WfbenchError(f"case {case.id!r} is not in bundle {folder}"
+                                   + (f" ({why})" if why else "; build it with 'wfbench build -c " + case.id + "'"))
+            out[label] = load_case_files(folder, entry, case)["canonical"].wf_ptx
+            lines.append(f"WarpForth PTX{f' ({label})' if label else ''}: bundle {bundle.name}, warpforthc "
+                         f"{manifest.warpforthc.version}.")
+        return out, lines
+    from wfbench_core.compile import compile_warpforth, find_warpforthc, warpforthc_info
+
+    binary = find_warpforthc(warpforthc)
+    progress(f"compiling {case.id} with {binary}")
+    compiled = compile_warpforth(case.render("canonical")[0], binary=binary, case_id=f"{case.id}[canonical]",
+                                 arch=arch)
+    return {"": compiled.ptx}, [f"WarpForth PTX: warpforthc {warpforthc_info(binary).version}."]
+
+
+@click.command("explain")
+@click.argument("case_id", metavar="CASE")
+@click.option("--bundle", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+              help="Take the WarpForth PTX from this bundle ('wfbench build'); a base/head bundle explains both.")
+@click.option("--wf-ptx", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="Take the WarpForth PTX (canonical configuration) from this file.")
+@click.option("--warpforthc", default=None, metavar="PATH",
+              help="Compile the WarpForth side with this warpforthc (default without --bundle/--wf-ptx: "
+                   "$WFBENCH_WARPFORTHC, then PATH).")
+@click.option("--arch", default=None, metavar="sm_XX",
+              help="Target of the SASS [default: this host's GPU with --profile, else the bundle's, else sm_90].")
+@click.option("--cuda-compiler", type=click.Choice(["auto", "nvcc", "nvrtc"]), default="auto", show_default=True)
+@click.option("--profile", is_flag=True, help="Also profile both kernels with Nsight Compute (GPU host).")
+@click.option("--ncu", default=None, metavar="PATH", help="Nsight Compute binary [default: $WFBENCH_NCU, PATH, "
+              "$CUDA_HOME/bin, /usr/local/cuda/bin, next to nvcc, /opt/nvidia/nsight-compute].")
+@click.option("--result", "result_path", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="A run result: show its timing and roofline for the case, and store the diagnostics (and "
+                   "profiles) in it.")
+@click.option("--out", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the Markdown report here instead of printing it.")
+@click.option("--loop-lines", type=click.IntRange(1, 10_000), default=60, show_default=True,
+              help="Most SASS lines shown of each hottest loop.")
+@click.option("--quiet", "-q", is_flag=True)
+def explain(case_id: str, bundle: Path | None, wf_ptx: Path | None, warpforthc: str | None, arch: str | None,
+            cuda_compiler: str, profile: bool, ncu: str | None, result_path: Path | None, out: Path | None,
+            loop_lines: int, quiet: bool) -> None:
+    """Explain CASE's gap: static diagnostics of both sides (ptxas, SASS mix, occupancy), the largest SASS
+    differences, each side's hottest loop, and with --profile Nsight Compute metrics. Markdown output."""
+    from wfbench_core import compile as comp
+    from wfbench_core.diagnostics import arch_limits
+    from wfbench_core.explain import Side, analyse, render_markdown
+
+    if bundle is not None and wf_ptx is not None:
+        raise WfbenchError("give the WarpForth PTX one way: --bundle or --wf-ptx (or neither, to compile it here)")
+    progress = progress_printer(quiet)
+    reg = load_registry()
+    case = reg.case(case_id)
+    if arch is None and profile:
+        from wfbench_core.results import Protocol
+        from wfbench_core.timer import CudaEventTimer
+
+        arch = CudaEventTimer(Protocol()).arch()  # NoGpuError (one line) without a GPU
+    if arch is None and bundle is not None:
+        from wfbench_core.bundle import read_manifest
+
+        arch = read_manifest(bundle).arch or None
+    arch = arch or "sm_90"
+    arch_limits(arch)  # an architecture without known limits is refused before anything is compiled
+    wf, provenance = _wf_sides(case, bundle, wf_ptx, warpforthc, arch, progress)
+    compiler = comp.cuda_compiler(cuda_compiler)
+    cuda_ptx = comp.compile_cuda(case.render("canonical")[1], case_id=f"{case.id}[canonical]", arch=arch,
+                                 compiler=compiler).ptx
+    provenance.append(f"CUDA PTX: {compiler.kind} {compiler.version} {' '.join(compiler.flags)}.")
+    sides = [Side(f"WarpForth {label}" if label else "WarpForth", case.wf_kernel, ptx) for label, ptx in wf.items()]
+    sides.append(Side("CUDA", case.cuda_kernel, cuda_ptx))
+    progress(f"assembling {len(sides)} side(s) for {arch}")
+    reports = analyse(case, sides, arch)
+    if profile:
+        from wfbench_core.profile import profile_side
+
+        profiled = []
+        for r in reports:
+            progress(f"profiling {case.id} ({r.side.label}) with Nsight Compute")
+            p = profile_side(case_id=case.id, ptx=r.side.ptx, kernel=r.side.kernel,
+                             label=r.side.label.replace(" ", "-").lower(), ncu=ncu)
+            profiled.append(attrs.evolve(r, profile=p))
+        reports = profiled
+
+    result = environment = None
+    if result_path is not None:
+        from wfbench_core.results import load_result, write_result
+
+        run = load_result(result_path)
+        environment = run.environment
+        label = next(iter(wf))
+        try:
+            result = run.case(case.id, label)
+        except KeyError:
+            raise WfbenchError(f"{result_path}: has no result for case {case.id!r}"
+                               + (f" (compiler {label})" if label else "")) from None
+        updated = attrs.evolve(result, diag_wf=reports[0].diag, diag_cuda=reports[-1].diag,
+                               profile_wf=reports[0].profile or result.profile_wf,
+                               profile_cuda=reports[-1].profile or result.profile_cuda)
+        run = attrs.evolve(run, cases=tuple(updated if c is result else c for c in run.cases))
+        write_result(run, result_path)
+        progress(f"stored the diagnostics{' and profiles' if profile else ''} of {case.id} in {result_path}")
+        result = updated
+    text = render_markdown(case, reports, arch=arch, provenance=provenance, result=result, environment=environment,
+                           loop_lines=loop_lines)
+    if out is not None:
+        from wfbench_core.fsutil import atomic_write
+
+        atomic_write(out, text)
+        progress(f"report: {out}")
+    else:
+        click.echo(text, nl=False)
+
+
+COMMANDS = [explain]
