@@ -16,15 +16,19 @@ def _name(c: CaseResult) -> str:
 
 
 def table_rows(result: RunResult) -> list[list[str]]:
-    rows = [["case", "WF us", "CUDA us", "gap", "noise", "WF GB/s|GF/s", "CUDA GB/s|GF/s", "regs wf/cu",
-             "status"]]
+    from wfbench_core.diagnostics import compact
+    from wfbench_core.roofline import format_roofline, roofline
+
+    rows = [["case", "WF us", "CUDA us", "gap", "noise", "WF GB/s|GF/s", "CUDA GB/s|GF/s", "roofline wf/cu",
+             "static wf/cu", "status"]]
     for c in result.cases:
         t = c.timing
-        regs = f"{c.attrs_wf.registers}/{c.attrs_cuda.registers}" if c.attrs_wf and c.attrs_cuda else "-"
+        regs = f"regs {c.attrs_wf.registers}/{c.attrs_cuda.registers}" if c.attrs_wf and c.attrs_cuda else "-"
         if c.attrs_wf and c.attrs_wf.local_bytes:
             regs += f" (wf local {c.attrs_wf.local_bytes} B)"
+        static = compact(c.diag_wf, c.diag_cuda) if c.diag_wf and c.diag_cuda else regs
         if t is None:
-            rows.append([_name(c), "-", "-", "-", "-", "-", "-", regs, c.status.upper()])
+            rows.append([_name(c), "-", "-", "-", "-", "-", "-", "-", static, c.status.upper()])
             continue
         if c.metric == "compute":
             wf_rate, cu_rate = _fmt(t.gflops_wf, ".1f") + " GF", _fmt(t.gflops_cuda, ".1f") + " GF"
@@ -38,7 +42,8 @@ def table_rows(result: RunResult) -> list[list[str]]:
             f"{max(t.warpforth.noise, t.cuda.noise):.2%}",
             wf_rate,
             cu_rate,
-            regs,
+            format_roofline(roofline(c, result.environment), c.metric),
+            static,
             c.status.upper(),
         ])
     return rows
@@ -60,6 +65,8 @@ def footer(result: RunResult) -> str:
     parts = [f"{e.gpu_name} ({e.compute_capability}, {e.sm_count} SMs), driver {e.driver_version}"]
     if e.copy_gbps:
         parts.append(f"d2d copy {e.copy_gbps:.0f} GB/s")
+    if e.fp64_peak_gflops:
+        parts.append(f"f64 add/mul peak {e.fp64_peak_gflops:.0f} GFLOP/s")
     if result.compilers:
         parts.append(", ".join(f"warpforthc {k}: {v.version}" for k, v in result.compilers.items()))
     else:

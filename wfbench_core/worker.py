@@ -94,17 +94,33 @@ class Worker:
             if find_compute_sanitizer() is None:
                 raise WfbenchError("--sanitize needs NVIDIA's compute-sanitizer (CUDA toolkit); put its bin folder "
                                    "on PATH or set WFBENCH_COMPUTE_SANITIZER")
-        if copy:
-            environment = attrs.evolve(environment, copy_gbps=self.timer.copy_gbps())
+        if copy:  # the run's yardsticks, measured once by its first worker
+            environment = attrs.evolve(environment, copy_gbps=self.timer.copy_gbps(),
+                                       fp64_peak_gflops=self._fp64_peak())
         c = converter()
         return {"environment": c.unstructure(environment), "cuda": c.unstructure(self.cuda), "arch": self.arch}
+
+    def _fp64_peak(self) -> float | None:
+        """The f64 add/multiply peak for the roofline (the default timer only; None when it cannot be had)."""
+        from wfbench_core.roofline import measure_fp64_peak
+        from wfbench_core.timer import CudaEventTimer
+
+        if not isinstance(self.timer, CudaEventTimer):
+            return None
+        try:
+            with watchdog.guard("the f64 peak micro-kernel", 0.2):
+                return measure_fp64_peak(self.timer, compiler=self.cuda)
+        except WfbenchError as exc:
+            self.progress(f"f64 peak not measured: {exc}")
+            return None
 
     def case(self, case_id: str) -> list[dict]:
         from wfbench_core.executor import prepare_all
 
         _, by_case = prepare_all(self.bundle_path, self.registry, [case_id])
         results = run_case(by_case[case_id], timer=self.timer, protocol=self.request.protocol, cuda=self.cuda,
-                           arch=self.arch, mode=self.request.mode, sanitize=self.request.sanitize)
+                           arch=self.arch, mode=self.request.mode, sanitize=self.request.sanitize,
+                           progress=self.progress)
         return [converter().unstructure(r) for r in results]
 
     @property
@@ -151,11 +167,12 @@ def _wf_label(label: str) -> str:
 
 
 def run_case(variants: dict[str, Any], *, timer: Any, protocol: Any, cuda: Any, arch: str,
-             mode: str, sanitize: bool = False) -> list[CaseResult]:
+             mode: str, sanitize: bool = False, progress: Any = lambda line: None) -> list[CaseResult]:
     """Check and time one case: every WarpForth variant (one, or base and head) against the CUDA side.
 
     With ``sanitize``, each side's check configuration is first launched once under compute-sanitizer;
     a finding makes the case FAILED with the sanitizer's first report line, and it is not timed.
+    The static diagnostics of both sides (ptxas, SASS) are made on a thread while the GPU works.
     """
     from wfbench_core.compile import compile_cuda
     from wfbench_core.stats import gap, is_unstable, pair_ratio_noise, summarize
@@ -191,6 +208,7 @@ def run_case(variants: dict[str, Any], *, timer: Any, protocol: Any, cuda: Any, 
     except WfbenchError as exc:
         return all_(message=str(exc))
 
+    diagnosing = None if mode == MODE_AA else _diagnose_in_background(case, variants, cuda_ptx["canonical"], arch)
     if mode == MODE_AA:
         sides = [Side("wf", case.cuda_kernel, cuda_ptx)]
     else:
@@ -214,9 +232,14 @@ def run_case(variants: dict[str, Any], *, timer: Any, protocol: Any, cuda: Any, 
     except WfbenchError as exc:
         return all_(message=str(exc))
 
+    diags = {label: future.result() for label, future in diagnosing.items()} if diagnosing else {}
+    for note in dict.fromkeys(d[2] for d in diags.values() if d[2]):
+        progress(f"{case.id}: no static diagnostics: {note}")
     out = []
     cu = summarize(m.samples_us["cuda"]) if m.passed else None
     for label, base in bases.items():
+        if label in diags:
+            base = attrs.evolve(base, diag_wf=diags[label][0], diag_cuda=diags[label][1])
         prep = variants[label]
         side = _wf_label(label)
         costs = attrs.evolve(m.costs, compile_cuda_s=compile_s,
@@ -240,6 +263,20 @@ def run_case(variants: dict[str, Any], *, timer: Any, protocol: Any, cuda: Any, 
                    f"{protocol.unstable_noise:.0%}") if unstable else ""
         out.append(attrs.evolve(base, status=UNSTABLE if unstable else OK, timing=timing, message=message))
     return out
+
+
+def _diagnose_in_background(case: Any, variants: dict[str, Any], cuda_ptx: str, arch: str) -> dict[str, Any]:
+    """Start ptxas/cuobjdump for every WarpForth variant against the CUDA side; ``{label: future}``."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from wfbench_core.diagnostics import diagnose_case
+
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="wfbench-diagnostics")
+    futures = {label: pool.submit(diagnose_case, case, wf_ptx=prep.files["canonical"].wf_ptx, cuda_ptx=cuda_ptx,
+                                  arch=arch)
+               for label, prep in variants.items()}
+    pool.shutdown(wait=False)
+    return futures
 
 
 def _rate(amount: int, median_us: float) -> float | None:
