@@ -18,6 +18,7 @@ from wfbench_core.bundle import BundleManifest, LoadedConfig, load_case_files, r
 from wfbench_core.case import CONFIGS, Case
 from wfbench_core.compile import cuda_compiler, compile_cuda
 from wfbench_core.errors import WfbenchError
+from wfbench_core.nvml import mark_host
 from wfbench_core.registry import Registry
 from wfbench_core.results import (
     ERROR,
@@ -146,7 +147,7 @@ def execute(
         created=utcnow(),
         mode=mode,
         protocol=protocol,
-        environment=environment,
+        environment=mark_host(environment, results),
         warpforthc=first.warpforthc,
         cuda_compiler=cuda,
         cases=tuple(results),
@@ -231,6 +232,7 @@ def run_case(variants: dict[str, Prepared], *, timer: object, protocol: Protocol
             gbps_wf=_rate(work.bytes, wf.median_us), gbps_cuda=_rate(work.bytes, cu.median_us),
             gflops_wf=_rate(work.flops, wf.median_us), gflops_cuda=_rate(work.flops, cu.median_us),
             pair_ratio_noise=pair_ratio_noise(wf.samples_us, cu.samples_us),
+            **m.timing_fields(side),
         )
         unstable = is_unstable(wf, cu, protocol.unstable_noise)
         message = (f"noisy: MAD/median {wf.noise:.1%} (WarpForth), {cu.noise:.1%} (CUDA) > "

@@ -29,6 +29,12 @@ STATUSES = (OK, UNSTABLE, FAILED, ERROR)
 MODE_PAIRED = "paired"
 MODE_AA = "aa"
 
+# how a sample is timed (Protocol.timing_mode)
+TIMING_EVENTS = "events"
+TIMING_GRAPH = "graph"
+TIMING_COLD_L2 = "cold-l2"
+TIMING_MODES = (TIMING_EVENTS, TIMING_GRAPH, TIMING_COLD_L2)
+
 
 @attrs.frozen
 class Protocol:
@@ -40,6 +46,14 @@ class Protocol:
     unstable_noise: float = 0.03
     max_case_s: float = 60.0  # a case whose timing phase would take longer is refused (ERROR), not cut short
     suite_budget_s: float = 0.0  # 0 = none; cases not started within it end as ERROR "over budget"
+    # how a sample is timed: "events" (back-to-back launches between two events), "graph" (the same launches
+    # replayed as a CUDA graph: no launch overhead, for kernels of a few us) or "cold-l2" (L2 flushed before
+    # every launch, each launch timed by its own events)
+    timing_mode: str = TIMING_EVENTS
+    placements: int = 6  # fresh buffer placements a case's samples are spread over (1 = one set of buffers)
+    min_samples: int = 20  # adaptive stopping looks at the interval only from this many pairs on
+    target_halfwidth: float = 0.0025  # stop once the gap's 95 % interval half-width is below this (0 = never)
+    case_budget_s: float = 8.0  # stop sampling a case after this much sampling time (0 = none)
 
 
 @attrs.frozen
@@ -89,6 +103,24 @@ class SideStats:
 
 
 @attrs.frozen
+class NvmlSummary:
+    """What NVML reported while one case was timed (read on a thread, about 10 times a second)."""
+
+    n: int = 0  # readings
+    sm_mhz_min: int = 0
+    sm_mhz_median: int = 0
+    sm_mhz_max: int = 0
+    mem_mhz_min: int = 0
+    mem_mhz_median: int = 0
+    power_w_median: float = 0.0
+    power_w_max: float = 0.0
+    temp_c_max: int = 0
+    reasons: tuple[str, ...] = ()  # clock event (throttle) reasons seen in any reading
+    power_throttled: bool = False  # a power cap or power brake slowed the clocks at least once
+    thermal_throttled: bool = False  # a thermal slowdown slowed the clocks at least once
+
+
+@attrs.frozen
 class Timing:
     """The paired samples of one case: sample i of each side was taken back to back."""
 
@@ -106,6 +138,20 @@ class Timing:
     # MAD/median of the per-pair ratios WarpForth/CUDA: what pairing leaves of the noise, since a clock dip
     # that slows both samples of a pair cancels in their ratio
     pair_ratio_noise: Optional[float] = None
+    timing_mode: str = TIMING_EVENTS  # see Protocol.timing_mode
+    # placement-aware sampling: the pairs were spread over this many fresh buffer placements
+    placements: int = 1
+    placement_of: tuple[int, ...] = ()  # placement index of each pair
+    placement_seed: int = 0  # seed of the placements' random offsets (replays them)
+    within_placement_noise: Optional[float] = None  # median over placements of the pair ratios' MAD/median
+    between_placement_noise: Optional[float] = None  # standard deviation of log per-placement gaps
+    gap_lo: Optional[float] = None  # 95 % interval of the gap over placements (see gap_interval)
+    gap_hi: Optional[float] = None
+    gap_interval: str = ""  # how gap_lo/gap_hi were made
+    stop_reason: str = ""  # "target", "budget" or "samples": why sampling stopped
+    short_retakes: int = 0  # rounds re-taken because a sample came in under min_sample_ms
+    nvml: Optional[NvmlSummary] = None
+    throttled: bool = False  # power or thermal throttling during timing: kept, marked, out of trends
 
 
 @attrs.frozen
@@ -192,6 +238,9 @@ class Environment:
     numba_cuda_version: str = ""
     cuda_core_version: str = ""
     copy_gbps: Optional[float] = None  # device-to-device copy, read+write bytes, measured in the same run
+    default_power_limit_w: float = 0.0  # the board's default power limit (power_limit_w is the enforced one)
+    depressed_host: bool = False  # memory clock or power below the board's healthy band: deltas not trusted
+    depressed_why: str = ""
     extra: dict[str, str] = attrs.Factory(dict)  # transport facts: instance id, $/h, host key …
 
 

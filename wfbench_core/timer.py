@@ -25,7 +25,7 @@ import platform
 import socket
 import sys
 import time
-from typing import Any, Mapping, Protocol as TypingProtocol, Sequence
+from typing import Any, Mapping, Optional, Protocol as TypingProtocol, Sequence
 
 import attrs
 import numpy as np
@@ -33,7 +33,8 @@ import numpy as np
 from wfbench_core import hookimpl
 from wfbench_core.case import CONFIGS, Case
 from wfbench_core.errors import NoGpuError, WfbenchError
-from wfbench_core.results import Check, Costs, Environment, KernelAttrs, Protocol
+from wfbench_core.gpu_rounds import CudaRounds, TimingSetup
+from wfbench_core.results import TIMING_EVENTS, TIMING_MODES, Check, Costs, Environment, KernelAttrs, NvmlSummary, Protocol
 
 INT_SENTINEL = 0x5A5A5A5A5A5A5A5A
 
@@ -61,6 +62,37 @@ class Measurement:
     launches_per_sample: int = 0
     warmup_s: float = 0.0
     clocks_sm_mhz: tuple[int, ...] = ()
+    placement_of: tuple[int, ...] = ()  # placement of each round (empty: one placement)
+    placement_seed: int = 0
+    short_retakes: int = 0
+    stop_reason: str = ""
+    timing_mode: str = TIMING_EVENTS
+    nvml: Optional[NvmlSummary] = None
+
+    def timing_fields(self, label: str, reference: str = "cuda") -> dict[str, Any]:
+        """The Timing fields of placement-aware sampling, NVML and the mode, for side ``label``."""
+        from wfbench_core import nvml
+        from wfbench_core.stats import GAP_INTERVAL_METHOD, gap_interval, placement_noise
+
+        wf, cu = self.samples_us[label], self.samples_us[reference]
+        where = self.placement_of or (0,) * len(wf)
+        within, between = placement_noise(wf, cu, where)
+        interval = gap_interval(wf, cu, where)
+        return {
+            "timing_mode": self.timing_mode,
+            "placements": len(set(where)),
+            "placement_of": tuple(where),
+            "placement_seed": self.placement_seed,
+            "within_placement_noise": within,
+            "between_placement_noise": between,
+            "gap_lo": interval[0] if interval else None,
+            "gap_hi": interval[1] if interval else None,
+            "gap_interval": GAP_INTERVAL_METHOD if interval else "",
+            "stop_reason": self.stop_reason,
+            "short_retakes": self.short_retakes,
+            "nvml": self.nvml,
+            "throttled": nvml.throttled(self.nvml),
+        }
 
 
 class Timer(TypingProtocol):
@@ -234,7 +266,6 @@ class CudaEventTimer:
                                    "correctness_s": 0.0, "timing_s": 0.0}
         kattrs: dict[str, KernelAttrs] = {}
         keep: list[Any] = []  # modules stay alive while their kernels are used
-        launchers: dict[str, Any] = {}
 
         for config in CONFIGS:
             t0 = time.perf_counter()
@@ -309,21 +340,18 @@ class CudaEventTimer:
                 return Measurement(False, _describe_failures(case, failed), tuple(checks), kattrs,
                                    Costs(**costs))
             if config == "canonical":
-                shared_outs = outs_by_side[sides[0].label]
-                args = self._args(case, {**dev_in, **shared_outs}, scalars)
-                launchers = {s.label: self._launcher(fns[s.label], case, config, args) for s in sides}
-                canonical = (want, shared_outs)
+                setup = TimingSetup(case=case, kernels=fns, inputs=inputs, want=want)
 
-        # timing: canonical size, every side on the same buffers
+        # timing: canonical size, every side on the same buffers (fresh ones for each placement)
         t0 = time.perf_counter()
         try:
-            timed = self._time(launchers)
+            timed, shared_outs = self._time(setup, reference_label)
         except WfbenchError as exc:
             raise WfbenchError(f"{case.id}: {exc}") from None
         costs["timing_s"] = time.perf_counter() - t0
 
-        want, shared_outs = canonical
-        # The last side launched wrote the shared outputs; it must still be right.
+        want = setup.want
+        # The last side launched wrote the shared outputs of the last placement; they must still be right.
         for p in case.outputs:
             tol = case.tolerances[p.name]
             after = shared_outs[p.name].copy_to_host(stream=self._stream)
@@ -342,61 +370,37 @@ class CudaEventTimer:
             **timed,
         )
 
-    def _time(self, launchers: Mapping[str, Any]) -> dict[str, Any]:
-        cuda, stream, proto = self._cuda, self._stream, self.protocol
-        labels = list(launchers)
-        events = [cuda.event(timing=True) for _ in range(len(labels) + 1)]
+    # -- timing (see wfbench_core.sampling for the rules) -----------------------------------------
 
-        def run_round(order: Sequence[str], k: int) -> dict[str, float]:
-            events[0].record(stream)
-            for i, label in enumerate(order):
-                go = launchers[label]
-                for _ in range(k):
-                    go()
-                events[i + 1].record(stream)
-            events[-1].synchronize()
-            return {label: self._elapsed_ms(events[i], events[i + 1]) for i, label in enumerate(order)}
+    def _time(self, setup: TimingSetup, reference_label: str) -> tuple[dict[str, Any], Mapping[str, Any]]:
+        """Warm up, calibrate and sample over placements; returns Measurement fields and the last outputs."""
+        from wfbench_core import nvml
+        from wfbench_core.sampling import sample_case
 
-        # warm-up: alternate sides until the GPU has been busy for warmup_s (clocks ramp up)
-        busy_ms, k = 0.0, 1
-        while busy_ms < proto.warmup_s * 1000.0:
-            ms = run_round(labels, k)
-            busy_ms += sum(ms.values())
-            if max(ms.values()) < 20.0:
-                k *= 2
-        # calibrate: launches per sample so the fastest side's sample lasts >= min_sample_ms
-        probe = run_round(labels, k)
-        per_launch = min(probe.values()) / k
-        launches = max(1, math.ceil(proto.min_sample_ms / max(per_launch, 1e-6)))
-        predicted_s = proto.samples * launches * max(probe.values()) / k * len(labels) / 1000.0
-        if predicted_s > proto.max_case_s:
-            raise WfbenchError(
-                f"timing would take about {predicted_s:.0f} s, over the {proto.max_case_s:.0f} s per-case limit; "
-                f"the case's canonical size is too large for this GPU"
-            )
-        samples: dict[str, list[float]] = {label: [] for label in labels}
-        first: list[str] = []
-        clocks: list[int] = []
-        nvml = _NvmlClock(self._pci_bus_id())
-        for r in range(proto.samples):
-            order = labels[r % len(labels):] + labels[: r % len(labels)]
-            if r % 2 == 1 and len(labels) == 2:
-                order = labels[::-1]
-            ms = run_round(order, launches)
-            first.append(order[0])
-            for label in labels:
-                samples[label].append(ms[label] * 1000.0 / launches)
-            if r % 5 == 0:
-                c = nvml.sm_clock()
-                if c:
-                    clocks.append(c)
+        mode = self.protocol.timing_mode
+        if mode not in TIMING_MODES:
+            raise WfbenchError(f"unknown timing mode {mode!r}; use one of {', '.join(TIMING_MODES)}")
+        rounds = CudaRounds(self, setup, mode)
+        sampler = nvml.NvmlSampler(self._pci_bus_id()).start()
+        try:
+            sampled = sample_case(rounds, list(setup.kernels), self.protocol, reference=reference_label)
+        finally:
+            readings = sampler.stop()
+            rounds.close()
+        summary = nvml.summarize(readings)
         return {
-            "samples_us": {label: tuple(v) for label, v in samples.items()},
-            "first": tuple(first),
-            "launches_per_sample": launches,
-            "warmup_s": busy_ms / 1000.0,
-            "clocks_sm_mhz": tuple(clocks),
-        }
+            "samples_us": sampled.samples_us,
+            "first": sampled.first,
+            "launches_per_sample": sampled.launches_per_sample,
+            "warmup_s": sampled.warmup_s,
+            "clocks_sm_mhz": tuple(r.sm_mhz for r in readings if r.sm_mhz),
+            "placement_of": sampled.placement_of,
+            "placement_seed": sampled.seed,
+            "short_retakes": sampled.short_retakes,
+            "stop_reason": sampled.stop_reason,
+            "timing_mode": mode,
+            "nvml": summary,
+        }, rounds.outputs
 
     def copy_gbps(self) -> float | None:
         """Device-to-device copy bandwidth (bytes read + written), the yardstick for memory-bound cases."""
@@ -446,28 +450,6 @@ def _dist_version(name: str) -> str:
         return ""
 
 
-class _NvmlClock:
-    def __init__(self, bus_id: str | None) -> None:
-        self.handle = None
-        try:
-            import pynvml
-
-            pynvml.nvmlInit()
-            self._nvml = pynvml
-            self.handle = pynvml.nvmlDeviceGetHandleByPciBusId(bus_id) if bus_id else \
-                pynvml.nvmlDeviceGetHandleByIndex(0)
-        except Exception:  # noqa: BLE001 - clocks are metadata
-            self.handle = None
-
-    def sm_clock(self) -> int | None:
-        if self.handle is None:
-            return None
-        try:
-            return int(self._nvml.nvmlDeviceGetClockInfo(self.handle, self._nvml.NVML_CLOCK_SM))
-        except Exception:  # noqa: BLE001
-            return None
-
-
 def _nvml_facts(bus_id: str | None) -> dict[str, Any]:
     """GPU facts from NVML; any that cannot be read are left out."""
     try:
@@ -491,6 +473,7 @@ def _nvml_facts(bus_id: str | None) -> dict[str, Any]:
         "max_sm_clock_mhz": lambda: pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_SM),
         "max_mem_clock_mhz": lambda: pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_MEM),
         "power_limit_w": lambda: pynvml.nvmlDeviceGetEnforcedPowerLimit(h) / 1000.0,
+        "default_power_limit_w": lambda: pynvml.nvmlDeviceGetPowerManagementDefaultLimit(h) / 1000.0,
         "temperature_c": lambda: pynvml.nvmlDeviceGetTemperature(h, pynvml.NVML_TEMPERATURE_GPU),
         "memory_bytes": lambda: pynvml.nvmlDeviceGetMemoryInfo(h).total,
     }
