@@ -92,6 +92,7 @@ class CudaRounds:
         self.stream = timer._stream
         self.labels = list(setup.kernels)
         self.launchers: dict[str, Callable[[], None]] = {}
+        self.args: list[Any] = []  # the kernels' arguments in the current placement
         self.outputs: Mapping[str, Any] = {}
         self._buffers: list[Any] = []
         self._graphs: dict[tuple[str, int], tuple[Any, Any]] = {}
@@ -132,7 +133,7 @@ class CudaRounds:
         stream.synchronize()
         self._buffers = keep
         scalars = {p.name: self.setup.inputs[p.name] for p in case.params if p.kind != "ptr"}
-        args = self.timer._args(case, bufs, scalars)
+        self.args = args = self.timer._args(case, bufs, scalars)
         self.launchers = {label: self.timer._launcher(fn, case, "canonical", args)
                           for label, fn in self.setup.kernels.items()}
         self.outputs = {p.name: bufs[p.name].view(np.dtype(p.dtype)).reshape(self.setup.want[p.name].shape)

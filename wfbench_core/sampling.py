@@ -9,7 +9,8 @@ Rules, each written once here:
 - **Warm-up**: alternate the sides until the GPU has been busy for ``warmup_s`` (clocks ramp).
 - **Calibration**: launches per sample so the *fastest* side's sample lasts ``min_sample_ms`` times
   :data:`SAMPLE_MARGIN`; a sample that still comes in short is re-taken with more launches (counted in
-  ``short_retakes``), so every kept sample lasts at least ``min_sample_ms``.
+  ``short_retakes``), so every kept sample lasts at least ``min_sample_ms`` (except where the mode caps
+  the launches per sample: ``cold-l2`` times each launch with its own events).
 - **Placements**: the pairs are spread over ``placements`` blocks; each block runs on freshly allocated
   buffers at random 256-byte-multiple offsets (:func:`placement_offsets`), inputs copied in again, and starts
   with a short untimed round.
@@ -166,14 +167,17 @@ def sample_case(rounds: Rounds, labels: Sequence[str], protocol: Protocol, *, re
                 shortest = min(ms.values())
                 if shortest >= protocol.min_sample_ms:
                     break
+                more = rounds.fit(max(launches + 1, math.ceil(
+                    launches * protocol.min_sample_ms * SAMPLE_MARGIN / max(shortest, 1e-9))))
+                if more <= launches:  # the mode caps launches per sample (cold-l2): the sample stands
+                    break
                 retakes += 1
                 if retakes > MAX_SHORT_RETAKES:
                     raise WfbenchError(
                         f"samples keep coming in under {protocol.min_sample_ms:g} ms ({shortest:.2f} ms with "
                         f"{launches} launches) after {MAX_SHORT_RETAKES} re-takes; the GPU's speed is not steady"
                     )
-                launches = rounds.fit(max(launches + 1, math.ceil(
-                    launches * protocol.min_sample_ms * SAMPLE_MARGIN / max(shortest, 1e-9))))
+                launches = more
             for label in labels:
                 samples[label].append(ms[label] * 1000.0 / launches)
             first.append(order[0])

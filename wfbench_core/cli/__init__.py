@@ -43,8 +43,9 @@ def main() -> None:
 def _register_commands() -> None:
     from wfbench_core.cli import build, cases, run
     from wfbench_core.cli import history
+    from wfbench_core.cli import crosscheck
 
-    for module in (cases, build, run, history):
+    for module in (cases, build, run, history, crosscheck):
         for command in module.COMMANDS:
             main.add_command(command)
 
