@@ -120,3 +120,23 @@ def test_sampler_survives_missing_values_and_missing_nvml(monkeypatch: pytest.Mo
     sampler = NvmlSampler(None)
     assert sampler.handle is None and "Driver Not Loaded" in sampler.why_not
     assert sampler.start().stop() == []
+
+
+def test_the_table_marks_throttled_cases_and_a_depressed_host() -> None:
+    from pathlib import Path
+
+    from wfbench_core.report import render
+    from wfbench_core.results import load_result
+
+    run = load_result(Path(__file__).parent / "fixtures" / "h200-run1.json")
+    assert "throttled" not in render(run) and "depressed" not in render(run)
+    first = next(c for c in run.cases if c.timing is not None)
+    hot = NvmlSummary(n=4, sm_mhz_min=1440, sm_mhz_max=1980, mem_mhz_median=2619, power_w_median=690.0,
+                      temp_c_max=70, reasons=("sw_power_cap",), power_throttled=True)
+    cases = tuple(attrs.evolve(c, timing=attrs.evolve(c.timing, nvml=hot, throttled=True)) if c is first else c
+                  for c in run.cases)
+    env = attrs.evolve(run.environment, max_mem_clock_mhz=3201)
+    marked = attrs.evolve(run, cases=cases, environment=mark_host(env, cases))
+    text = render(marked)
+    assert f"{first.id}: throttled while timed (SM 1440-1980 MHz" in text and "sw_power_cap" in text
+    assert "depressed host: memory clock 2619 MHz under load is below the board's 3201 MHz" in text

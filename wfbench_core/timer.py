@@ -6,10 +6,13 @@ Protocol for one case (every side's PTX is loaded into the same context):
    buffers pre-filled with NaN (floats) or a sentinel (integers): compare with the numpy reference; launch
    a second time and require the output unchanged (idempotence); compare the sides with each other.
    Any failure ends the case: it is not timed.
-2. Timing, canonical size, on ONE set of input and output buffers shared by all sides: warm up for at
-   least ``warmup_s`` of busy GPU (clocks ramp), calibrate launches per sample so a sample lasts at least
-   ``min_sample_ms``, then take ``samples`` rounds; each round times every side back to back with CUDA
-   events on one explicit stream, rotating which side goes first.
+2. Timing, canonical size, every side on the same input and output buffers, fresh ones for each of
+   ``placements`` blocks of pairs (``wfbench_core.sampling`` holds the rules, ``wfbench_core.gpu_rounds``
+   the GPU edge): warm up for at least ``warmup_s`` of busy GPU (clocks ramp), calibrate launches per
+   sample so every sample lasts at least ``min_sample_ms``, then take rounds until the gap's interval is
+   narrow enough or ``samples`` are taken; each round times every side back to back with CUDA events on
+   one explicit stream, behind a spin kernel (no side starts on an idle GPU), rotating which side goes
+   first. NVML is read on a thread meanwhile.
 3. The outputs are checked against the reference again after timing.
 
 Compile, module load/JIT, input generation, allocation and copies are timed apart (``Costs``).
