@@ -302,3 +302,13 @@ def test_results_written_before_placements_still_load() -> None:
     t = next(c.timing for c in run.cases if c.timing is not None)
     assert t.placements == 1 and t.gap_lo is None and t.nvml is None and not t.throttled
     assert run.protocol.timing_mode == "events" and not run.environment.depressed_host
+
+
+def test_warm_up_ends_on_wall_time_where_launches_are_capped() -> None:
+    # cold-l2 on a 3 us kernel: 256 launches keep the GPU 0.8 ms busy with kernels, far longer with flushes
+    rounds = FakeRounds({"wf": 0.003, "cuda": 0.003}, cap=256, clock_step_s=0.02)
+    proto = attrs.evolve(FAST, warmup_s=1.0)
+    s = sample_case(rounds, ["wf", "cuda"], proto, reference="cuda", seed=1, clock=rounds.clock)
+    warm_rounds = len(rounds.rounds) - len(s.placement_of) - (s.placements - 1) - 1  # minus samples, untimed, probe
+    assert warm_rounds == pytest.approx(2.0 / 0.02, abs=2)
+    assert s.warmup_s < proto.warmup_s  # kernel time: the flushes are not counted

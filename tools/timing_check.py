@@ -57,6 +57,10 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=Path("timing-check"))
     ap.add_argument("--cases", default="", help="comma-separated case IDs (default: every P0 case)")
     ap.add_argument("--skip-nvbench", action="store_true")
+    ap.add_argument("--processes", type=int, default=0, metavar="N",
+                    help="then run the suite in N fresh processes and print the between-run table "
+                         "(gap spread, whether each run's interval holds the N-run median); ~1 min each")
+    ap.add_argument("--suite-only", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
 
@@ -90,9 +94,11 @@ def main() -> int:
         small = min(min(t.warpforth.samples_us), min(t.cuda.samples_us)) * t.launches_per_sample / 1000
         print(f"{'':22} launches/sample {t.launches_per_sample}, shortest sample {small:.2f} ms "
               f"(min_sample_ms {run.protocol.min_sample_ms:g}; exact when retk = 0)")
+    if args.suite_only:
+        return 0
     e = run.environment
     print(f"suite wall {run.wall_s:.1f} s; depressed host: {e.depressed_host} {e.depressed_why}; "
-          f"power limit {e.power_limit_w} W (default {e.default_power_limit_w} W); copy {e.copy_gbps:.0f} GB/s")
+          f"power limit {e.power_limit_w} W (default {e.default_power_limit_w} W); copy {e.copy_gbps or 0:.0f} GB/s")
 
     # 2. A/A: first-side excess
     aa_ids = [c for c in ("axpy_f64", "reduce_sum_f64") if c in ids] or ids[:1]
@@ -105,12 +111,44 @@ def main() -> int:
             print(f"{c.id:22} gap {c.timing.gap:.4f}  first-side excess: "
                   + ", ".join(f"{k} {v:+.2f} us" for k, v in ex.items()))
 
-    if args.skip_nvbench:
-        print(f"\ntotal {time.perf_counter() - t_all:.0f} s")
-        return 0
+    if not args.skip_nvbench:
+        crosschecks(args, bundle, ids)
+    if args.processes:
+        between_runs(args, ids)
+    print(f"\ntotal {time.perf_counter() - t_all:.0f} s")
+    return 0
+
+
+def between_runs(args: argparse.Namespace, ids: list[str]) -> None:
+    """The suite in N fresh processes: per case the gaps, their spread, and interval coverage."""
+    from wfbench_core.results import load_result
+
+    print(f"\n== 5. the suite in {args.processes} fresh processes", flush=True)
+    runs = []
+    for i in range(args.processes):
+        out = args.out / f"process{i}"
+        subprocess.run([sys.executable, __file__, "--out", str(out), "--cases", ",".join(ids), "--suite-only"],
+                       check=True, stdout=subprocess.DEVNULL)
+        runs.append(load_result(out / "suite.json"))
+        print(f"  process {i}: wall {runs[-1].wall_s:.1f} s", flush=True)
+    for cid in ids:
+        ts = [r.case(cid).timing for r in runs]
+        if any(t is None for t in ts):
+            print(f"{cid:22} not timed in every process")
+            continue
+        gaps = np.array([t.gap for t in ts])
+        med = float(np.median(gaps))
+        covered = sum(1 for t in ts if t.gap_lo is not None and t.gap_lo <= med <= t.gap_hi)
+        print(f"{cid:22} gaps {' '.join(f'{g:.4f}' for g in gaps)}  spread {(gaps.max() / gaps.min() - 1):.3%}  "
+              f"median {med:.4f} in {covered}/{len(ts)} intervals")
+
+
+def crosschecks(args: argparse.Namespace, bundle: Path, ids: list[str]) -> None:
+    from wfbench_core.results import TIMING_MODES
 
     # nvbench keeps every benchmark registered for the life of a process: one process per crosscheck
-    env = {**os.environ, "WFBENCH_PLUGINS": ",".join(builtin_plugins()), "PYTHONPATH": str(ROOT)}
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "WFBENCH_PLUGINS": ",".join(builtin_plugins()), "PYTHONPATH": path}
     cli = [sys.executable, "-m", "wfbench_core", "crosscheck", str(bundle), "--quiet"]
 
     # 3. small sizes: the three modes against nvbench's batch and cold figures

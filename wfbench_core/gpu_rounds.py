@@ -145,7 +145,7 @@ class CudaRounds:
         launches = max(1, int(launches))
         if self.mode == TIMING_GRAPH:
             chunk = min(launches, GRAPH_CHUNK)
-            return chunk * math.ceil(launches / chunk)
+            return chunk * math.ceil(launches / chunk)  # a whole number of graph replays
         if self.mode == TIMING_COLD_L2:
             return min(launches, COLD_MAX_LAUNCHES)
         return launches
@@ -154,11 +154,14 @@ class CudaRounds:
         if self.mode == TIMING_COLD_L2:
             return self._cold_round(order, launches)
         ev, stream = self._events, self.stream
+        graphs = {}
+        if self.mode == TIMING_GRAPH:  # capture and instantiate before the timed span, not inside it
+            graphs = {label: self._graph(label, self._chunk(launches)) for label in order}
         self._spin()  # the GPU is busy when events[0] is recorded: no side starts on an idle GPU
         ev[0].record(stream)
         for i, label in enumerate(order):
             if self.mode == TIMING_GRAPH:
-                self._replay(label, launches)
+                self._replay(graphs[label], launches // self._chunk(launches))
             else:
                 go = self.launchers[label]
                 for _ in range(launches):
@@ -188,15 +191,19 @@ class CudaRounds:
 
     # -- graphs -----------------------------------------------------------------------------------
 
-    def _replay(self, label: str, launches: int) -> None:
-        from cuda.bindings import driver as cu
-
+    @staticmethod
+    def _chunk(launches: int) -> int:
+        """Launches per captured graph for a sample of ``launches`` (a multiple of it, through fit())."""
         chunk = min(launches, GRAPH_CHUNK)
         if launches % chunk:
             raise WfbenchError(f"graph timing: {launches} launches is not a multiple of {chunk} (use fit())")
-        graph_exec = self._graph(label, chunk)
+        return chunk
+
+    def _replay(self, graph_exec: Any, times: int) -> None:
+        from cuda.bindings import driver as cu
+
         h = cu.CUstream(int(self.stream.handle))
-        for _ in range(launches // chunk):
+        for _ in range(times):
             _driver_ok(cu.cuGraphLaunch(graph_exec, h), "cuGraphLaunch")
 
     def _graph(self, label: str, chunk: int) -> Any:
@@ -222,6 +229,7 @@ class CudaRounds:
             cu.cuGraphDestroy(graph)
             raise
         self._graphs[key] = (graph, graph_exec)
+        _driver_ok(cu.cuGraphUpload(graph_exec, h), "cuGraphUpload")  # not on the first timed replay
         return graph_exec
 
     def _drop_graphs(self) -> None:

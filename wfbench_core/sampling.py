@@ -6,7 +6,8 @@ and can be tested without a GPU.
 
 Rules, each written once here:
 
-- **Warm-up**: alternate the sides until the GPU has been busy for ``warmup_s`` (clocks ramp).
+- **Warm-up**: alternate the sides until the GPU has been busy for ``warmup_s`` (clocks ramp), at most
+  twice that in wall time.
 - **Calibration**: launches per sample so the *fastest* side's sample lasts ``min_sample_ms`` times
   :data:`SAMPLE_MARGIN`; a sample that still comes in short is re-taken with more launches (counted in
   ``short_retakes``), so every kept sample lasts at least ``min_sample_ms`` (except where the mode caps
@@ -36,6 +37,7 @@ MAX_SHORT_RETAKES = 8  # a case whose samples keep coming in short is an error, 
 PLACEMENT_STEP = 256  # offsets are multiples of this: every buffer stays 256-byte aligned
 PLACEMENT_MAX_OFFSET = 4 << 20  # offsets up to 4 MiB
 WARMUP_STEP_MS = 20.0  # the warm-up doubles its launches until a side's round lasts this long
+WARMUP_WALL_FACTOR = 2.0  # the warm-up ends after this many times warmup_s of wall time in any case
 
 STOP_TARGET = "target"
 STOP_BUDGET = "budget"
@@ -131,9 +133,12 @@ def sample_case(rounds: Rounds, labels: Sequence[str], protocol: Protocol, *, re
         rounds.place(p, lambda n: placement_offsets(rng, n))
 
     place(0)
-    # warm-up: alternate sides until the GPU has been busy for warmup_s (clocks ramp up)
+    # warm-up: alternate sides until the kernels have kept the GPU busy for warmup_s (clocks ramp up), or
+    # for WARMUP_WALL_FACTOR x warmup_s of wall time where launches are capped (cold-l2: the flushes between
+    # launches keep the GPU busy too, and are not kernel time)
     busy_ms, k = 0.0, 1
-    while busy_ms < protocol.warmup_s * 1000.0:
+    t_warm = clock()
+    while busy_ms < protocol.warmup_s * 1000.0 and clock() - t_warm < WARMUP_WALL_FACTOR * protocol.warmup_s:
         ms = rounds.round(labels, rounds.fit(k))
         busy_ms += sum(ms.values())
         if max(ms.values()) < WARMUP_STEP_MS:
