@@ -55,16 +55,20 @@ def test_placements_interval_nvml_and_sample_length(prebuilt_bundle) -> None:  #
 
 
 def test_clean_rounds_leave_no_first_side_excess(prebuilt_bundle) -> None:  # type: ignore[no-untyped-def]
-    proto = attrs.evolve(QUICK, samples=16, min_samples=16)
+    # short samples: the submission latency is per sample (39-107 us in the stored runs), the noise scales
+    # with the sample's length, so 10 ms samples separate the two clearly
+    proto = attrs.evolve(QUICK, samples=24, min_samples=24)
     result = execute(prebuilt_bundle(case_ids=("axpy_f64",)), registry=Registry.load(), protocol=proto, mode="aa")
     (case,) = result.cases
     t = case.timing
-    assert t is not None
+    assert t is not None and t.short_retakes == 0
     for label, side in (("wf", t.warpforth), ("cuda", t.cuda)):
         x = np.asarray(side.samples_us) * t.launches_per_sample
         first = np.array([o == label for o in t.order])
         excess = float(np.median(x[first]) - np.median(x[~first]))
-        assert abs(excess) < 10.0, f"{label} first carries {excess:.1f} us per sample (was 39-68 us)"
+        mad = float(np.median(np.abs(x - np.median(x))))
+        se = 1.2533 * 1.4826 * mad * float(np.sqrt(1 / first.sum() + 1 / (~first).sum()))  # of the difference
+        assert abs(excess) < max(10.0, 3 * se), f"{label} first carries {excess:.1f} us per sample (se {se:.1f})"
 
 
 def test_graph_mode_matches_events_on_a_large_kernel(prebuilt_bundle) -> None:  # type: ignore[no-untyped-def]

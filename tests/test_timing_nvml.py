@@ -140,3 +140,17 @@ def test_the_table_marks_throttled_cases_and_a_depressed_host() -> None:
     text = render(marked)
     assert f"{first.id}: throttled while timed (SM 1440-1980 MHz" in text and "sw_power_cap" in text
     assert "depressed host: memory clock 2619 MHz under load is below the board's 3201 MHz" in text
+
+
+def test_environment_facts_read_the_default_power_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = _fake_pynvml([])
+    fake.nvmlDeviceGetEnforcedPowerLimit = lambda h: 500000  # mW, as pynvml returns it
+    fake.nvmlDeviceGetPowerManagementDefaultLimit = lambda h: 700000
+    fake.nvmlDeviceGetMaxClockInfo = lambda h, which: {1: 1980, 2: 3201}[which]
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    got = nvml.facts("00000000:19:00.0")
+    assert got["power_limit_w"] == 500.0 and got["default_power_limit_w"] == 700.0
+    assert got["max_mem_clock_mhz"] == 3201 and got["sm_clock_mhz"] == 1980
+    assert "gpu_uuid" not in got  # what NVML cannot give is left out
+    env = Environment(**got)
+    assert host_health(env, [])[0]  # a 500 W limit on a 700 W board

@@ -198,3 +198,48 @@ class NvmlSampler:
             if self.handle is not None:
                 self._readings.append(self.read())  # the state at the end of timing, too
         return list(self._readings)
+
+
+def facts(bus_id: Optional[str]) -> dict[str, Any]:
+    """GPU facts from NVML; any that cannot be read are left out."""
+    try:
+        import pynvml
+    except ImportError:
+        return {}
+    out: dict[str, Any] = {}
+    try:
+        pynvml.nvmlInit()
+    except Exception:  # noqa: BLE001
+        return {}
+    try:
+        h = pynvml.nvmlDeviceGetHandleByPciBusId(bus_id) if bus_id else pynvml.nvmlDeviceGetHandleByIndex(0)
+    except Exception:  # noqa: BLE001
+        h = pynvml.nvmlDeviceGetHandleByIndex(0)
+    reads = {
+        "gpu_uuid": lambda: pynvml.nvmlDeviceGetUUID(h),
+        "driver_version": lambda: pynvml.nvmlSystemGetDriverVersion(),
+        "sm_clock_mhz": lambda: pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM),
+        "mem_clock_mhz": lambda: pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_MEM),
+        "max_sm_clock_mhz": lambda: pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_SM),
+        "max_mem_clock_mhz": lambda: pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_MEM),
+        "power_limit_w": lambda: pynvml.nvmlDeviceGetEnforcedPowerLimit(h) / 1000.0,
+        "default_power_limit_w": lambda: pynvml.nvmlDeviceGetPowerManagementDefaultLimit(h) / 1000.0,
+        "temperature_c": lambda: pynvml.nvmlDeviceGetTemperature(h, pynvml.NVML_TEMPERATURE_GPU),
+        "memory_bytes": lambda: pynvml.nvmlDeviceGetMemoryInfo(h).total,
+    }
+    for key, read in reads.items():
+        try:
+            value = read()
+            out[key] = value.decode() if isinstance(value, bytes) else value
+        except Exception:  # noqa: BLE001 - each fact is optional
+            pass
+    try:
+        v = pynvml.nvmlSystemGetCudaDriverVersion()
+        out["cuda_driver_version"] = f"{v // 1000}.{(v % 1000) // 10}"
+    except Exception:  # noqa: BLE001
+        pass
+    for k in ("sm_clock_mhz", "mem_clock_mhz", "max_sm_clock_mhz", "max_mem_clock_mhz", "temperature_c",
+              "memory_bytes"):
+        if k in out:
+            out[k] = int(out[k])
+    return out
