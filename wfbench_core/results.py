@@ -50,7 +50,7 @@ class Protocol:
     # replayed as a CUDA graph: no launch overhead, for kernels of a few us) or "cold-l2" (L2 flushed before
     # every launch, each launch timed by its own events)
     timing_mode: str = TIMING_EVENTS
-    placements: int = 6  # fresh buffer placements a case's samples are spread over (1 = one set of buffers)
+    placements: int = 10  # fresh buffer placements a case's samples are spread over (1 = one set of buffers)
     min_samples: int = 20  # adaptive stopping looks at the interval only from this many pairs on
     target_halfwidth: float = 0.0025  # stop once the gap's 95 % interval half-width is below this (0 = never)
     case_budget_s: float = 8.0  # stop sampling a case after this much sampling time (0 = none)

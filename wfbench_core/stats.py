@@ -69,8 +69,8 @@ def gap_interval(wf_samples_us: Sequence[float], cuda_samples_us: Sequence[float
 
     Placements are the independent replicates (pairs inside one placement share its buffers and are strongly
     correlated), so the interval is Student's t over the log of the per-placement gaps, with P - 1 degrees of
-    freedom. A bootstrap over so few units (6 by default) under-covers: it uses a normal quantile where t with
-    5 degrees of freedom is 31 % wider, and its variance is biased low by (P - 1) / P.
+    freedom. A bootstrap over so few units (4 to 10) under-covers: it uses a normal quantile where t with 9 to 3
+    degrees of freedom is 15 to 62 % wider, and its variance is biased low by (P - 1) / P.
     """
     g = np.log(placement_gaps(wf_samples_us, cuda_samples_us, placement_of))
     if g.size < 2:
