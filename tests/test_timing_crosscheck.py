@@ -109,3 +109,13 @@ def test_cli_errors_are_one_line(prebuilt_bundle, tmp_path: Path) -> None:  # ty
     if gpu_unavailable_reason() is not None:
         r = runner.invoke(main, ["crosscheck", str(bundle), "--quiet"])
         assert r.exit_code == 3 and r.output.count("\n") == 1 and "wfbench: error:" in r.output
+
+
+def test_json_output_is_plain_data() -> None:
+    nv = xc.parse_nvbench_json(_nvbench_json({"k/cuda": (10e-6, 6e-6), "k/wf": (12e-6, 7e-6)}))
+    kernels, gaps = xc.compare({"k": {"wf": {"events": 7.07}, "cuda": {"events": 6.0}}}, nv)
+    data = json.loads(json.dumps(xc.as_json(kernels, gaps, 0.01)))
+    wf = next(k for k in data["kernels"] if k["side"] == "wf")
+    assert wf["nvbench"]["batch_mean_us"] == pytest.approx(7.0) and wf["diff"]["events"] == pytest.approx(0.01)
+    assert data["gaps"][0]["case"] == "k" and data["gaps"][0]["nvbench_gap"] == pytest.approx(7 / 6)
+    assert data["worst"] == pytest.approx(0.01) and data["within"] is True

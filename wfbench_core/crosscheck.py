@@ -173,6 +173,20 @@ def render(kernels: Sequence[KernelRow], gaps: Sequence[GapRow], tolerance: floa
     return text
 
 
+def as_json(kernels: Sequence[KernelRow], gaps: Sequence[GapRow], tolerance: float) -> dict[str, Any]:
+    """The comparison as plain JSON data (``wfbench crosscheck --json``)."""
+    from wfbench_core.results import converter
+
+    conv = converter()
+    return {
+        "kernels": [{**conv.unstructure(k), "diff": {m: k.diff(m) for m in k.wfbench_us}} for k in kernels],
+        "gaps": [{**conv.unstructure(g), "diff": g.diff} for g in gaps],
+        "worst": worst_disagreement(kernels),
+        "tolerance": tolerance,
+        "within": within(kernels, tolerance),
+    }
+
+
 def worst_disagreement(kernels: Iterable[KernelRow]) -> Optional[float]:
     diffs = [abs(d) for k in kernels for m in k.wfbench_us for d in (k.diff(m),) if d is not None]
     return max(diffs) if diffs else None

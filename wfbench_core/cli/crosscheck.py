@@ -6,12 +6,11 @@ import json
 import tempfile
 from pathlib import Path
 
-import attrs
 import click
 
 from wfbench_core.cli.common import case_options, load_registry, progress_printer
 from wfbench_core.errors import CaseFailed, WfbenchError
-from wfbench_core.results import TIMING_EVENTS, TIMING_MODES, Protocol, converter, load_result
+from wfbench_core.results import TIMING_EVENTS, TIMING_MODES, Protocol, load_result
 
 
 @click.command("crosscheck")
@@ -54,12 +53,7 @@ def crosscheck_cmd(bundle, case_ids, priorities, against, modes, small, samples,
             protocol=Protocol(samples=samples), cuda_compiler_kind=cuda_compiler,
             json_path=nvbench_json or Path(tmp) / "nvbench.json", progress=progress_printer(quiet))
     if as_json:
-        conv = converter()
-        click.echo(json.dumps({
-            "kernels": [{**conv.unstructure(k), "diff": {m: k.diff(m) for m in k.wfbench_us}} for k in kernels],
-            "gaps": [{**attrs.asdict(g), "diff": g.diff} for g in gaps],
-            "tolerance": tolerance,
-        }, indent=1))
+        click.echo(json.dumps(xc.as_json(kernels, gaps, tolerance), indent=1))
     else:
         click.echo(xc.render(kernels, gaps, tolerance))
     if not xc.within(kernels, tolerance):
