@@ -312,3 +312,16 @@ def test_warm_up_ends_on_wall_time_where_launches_are_capped() -> None:
     warm_rounds = len(rounds.rounds) - len(s.placement_of) - (s.placements - 1) - 1  # minus samples, untimed, probe
     assert warm_rounds == pytest.approx(2.0 / 0.02, abs=2)
     assert s.warmup_s < proto.warmup_s  # kernel time: the flushes are not counted
+
+
+@pytest.mark.parametrize("arch", ["sm_75", "sm_89", "sm_90"])
+def test_the_spin_kernel_assembles(arch: str) -> None:
+    import shutil
+
+    from wfbench_core.compile import find_nvcc, ptxas_check
+    from wfbench_core.gpu_rounds import SPIN_KERNEL, SPIN_PTX
+
+    if not shutil.which("ptxas") and not find_nvcc():
+        pytest.skip("ptxas is not installed")
+    report = ptxas_check(SPIN_PTX, arch=arch, case_id="spin")
+    assert SPIN_KERNEL in report and "0 bytes stack frame" in report

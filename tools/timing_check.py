@@ -66,7 +66,7 @@ def main() -> int:
 
     from wfbench_core.executor import execute
     from wfbench_core.nvml import describe
-    from wfbench_core.results import TIMING_MODES, Protocol, write_result
+    from wfbench_core.results import Protocol, write_result
     from wfbench_core.testing import bundle_from_ptx, ptx_dir_loader
 
     reg = Registry.load(plugins=builtin_plugins())
@@ -165,8 +165,6 @@ def crosschecks(args: argparse.Namespace, bundle: Path, ids: list[str]) -> None:
     cmd += [a for c in ids for a in ("--case", c)]
     rc = subprocess.run(cmd, env=env, check=False).returncode
     print(f"crosscheck exit status {rc} (1 = a kernel beyond 1 %)")
-    print(f"\ntotal {time.perf_counter() - t_all:.0f} s")
-    return 0
 
 
 if __name__ == "__main__":
