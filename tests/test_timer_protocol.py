@@ -27,9 +27,11 @@ class FakeDriver:
     """Device memory, modules, one stream and events; errors as numba-cuda raises them."""
 
     def __init__(self, kernels: dict[str, Callable[..., None]]) -> None:
-        self.kernels = kernels
+        from wfbench_core.gpu_rounds import SPIN_KERNEL
+
+        self.kernels = {SPIN_KERNEL: lambda launch, ns: None, **kernels}  # the clean rounds' spin kernel
         self.memory: dict[int, np.ndarray] = {}
-        self._ptrs = itertools.count(0x7F0000000000, 0x100000)
+        self._ptrs = itertools.count(0x7F0000000000, 1 << 32)  # far apart: placements offset into allocations
         self.pending: list[Any] = []
         self.sticky: Any = None
         self.clock_ms = 0.0
@@ -37,19 +39,31 @@ class FakeDriver:
         outer = self
 
         class DeviceArray:
-            def __init__(self, host: np.ndarray) -> None:
-                self.ptr = next(outer._ptrs)
-                outer.memory[self.ptr] = host.copy()
+            def __init__(self, host: np.ndarray, ptr: int | None = None) -> None:
+                # a fresh allocation copies; a slice or view shares the memory of its base (as on a GPU)
+                self.ptr = next(outer._ptrs) if ptr is None else ptr
+                self.host = host.copy() if ptr is None else host
+                outer.memory[self.ptr] = self.host  # a kernel sees the latest (typed) view of an address
                 self.device_ctypes_pointer = type("P", (), {"value": self.ptr})()
+                self.nbytes = self.host.nbytes
+
+            def __getitem__(self, item: slice) -> "DeviceArray":
+                return DeviceArray(self.host[item], self.ptr + (item.start or 0) * self.host.itemsize)
+
+            def view(self, dtype: Any) -> "DeviceArray":
+                return DeviceArray(self.host.view(dtype), self.ptr)
+
+            def reshape(self, *shape: Any) -> "DeviceArray":
+                return DeviceArray(self.host.reshape(*shape), self.ptr)
 
             def copy_to_device(self, host: np.ndarray, stream: Any = None) -> None:
                 outer.api()
-                outer.memory[self.ptr][...] = host
+                self.host[...] = host
 
             def copy_to_host(self, stream: Any = None) -> np.ndarray:
                 outer.api()
                 outer.run_pending()
-                return outer.memory[self.ptr].copy()
+                return self.host.copy()
 
         class Stream:
             handle = 1

@@ -21,6 +21,7 @@ from wfbench_core import SUITE_VERSION, __version__, watchdog
 from wfbench_core.bundle import BundleManifest, LoadedConfig, load_case_files, read_manifest, read_variants, utcnow
 from wfbench_core.case import Case
 from wfbench_core.errors import WfbenchError
+from wfbench_core.nvml import mark_host
 from wfbench_core.registry import Registry
 from wfbench_core.request import ExecuteRequest
 from wfbench_core.results import ERROR, MODE_AA, SCHEMA_VERSION, CaseResult, RunResult, Source, write_result
@@ -118,7 +119,7 @@ def execute(
         return RunResult(
             schema_version=SCHEMA_VERSION, suite_version=SUITE_VERSION, wfbench_version=__version__,
             created=header["created"], mode=request.mode, protocol=request.protocol,
-            environment=header["environment"], warpforthc=first.warpforthc, cuda_compiler=header["cuda"],
+            environment=mark_host(header["environment"], results), warpforthc=first.warpforthc, cuda_compiler=header["cuda"],
             cases=tuple(results), source=first.source, wall_s=time.perf_counter() - t_start,
             compilers={label: m.warpforthc for label, m in manifests.items() if label}, complete=complete,
         )

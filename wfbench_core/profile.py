@@ -206,7 +206,7 @@ def launch(case_id: str, ptx: str, kernel: str, launches: int = LAUNCHES, plugin
     timer = CudaEventTimer(Protocol())
     timer._init()
     cuda = timer._cuda
-    module, fn = timer._load(case_id, ptx, kernel)
+    module, fn = timer.load(case_id, ptx, kernel)
     inputs = case.make_inputs("canonical")
     want = case.make_reference(inputs, "canonical")  # only the outputs' shapes and types are used
     bufs = {p.name: cuda.to_device(inputs[p.name], stream=timer._stream)

@@ -85,9 +85,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     for field in attrs.fields(Protocol):  # the timing protocol's settings, from their one home
         meta = field.metadata
         if meta.get("flag"):
+            kind = str if meta.get("choices") else int if field.type in (int, "int") else float
             group.addoption("--wfbench-" + meta["flag"][2:], dest="wfbench_protocol_" + field.name,
-                            type=int if field.type in (int, "int") else float, default=field.default,
-                            help=f"{meta['help']} (default {field.default:g}; as '{meta['flag']}' of wfbench run).")
+                            type=kind, default=field.default,
+                            help=f"{meta['help']} (default {field.default}; as '{meta['flag']}' of wfbench run).")
 
 
 @attrs.frozen

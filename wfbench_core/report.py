@@ -81,4 +81,16 @@ def render(result: RunResult) -> str:
     problems = [c for c in result.cases if c.message]
     if problems:
         text += "\n" + "\n".join(f"  {c.id}: {c.message}" for c in problems)
+    text += nvml_notes(result)
     return text
+
+
+def nvml_notes(result: RunResult) -> str:
+    """Lines for throttled cases (kept, out of trends) and a depressed host; "" when there are none."""
+    from wfbench_core.nvml import describe
+
+    lines = [f"  {c.id}: throttled while timed ({describe(c.timing.nvml)}): kept, left out of trends"
+             for c in result.cases if c.timing is not None and c.timing.throttled]
+    if result.environment.depressed_host:
+        lines.append(f"depressed host: {result.environment.depressed_why}; this run's deltas are not trusted")
+    return "".join("\n" + line for line in lines)

@@ -29,9 +29,15 @@ STATUSES = (OK, UNSTABLE, FAILED, ERROR)
 MODE_PAIRED = "paired"
 MODE_AA = "aa"
 
+# how a sample is timed (Protocol.timing_mode)
+TIMING_EVENTS = "events"
+TIMING_GRAPH = "graph"
+TIMING_COLD_L2 = "cold-l2"
+TIMING_MODES = (TIMING_EVENTS, TIMING_GRAPH, TIMING_COLD_L2)
+
 
 def setting(default: Any, help: str, *, flag: str = "", low: Optional[float] = None,
-            high: Optional[float] = None) -> Any:
+            high: Optional[float] = None, choices: tuple[str, ...] = ()) -> Any:
     """A protocol setting: its default, help text, command-line flag and allowed range, in one place.
 
     The CLI (``wfbench run/execute``) and the pytest plugin (``--wfbench-…``) make their options from
@@ -44,12 +50,14 @@ def setting(default: Any, help: str, *, flag: str = "", low: Optional[float] = N
             raise ValueError(problem)
 
     return attrs.field(default=default, validator=in_range,
-                       metadata={"help": help, "flag": flag, "low": low, "high": high})
+                       metadata={"help": help, "flag": flag, "low": low, "high": high, "choices": choices})
 
 
 def setting_problem(field: Any, value: Any, name: str) -> str:
     """Why ``value`` is out of a setting's range, naming it ``name``; "" when it is fine."""
-    low, high = field.metadata.get("low"), field.metadata.get("high")
+    low, high, choices = field.metadata.get("low"), field.metadata.get("high"), field.metadata.get("choices")
+    if choices:
+        return "" if value in choices else f"{name} must be one of {', '.join(choices)}, not {value!r}"
     if (low is not None and value < low) or (high is not None and value > high):
         bounds = f"at least {low:g}" if high is None else f"between {low:g} and {high:g}"
         return f"{name} must be {bounds}, not {value!r}"
@@ -63,13 +71,26 @@ class Protocol:
     warmup_s: float = setting(1.0, "Busy-GPU warm-up before timing each case.", flag="--warmup-s", low=0, high=600)
     min_sample_ms: float = setting(50.0, "Each sample lasts at least this long.", flag="--min-sample-ms",
                                    low=1, high=10_000)
-    samples: int = setting(30, "Paired samples per case.", flag="--samples", low=5, high=10_000)
+    samples: int = setting(30, "Paired samples per case at most (adaptive stopping may take fewer).",
+                           flag="--samples", low=5, high=10_000)
     unstable_noise: float = setting(0.03, "A case whose MAD/median exceeds this on a side is marked unstable.",
                                     flag="--unstable-noise", low=0, high=1)
     max_case_s: float = setting(60.0, "A case whose timing phase would take longer is refused (ERROR), not cut "
                                 "short.", flag="--max-case-s", low=1)
     suite_budget_s: float = setting(0.0, "Suite time budget on the GPU host (0 = none); cases left when it is "
                                     "spent end as ERROR.", flag="--budget-s", low=0)
+    timing_mode: str = setting(TIMING_EVENTS, "How a sample is timed: events (back-to-back launches between two "
+                               "events), graph (the launches replayed as a CUDA graph, for kernels of a few us) "
+                               "or cold-l2 (L2 flushed before every launch, each launch timed alone).",
+                               flag="--timing-mode", choices=TIMING_MODES)
+    placements: int = setting(10, "Fresh buffer placements a case's samples are spread over (1 = one set of "
+                              "buffers).", flag="--placements", low=1, high=1000)
+    min_samples: int = setting(20, "Adaptive stopping looks at the gap's interval only from this many pairs on.",
+                               flag="--min-samples", low=2, high=10_000)
+    target_halfwidth: float = setting(0.0025, "Stop sampling a case once the gap's 95 % interval half-width is "
+                                      "below this (0 = never).", flag="--target-halfwidth", low=0, high=1)
+    case_budget_s: float = setting(8.0, "Stop sampling a case after this much sampling time (0 = none).",
+                                   flag="--case-budget-s", low=0)
 
 
 @attrs.frozen
@@ -164,6 +185,24 @@ class SideStats:
 
 
 @attrs.frozen
+class NvmlSummary:
+    """What NVML reported while one case was timed (read on a thread, about 10 times a second)."""
+
+    n: int = 0  # readings
+    sm_mhz_min: int = 0
+    sm_mhz_median: int = 0
+    sm_mhz_max: int = 0
+    mem_mhz_min: int = 0
+    mem_mhz_median: int = 0
+    power_w_median: float = 0.0
+    power_w_max: float = 0.0
+    temp_c_max: int = 0
+    reasons: tuple[str, ...] = ()  # clock event (throttle) reasons seen in any reading
+    power_throttled: bool = False  # a power cap or power brake slowed the clocks at least once
+    thermal_throttled: bool = False  # a thermal slowdown slowed the clocks at least once
+
+
+@attrs.frozen
 class Timing:
     """The paired samples of one case: sample i of each side was taken back to back."""
 
@@ -181,6 +220,20 @@ class Timing:
     # MAD/median of the per-pair ratios WarpForth/CUDA: what pairing leaves of the noise, since a clock dip
     # that slows both samples of a pair cancels in their ratio
     pair_ratio_noise: Optional[float] = None
+    timing_mode: str = TIMING_EVENTS  # see Protocol.timing_mode
+    # placement-aware sampling: the pairs were spread over this many fresh buffer placements
+    placements: int = 1
+    placement_of: tuple[int, ...] = ()  # placement index of each pair
+    placement_seed: int = 0  # seed of the placements' random offsets (replays them)
+    within_placement_noise: Optional[float] = None  # median over placements of the pair ratios' MAD/median
+    between_placement_noise: Optional[float] = None  # standard deviation of log per-placement gaps
+    gap_lo: Optional[float] = None  # 95 % interval of the gap over placements (see gap_interval)
+    gap_hi: Optional[float] = None
+    gap_interval: str = ""  # how gap_lo/gap_hi were made
+    stop_reason: str = ""  # "target", "budget" or "samples": why sampling stopped
+    short_retakes: int = 0  # rounds re-taken because a sample came in under min_sample_ms
+    nvml: Optional[NvmlSummary] = None
+    throttled: bool = False  # power or thermal throttling during timing: kept, marked, out of trends
 
 
 @attrs.frozen
@@ -274,6 +327,9 @@ class Environment:
     cuda_core_version: str = ""
     copy_gbps: Optional[float] = None  # device-to-device copy, read+write bytes, measured in the same run
     fp64_peak_gflops: Optional[float] = None  # f64 add/multiply peak, measured in the same run (roofline)
+    default_power_limit_w: float = 0.0  # the board's default power limit (power_limit_w is the enforced one)
+    depressed_host: bool = False  # memory clock or power below the board's healthy band: deltas not trusted
+    depressed_why: str = ""
     extra: dict[str, str] = attrs.Factory(dict)  # transport facts: instance id, $/h, host key …
 
 

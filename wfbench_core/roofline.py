@@ -56,7 +56,7 @@ def measure_fp64_peak(timer: Any, *, compiler: CompilerInfo | None = None) -> fl
     cuda, stream = timer._cuda, timer._stream
     arch = timer.arch()
     ptx = compile_cuda(SOURCE, case_id="fp64-peak", arch=arch, compiler=compiler or cuda_compiler()).ptx
-    module, fn = timer._load("fp64-peak", ptx, KERNEL)
+    module, fn = timer.load("fp64-peak", ptx, KERNEL)
     sms = int(timer._ctx.device.MULTIPROCESSOR_COUNT)
     blocks = sms * BLOCKS_PER_SM
     out = cuda.device_array(blocks * BLOCK, dtype=np.float64, stream=stream)

@@ -8,12 +8,15 @@ Protocol for one case (every side's PTX is loaded into the same context):
    the poison are reported as never written, apart from value errors); re-poison and launch a second
    time and require the same bits (idempotence: every launch writes every element, and the same
    values); compare the sides with each other. Any failure ends the case: it is not timed.
-2. Timing, canonical size, on ONE set of input and output buffers shared by all sides: warm up for at
-   least ``warmup_s`` of busy GPU (clocks ramp), calibrate launches per sample so a sample lasts at least
-   ``min_sample_ms``, then take ``samples`` rounds; each round times every side back to back with CUDA
-   events on one explicit stream, rotating which side goes first.
-3. After timing, the shared outputs are re-poisoned and each side is launched once more and compared with
-   the reference again.
+2. Timing, canonical size, every side on the same input and output buffers, fresh ones for each of
+   ``placements`` blocks of pairs (``wfbench_core.sampling`` holds the rules, ``wfbench_core.gpu_rounds``
+   the GPU edge): warm up for at least ``warmup_s`` of busy GPU (clocks ramp), calibrate launches per
+   sample so every sample lasts at least ``min_sample_ms``, then take rounds until the gap's interval is
+   narrow enough or ``samples`` are taken; each round times every side back to back with CUDA events on
+   one explicit stream, behind a spin kernel (no side starts on an idle GPU), rotating which side goes
+   first. NVML is read on a thread meanwhile.
+3. After timing, each side's outputs are re-poisoned and each side is launched once more and compared
+   with the reference again.
 
 Every CUDA error while loading, launching or waiting is raised as a classified
 :class:`~wfbench_core.faults.KernelFault` (class, side, configuration, and whether the context is dead).
@@ -31,17 +34,18 @@ import platform
 import socket
 import sys
 import time
-from typing import Any, Iterator, Mapping, Protocol as TypingProtocol, Sequence
+from typing import Any, Iterator, Mapping, Optional, Protocol as TypingProtocol, Sequence
 
 import attrs
 import numpy as np
 
-from wfbench_core import hookimpl
+from wfbench_core import hookimpl, watchdog
 from wfbench_core.case import CONFIGS, Case
 from wfbench_core.errors import NoGpuError, WfbenchError
 from wfbench_core.faults import (LOAD_FAILURE, OUT_OF_RESOURCES, Fault, KernelFault, as_kernel_fault, classify,
                                  launch_limits, side_name)
-from wfbench_core.results import Check, Costs, Environment, KernelAttrs, Protocol
+from wfbench_core.gpu_rounds import CudaRounds, TimingSetup
+from wfbench_core.results import TIMING_EVENTS, TIMING_MODES, Check, Costs, Environment, KernelAttrs, NvmlSummary, Protocol
 
 INT_SENTINEL = 0x5A5A5A5A5A5A5A5A
 
@@ -69,6 +73,37 @@ class Measurement:
     launches_per_sample: int = 0
     warmup_s: float = 0.0
     clocks_sm_mhz: tuple[int, ...] = ()
+    placement_of: tuple[int, ...] = ()  # placement of each round (empty: one placement)
+    placement_seed: int = 0
+    short_retakes: int = 0
+    stop_reason: str = ""
+    timing_mode: str = TIMING_EVENTS
+    nvml: Optional[NvmlSummary] = None
+
+    def timing_fields(self, label: str, reference: str = "cuda") -> dict[str, Any]:
+        """The Timing fields of placement-aware sampling, NVML and the mode, for side ``label``."""
+        from wfbench_core import nvml
+        from wfbench_core.stats import GAP_INTERVAL_METHOD, gap_interval, placement_noise
+
+        wf, cu = self.samples_us[label], self.samples_us[reference]
+        where = self.placement_of or (0,) * len(wf)
+        within, between = placement_noise(wf, cu, where)
+        interval = gap_interval(wf, cu, where)
+        return {
+            "timing_mode": self.timing_mode,
+            "placements": len(set(where)),
+            "placement_of": tuple(where),
+            "placement_seed": self.placement_seed,
+            "within_placement_noise": within,
+            "between_placement_noise": between,
+            "gap_lo": interval[0] if interval else None,
+            "gap_hi": interval[1] if interval else None,
+            "gap_interval": GAP_INTERVAL_METHOD if interval else "",
+            "stop_reason": self.stop_reason,
+            "short_retakes": self.short_retakes,
+            "nvml": self.nvml,
+            "throttled": nvml.throttled(self.nvml),
+        }
 
 
 class Timer(TypingProtocol):
@@ -214,6 +249,7 @@ class CudaEventTimer:
         self.protocol = protocol
         self._ctx: Any = None
         self._stream: Any = None
+        self._launch_s: dict[str, float] = {}  # slowest single launch seen, per configuration (watchdog)
 
     # -- set-up -----------------------------------------------------------------------------------
 
@@ -251,7 +287,9 @@ class CudaEventTimer:
             "numba_cuda_version": _dist_version("numba-cuda"),
             "cuda_core_version": _dist_version("cuda-core"),
         }
-        env.update(_nvml_facts(self._pci_bus_id()))
+        from wfbench_core.nvml import facts
+
+        env.update(facts(self._pci_bus_id()))
         return Environment(**env)
 
     def _pci_bus_id(self) -> str | None:
@@ -279,6 +317,11 @@ class CudaEventTimer:
                                                             f"kernel {kernel!r} not found in its PTX"),
                               "load") from None
         return module, fn
+
+    def load(self, label: str, ptx: str, kernel: str, *, case_id: str = "", config: str = "canonical") -> Any:
+        """Load ``kernel`` from ``ptx`` into the timer's context: ``(module, function)``; keep the module."""
+        self._init()
+        return self._load(case_id or label, config, label, ptx, kernel)
 
     @contextlib.contextmanager
     def _faults(self, case_id: str, config: str, label: str, action: str, fn: Any = None,
@@ -345,11 +388,20 @@ class CudaEventTimer:
         for name, buf in outs.items():
             self._fill(buf, want[name].dtype, want[name].shape)
 
-    def _run_once(self, go: Any, outs: Mapping[str, Any], want: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Poison the outputs, launch once, wait, and read the outputs back."""
+    def _run_once(self, go: Any, outs: Mapping[str, Any], want: Mapping[str, np.ndarray], what: str = "a launch",
+                  config: str = "") -> dict[str, np.ndarray]:
+        """Poison the outputs, launch once, wait (under the watchdog), and read the outputs back.
+
+        The wait's expected time is the slowest launch of this configuration seen so far (none yet: the
+        watchdog's floor applies).
+        """
         self._poison(outs, want)
-        go()
-        self._stream.synchronize()
+        seen = self._launch_s.setdefault(config, 0.0)
+        t0 = time.perf_counter()
+        with watchdog.guard(what, seen):
+            go()
+            self._stream.synchronize()
+        self._launch_s[config] = max(seen, time.perf_counter() - t0)
         got = {name: buf.copy_to_host(stream=self._stream) for name, buf in outs.items()}
         self._stream.synchronize()
         return got
@@ -372,7 +424,7 @@ class CudaEventTimer:
         scalars = {p.name: inputs[p.name] for p in case.params if p.kind != "ptr"}
         go = self._launcher(fn, case, config, self._args(case, {**bufs, **outs}, scalars))
         with self._faults(case.id, config, side.label, "launch", fn, case.launch(case.sizes[config])):
-            got = self._run_once(go, outs, want)
+            got = self._run_once(go, outs, want, f"{case.id}[{config}] {side.label} launch", config)
         del module
         return got
 
@@ -389,7 +441,6 @@ class CudaEventTimer:
                                    "correctness_s": 0.0, "timing_s": 0.0}
         kattrs: dict[str, KernelAttrs] = {}
         keep: list[Any] = []  # modules stay alive while their kernels are used
-        launchers: dict[str, Any] = {}
 
         for config in CONFIGS:
             t0 = time.perf_counter()
@@ -430,9 +481,10 @@ class CudaEventTimer:
             for side in sides:
                 outs = outs_by_side[side.label]
                 go = self._launcher(fns[side.label], case, config, self._args(case, {**dev_in, **outs}, scalars))
+                what = f"{case.id}[{config}] {side.label} launch"
                 with self._faults(case.id, config, side.label, "launch", fns[side.label], geometry):
-                    first = self._run_once(go, outs, want)
-                    second = self._run_once(go, outs, want)
+                    first = self._run_once(go, outs, want, what, config)
+                    second = self._run_once(go, outs, want, what + " (again)", config)
                 got[side.label] = first
                 for p in case.outputs:
                     tol = case.tolerances[p.name]
@@ -453,15 +505,18 @@ class CudaEventTimer:
                 return Measurement(False, _describe_failures(case, failed), tuple(checks), kattrs,
                                    Costs(**costs))
             if config == "canonical":
-                shared_outs = outs_by_side[sides[0].label]
-                args = self._args(case, {**dev_in, **shared_outs}, scalars)
-                launchers = {s.label: self._launcher(fns[s.label], case, config, args) for s in sides}
-                canonical = (want, shared_outs)
+                setup = TimingSetup(case=case, kernels=fns, inputs=inputs, want=want)
+                after_timing = {  # each side on its own canonical buffers, for the checks after timing
+                    s.label: (self._launcher(fns[s.label], case, config,
+                                             self._args(case, {**dev_in, **outs_by_side[s.label]}, scalars)),
+                              outs_by_side[s.label])
+                    for s in sides
+                }
 
-        # timing: canonical size, every side on the same buffers
+        # timing: canonical size, every side on the same buffers (fresh ones for each placement)
         t0 = time.perf_counter()
         try:
-            timed = self._time(launchers)
+            timed = self._time(setup, reference_label)
         except KernelFault:
             raise
         except WfbenchError as exc:
@@ -473,8 +528,7 @@ class CudaEventTimer:
             raise fault from None
         costs["timing_s"] = time.perf_counter() - t0
 
-        want, shared_outs = canonical
-        checks.extend(self._after_timing_checks(case, launchers, shared_outs, want))
+        checks.extend(self._after_timing_checks(case, after_timing, setup.want))
         failed = [c for c in checks if not c.passed]
         del keep
         return Measurement(
@@ -486,76 +540,53 @@ class CudaEventTimer:
             **timed,
         )
 
-    def _after_timing_checks(self, case: Case, launchers: Mapping[str, Any], shared_outs: Mapping[str, Any],
+    def _after_timing_checks(self, case: Case, launchers: Mapping[str, tuple[Any, Mapping[str, Any]]],
                              want: Mapping[str, np.ndarray]) -> list[Check]:
-        """After timing: re-poison the shared outputs, launch each side once, compare each to the reference.
+        """After timing: re-poison each side's outputs, launch it once, compare it to the reference.
 
         Catches a kernel whose output depends on what timing left in memory (or on launch count).
         """
         checks = []
-        for label, go in launchers.items():
+        for label, (go, outs) in launchers.items():
             with self._faults(case.id, "canonical", label, "launch after timing"):
-                after = self._run_once(go, shared_outs, want)
+                after = self._run_once(go, outs, want, f"{case.id}[canonical] {label} launch after timing",
+                                       "canonical")
             for p in case.outputs:
                 tol = case.tolerances[p.name]
                 checks.append(compare(after[p.name], want[p.name], tol.rtol, tol.atol)
                               .check("canonical", label, "after-timing", p.name))
         return checks
 
-    def _time(self, launchers: Mapping[str, Any]) -> dict[str, Any]:
-        cuda, stream, proto = self._cuda, self._stream, self.protocol
-        labels = list(launchers)
-        events = [cuda.event(timing=True) for _ in range(len(labels) + 1)]
+    # -- timing (see wfbench_core.sampling for the rules) -----------------------------------------
 
-        def run_round(order: Sequence[str], k: int) -> dict[str, float]:
-            events[0].record(stream)
-            for i, label in enumerate(order):
-                go = launchers[label]
-                for _ in range(k):
-                    go()
-                events[i + 1].record(stream)
-            events[-1].synchronize()
-            return {label: self._elapsed_ms(events[i], events[i + 1]) for i, label in enumerate(order)}
+    def _time(self, setup: TimingSetup, reference_label: str) -> dict[str, Any]:
+        """Warm up, calibrate and sample over placements; returns the Measurement's timing fields."""
+        from wfbench_core import nvml
+        from wfbench_core.sampling import sample_case
 
-        # warm-up: alternate sides until the GPU has been busy for warmup_s (clocks ramp up)
-        busy_ms, k = 0.0, 1
-        while busy_ms < proto.warmup_s * 1000.0:
-            ms = run_round(labels, k)
-            busy_ms += sum(ms.values())
-            if max(ms.values()) < 20.0:
-                k *= 2
-        # calibrate: launches per sample so the fastest side's sample lasts >= min_sample_ms
-        probe = run_round(labels, k)
-        per_launch = min(probe.values()) / k
-        launches = max(1, math.ceil(proto.min_sample_ms / max(per_launch, 1e-6)))
-        predicted_s = proto.samples * launches * max(probe.values()) / k * len(labels) / 1000.0
-        if predicted_s > proto.max_case_s:
-            raise WfbenchError(
-                f"timing would take about {predicted_s:.0f} s, over the {proto.max_case_s:.0f} s per-case limit; "
-                f"the case's canonical size is too large for this GPU"
-            )
-        samples: dict[str, list[float]] = {label: [] for label in labels}
-        first: list[str] = []
-        clocks: list[int] = []
-        nvml = _NvmlClock(self._pci_bus_id())
-        for r in range(proto.samples):
-            order = labels[r % len(labels):] + labels[: r % len(labels)]
-            if r % 2 == 1 and len(labels) == 2:
-                order = labels[::-1]
-            ms = run_round(order, launches)
-            first.append(order[0])
-            for label in labels:
-                samples[label].append(ms[label] * 1000.0 / launches)
-            if r % 5 == 0:
-                c = nvml.sm_clock()
-                if c:
-                    clocks.append(c)
+        mode = self.protocol.timing_mode
+        if mode not in TIMING_MODES:
+            raise WfbenchError(f"unknown timing mode {mode!r}; use one of {', '.join(TIMING_MODES)}")
+        rounds = CudaRounds(self, setup, mode)
+        sampler = nvml.NvmlSampler(self._pci_bus_id()).start()
+        try:
+            sampled = sample_case(rounds, list(setup.kernels), self.protocol, reference=reference_label)
+        finally:
+            readings = sampler.stop()
+            rounds.close()
+        summary = nvml.summarize(readings)
         return {
-            "samples_us": {label: tuple(v) for label, v in samples.items()},
-            "first": tuple(first),
-            "launches_per_sample": launches,
-            "warmup_s": busy_ms / 1000.0,
-            "clocks_sm_mhz": tuple(clocks),
+            "samples_us": sampled.samples_us,
+            "first": sampled.first,
+            "launches_per_sample": sampled.launches_per_sample,
+            "warmup_s": sampled.warmup_s,
+            "clocks_sm_mhz": tuple(r.sm_mhz for r in readings if r.sm_mhz),
+            "placement_of": sampled.placement_of,
+            "placement_seed": sampled.seed,
+            "short_retakes": sampled.short_retakes,
+            "stop_reason": sampled.stop_reason,
+            "timing_mode": mode,
+            "nvml": summary,
         }
 
     def copy_gbps(self) -> float | None:
@@ -647,72 +678,6 @@ def _dist_version(name: str) -> str:
         return version(name)
     except Exception:  # noqa: BLE001
         return ""
-
-
-class _NvmlClock:
-    def __init__(self, bus_id: str | None) -> None:
-        self.handle = None
-        try:
-            import pynvml
-
-            pynvml.nvmlInit()
-            self._nvml = pynvml
-            self.handle = pynvml.nvmlDeviceGetHandleByPciBusId(bus_id) if bus_id else \
-                pynvml.nvmlDeviceGetHandleByIndex(0)
-        except Exception:  # noqa: BLE001 - clocks are metadata
-            self.handle = None
-
-    def sm_clock(self) -> int | None:
-        if self.handle is None:
-            return None
-        try:
-            return int(self._nvml.nvmlDeviceGetClockInfo(self.handle, self._nvml.NVML_CLOCK_SM))
-        except Exception:  # noqa: BLE001
-            return None
-
-
-def _nvml_facts(bus_id: str | None) -> dict[str, Any]:
-    """GPU facts from NVML; any that cannot be read are left out."""
-    try:
-        import pynvml
-    except ImportError:
-        return {}
-    out: dict[str, Any] = {}
-    try:
-        pynvml.nvmlInit()
-    except Exception:  # noqa: BLE001
-        return {}
-    try:
-        h = pynvml.nvmlDeviceGetHandleByPciBusId(bus_id) if bus_id else pynvml.nvmlDeviceGetHandleByIndex(0)
-    except Exception:  # noqa: BLE001
-        h = pynvml.nvmlDeviceGetHandleByIndex(0)
-    reads = {
-        "gpu_uuid": lambda: pynvml.nvmlDeviceGetUUID(h),
-        "driver_version": lambda: pynvml.nvmlSystemGetDriverVersion(),
-        "sm_clock_mhz": lambda: pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM),
-        "mem_clock_mhz": lambda: pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_MEM),
-        "max_sm_clock_mhz": lambda: pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_SM),
-        "max_mem_clock_mhz": lambda: pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_MEM),
-        "power_limit_w": lambda: pynvml.nvmlDeviceGetEnforcedPowerLimit(h) / 1000.0,
-        "temperature_c": lambda: pynvml.nvmlDeviceGetTemperature(h, pynvml.NVML_TEMPERATURE_GPU),
-        "memory_bytes": lambda: pynvml.nvmlDeviceGetMemoryInfo(h).total,
-    }
-    for key, read in reads.items():
-        try:
-            value = read()
-            out[key] = value.decode() if isinstance(value, bytes) else value
-        except Exception:  # noqa: BLE001 - each fact is optional
-            pass
-    try:
-        v = pynvml.nvmlSystemGetCudaDriverVersion()
-        out["cuda_driver_version"] = f"{v // 1000}.{(v % 1000) // 10}"
-    except Exception:  # noqa: BLE001
-        pass
-    for k in ("sm_clock_mhz", "mem_clock_mhz", "max_sm_clock_mhz", "max_mem_clock_mhz", "temperature_c",
-              "memory_bytes"):
-        if k in out:
-            out[k] = int(out[k])
-    return out
 
 
 os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")

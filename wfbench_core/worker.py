@@ -257,6 +257,7 @@ def run_case(variants: dict[str, Any], *, timer: Any, protocol: Any, cuda: Any, 
             gbps_wf=_rate(work.bytes, wf.median_us), gbps_cuda=_rate(work.bytes, cu.median_us),
             gflops_wf=_rate(work.flops, wf.median_us), gflops_cuda=_rate(work.flops, cu.median_us),
             pair_ratio_noise=pair_ratio_noise(wf.samples_us, cu.samples_us),
+            **m.timing_fields(side),
         )
         unstable = is_unstable(wf, cu, protocol.unstable_noise)
         message = (f"noisy: MAD/median {wf.noise:.1%} (WarpForth), {cu.noise:.1%} (CUDA) > "

@@ -41,9 +41,9 @@ def main() -> None:
 
 
 def _register_commands() -> None:
-    from wfbench_core.cli import build, cases, execute, explain, history, run
+    from wfbench_core.cli import build, cases, crosscheck, execute, explain, history, run
 
-    for module in (cases, build, run, execute, history, explain):
+    for module in (cases, build, run, execute, history, explain, crosscheck):
         for command in module.COMMANDS:
             main.add_command(command)
 

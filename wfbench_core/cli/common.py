@@ -81,9 +81,14 @@ def protocol_options(f: Callable[..., Any]) -> Callable[..., Any]:
         meta = field.metadata
         if not meta.get("flag"):
             continue
-        kind = click.IntRange if field.type in (int, "int") else click.FloatRange
-        f = click.option(meta["flag"], "protocol_" + field.name, type=kind(meta["low"], meta["high"]),
-                         default=field.default, show_default=True, help=meta["help"])(f)
+        if meta.get("choices"):
+            kind: Any = click.Choice(meta["choices"])
+        elif field.type in (int, "int"):
+            kind = click.IntRange(meta["low"], meta["high"])
+        else:
+            kind = click.FloatRange(meta["low"], meta["high"])
+        f = click.option(meta["flag"], "protocol_" + field.name, type=kind, default=field.default,
+                         show_default=True, help=meta["help"])(f)
     return f
 
 

@@ -1,0 +1,330 @@
+"""The timing rules without a GPU: placement schedule, calibration and re-takes, adaptive stopping,
+the placement interval, and the timer's GPU edge driven by a fake that behaves like a GPU's clock."""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Mapping, Sequence
+
+import attrs
+import numpy as np
+import pytest
+
+from wfbench_core import sampling
+from wfbench_core.errors import WfbenchError
+from wfbench_core.results import Protocol
+from wfbench_core.sampling import (
+    PLACEMENT_MAX_OFFSET,
+    PLACEMENT_STEP,
+    SAMPLE_MARGIN,
+    launches_for,
+    placement_blocks,
+    placement_offsets,
+    round_order,
+    sample_case,
+)
+from wfbench_core.stats import gap_interval, placement_gaps, placement_noise, relative_halfwidth
+
+
+class FakeRounds:
+    """Kernel time per launch = base[label] x placement effect x (1 + noise); ms of a round = launches x that.
+
+    ``drift(t)`` scales every side after calibration (a GPU that speeds up makes short samples).
+    """
+
+    def __init__(self, base_ms: Mapping[str, float], *, placement_sd: float = 0.0, noise: float = 0.0,
+                 seed: int = 1, cap: int | None = None, drift: Callable[[int], float] = lambda r: 1.0,
+                 clock_step_s: float = 0.0) -> None:
+        self.base = dict(base_ms)
+        self.placement_sd = placement_sd
+        self.noise = noise
+        self.rng = np.random.default_rng(seed)
+        self.cap = cap
+        self.drift = drift
+        self.placed: list[tuple[int, tuple[int, ...]]] = []
+        self.effect = {label: 1.0 for label in base_ms}
+        self.rounds: list[tuple[tuple[str, ...], int]] = []
+        self.now = 0.0
+        self.clock_step_s = clock_step_s
+
+    def clock(self) -> float:
+        return self.now
+
+    def place(self, index: int, offsets: Callable[[int], np.ndarray]) -> None:
+        self.placed.append((index, tuple(int(o) for o in offsets(3))))
+        # the placement moves each side by its own factor (different buffers, different DRAM channels)
+        self.effect = {label: float(np.exp(self.rng.normal(0, self.placement_sd))) for label in self.base}
+
+    def fit(self, launches: int) -> int:
+        return launches if self.cap is None else min(launches, self.cap)
+
+    def round(self, order: Sequence[str], launches: int) -> dict[str, float]:
+        self.rounds.append((tuple(order), launches))
+        self.now += self.clock_step_s
+        f = self.drift(len(self.rounds))
+        return {label: launches * self.base[label] * self.effect[label] * f *
+                (1 + self.noise * self.rng.standard_normal()) for label in order}
+
+
+FAST = Protocol(warmup_s=0.05, min_sample_ms=10.0, samples=30, placements=6, min_samples=20,
+                target_halfwidth=0.0025, case_budget_s=0.0)
+
+
+def test_placement_blocks_split_the_samples_evenly() -> None:
+    assert placement_blocks(30, 6) == [5] * 6
+    assert placement_blocks(10, 6) == [2, 2, 2, 2, 1, 1]
+    assert placement_blocks(3, 6) == [1, 1, 1]
+    assert placement_blocks(7, 1) == [7]
+    for n in range(1, 40):
+        for p in range(1, 9):
+            blocks = placement_blocks(n, p)
+            assert sum(blocks) == n and max(blocks) - min(blocks) <= 1
+
+
+def test_placement_offsets_are_seeded_aligned_and_spread() -> None:
+    a = placement_offsets(np.random.default_rng([7, 0]), 200)
+    b = placement_offsets(np.random.default_rng([7, 0]), 200)
+    c = placement_offsets(np.random.default_rng([7, 1]), 200)
+    assert (a == b).all() and not (a == c).all()
+    assert (a % PLACEMENT_STEP == 0).all() and a.min() >= 0 and a.max() <= PLACEMENT_MAX_OFFSET
+    assert len(set(a.tolist())) > 150  # 16385 possible offsets
+
+
+def test_calibration_leaves_a_margin() -> None:
+    assert launches_for(0.1, 50.0) == math.ceil(50.0 * SAMPLE_MARGIN / 0.1)
+    assert launches_for(0.1, 50.0) * 0.1 >= 50.0 * SAMPLE_MARGIN - 1e-9
+    assert launches_for(200.0, 50.0) == 1
+
+
+def test_round_order_alternates_two_sides_and_rotates_more() -> None:
+    assert [round_order(["wf", "cuda"], r)[0] for r in range(4)] == ["wf", "cuda", "wf", "cuda"]
+    assert [round_order(["a", "b", "c"], r)[0] for r in range(3)] == ["a", "b", "c"]
+
+
+def test_samples_spread_over_fresh_placements() -> None:
+    rounds = FakeRounds({"wf": 0.2, "cuda": 0.18}, placement_sd=0.01, noise=0.001)
+    s = sample_case(rounds, ["wf", "cuda"], attrs.evolve(FAST, target_halfwidth=0.0), reference="cuda", seed=42,
+                    clock=rounds.clock)
+    assert [i for i, _ in rounds.placed] == list(range(6))
+    assert s.placement_of == tuple(p for p in range(6) for _ in range(5))
+    assert s.placements == 6 and s.stop_reason == sampling.STOP_SAMPLES and s.seed == 42
+    assert len(s.samples_us["wf"]) == len(s.samples_us["cuda"]) == 30
+    # every placement draws its own offsets, and the same seed draws the same ones again
+    offsets = [o for _, o in rounds.placed]
+    assert len(set(offsets)) == 6
+    again = FakeRounds({"wf": 0.2, "cuda": 0.18}, placement_sd=0.01, noise=0.001)
+    sample_case(again, ["wf", "cuda"], attrs.evolve(FAST, target_halfwidth=0.0), reference="cuda", seed=42,
+                clock=again.clock)
+    assert [o for _, o in again.placed] == offsets
+
+
+WARMUP_AND_PROBE_ROUNDS = 9  # FAST on a 0.2/0.18 ms kernel: warm-up k = 1, 2, ... 128, then the probe
+
+
+def test_every_kept_sample_lasts_min_sample_ms_even_when_the_gpu_speeds_up() -> None:
+    # right after calibration the GPU gets 15 % faster: samples calibrated with a 10 % margin come in short
+    speedup = lambda r: 1.0 if r <= WARMUP_AND_PROBE_ROUNDS else 0.85  # noqa: E731
+    rounds = FakeRounds({"wf": 0.2, "cuda": 0.18}, drift=speedup)
+    s = sample_case(rounds, ["wf", "cuda"], attrs.evolve(FAST, target_halfwidth=0.0), reference="cuda", seed=1,
+                    clock=rounds.clock)
+    assert rounds.rounds[WARMUP_AND_PROBE_ROUNDS - 1][1] == 128  # the probe is where the fake expects it
+    assert s.short_retakes >= 1
+    # the short rounds were re-taken, not kept: 30 kept + re-takes + one untimed round per later placement
+    assert len(rounds.rounds) == WARMUP_AND_PROBE_ROUNDS + 30 + s.short_retakes + 5
+    for label, base in (("wf", 0.2), ("cuda", 0.18)):
+        assert all(us / 1000 == pytest.approx(base * 0.85, rel=1e-12) for us in s.samples_us[label])
+        assert s.launches_per_sample * base * 0.85 >= FAST.min_sample_ms
+    # without the re-take rule the first samples would have been kept short
+    assert math.ceil(FAST.min_sample_ms * SAMPLE_MARGIN / 0.18) * 0.18 * 0.85 < FAST.min_sample_ms
+
+
+def test_samples_that_stay_short_end_the_case_with_a_clear_error() -> None:
+    rounds = FakeRounds({"wf": 0.2, "cuda": 0.18}, drift=lambda r: 1.0 if r < 8 else 0.5 ** (r - 7))
+    with pytest.raises(WfbenchError, match="under 10 ms .* re-takes"):
+        sample_case(rounds, ["wf", "cuda"], FAST, reference="cuda", seed=1, clock=rounds.clock)
+
+
+def test_a_mode_that_caps_launches_keeps_its_short_samples() -> None:
+    rounds = FakeRounds({"wf": 0.02, "cuda": 0.018}, cap=256)  # 256 launches = 4.6 ms < 10 ms
+    s = sample_case(rounds, ["wf", "cuda"], FAST, reference="cuda", seed=1, clock=rounds.clock)
+    assert s.launches_per_sample == 256 and s.short_retakes == 0 and len(s.samples_us["wf"]) >= 20
+
+
+def test_adaptive_stopping_stops_at_the_minimum_when_placements_agree() -> None:
+    rounds = FakeRounds({"wf": 0.2, "cuda": 0.18}, placement_sd=0.0, noise=0.0005)
+    s = sample_case(rounds, ["wf", "cuda"], FAST, reference="cuda", seed=3, clock=rounds.clock)
+    assert s.stop_reason == sampling.STOP_TARGET
+    assert len(s.placement_of) == 20 and s.placements == 4  # the first block boundary at >= 20 pairs
+
+
+def test_adaptive_stopping_runs_on_when_placements_disagree() -> None:
+    rounds = FakeRounds({"wf": 0.2, "cuda": 0.18}, placement_sd=0.01, noise=0.0005)
+    s = sample_case(rounds, ["wf", "cuda"], FAST, reference="cuda", seed=3, clock=rounds.clock)
+    assert s.stop_reason == sampling.STOP_SAMPLES and len(s.placement_of) == 30
+
+
+def test_adaptive_stopping_respects_the_time_budget() -> None:
+    rounds = FakeRounds({"wf": 0.2, "cuda": 0.18}, placement_sd=0.01, clock_step_s=0.2)
+    s = sample_case(rounds, ["wf", "cuda"], attrs.evolve(FAST, case_budget_s=3.0), reference="cuda", seed=3,
+                    clock=rounds.clock)
+    assert s.stop_reason == sampling.STOP_BUDGET and len(s.placement_of) == 20  # never below min_samples
+
+
+def test_a_case_too_long_for_the_limit_is_refused() -> None:
+    rounds = FakeRounds({"wf": 400.0, "cuda": 300.0})
+    with pytest.raises(WfbenchError, match="per-case limit"):
+        sample_case(rounds, ["wf", "cuda"], attrs.evolve(FAST, max_case_s=5.0), reference="cuda", seed=1,
+                    clock=rounds.clock)
+
+
+def test_three_sides_stop_only_when_every_warpforth_side_is_narrow() -> None:
+    rounds = FakeRounds({"wf:base": 0.2, "wf:head": 0.21, "cuda": 0.18}, placement_sd=0.0, noise=0.0005)
+    s = sample_case(rounds, ["wf:base", "wf:head", "cuda"], FAST, reference="cuda", seed=3, clock=rounds.clock)
+    assert s.stop_reason == sampling.STOP_TARGET and set(s.first) == {"wf:base", "wf:head", "cuda"}
+
+
+# -- the placement interval ----------------------------------------------------------------------------
+
+
+def _synthetic_run(rng: np.random.Generator, gap: float, placement_sd: float, noise: float,
+                   placements: int = 6, pairs: int = 5) -> tuple[list[float], list[float], list[int]]:
+    wf, cu, where = [], [], []
+    for p in range(placements):
+        e = np.exp(rng.normal(0, placement_sd))
+        for _ in range(pairs):
+            c = 60.0 * (1 + noise * rng.standard_normal())
+            cu.append(c)
+            wf.append(c * gap * e * (1 + noise * rng.standard_normal()))
+            where.append(p)
+    return wf, cu, where
+
+
+def test_gap_interval_covers_the_placement_effect_95_percent_of_the_time() -> None:
+    rng = np.random.default_rng(11)
+    trials, hits, naive_hits = 2000, 0, 0
+    for _ in range(trials):
+        wf, cu, where = _synthetic_run(rng, 1.125, placement_sd=0.003, noise=0.0005)
+        lo, hi = gap_interval(wf, cu, where)  # type: ignore[misc]
+        hits += lo <= 1.125 <= hi
+        # the within-run view: a percentile bootstrap over pairs, blind to placements
+        ratios = np.asarray(wf) / np.asarray(cu)
+        boots = np.median(rng.choice(ratios, size=(200, ratios.size)), axis=1)
+        naive_hits += np.percentile(boots, 2.5) <= 1.125 <= np.percentile(boots, 97.5)
+    assert 0.93 <= hits / trials <= 0.97
+    assert naive_hits / trials < 0.75  # what within-run statistics would have claimed
+
+
+def test_gap_interval_needs_two_placements_and_placement_noise_splits_the_variation() -> None:
+    rng = np.random.default_rng(5)
+    wf, cu, where = _synthetic_run(rng, 1.0, placement_sd=0.0, noise=0.001, placements=1, pairs=10)
+    assert gap_interval(wf, cu, where) is None
+    assert placement_noise(wf, cu, where)[1] is None
+    wf, cu, where = _synthetic_run(rng, 1.0, placement_sd=0.02, noise=0.0005, placements=40, pairs=5)
+    within, between = placement_noise(wf, cu, where)
+    assert between == pytest.approx(0.02, rel=0.3)
+    assert within is not None and within < 0.002
+    g = placement_gaps(wf, cu, where)
+    assert g.size == 40
+    assert relative_halfwidth((1.0 / 1.01, 1.01)) == pytest.approx(math.log(1.01))
+    with pytest.raises(ValueError):
+        placement_gaps(wf, cu, where[:-1])
+
+
+# -- through the executor: the Timing record a run stores ----------------------------------------------
+
+
+class _SamplingFakeTimer:
+    """A timer whose GPU edge is FakeRounds: the real sampling rules, the real executor, a stated NVML."""
+
+    def __init__(self, protocol: Protocol) -> None:
+        self.protocol = protocol
+
+    def environment(self):  # type: ignore[no-untyped-def]
+        from wfbench_core.results import Environment
+
+        return Environment(gpu_name="Fake GPU", compute_capability="9.0", max_mem_clock_mhz=3201,
+                           power_limit_w=700.0, default_power_limit_w=700.0)
+
+    def copy_gbps(self) -> None:
+        return None
+
+    def measure(self, case, sides, *, reference_label):  # type: ignore[no-untyped-def]
+        from wfbench_core.results import Costs, NvmlSummary
+        from wfbench_core.timer import Measurement
+
+        labels = [s.label for s in sides]
+        rounds = FakeRounds({label: (0.225 if label.startswith("wf") else 0.2) for label in labels},
+                            placement_sd=0.003, noise=0.0005, seed=9)
+        s = sample_case(rounds, labels, self.protocol, reference=reference_label, seed=5, clock=rounds.clock)
+        throttle = 0x4 if case.id == "axpy_f64" else 0
+        nv = NvmlSummary(n=12, sm_mhz_min=1900, sm_mhz_median=1980, sm_mhz_max=1980, mem_mhz_min=2619,
+                         mem_mhz_median=2619, reasons=("sw_power_cap",) if throttle else (),
+                         power_throttled=bool(throttle))
+        return Measurement(passed=True, message="", checks=(), kernel_attrs={}, costs=Costs(),
+                           samples_us=s.samples_us, first=s.first, launches_per_sample=s.launches_per_sample,
+                           warmup_s=s.warmup_s, placement_of=s.placement_of, placement_seed=s.seed,
+                           short_retakes=s.short_retakes, stop_reason=s.stop_reason, nvml=nv)
+
+
+def test_a_run_records_placements_interval_nvml_and_a_depressed_host(prebuilt_bundle) -> None:  # type: ignore[no-untyped-def]
+    from wfbench_core import hookimpl
+    from wfbench_core.executor import execute
+    from wfbench_core.registry import Registry
+    from wfbench_core.results import RunResult, dumps, loads
+
+    class Plugin:
+        @hookimpl(tryfirst=True)
+        def wfbench_make_timer(self, protocol):  # type: ignore[no-untyped-def]
+            return _SamplingFakeTimer(protocol)
+
+    from wfbench_core.request import ExecuteRequest
+
+    reg = Registry.load(plugins=[Plugin()])  # an in-process plugin: the executor runs the cases in-process
+    run = execute(prebuilt_bundle(), registry=reg,
+                  request=ExecuteRequest(protocol=attrs.evolve(FAST, target_halfwidth=0.0)))
+    by_id = {c.id: c for c in run.cases}
+    for c in run.cases:
+        t = c.timing
+        assert t is not None and t.placements == 6 and len(t.placement_of) == t.warpforth.n == 30
+        assert t.gap_lo is not None and t.gap_hi is not None and t.gap_lo < t.gap < t.gap_hi
+        assert t.gap_lo < 1.125 < t.gap_hi and t.gap_interval == "t over log per-placement gaps"
+        assert t.between_placement_noise is not None and t.within_placement_noise is not None
+        assert t.stop_reason == "samples" and t.placement_seed == 5 and t.timing_mode == "events"
+    assert by_id["axpy_f64"].timing.throttled and not by_id["scale_i64"].timing.throttled
+    assert run.environment.depressed_host and "2619 MHz" in run.environment.depressed_why
+    again = loads(dumps(run), RunResult)
+    assert again == run
+
+
+def test_results_written_before_placements_still_load() -> None:
+    from pathlib import Path
+
+    from wfbench_core.results import load_result
+
+    run = load_result(Path(__file__).parent / "fixtures" / "h200-run1.json")
+    t = next(c.timing for c in run.cases if c.timing is not None)
+    assert t.placements == 1 and t.gap_lo is None and t.nvml is None and not t.throttled
+    assert run.protocol.timing_mode == "events" and not run.environment.depressed_host
+
+
+def test_warm_up_ends_on_wall_time_where_launches_are_capped() -> None:
+    # cold-l2 on a 3 us kernel: 256 launches keep the GPU 0.8 ms busy with kernels, far longer with flushes
+    rounds = FakeRounds({"wf": 0.003, "cuda": 0.003}, cap=256, clock_step_s=0.02)
+    proto = attrs.evolve(FAST, warmup_s=1.0)
+    s = sample_case(rounds, ["wf", "cuda"], proto, reference="cuda", seed=1, clock=rounds.clock)
+    warm_rounds = len(rounds.rounds) - len(s.placement_of) - (s.placements - 1) - 1  # minus samples, untimed, probe
+    assert warm_rounds == pytest.approx(2.0 / 0.02, abs=2)
+    assert s.warmup_s < proto.warmup_s  # kernel time: the flushes are not counted
+
+
+@pytest.mark.parametrize("arch", ["sm_75", "sm_89", "sm_90"])
+def test_the_spin_kernel_assembles(arch: str) -> None:
+    import shutil
+
+    from wfbench_core.compile import find_nvcc, ptxas_check
+    from wfbench_core.gpu_rounds import SPIN_KERNEL, SPIN_PTX
+
+    if not shutil.which("ptxas") and not find_nvcc():
+        pytest.skip("ptxas is not installed")
+    report = ptxas_check(SPIN_PTX, arch=arch, case_id="spin")
+    assert SPIN_KERNEL in report and "0 bytes stack frame" in report

@@ -1,0 +1,121 @@
+"""``wfbench crosscheck`` without a GPU: nvbench's JSON, the comparison, the table and the CLI's errors."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from wfbench_core import crosscheck as xc
+from wfbench_core.cli import main
+from wfbench_core.errors import WfbenchError
+from wfbench_core.results import load_result
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _summary(tag: str, value: object, kind: str = "float64") -> dict:
+    # nvbench's JSON printer writes every value as a string with its type beside it
+    return {"tag": tag, "name": tag.rsplit("/", 1)[-1], "hint": "duration", "description": "",
+            "data": [{"name": "value", "type": kind, "value": str(value)}]}
+
+
+def _nvbench_json(figures: dict[str, tuple[float, float]]) -> dict:
+    """nvbench --json output for benchmarks name -> (cold mean s, batch mean s)."""
+    return {
+        "meta": {"version": {"json": {"major": 1, "minor": 0, "patch": 0}}},
+        "devices": [{"id": 0, "name": "NVIDIA H200"}],
+        "benchmarks": [
+            {"name": name, "index": i, "devices": [0], "axes": [],
+             "states": [{"name": "Device=0", "device": 0, "type_config_index": 0, "axis_values": [],
+                         "is_skipped": False,
+                         "summaries": [_summary("nv/cold/sample_size", 1200, "int64"),
+                                       _summary(xc.NVBENCH_COLD_MEAN, cold),
+                                       _summary("nv/cold/time/gpu/stdev/relative", 0.004),
+                                       _summary(xc.NVBENCH_BATCH_SAMPLES, 9000, "int64"),
+                                       _summary(xc.NVBENCH_BATCH_MEAN, batch)]}]}
+            for i, (name, (cold, batch)) in enumerate(figures.items())
+        ],
+    }
+
+
+def test_parse_nvbench_json() -> None:
+    data = _nvbench_json({"axpy_f64/cuda": (196.9e-6, 196.12e-6), "axpy_f64/wf": (194.0e-6, 193.5e-6)})
+    data["benchmarks"].append({"name": "skipped", "states": [{"name": "s", "is_skipped": True}]})
+    got = xc.parse_nvbench_json(data)
+    assert set(got) == {"axpy_f64/cuda", "axpy_f64/wf"}
+    assert got["axpy_f64/cuda"].batch_mean_us == pytest.approx(196.12)
+    assert got["axpy_f64/cuda"].cold_mean_us == pytest.approx(196.9)
+    assert got["axpy_f64/cuda"].cold_samples == 1200 and got["axpy_f64/cuda"].batch_samples == 9000
+    with pytest.raises(WfbenchError, match="nvbench's --json"):
+        xc.parse_nvbench_json({"something": []}, where="x.json")
+
+
+def test_compare_per_kernel_and_gap() -> None:
+    nv = xc.parse_nvbench_json(_nvbench_json({"axpy_f64/cuda": (200e-6, 196.12e-6),
+                                              "axpy_f64/wf": (198e-6, 194.0e-6)}))
+    wf = {"axpy_f64": {"wf": {"events": 194.49 * 1.0}, "cuda": {"events": 194.49}}}
+    kernels, gaps = xc.compare(wf, nv)
+    cuda = next(k for k in kernels if k.side == "cuda")
+    assert cuda.diff("events") == pytest.approx(194.49 / 196.12 - 1)
+    assert cuda.diff("cold-l2") is None  # not timed in that mode
+    (g,) = gaps
+    assert g.wfbench_gap == pytest.approx(1.0) and g.nvbench_gap == pytest.approx(194.0 / 196.12)
+    assert g.diff == pytest.approx(196.12 / 194.0 - 1)
+    assert xc.worst_disagreement(kernels) == pytest.approx(abs(194.49 / 196.12 - 1))  # cuda beats wf's 0.25 %
+    assert xc.within(kernels, 0.01) and not xc.within(kernels, 0.001)
+    text = xc.render(kernels, gaps, 0.001)
+    assert "axpy_f64" in text and "-0.83%" in text and " !" in text and "worst per-kernel" in text
+
+
+def test_cold_l2_is_compared_with_nvbench_cold() -> None:
+    nv = xc.parse_nvbench_json(_nvbench_json({"k/cuda": (10e-6, 6e-6), "k/wf": (12e-6, 7e-6)}))
+    kernels, gaps = xc.compare({"k": {"wf": {"cold-l2": 12.1, "graph": 7.0}, "cuda": {"cold-l2": 10.0, "graph": 6.0}}},
+                               nv)
+    wf = next(k for k in kernels if k.side == "wf")
+    assert wf.diff("cold-l2") == pytest.approx(12.1 / 12 - 1) and wf.diff("graph") == pytest.approx(0.0)
+    assert gaps[0].nvbench_gap == pytest.approx(12 / 10)  # the first mode timed picks nvbench's figure
+
+
+def test_medians_from_a_stored_run() -> None:
+    run = load_result(FIXTURES / "h200-run1.json")
+    timed = [c for c in run.cases if c.timed]
+    got = xc.medians_from_result(run, [c.id for c in timed])
+    c = timed[0]
+    assert got[c.id] == {"wf": {"events": c.timing.warpforth.median_us}, "cuda": {"events": c.timing.cuda.median_us}}
+
+
+def test_no_nvbench_is_one_clear_line() -> None:
+    if importlib.util.find_spec("cuda.bench") is not None:
+        pytest.skip("cuda-bench is installed here")
+    with pytest.raises(WfbenchError, match=r"pip install 'wfbench\[crosscheck\]'"):
+        xc.run_nvbench({}, Path("unused.json"), 0)
+
+
+def test_cli_errors_are_one_line(prebuilt_bundle, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    bundle = prebuilt_bundle(case_ids=("axpy_f64",))
+    runner = CliRunner()
+    r = runner.invoke(main, ["crosscheck", str(bundle), "--against", str(FIXTURES / "h200-run1.json"),
+                             "--mode", "graph"])
+    assert r.exit_code == 2 and "with --against the stored run's mode is used" in r.output
+    assert "Traceback" not in r.output
+    r = runner.invoke(main, ["crosscheck", str(bundle), "--case", "nope"])
+    assert r.exit_code == 2 and "case 'nope' is not in bundle" in r.output
+    from wfbench_core.timer import gpu_unavailable_reason
+
+    if gpu_unavailable_reason() is not None:
+        r = runner.invoke(main, ["crosscheck", str(bundle), "--quiet"])
+        assert r.exit_code == 3 and r.output.count("\n") == 1 and "wfbench: error:" in r.output
+
+
+def test_json_output_is_plain_data() -> None:
+    nv = xc.parse_nvbench_json(_nvbench_json({"k/cuda": (10e-6, 6e-6), "k/wf": (12e-6, 7e-6)}))
+    kernels, gaps = xc.compare({"k": {"wf": {"events": 7.07}, "cuda": {"events": 6.0}}}, nv)
+    data = json.loads(json.dumps(xc.as_json(kernels, gaps, 0.01)))
+    wf = next(k for k in data["kernels"] if k["side"] == "wf")
+    assert wf["nvbench"]["batch_mean_us"] == pytest.approx(7.0) and wf["diff"]["events"] == pytest.approx(0.01)
+    assert data["gaps"][0]["case"] == "k" and data["gaps"][0]["nvbench_gap"] == pytest.approx(7 / 6)
+    assert data["worst"] == pytest.approx(0.01) and data["within"] is True

@@ -1,0 +1,112 @@
+"""The timing paths on a real GPU (skipped without one): placements, clean rounds, the three modes, NVML,
+and the nvbench cross-check. WarpForth PTX comes from tests/fixtures/ptx, so no warpforthc is needed."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import attrs
+import numpy as np
+import pytest
+
+from wfbench_core.executor import execute
+from wfbench_core.registry import Registry
+from wfbench_core.results import OK, TIMING_COLD_L2, TIMING_EVENTS, TIMING_GRAPH, UNSTABLE, Protocol
+
+pytestmark = pytest.mark.gpu
+
+QUICK = Protocol(warmup_s=0.3, min_sample_ms=10.0, samples=12, placements=4, min_samples=8)
+
+
+def _sides(case, bundle: Path, small: bool):  # type: ignore[no-untyped-def]
+    from wfbench_core.compile import compile_cuda, cuda_compiler
+    from wfbench_core.timer import CudaEventTimer, Side
+
+    timer = CudaEventTimer(QUICK)
+    cuda = cuda_compiler("auto")
+    source = {c: ("check" if small else c) for c in ("check", "canonical")}
+    wf = {c: (bundle / case.id / f"{source[c]}.ptx").read_text() for c in source}
+    cu = {c: compile_cuda((bundle / case.id / f"{source[c]}.cu").read_text(), case_id=case.id, arch=timer.arch(),
+                          compiler=cuda).ptx for c in source}
+    return timer, [Side("wf", case.wf_kernel, wf), Side("cuda", case.cuda_kernel, cu)]
+
+
+def test_placements_interval_nvml_and_sample_length(prebuilt_bundle) -> None:  # type: ignore[no-untyped-def]
+    result = execute(prebuilt_bundle(case_ids=("reduce_sum_f64", "axpy_f64")), registry=Registry.load(),
+                     protocol=QUICK)
+    for case in result.cases:
+        assert case.status in (OK, UNSTABLE), case.message
+        assert all(c.passed for c in case.checks)  # the last placement's outputs too
+        t = case.timing
+        assert t is not None and t.timing_mode == TIMING_EVENTS
+        assert 2 <= t.placements <= QUICK.placements and len(set(t.placement_of)) == t.placements
+        assert t.gap_lo is not None and t.gap_hi is not None and t.gap_lo <= t.gap <= t.gap_hi
+        assert t.stop_reason in ("target", "budget", "samples") and t.warpforth.n >= QUICK.min_samples
+        if t.short_retakes == 0:  # every sample was taken with launches_per_sample launches
+            shortest = min(min(t.warpforth.samples_us), min(t.cuda.samples_us)) * t.launches_per_sample
+            assert shortest >= QUICK.min_sample_ms * 1000
+        if importlib.util.find_spec("pynvml") is not None:
+            assert t.nvml is not None and t.nvml.n >= 1 and t.nvml.sm_mhz_max > 0
+    assert result.environment.default_power_limit_w >= 0
+
+
+def test_clean_rounds_leave_no_first_side_excess(prebuilt_bundle) -> None:  # type: ignore[no-untyped-def]
+    # short samples: the submission latency is per sample (39-107 us in the stored runs), the noise scales
+    # with the sample's length, so 10 ms samples separate the two clearly
+    proto = attrs.evolve(QUICK, samples=24, min_samples=24)
+    result = execute(prebuilt_bundle(case_ids=("axpy_f64",)), registry=Registry.load(), protocol=proto, mode="aa")
+    (case,) = result.cases
+    t = case.timing
+    assert t is not None and t.short_retakes == 0
+    for label, side in (("wf", t.warpforth), ("cuda", t.cuda)):
+        x = np.asarray(side.samples_us) * t.launches_per_sample
+        first = np.array([o == label for o in t.order])
+        excess = float(np.median(x[first]) - np.median(x[~first]))
+        mad = float(np.median(np.abs(x - np.median(x))))
+        se = 1.2533 * 1.4826 * mad * float(np.sqrt(1 / first.sum() + 1 / (~first).sum()))  # of the difference
+        assert abs(excess) < max(10.0, 3 * se), f"{label} first carries {excess:.1f} us per sample (se {se:.1f})"
+
+
+def test_graph_mode_matches_events_on_a_large_kernel(prebuilt_bundle) -> None:  # type: ignore[no-untyped-def]
+    bundle = prebuilt_bundle(case_ids=("axpy_f64",))
+    reg = Registry.load()
+    case = reg.case("axpy_f64")
+    timer, sides = _sides(case, bundle, small=False)
+    medians = {}
+    for mode in (TIMING_EVENTS, TIMING_GRAPH):
+        timer.protocol = attrs.evolve(QUICK, timing_mode=mode)
+        m = timer.measure(case, sides, reference_label="cuda")
+        assert m.passed, m.message
+        assert m.timing_mode == mode
+        medians[mode] = float(np.median(m.samples_us["cuda"]))
+    assert medians[TIMING_GRAPH] == pytest.approx(medians[TIMING_EVENTS], rel=0.01)
+
+
+def test_cold_l2_is_slower_than_hot_on_a_small_kernel(prebuilt_bundle) -> None:  # type: ignore[no-untyped-def]
+    from wfbench_core.crosscheck import small_case
+
+    bundle = prebuilt_bundle(case_ids=("axpy_f64",))
+    case = small_case(Registry.load().case("axpy_f64"))  # 100003 doubles: 2.4 MB, resident in L2 when hot
+    timer, sides = _sides(case, bundle, small=True)
+    medians = {}
+    for mode in (TIMING_EVENTS, TIMING_GRAPH, TIMING_COLD_L2):
+        timer.protocol = attrs.evolve(QUICK, timing_mode=mode, min_sample_ms=5.0)
+        m = timer.measure(case, sides, reference_label="cuda")
+        assert m.passed, m.message
+        medians[mode] = float(np.median(m.samples_us["cuda"]))
+    assert medians[TIMING_COLD_L2] > medians[TIMING_GRAPH]
+    assert medians[TIMING_GRAPH] <= medians[TIMING_EVENTS] * 1.02  # no launch overhead to add
+
+
+@pytest.mark.skipif(importlib.util.find_spec("cuda.bench") is None, reason="cuda-bench is not installed")
+def test_crosscheck_agrees_with_nvbench(prebuilt_bundle) -> None:  # type: ignore[no-untyped-def]
+    bundle = prebuilt_bundle(case_ids=("axpy_f64", "scale_i64"))
+    # nvbench keeps its benchmarks for the life of a process: its own process
+    r = subprocess.run([sys.executable, "-m", "wfbench_core", "crosscheck", str(bundle), "--quiet",
+                        "--samples", "12"], capture_output=True, text=True, env={**os.environ}, check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "axpy_f64" in r.stdout and "worst per-kernel disagreement" in r.stdout
