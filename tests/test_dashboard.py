@@ -110,6 +110,7 @@ def test_one_headline_and_every_kind_of_run_apart(tmp_path: Path) -> None:
     [floor] = data["floors"]
     aa = runs["aa"]
     assert floor["spread"] == pytest.approx(max(abs(c.timing.gap - 1) for c in aa.cases))
+    assert head["floor"] == floor["spread"]  # the A/A floor of the headline's GPU, beside its change
     assert [g["kind"] for g in data["groups"]] == ["canonical", "canonical", "basehead", "aa"]
     assert data["groups"][0]["gpu"] == "NVIDIA H200"
 
@@ -524,6 +525,10 @@ def test_dashboard_in_a_real_browser(browser: Any, tmp_path: Path) -> None:
     try:
         assert page.locator("section.series").count() == len(h.series)
         assert page.locator(".gap-value").count() == 1
+        # one column: the headline's text and its side box do not overlap
+        main, side = (page.locator(f"#headline {sel}").bounding_box() for sel in (".hero-main", "dl.sig"))
+        assert main["y"] + main["height"] <= side["y"] or side["y"] + side["height"] <= main["y"], (main, side)
+        assert main["width"] > 300
         assert not errors, errors
         shot = tmp_path / "dashboard-dark-narrow.png"
         page.screenshot(path=str(shot), full_page=False)
@@ -546,6 +551,42 @@ def test_why_panel_only_with_its_fields(browser: Any, tmp_path: Path) -> None:
         assert "occupancy" not in heads and not any(h.startswith("instruction mix") for h in heads)
         row = page.locator("table.why tbody tr").filter(has_text="axpy_f64 v1")
         assert row.locator("td").nth(1).inner_text() == f"{axpy.attrs_wf.registers} / {axpy.attrs_cuda.registers}"
+        assert not errors, errors
+    finally:
+        page.close()
+
+
+def test_why_panel_with_diagnostics_and_nvml(browser: Any, tmp_path: Path) -> None:
+    """Results that carry diag_wf/diag_cuda and timing.nvml get their columns; the numbers are the result's."""
+    from wfbench_core.dashboard import render_page
+
+    run = synth_run(0)
+    add_run(tmp_path / "h", run)
+    h = History.open(tmp_path / "h")
+    index = build_site(h, tmp_path / "site")
+    raw = json.loads((h.root / next(iter(h.runs))).read_text())
+    for case in raw["cases"]:
+        case["diag_wf"] = {"registers": 40, "spill_bytes": 16, "occupancy": 0.5, "mix": {"fp64": 8, "ld.global": 6,
+                                                                                          "int": 3}}
+        case["diag_cuda"] = {"registers": 32, "spill_bytes": 0, "occupancy": 0.75, "mix": {"fp64": 8, "ld.global": 2}}
+        case["timing"]["nvml"] = {"sm_clock_mhz": [1755, 1980], "power_w": [402.5], "throttle": ["sw_power_cap"]}
+    data = build_data(h)
+    data["headline"]["diagnostics"] = diagnostics(raw, data["headline"]["cases"])
+    index.write_text(render_page(data))
+    page, errors, _ = _open(browser, index)
+    try:
+        page.locator("details.why summary").click()
+        heads = page.locator("table.why th").all_inner_texts()
+        for want in ("registers", "spill bytes", "occupancy", "instruction mix, largest differences (WF − CUDA)",
+                     "SM clock while timed", "power while timed", "throttling"):
+            assert want in heads, (want, heads)
+        row = page.locator("table.why tbody tr").filter(has_text="axpy_f64 v1").locator("td").all_inner_texts()
+        cell = dict(zip(heads, row, strict=True))
+        assert cell["registers"] == "40 / 32"  # diag_* overrides the kernel attributes when both are there
+        assert cell["spill bytes"] == "16 / 0" and cell["occupancy"] == "50% / 75%"
+        assert cell["instruction mix, largest differences (WF − CUDA)"] == "ld.global +4, int +3"
+        assert cell["SM clock while timed"] == "1755–1980 MHz" and cell["power while timed"] == "402.5 W"
+        assert cell["throttling"] == "sw_power_cap"
         assert not errors, errors
     finally:
         page.close()

@@ -363,6 +363,9 @@ def build_data(history: History, *, title: str = "WarpForth vs CUDA",
                          key=lambda c: utc_sortable(c["created"]), reverse=True)
     aa = sorted((m for m in platforms.values() if kind_of(m[0].key) == KIND_AA), key=newest, reverse=True)
     floors = [_floor(m) for m in aa]
+    if headline is not None:
+        same_gpu = [f for f in floors if (f["gpu"], f["cc"]) == (headline["gpu"], headline["cc"])]
+        headline["floor"] = same_gpu[0]["spread"] if same_gpu else None
 
     # the series, one group per platform: canonical (headline first), base/head, A/A
     groups, out_series = [], []

@@ -166,6 +166,10 @@
         " vs " + fmtGap(h.previous.geomean) + " in the previous run over the same " + plural(h.case_set.length, "case") +
         " (" + h.previous.date + " UTC" + (h.previous.commit ? ", commit " + h.previous.commit.slice(0, 7) : "") + ")"])
       : el("div", { class: "hero-prev", text: g === null ? "" : "first run over this case set: nothing to compare with" });
+    if (h.floor !== null && h.floor !== undefined) {
+      prev.appendChild(el("div", { class: "floor-note", text: "A/A floor on this GPU (CUDA against itself): up to " +
+        (h.floor * 100).toFixed(2) + "% from 1.000×; a change smaller than that is within the method's floor." }));
+    }
 
     var head = el("div", { class: "hero-main" }, [
       el("div", { class: "eyebrow", text: "Headline · canonical series · " + h.gpu }),
