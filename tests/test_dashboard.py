@@ -66,11 +66,13 @@ def make_history(root: Path) -> dict[str, RunResult]:
 
 
 def expected_headline(run: RunResult) -> float:
-    return geomean([c.timing.gap for c in run.cases if c.priority == "P0" and c.status == "ok"])
+    p0 = [c for c in run.cases if c.priority == "P0"]
+    assert all(c.status == "ok" for c in p0)
+    return geomean([c.timing.gap for c in p0])
 
 
 def case_set(run: RunResult) -> list[str]:
-    return sorted(f"{c.id} v{c.version}" for c in run.cases if c.priority == "P0" and c.status == "ok")
+    return sorted(f"{c.id} v{c.version}" for c in run.cases if c.priority == "P0")
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -92,9 +94,10 @@ def test_one_headline_and_every_kind_of_run_apart(tmp_path: Path) -> None:
     before = runs[f"h200-{NEWEST - 1}"]
     assert head["previous"]["commit"] == before.source.git_commit
     assert head["previous"]["change"] == pytest.approx(expected_headline(newest) / expected_headline(before) - 1)
-    # the trend: every canonical H200 run, in time order; run 3 (scale_i64 unstable) is over another case set
+    # the trend: every canonical H200 run, in time order, over one case set; run 3 (scale_i64 unstable) has no mean
     assert [t["commit"] for t in head["trend"]] == [runs[f"h200-{n}"].source.git_commit for n in range(NEWEST + 1)]
-    assert [t["same_set"] for t in head["trend"]] == [n != 3 for n in range(NEWEST + 1)]
+    assert all(t["same_set"] for t in head["trend"])
+    assert [t["geomean"] is None for t in head["trend"]] == [n == 3 for n in range(NEWEST + 1)]
 
     assert [p["gpu"] for p in data["other_gpus"]] == [H100]
     assert data["other_gpus"][0]["geomean"] == pytest.approx(expected_headline(runs["h100-2"]), rel=1e-12)
@@ -148,19 +151,21 @@ def test_a_case_set_change_is_named_and_never_compared(tmp_path: Path) -> None:
     assert head["previous"] is None
     assert [t["same_set"] for t in head["trend"]] == [False, True]
 
+    # an unstable P0 case withholds the mean; the set stays what it is
     noisy = tmp_path / "noisy"
     add_run(noisy, synth_run(0))
     add_run(noisy, synth_run(1, jitter={"scale_i64": 0.08}))
     head = build_data(History.open(noisy))["headline"]
-    assert head["case_set"] == ["axpy_f64 v1"] and head["left_out"] == ["scale_i64 v1"] and head["previous"] is None
+    assert head["geomean"] is None and head["previous"] is None
+    assert head["case_set"] == ["axpy_f64 v1", "scale_i64 v1"] and head["left_out"] == ["scale_i64 v1"]
 
 
-def test_headline_leaves_out_unstable_and_p1_cases(tmp_path: Path) -> None:
+def test_an_unstable_p0_case_withholds_the_mean_and_p1_cases_are_not_in_it(tmp_path: Path) -> None:
     run = with_case(synth_run(0, jitter={"scale_i64": 0.08}), "axpy_f64", priority="P1")
     add_run(tmp_path, synth_run(-1))
     add_run(tmp_path, run)
     head = build_data(History.open(tmp_path))["headline"]
-    assert head["geomean"] is None and head["case_set"] == []
+    assert head["geomean"] is None and head["case_set"] == ["scale_i64 v1"] and head["left_out"] == ["scale_i64 v1"]
     assert {c["case"]: c["status"] for c in head["cases"]} == {"axpy_f64": "ok", "scale_i64": "unstable"}
 
 
@@ -438,9 +443,7 @@ def check_page(page: Any, h: History) -> dict[str, Any]:
         assert st["summary"] == ("signature and the only point" if n == 1 else f"signature and all {n} points")
         states[sid] = st
     # every A/A chart shows both sides, even where they are equal
-    aa = [sid for sid, s in h.series.items() if s.key.mode == "aa"]
-    assert aa
-    for sid in aa:
+    for sid in (sid for sid, s in h.series.items() if s.key.mode == "aa"):
         both = page.evaluate(BOTH_SIDES, sid)
         assert both["labels"] == ["CUDA (A)", "CUDA (A′)"] and all(both["visible"])
         assert both["distance"] < 8, both  # drawn on top of each other: only the styles keep them apart
@@ -459,6 +462,7 @@ def check_page(page: Any, h: History) -> dict[str, Any]:
 def test_dashboard_in_a_real_browser(browser: Any, tmp_path: Path) -> None:
     runs = make_history(tmp_path / "history")
     h = History.open(tmp_path / "history")
+    assert any(s.key.mode == "aa" for s in h.series.values())  # check_page's A/A check has something to check
     index = build_site(h, tmp_path / "site")
     page, errors, requests = _open(browser, index)
     try:
@@ -470,7 +474,7 @@ def test_dashboard_in_a_real_browser(browser: Any, tmp_path: Path) -> None:
         assert headline.locator(".eyebrow").inner_text().lower() == "headline · canonical series · nvidia h200"
         # the case set is named
         assert headline.locator(".geomean-set").inner_text().startswith(
-            f"geometric mean of the gaps of {len(case_set(newest))} stable P0 cases")
+            f"geometric mean of the gaps of {len(case_set(newest))} P0 cases, all stable:")
         assert headline.locator(".geomean-set .chip").all_inner_texts() == case_set(newest)
         shown = dict(zip(headline.locator("table.cases tbody td:first-child a").all_inner_texts(),
                          headline.locator("table.cases .case-gap").all_inner_texts(), strict=True))
@@ -592,6 +596,25 @@ def test_why_panel_with_diagnostics_and_nvml(browser: Any, tmp_path: Path) -> No
         page.close()
 
 
+def test_withheld_headline_in_the_browser(browser: Any, tmp_path: Path) -> None:
+    """The newest run has an unstable P0 case: no number, the reason, and nothing compared."""
+    add_run(tmp_path / "h", synth_run(0))
+    add_run(tmp_path / "h", synth_run(1, jitter={"scale_i64": 0.08}))
+    h = History.open(tmp_path / "h")
+    page, errors, _ = _open(browser, build_site(h, tmp_path / "site"))
+    try:
+        check_page(page, h)
+        head = page.locator("#headline article")
+        assert head.locator(".gap-value").inner_text() == "no geometric mean: 1 P0 case unstable"
+        assert head.locator(".note.warn").inner_text().startswith("Unstable in this run: scale_i64 v1.")
+        assert head.locator(".hero-prev").inner_text() == ""
+        assert head.locator(".headline-trend figcaption").inner_text().endswith(
+            "1 run over this case set; not drawn: 1 run with an unstable P0 case")
+        assert not errors, errors
+    finally:
+        page.close()
+
+
 def test_empty_history_page(browser: Any, tmp_path: Path) -> None:
     (tmp_path / "history").mkdir()
     index = build_site(History.open(tmp_path / "history"), tmp_path / "site")
@@ -627,6 +650,7 @@ def test_example_history_renders(browser: Any, tmp_path: Path) -> None:
     """The real H200 runs kept as the example history: one headline, over the newest canonical run."""
     h = History.open(EXAMPLES)
     assert not h.problems, [str(p) for p in h.problems]
+    assert any(s.key.mode == "aa" for s in h.series.values())
     canonical = [load_result(EXAMPLES / e.file) for e in h.runs.values()]
     canonical = [r for r in canonical if r.mode == "paired" and not r.compilers]
     newest = max(canonical, key=lambda r: r.created)

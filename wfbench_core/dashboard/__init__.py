@@ -144,10 +144,17 @@ def _case_rows(entries: Sequence[tuple[Series, Point]]) -> list[dict[str, Any]]:
 
 
 def geomean_set(rows: Sequence[dict[str, Any]]) -> tuple[Optional[float], list[str]]:
-    """The headline statistic of one run: the geometric mean of the stable P0 gaps, and that case set."""
-    inset = sorted((r for r in rows if r["priority"] == "P0" and r["status"] == OK),
-                   key=lambda r: (r["case"], r["version"]))
-    return (geomean([r["gap"] for r in inset]) if inset else None), [f"{r['case']} v{r['version']}" for r in inset]
+    """The headline statistic of one run: the geometric mean of its P0 gaps, and that case set.
+
+    The mean is withheld (None) unless every P0 case of the run is stable: an unstable member never
+    shrinks the set silently. A run without some P0 case has a smaller set, and a mean over another set is
+    never compared with this one.
+    """
+    p0 = sorted((r for r in rows if r["priority"] == "P0"), key=lambda r: (r["case"], r["version"]))
+    names = [f"{r['case']} v{r['version']}" for r in p0]
+    if not p0 or any(r["status"] != OK for r in p0):
+        return None, names
+    return geomean([r["gap"] for r in p0]), names
 
 
 def _run_facts(p: Point) -> dict[str, Any]:
@@ -196,8 +203,9 @@ def _comparisons(members: Sequence[Series]) -> list[dict[str, Any]]:
     for run, entries in reversed(_by_run(members).items()):
         labels = sorted({s.key.compiler_label for s, _ in entries}, key=lambda lb: (lb != "base", lb != "head", lb))
         builds = {s.key.compiler_label: p.warpforthc_version for s, p in entries}
+        case_rows = _case_rows(entries)
         by_case: dict[tuple[str, int], dict[str, dict[str, Any]]] = {}
-        for r in _case_rows(entries):
+        for r in case_rows:
             by_case.setdefault((r["case"], r["version"]), {})[r["label"]] = r
         rows = []
         for (case, version), per in sorted(by_case.items(), key=lambda kv: (min(r["priority"] for r in kv[1].values()),
@@ -210,12 +218,14 @@ def _comparisons(members: Sequence[Series]) -> list[dict[str, Any]]:
                 "change": (head["gap"] / base["gap"] - 1.0)
                 if base and head and base["status"] == OK and head["status"] == OK else None,
             })
-        both = [r for r in rows if r["priority"] == "P0" and all(r["status"].get(lb) == OK for lb in labels)]
+        per_label = {lb: geomean_set([r for r in case_rows if r["label"] == lb]) for lb in labels}
+        sets = {tuple(names) for _, names in per_label.values()}
         out.append({
             **_platform_facts(entries[0][0].key), **_run_facts(entries[0][1]),
             "labels": labels, "builds": builds, "rows": rows,
-            "case_set": [f"{r['case']} v{r['version']}" for r in both],
-            "geomeans": {lb: geomean([r["gaps"][lb] for r in both]) if both else None for lb in labels},
+            # one case set for every build, or None: means over different sets are not set side by side
+            "case_set": list(next(iter(sets))) if len(sets) == 1 else None,
+            "geomeans": {lb: g if len(sets) == 1 else None for lb, (g, _) in per_label.items()},
         })
     return out
 

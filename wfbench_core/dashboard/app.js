@@ -146,19 +146,22 @@
   function renderHeadline(h) {
     var g = h.geomean;
     var big = g === null
-      ? el("div", { class: "gap-value none", text: "no stable P0 case in the latest run" })
+      ? el("div", { class: "gap-value none", text: h.left_out.length
+        ? "no geometric mean: " + plural(h.left_out.length, "P0 case") + " unstable"
+        : "no P0 case in the latest run" })
       : el("div", { class: "gap-value " + gapClass(g), text: fmtGap(g) });
     var set = el("div", { class: "geomean-set" }, [
-      el("span", { text: "geometric mean of the gaps of " + plural(h.case_set.length, "stable P0 case") + ": " }),
+      el("span", { text: (g === null ? "P0 case set of this run, " : "geometric mean of the gaps of ") +
+        plural(h.case_set.length, "P0 case") + (g === null ? ": " : ", all stable: ") }),
       caseChips(h.case_set)]);
     var notes = [];
     if (h.left_out.length) {
-      notes.push(el("div", { class: "note warn", text: "Left out as unstable: " + h.left_out.join(", ") +
-        ". This geometric mean is over a different case set than a complete run's; it is not compared with one." }));
+      notes.push(el("div", { class: "note warn", text: "Unstable in this run: " + h.left_out.join(", ") +
+        ". An unstable P0 case withholds the geometric mean; it never leaves the case set silently." }));
     }
     if (h.missing.length) {
       notes.push(el("div", { class: "note warn", text: "Not in this run, but in the one before: " + h.missing.join(", ") +
-        " (failed, errored or not run; failed cases are never stored)." }));
+        " (failed, errored or not run). This run's case set is another one; its mean is not compared with theirs." }));
     }
     var prev = h.previous
       ? el("div", { class: "hero-prev" }, [
@@ -182,11 +185,15 @@
       ["timing", "paired, interleaved: one warpforthc against CUDA"],
       ["series", "every canonical run on this GPU; base/head and A/A runs are shown below, apart"]]);
     var trend = h.trend.filter(function (t) { return t.same_set && t.geomean !== null; });
-    var other = h.trend.length - trend.length;
+    var otherSet = h.trend.filter(function (t) { return !t.same_set; }).length;
+    var withheld = h.trend.length - trend.length - otherSet;
+    var notDrawn = [];
+    if (otherSet) notDrawn.push(plural(otherSet, "run") + " over another case set");
+    if (withheld) notDrawn.push(plural(withheld, "run") + " with an unstable P0 case");
     var trendFig = el("figure", { class: "headline-trend" }, [
       el("figcaption", null, [el("strong", { text: "Geometric mean over the runs" }),
         el("span", { text: plural(trend.length, "run") + " over this case set" +
-          (other ? "; " + plural(other, "run") + " over another case set not drawn" : "") })]),
+          (notDrawn.length ? "; not drawn: " + notDrawn.join(", ") : "") })]),
       el("div", { class: "chart-box small" }, [el("canvas", { class: "chart-headline", role: "img",
         "aria-label": "geometric-mean gap over the runs" })])]);
     var card = el("article", { class: "platform card headline", dataset: { gpu: h.gpu } }, [
@@ -291,7 +298,8 @@
       el("h3", null, [p.gpu + " ", el("span", { class: "ver", text: "(compute " + p.cc + ")" }), " ",
         badge("canonical", "canonical", "canonical")]),
       el("div", { class: "other-value" }, [el("b", { class: p.geomean === null ? "" : gapClass(p.geomean), text: fmtGap(p.geomean) }),
-        " geometric mean over " + plural(p.case_set.length, "stable P0 case") + " ", caseChips(p.case_set)]),
+        (p.geomean === null ? " no geometric mean (an unstable P0 case) over " : " geometric mean over ") +
+        plural(p.case_set.length, "P0 case") + " ", caseChips(p.case_set)]),
       runLine(p, " · warpforthc " + p.warpforthc + " · " + p.cuda),
     ]);
   }
@@ -310,11 +318,12 @@
               text: fmtGap(g) }) : fmtGap(g)]);
         })).concat(bh ? [el("td", { class: "num" + changeClass(r.change), text: r.change === null ? "–" : fmtPct(r.change) })] : []));
     });
-    var gm = el("tr", { class: "total" }, [el("td", { text: "geometric mean, " + plural(c.case_set.length, "P0 case") +
-      " stable in every build" })].concat(labels.map(function (lb) {
-      return el("td", { class: "num", text: fmtGap(c.geomeans[lb]) }); }))
-      .concat(bh ? [el("td", { class: "num" + changeClass(c.geomeans.base && c.geomeans.head ? c.geomeans.head / c.geomeans.base - 1 : null),
-        text: c.geomeans.base && c.geomeans.head ? fmtPct(c.geomeans.head / c.geomeans.base - 1) : "–" })] : []));
+    var gmChange = c.geomeans.base && c.geomeans.head ? c.geomeans.head / c.geomeans.base - 1 : null;
+    var gm = el("tr", { class: "total" }, [el("td", { text: c.case_set === null
+      ? "geometric mean: none (the builds were timed over different case sets)"
+      : "geometric mean over the " + plural(c.case_set.length, "P0 case") + " (none unless all are stable)" })]
+      .concat(labels.map(function (lb) { return el("td", { class: "num", text: fmtGap(c.geomeans[lb]) }); }))
+      .concat(bh ? [el("td", { class: "num" + changeClass(gmChange), text: gmChange === null ? "–" : fmtPct(gmChange) })] : []));
     var head = [el("th", { text: "case" })].concat(labels.map(function (lb) {
       return el("th", { class: "num" }, [badge("label", lb, "label"), " ", el("span", { class: "mono build", text: c.builds[lb] })]); }))
       .concat(bh ? [el("th", { class: "num", text: "head vs base" })] : []);
