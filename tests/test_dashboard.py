@@ -442,6 +442,12 @@ def check_page(page: Any, h: History) -> dict[str, Any]:
         n = len(s.points)
         assert st["summary"] == ("signature and the only point" if n == 1 else f"signature and all {n} points")
         states[sid] = st
+    # the headline's own chart too
+    trend = page.evaluate("""() => {
+      const c = Chart.getChart(document.querySelector('#headline canvas.chart-headline'));
+      return c.scales.x.ticks.map((t) => [].concat(t.label).join(' '));
+    }""")
+    assert trend and len(set(trend)) == len(trend), trend
     # every A/A chart shows both sides, even where they are equal
     for sid in (sid for sid, s in h.series.items() if s.key.mode == "aa"):
         both = page.evaluate(BOTH_SIDES, sid)
@@ -610,6 +616,25 @@ def test_withheld_headline_in_the_browser(browser: Any, tmp_path: Path) -> None:
         assert head.locator(".hero-prev").inner_text() == ""
         assert head.locator(".headline-trend figcaption").inner_text().endswith(
             "1 run over this case set; not drawn: 1 run with an unstable P0 case")
+        assert not errors, errors
+    finally:
+        page.close()
+
+
+def test_no_canonical_run_no_headline(browser: Any, tmp_path: Path) -> None:
+    """Only a base/head run and an A/A run: nothing is headlined, both are shown as what they are."""
+    add_run(tmp_path / "h", basehead_run(0))
+    add_run(tmp_path / "h", load_result(REAL_AA))
+    h = History.open(tmp_path / "h")
+    data = build_data(h)
+    assert data["headline"] is None and data["other_gpus"] == []
+    assert len(data["comparisons"]) == 1 and len(data["floors"]) == 1
+    page, errors, _ = _open(browser, build_site(h, tmp_path / "site"))
+    try:
+        assert page.locator(".gap-value").count() == 0
+        assert page.locator("#headline").inner_text().startswith("No canonical run")
+        assert page.locator("article.comparison").count() == 1 and page.locator("article.floor").count() == 1
+        assert page.locator("section.series").count() == len(h.series)
         assert not errors, errors
     finally:
         page.close()
