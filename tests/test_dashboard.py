@@ -21,7 +21,7 @@ from synth_runs import REAL_AA, created_at, evolve_case, synth_run, with_case
 from wfbench_core.dashboard import build_data, build_site, diagnostics, find_browser, x_labels
 from wfbench_core.errors import WfbenchError
 from wfbench_core.history import History, add_run
-from wfbench_core.results import CompilerInfo, RunResult, load_result
+from wfbench_core.results import RunResult, load_result
 from wfbench_core.stats import geomean
 
 H100 = "NVIDIA H100 80GB HBM3"
@@ -435,7 +435,8 @@ def check_page(page: Any, h: History) -> dict[str, Any]:
         s = h.series[sid]
         assert len(st["labels"]) == len(s.points)
         assert len(set(st["labels"])) == len(st["labels"]), st["labels"]
-        assert st["ticks"] and len(set(st["ticks"])) == len(st["ticks"]) and len(set(st["timeTicks"])) == len(st["timeTicks"])
+        assert st["ticks"] and len(set(st["ticks"])) == len(st["ticks"])
+        assert len(set(st["timeTicks"])) == len(st["timeTicks"])
         for label, p in zip(st["labels"], s.points):
             commit = f"{p.git_commit[:7]} " if p.git_commit else ""
             assert re.fullmatch(rf"{commit}\d\d-\d\d \d\d:\d\d(:\d\d)?( #\d+)?", label), label

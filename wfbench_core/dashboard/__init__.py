@@ -379,8 +379,9 @@ def build_data(history: History, *, title: str = "WarpForth vs CUDA",
 
     # the series, one group per platform: canonical (headline first), base/head, A/A
     groups, out_series = [], []
-    for kind, group_members in ([(KIND_CANONICAL, m) for m in canonical] + [(KIND_BASEHEAD, m) for m in basehead.values()]
-                                + [(KIND_AA, m) for m in aa]):
+    grouped = ([(KIND_CANONICAL, m) for m in canonical] + [(KIND_BASEHEAD, m) for m in basehead.values()]
+               + [(KIND_AA, m) for m in aa])
+    for kind, group_members in grouped:
         latest_run = max((p for s in group_members for p in s.points), key=point_order).run
         newest_version = {}
         for s in group_members:

@@ -650,7 +650,7 @@
     }
     var more = document.getElementById("more");
     if (DATA.other_gpus.length) {
-      more.appendChild(el("h2", { class: "group", text: "Other GPUs (canonical series, not the headline)" }));
+      more.appendChild(el("h2", { class: "group", text: "Other GPUs and toolchains (canonical series, not the headline)" }));
       DATA.other_gpus.forEach(function (p) { more.appendChild(renderOtherGpu(p)); });
     }
     if (DATA.comparisons.length) {
