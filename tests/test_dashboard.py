@@ -321,6 +321,17 @@ def browser_path(request: pytest.FixtureRequest) -> str:
     return path
 
 
+def test_the_real_browser_behind_a_stub(browser_path: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The installed browser under Chrome's name, with a snap stub first on PATH: the browser is found."""
+    stub = _bin(tmp_path, "chromium-browser", SNAP_STUB)
+    chrome = stub.parent / "google-chrome"
+    chrome.symlink_to(browser_path)
+    monkeypatch.setenv("PATH", str(stub.parent))
+    monkeypatch.delenv("WFBENCH_CHROMIUM", raising=False)
+    path, version = find_browser()
+    assert path == str(chrome) and re.match(r"(Chromium|Google Chrome) \d+\.", version), version
+
+
 @pytest.fixture(scope="module")
 def browser(browser_path: str) -> Iterator[Any]:
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright not installed (pip install playwright)")
