@@ -1,10 +1,12 @@
 """The static dashboard: one HTML page, its script and style, and the vendored Chart.js.
 
 Everything the page shows is embedded in it as JSON, so it works from ``file://`` with no network and no
-server. It leads with the latest geometric-mean gap over the stable P0 cases of each hardware/toolchain
-platform and the per-case gaps of that run, then one chart group per series (never a mixed one): gap,
-WarpForth time and CUDA time over the runs, with the 5th-95th percentile band of the samples, unstable points
-marked, commit and CI-run links, and the series' signature.
+server. It leads with ONE headline: the newest geometric-mean gap of the canonical series (paired, one
+warpforthc) of the headline GPU, with the case set it is taken over named, and the per-case gaps of that run.
+Other GPUs, base/head runs (two labelled warpforthc builds in one run) and the A/A floor (CUDA against itself)
+follow, each named as what it is. Then one chart group per series (never a mixed one): gap, WarpForth time
+and CUDA time over the runs, with the 5th-95th percentile band of the samples, unstable points marked,
+commit and CI-run links, and the series' signature.
 """
 
 from __future__ import annotations
@@ -12,35 +14,77 @@ from __future__ import annotations
 import datetime as _dt
 import html
 import json
+import math
 import shutil
+from collections import Counter
 from importlib import resources
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from wfbench_core import __version__
 from wfbench_core.errors import WfbenchError
 from wfbench_core.fsutil import atomic_write
-from wfbench_core.history import History, Point, Series, git_links, point_order, utc_sortable
-from wfbench_core.results import MODE_AA
+from wfbench_core.history import History, Point, Series, SeriesKey, git_links, point_order, utc_sortable
+from wfbench_core.results import MODE_AA, OK
 from wfbench_core.stats import geomean
 
 ASSETS = ("chart.umd.js", "LICENSE-chart.js.md", "app.js", "style.css")
 
 
-def _short(created: str) -> str:
+KIND_CANONICAL = "canonical"  # paired, one warpforthc: the trend the headline follows
+KIND_BASEHEAD = "basehead"  # paired, two labelled warpforthc builds interleaved in one run
+KIND_AA = "aa"  # CUDA against itself: the method's floor
+
+
+def kind_of(key: SeriesKey) -> str:
+    if key.mode == MODE_AA:
+        return KIND_AA
+    return KIND_BASEHEAD if key.compiler_label else KIND_CANONICAL
+
+
+def _utc(created: str) -> Optional[_dt.datetime]:
     try:
         when = _dt.datetime.fromisoformat(created.replace("Z", "+00:00"))
     except ValueError:
-        return created
-    return when.astimezone(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=_dt.timezone.utc)
+    return when.astimezone(_dt.timezone.utc)
 
 
-def _point(p: Point) -> dict[str, Any]:
+def _short(created: str) -> str:
+    when = _utc(created)
+    return when.strftime("%Y-%m-%d %H:%M") if when else created
+
+
+def x_labels(points: Sequence[Point]) -> list[list[str]]:
+    """Chart x labels, two lines each (short commit, run time in UTC), distinct within one chart.
+
+    Minutes first; seconds where two points share commit and minute; a running number where they share
+    the second too.
+    """
+    def at(p: Point, fmt: str) -> str:
+        when = _utc(p.created)
+        return when.strftime(fmt) if when else p.created
+
+    labels: list[list[str]] = []
+    for fmt in ("%m-%d %H:%M", "%m-%d %H:%M:%S"):
+        labels = [[p.git_commit[:7], at(p, fmt)] if p.git_commit else [at(p, fmt)] for p in points]
+        if len({tuple(x) for x in labels}) == len(labels):
+            return labels
+    total = Counter(tuple(x) for x in labels)
+    seen: Counter[tuple[str, ...]] = Counter()
+    out = []
+    for x in labels:
+        seen[tuple(x)] += 1
+        out.append(x[:-1] + [f"{x[-1]} #{seen[tuple(x)]}"] if total[tuple(x)] > 1 else x)
+    return out
+
+
+def _point(p: Point, x: list[str]) -> dict[str, Any]:
     commit_url, run_url = git_links(p)
-    short = _short(p.created)
     return {
-        "x": f"{p.git_commit[:7]} · {short[5:10]}" if p.git_commit else short,
-        "created": p.created, "date": short, "run": p.run, "status": p.status,
+        "x": x, "created": p.created, "date": _short(p.created), "run": p.run, "status": p.status,
         "commit": p.git_commit, "commit_url": commit_url, "run_url": run_url, "label": p.label,
         "warpforthc": p.warpforthc_version,
         "gap": p.gap, "gap_lo": p.gap_lo, "gap_hi": p.gap_hi, "gap_mad": p.gap_mad,
@@ -50,15 +94,22 @@ def _point(p: Point) -> dict[str, Any]:
     }
 
 
+def _cuda_text(k: SeriesKey) -> str:
+    return f"{k.cuda_compiler} {k.cuda_compiler_version} {' '.join(k.cuda_flags)}".rstrip()
+
+
 def _signature(s: Series) -> list[list[str]]:
     k = s.key
     wfc = sorted({p.warpforthc_version for p in s.points})
+    timing = {KIND_AA: "A/A: CUDA against itself (the method's floor)",
+              KIND_BASEHEAD: f"base/head: two warpforthc builds interleaved in one run; this is '{k.compiler_label}'",
+              KIND_CANONICAL: "paired, interleaved"}[kind_of(k)]
     sig = [
         ["GPU", f"{k.gpu_name} (compute {k.compute_capability})"],
-        ["CUDA compiler", f"{k.cuda_compiler} {k.cuda_compiler_version} {' '.join(k.cuda_flags)}".rstrip()],
+        ["CUDA compiler", _cuda_text(k)],
         ["case", f"{k.case_id} v{k.case_version}, fingerprint {k.fingerprint[:12]}"],
         ["CUDA baseline", f"sha256 {k.cuda_source_sha256[:12]}"],
-        ["timing", "A/A: CUDA against itself (the method's floor)" if k.mode == MODE_AA else "paired, interleaved"],
+        ["timing", timing],
         ["warpforthc", ", ".join(wfc) if len(wfc) <= 3
          else f"{len(wfc)} builds, latest {s.points[-1].warpforthc_version}"],
         ["series", s.id],
@@ -68,85 +119,300 @@ def _signature(s: Series) -> list[list[str]]:
     return sig
 
 
-def _platform_id(s: Series) -> str:
-    return "|".join(s.key.platform)
+def _by_run(members: Sequence[Series]) -> dict[str, list[tuple[Series, Point]]]:
+    """The points of a group of series, per run file, oldest run first."""
+    runs: dict[str, list[tuple[Series, Point]]] = {}
+    for s in members:
+        for p in s.points:
+            runs.setdefault(p.run, []).append((s, p))
+    return dict(sorted(runs.items(), key=lambda kv: point_order(kv[1][0][1])))
 
 
-def build_data(history: History, *, title: str = "WarpForth vs CUDA") -> dict[str, Any]:
-    """Everything the page shows, as plain JSON-able data."""
-    series = list(history.series.values())
-    platforms: dict[str, dict[str, Any]] = {}
-    for s in series:
-        pid = _platform_id(s)
-        plat = platforms.setdefault(pid, {"id": pid, "series": []})
-        plat["series"].append(s)
-        k = s.key
-        plat.update(gpu=k.gpu_name, cc=k.compute_capability, mode=k.mode, label=k.compiler_label,
-                    cuda=f"{k.cuda_compiler} {k.cuda_compiler_version} {' '.join(k.cuda_flags)}".rstrip())
-
-    out_platforms = []
-    out_series = []
-    for plat in platforms.values():
-        members: list[Series] = plat.pop("series")
-        # the platform's latest run: the newest run file any of its series has a point from
-        latest_run = max((p for s in members for p in s.points), key=point_order).run
-        rows = []
-        for s in members:
-            here = [p for p in s.points if p.run == latest_run]
-            if not here:
-                continue
-            p = here[-1]
-            prev = [q for q in s.points if q.stable and q.run != latest_run and point_order(q) < point_order(p)]
-            rows.append({
-                "series": s.id, "case": s.key.case_id, "version": s.key.case_version,
-                "priority": p.priority, "gap": p.gap, "gap_lo": p.gap_lo, "gap_hi": p.gap_hi, "wf": p.wf.median_us,
-                "cuda": p.cuda.median_us, "noise": p.noise, "status": p.status,
-                "change": (p.gap / prev[-1].gap - 1.0) if prev and p.stable else None,
-            })
-        rows.sort(key=lambda r: (r["priority"], r["case"]))
-        stable_p0 = [r["gap"] for r in rows if r["priority"] == "P0" and r["status"] == "ok"]
-        anchor = next(p for s in members for p in s.points if p.run == latest_run)
-        commit_url, run_url = git_links(anchor)
-        order = sorted(members, key=lambda s: (not any(p.run == latest_run for p in s.points),
-                                                s.key.case_id, -s.key.case_version, s.id))
-        out_platforms.append({
-            **plat,
-            "latest": {
-                "run": latest_run, "created": anchor.created, "date": _short(anchor.created),
-                "commit": anchor.git_commit, "commit_url": commit_url, "run_url": run_url,
-                "warpforthc": anchor.warpforthc_version,
-                "geomean": geomean(stable_p0) if stable_p0 else None, "geomean_cases": len(stable_p0),
-                "cases": rows,
-            },
-            "series": [s.id for s in order],
+def _case_rows(entries: Sequence[tuple[Series, Point]]) -> list[dict[str, Any]]:
+    """One row per case of one run, with its change against the series' previous stable point."""
+    rows = []
+    for s, p in entries:
+        prev = [q for q in s.points if q.stable and q.run != p.run and point_order(q) < point_order(p)]
+        rows.append({
+            "series": s.id, "case": s.key.case_id, "version": s.key.case_version, "label": s.key.compiler_label,
+            "priority": p.priority, "gap": p.gap, "gap_lo": p.gap_lo, "gap_hi": p.gap_hi, "wf": p.wf.median_us,
+            "cuda": p.cuda.median_us, "noise": p.noise, "status": p.status, "warpforthc": p.warpforthc_version,
+            "change": (p.gap / prev[-1].gap - 1.0) if prev and p.stable else None,
         })
-        for s in order:
-            out_series.append({
-                "id": s.id, "platform": plat["id"], "case": s.key.case_id, "version": s.key.case_version,
-                "mode": s.key.mode, "label": s.key.compiler_label,
-                "priority": s.points[-1].priority,
-                "current": any(p.run == latest_run for p in s.points),
-                "signature": _signature(s),
-                "points": [_point(p) for p in s.points],
+    rows.sort(key=lambda r: (r["priority"], r["case"], r["version"], r["label"]))
+    return rows
+
+
+def geomean_set(rows: Sequence[dict[str, Any]]) -> tuple[Optional[float], list[str]]:
+    """The headline statistic of one run: the geometric mean of its P0 gaps, and that case set.
+
+    The mean is withheld (None) unless every P0 case of the run is stable: an unstable member never
+    shrinks the set silently. A run without some P0 case has a smaller set, and a mean over another set is
+    never compared with this one.
+    """
+    p0 = sorted((r for r in rows if r["priority"] == "P0"), key=lambda r: (r["case"], r["version"]))
+    names = [f"{r['case']} v{r['version']}" for r in p0]
+    if not p0 or any(r["status"] != OK for r in p0):
+        return None, names
+    return geomean([r["gap"] for r in p0]), names
+
+
+def _run_facts(p: Point) -> dict[str, Any]:
+    commit_url, run_url = git_links(p)
+    return {"run": p.run, "created": p.created, "date": _short(p.created), "commit": p.git_commit,
+            "commit_url": commit_url, "run_url": run_url, "warpforthc": p.warpforthc_version}
+
+
+def _platform_facts(k: SeriesKey) -> dict[str, Any]:
+    return {"gpu": k.gpu_name, "cc": k.compute_capability, "cuda": _cuda_text(k)}
+
+
+def _canonical_summary(members: Sequence[Series]) -> dict[str, Any]:
+    """A canonical platform's newest run: per-case gaps, the geomean and its case set, and its trend."""
+    runs = _by_run(members)
+    order = list(runs)
+    latest = order[-1]
+    rows = _case_rows(runs[latest])
+    g, case_set = geomean_set(rows)
+    anchors = [runs[r][0][1] for r in order]
+    labels = x_labels(anchors)
+    trend, previous = [], None
+    for run, anchor, x in zip(order, anchors, labels):
+        g_r, set_r = (g, case_set) if run == latest else geomean_set(_case_rows(runs[run]))
+        trend.append({"x": x, "geomean": g_r, "cases": len(set_r), "same_set": set_r == case_set,
+                      **_run_facts(anchor)})
+        if run != latest and set_r == case_set and g_r is not None:
+            previous = trend[-1]
+    missing: list[str] = []
+    if len(order) > 1:
+        here = {r["case"] for r in rows}
+        missing = sorted({s.key.case_id for s, p in runs[order[-2]] if p.priority == "P0"} - here)
+    return {
+        **_platform_facts(members[0].key), **_run_facts(anchors[-1]),
+        "geomean": g, "case_set": case_set,
+        "left_out": [f"{r['case']} v{r['version']}" for r in rows if r["priority"] == "P0" and r["status"] != OK],
+        "missing": missing,
+        "previous": None if previous is None or g is None else {**previous, "change": g / previous["geomean"] - 1.0},
+        "trend": trend, "cases": rows,
+    }
+
+
+def _comparisons(members: Sequence[Series]) -> list[dict[str, Any]]:
+    """Base/head runs of one platform, newest first: the labelled builds side by side, case by case."""
+    out = []
+    for run, entries in reversed(_by_run(members).items()):
+        labels = sorted({s.key.compiler_label for s, _ in entries}, key=lambda lb: (lb != "base", lb != "head", lb))
+        builds = {s.key.compiler_label: p.warpforthc_version for s, p in entries}
+        case_rows = _case_rows(entries)
+        by_case: dict[tuple[str, int], dict[str, dict[str, Any]]] = {}
+        for r in case_rows:
+            by_case.setdefault((r["case"], r["version"]), {})[r["label"]] = r
+        rows = []
+        for (case, version), per in sorted(by_case.items(), key=lambda kv: (min(r["priority"] for r in kv[1].values()),
+                                                                             kv[0])):
+            base, head = per.get("base"), per.get("head")
+            rows.append({
+                "case": case, "version": version, "priority": min(r["priority"] for r in per.values()),
+                "gaps": {lb: r["gap"] for lb, r in per.items()}, "status": {lb: r["status"] for lb, r in per.items()},
+                "series": {lb: r["series"] for lb, r in per.items()},
+                "change": (head["gap"] / base["gap"] - 1.0)
+                if base and head and base["status"] == OK and head["status"] == OK else None,
             })
-    # newest platform first; the canonical paired series lead, base/head comparisons (compiler labels)
-    # follow, and A/A (the method's floor) comes last
-    out_platforms.sort(key=lambda p: utc_sortable(p["latest"]["created"]), reverse=True)
-    out_platforms.sort(key=lambda p: (p["mode"] == MODE_AA, bool(p["label"])))
+        per_label = {lb: geomean_set([r for r in case_rows if r["label"] == lb]) for lb in labels}
+        sets = {tuple(names) for _, names in per_label.values()}
+        out.append({
+            **_platform_facts(entries[0][0].key), **_run_facts(entries[0][1]),
+            "labels": labels, "builds": builds, "rows": rows,
+            # one case set for every build, or None: means over different sets are not set side by side
+            "case_set": list(next(iter(sets))) if len(sets) == 1 else None,
+            "geomeans": {lb: g if len(sets) == 1 else None for lb, (g, _) in per_label.items()},
+        })
+    return out
+
+
+def _floor(members: Sequence[Series]) -> dict[str, Any]:
+    """The newest A/A run of one platform: how far from 1.000x the method reads a kernel against itself."""
+    runs = _by_run(members)
+    entries = runs[list(runs)[-1]]
+    rows = _case_rows(entries)
+    stable = [abs(r["gap"] - 1.0) for r in rows if r["status"] == OK]
+    return {**_platform_facts(entries[0][0].key), **_run_facts(entries[0][1]), "rows": rows,
+            "spread": max(stable) if stable else None}
+
+
+# --------------------------------------------------------------------------------------------------------
+# diagnostics of the newest canonical run (optional fields: shown only where a result carries them)
+
+DIAG_KEYS = ("registers", "spill_bytes", "occupancy", "roofline")  # diag_wf / diag_cuda scalars
+NVML_KEYS = ("sm_clock_mhz", "power_w", "temperature_c")  # timing.nvml numbers (or lists of samples)
+
+
+def _num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _range(v: Any) -> Optional[list[float]]:
+    """A number or a list of numbers as [min, max]; None for anything else."""
+    if _num(v):
+        return [v, v]
+    if isinstance(v, (list, tuple)) and v and all(_num(x) for x in v):
+        return [min(v), max(v)]
+    return None
+
+
+def _throttle(v: Any) -> Optional[list[str]]:
+    """Active throttle reasons from a list of names, a {name: bool} map or one name; [] for none."""
+    if isinstance(v, str):
+        return [v] if v else []
+    if isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v):
+        return list(v)
+    if isinstance(v, dict):
+        return sorted(k for k, on in v.items() if on)
+    return None
+
+
+def _side_diag(case: dict[str, Any], side: str, copy_gbps: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    kattrs = case.get(f"attrs_{side}")
+    if isinstance(kattrs, dict):
+        out.update({k: kattrs[k] for k in ("registers", "local_bytes", "shared_bytes") if _num(kattrs.get(k))})
+    diag = case.get(f"diag_{side}")
+    if isinstance(diag, dict):
+        out.update({k: diag[k] for k in DIAG_KEYS if _num(diag.get(k))})
+        mix = diag.get("mix")
+        if isinstance(mix, dict) and mix and all(isinstance(k, str) and _num(v) for k, v in mix.items()):
+            out["mix"] = dict(mix)
+    timing = case.get("timing")
+    gbps = timing.get(f"gbps_{side}") if isinstance(timing, dict) else None
+    if _num(gbps) and _num(copy_gbps) and copy_gbps > 0 and case.get("metric", "bandwidth") == "bandwidth":
+        out["copy_pct"] = gbps / copy_gbps
+    return out
+
+
+def diagnostics(raw: dict[str, Any], rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Per case of one run (the rows shown), what both kernels look like and what the GPU did while timed.
+
+    Reads, per case: ``attrs_wf``/``attrs_cuda`` (``registers``, ``local_bytes``, ``shared_bytes``),
+    ``diag_wf``/``diag_cuda`` (``registers``, ``spill_bytes``, ``occupancy`` and ``roofline`` as fractions,
+    ``mix`` {class: count}), ``timing.gbps_wf``/``gbps_cuda`` against ``environment.copy_gbps``,
+    ``timing.clocks_sm_mhz`` and ``timing.nvml`` (``sm_clock_mhz``, ``power_w``, ``temperature_c``: a number
+    or a list of samples; ``throttle``: a list of reasons, a {reason: bool} map or one reason). Anything
+    absent or of another shape is left out; a case with nothing to show has no entry.
+    """
+    env = raw.get("environment") if isinstance(raw.get("environment"), dict) else {}
+    copy_gbps = env.get("copy_gbps")
+    raw_cases = {(c.get("id"), c.get("version"), c.get("compiler_label", "")): c
+                 for c in raw.get("cases") or [] if isinstance(c, dict)}
+    cases = []
+    for r in rows:
+        case = raw_cases.get((r["case"], r["version"], r["label"]))
+        if case is None:
+            continue
+        wf, cuda = _side_diag(case, "wf", copy_gbps), _side_diag(case, "cuda", copy_gbps)
+        nvml: dict[str, Any] = {}
+        timing = case.get("timing") if isinstance(case.get("timing"), dict) else {}
+        clocks = _range(timing.get("clocks_sm_mhz"))
+        if clocks:
+            nvml["sm_clock_mhz"] = clocks
+        raw_nvml = timing.get("nvml")
+        if isinstance(raw_nvml, dict):
+            nvml.update({k: v for k in NVML_KEYS if (v := _range(raw_nvml.get(k))) is not None})
+            flags = _throttle(raw_nvml.get("throttle"))
+            if flags is not None:
+                nvml["throttle"] = flags
+        if wf or cuda or nvml:
+            cases.append({"case": r["case"], "version": r["version"], "label": r["label"], "wf": wf, "cuda": cuda,
+                          "nvml": nvml})
+    gpu = {k: env[k] for k in ("sm_clock_mhz", "max_sm_clock_mhz", "mem_clock_mhz", "max_mem_clock_mhz",
+                               "power_limit_w", "temperature_c", "copy_gbps") if _num(env.get(k)) and env[k]}
+    return {"cases": cases, "gpu": gpu}
+
+
+# --------------------------------------------------------------------------------------------------------
+# the page's data
+
+
+def build_data(history: History, *, title: str = "WarpForth vs CUDA",
+               headline_gpu: Optional[str] = None) -> dict[str, Any]:
+    """Everything the page shows, as plain JSON-able data.
+
+    ``headline_gpu`` (an NVML name as results record it, e.g. ``NVIDIA H200``) picks the GPU whose canonical
+    series the headline follows; by default, the GPU of the newest canonical run.
+    """
+    platforms: dict[tuple[str, ...], list[Series]] = {}
+    for s in history.series.values():
+        platforms.setdefault(s.key.platform, []).append(s)
+
+    def newest(members: Sequence[Series]) -> tuple[str, str]:
+        return max(point_order(p) for s in members for p in s.points)
+
+    canonical = sorted((m for m in platforms.values() if kind_of(m[0].key) == KIND_CANONICAL), key=newest,
+                       reverse=True)
+    if headline_gpu is not None:
+        chosen = [m for m in canonical if m[0].key.gpu_name == headline_gpu]
+        if not chosen:
+            gpus = sorted({m[0].key.gpu_name for m in canonical})
+            raise WfbenchError(f"--headline-gpu {headline_gpu!r}: no canonical (paired, unlabelled) series on that "
+                               f"GPU in {history.root}; GPUs there: {', '.join(gpus) or 'none'}")
+        canonical.remove(chosen[0])
+        canonical.insert(0, chosen[0])
+    summaries = [_canonical_summary(m) for m in canonical]
+    headline = summaries[0] if summaries else None
+    if headline is not None:
+        try:
+            raw = json.loads((history.root / headline["run"]).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            raw = {}
+        headline["diagnostics"] = diagnostics(raw if isinstance(raw, dict) else {}, headline["cases"])
+
+    basehead: dict[tuple[str, ...], list[Series]] = {}
+    for m in platforms.values():
+        if kind_of(m[0].key) == KIND_BASEHEAD:
+            basehead.setdefault(m[0].key.platform[:-1], []).extend(m)
+    comparisons = sorted((c for m in basehead.values() for c in _comparisons(m)),
+                         key=lambda c: utc_sortable(c["created"]), reverse=True)
+    aa = sorted((m for m in platforms.values() if kind_of(m[0].key) == KIND_AA), key=newest, reverse=True)
+    floors = [_floor(m) for m in aa]
+    if headline is not None:
+        same_gpu = [f for f in floors if (f["gpu"], f["cc"]) == (headline["gpu"], headline["cc"])]
+        headline["floor"] = same_gpu[0]["spread"] if same_gpu else None
+
+    # the series, one group per platform: canonical (headline first), base/head, A/A
+    groups, out_series = [], []
+    grouped = ([(KIND_CANONICAL, m) for m in canonical] + [(KIND_BASEHEAD, m) for m in basehead.values()]
+               + [(KIND_AA, m) for m in aa])
+    for kind, group_members in grouped:
+        latest_run = max((p for s in group_members for p in s.points), key=point_order).run
+        newest_version = {}
+        for s in group_members:
+            newest_version[s.key.case_id] = max(newest_version.get(s.key.case_id, 0), s.key.case_version)
+        order = sorted(group_members, key=lambda s: (not any(p.run == latest_run for p in s.points), s.key.case_id,
+                                                     -s.key.case_version, s.key.compiler_label, s.id))
+        k = group_members[0].key
+        groups.append({"kind": kind, **_platform_facts(k), "series": [s.id for s in order]})
+        for s in order:
+            current = any(p.run == latest_run for p in s.points)
+            superseded = newest_version[s.key.case_id] if newest_version[s.key.case_id] > s.key.case_version else None
+            out_series.append({
+                "id": s.id, "kind": kind, "case": s.key.case_id, "version": s.key.case_version,
+                "mode": s.key.mode, "label": s.key.compiler_label, "priority": s.points[-1].priority,
+                "current": current, "superseded_by": superseded,
+                "signature": _signature(s),
+                "points": [_point(p, x) for p, x in zip(s.points, x_labels(s.points))],
+            })
     return {
         "title": title,
         "generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "wfbench_version": __version__,
         "runs": len(history.runs),
         "problems": [str(p) for p in history.problems],
-        "platforms": out_platforms,
-        "series": _order_series(out_series, out_platforms),
+        "headline": headline,
+        "other_gpus": summaries[1:],
+        "comparisons": comparisons,
+        "floors": floors,
+        "groups": groups,
+        "series": out_series,
     }
-
-
-def _order_series(series: list[dict[str, Any]], platforms: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    by_id = {s["id"]: s for s in series}
-    return [by_id[sid] for p in platforms for sid in p["series"]]
 
 
 def _embed(data: dict[str, Any]) -> str:
@@ -161,12 +427,13 @@ def render_page(data: dict[str, Any]) -> str:
             .replace("{{data}}", _embed(data)))
 
 
-def build_site(history: History, out: str | Path, *, title: Optional[str] = None) -> Path:
+def build_site(history: History, out: str | Path, *, title: Optional[str] = None,
+               headline_gpu: Optional[str] = None) -> Path:
     """Write the site into ``out`` (created if needed); returns the path of index.html."""
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise WfbenchError(f"{out}: exists and is not a directory; --out takes the site directory")
-    data = build_data(history, title=title or "WarpForth vs CUDA")
+    data = build_data(history, title=title or "WarpForth vs CUDA", headline_gpu=headline_gpu)
     out.mkdir(parents=True, exist_ok=True)
     pkg = resources.files(__package__)
     for name in ASSETS:
@@ -179,27 +446,64 @@ def build_site(history: History, out: str | Path, *, title: Optional[str] = None
     return index
 
 
-def find_chromium(explicit: Optional[str] = None) -> str:
-    """A Chromium to drive: ``explicit``, ``$WFBENCH_CHROMIUM``, or ``chromium`` on PATH."""
+BROWSER_ENV = "WFBENCH_CHROMIUM"
+# Debian's Chromium, then Google Chrome (preinstalled on GitHub's Ubuntu runners, where the apt package
+# "chromium" is only a stub that asks for a snap)
+BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome-stable", "google-chrome")
+
+
+def _browser_version(path: str) -> Optional[str]:
+    """``path --version`` when it runs and names a Chromium or Chrome; None for a stub or anything else."""
+    import subprocess
+
+    try:
+        res = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    text = res.stdout.strip().splitlines()[-1] if res.stdout.strip() else ""
+    return text if res.returncode == 0 and ("Chromium" in text or "Chrome" in text) else None
+
+
+def find_browser(explicit: Optional[str] = None) -> tuple[str, str]:
+    """A Chromium-family browser to drive headless, as (path, version line).
+
+    ``explicit`` or ``$WFBENCH_CHROMIUM`` when given (it must work); otherwise the first of
+    :data:`BROWSER_NAMES` on PATH that answers ``--version`` as a Chromium or Chrome.
+    """
     import os
 
-    found = explicit or os.environ.get("WFBENCH_CHROMIUM") or shutil.which("chromium") \
-        or shutil.which("chromium-browser")
-    if not found:
-        raise WfbenchError("no Chromium found for the screenshot; install it (Debian: apt-get install chromium) "
-                           "or name it with --chromium PATH / $WFBENCH_CHROMIUM")
-    return found
+    named = explicit or os.environ.get(BROWSER_ENV)
+    if named:
+        path = shutil.which(named) or named
+        version = _browser_version(path)
+        if version is None:
+            raise WfbenchError(f"{named}: does not run as a Chromium or Chrome ('{named} --version' failed); "
+                               f"name a working one with --chromium PATH / ${BROWSER_ENV}")
+        return path, version
+    tried = []
+    for name in BROWSER_NAMES:
+        path = shutil.which(name)
+        if path is None:
+            continue
+        version = _browser_version(path)
+        if version is not None:
+            return path, version
+        tried.append(path)
+    stubs = f" ({', '.join(tried)} did not run: a snap stub?)" if tried else ""
+    raise WfbenchError(f"no Chromium or Chrome found{stubs}; install one (Debian: apt-get install chromium; "
+                       f"Ubuntu: Google Chrome) or name it with --chromium PATH / ${BROWSER_ENV}")
 
 
 def screenshot(index: Path, png: Path, *, width: int = 1280, dark: bool = False,
                chromium: Optional[str] = None) -> list[str]:
-    """Open the page in headless Chromium, save a full-page PNG; returns console errors, if any."""
+    """Open the page in headless Chromium or Chrome, save a full-page PNG; returns console errors, if any."""
     try:
+        from playwright.sync_api import Error as PlaywrightError
         from playwright.sync_api import sync_playwright
     except ImportError:
         raise WfbenchError("the screenshot needs the Python package 'playwright' (pip install playwright); "
                            "its browser download is not needed, a system Chromium is used") from None
-    path = find_chromium(chromium)
+    path, _version = find_browser(chromium)
     errors: list[str] = []
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=path)
@@ -209,7 +513,11 @@ def screenshot(index: Path, png: Path, *, width: int = 1280, dark: bool = False,
             page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
             page.on("pageerror", lambda e: errors.append(str(e)))
             page.goto(Path(index).resolve().as_uri())
-            page.wait_for_function("window.wfbenchDashboard !== undefined")
+            try:
+                page.wait_for_function("window.wfbenchDashboard !== undefined", timeout=30_000)
+            except PlaywrightError:
+                raise WfbenchError(f"{index}: the page did not finish drawing in {path} "
+                                   f"({'; '.join(errors) or 'no error reported'}); no screenshot written") from None
             png.parent.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(png), full_page=True)
         finally:

@@ -30,12 +30,14 @@
     return href ? el("a", { href: href, target: "_blank", rel: "noopener" }, [text]) : document.createTextNode(text);
   }
 
+  function plural(n, one, many) { return n + " " + (n === 1 ? one : (many || one + "s")); }
   function fmtGap(g) { return g === null || g === undefined ? "–" : g.toFixed(3) + "×"; }
   function fmtUs(v) { return v >= 100 ? v.toFixed(1) : v >= 10 ? v.toFixed(2) : v.toFixed(3); }
   function fmtPct(v) {
     var text = Math.abs(v * 100).toFixed(1);
     return (text === "0.0" ? "±" : v > 0 ? "+" : "−") + text + "%";
   }
+  function changeClass(v) { return v === null ? "" : v > 0.005 ? " bad" : v < -0.005 ? " good" : ""; }
   function gapClass(g) { return g <= 1.0 ? "good" : g <= 1.1 ? "near" : "bad"; }
   function gapWords(g) {
     if (g <= 1.0) return "WarpForth at or faster than CUDA";
@@ -48,6 +50,7 @@
     if (!m) return color;
     return "rgba(" + parseInt(m[1], 16) + "," + parseInt(m[2], 16) + "," + parseInt(m[3], 16) + "," + a + ")";
   }
+  function caseName(c) { return c.case + " v" + c.version; }
 
   function gapBar(g) {
     // log scale around parity: 1.5x (or 1/1.5) fills half the track
@@ -58,10 +61,52 @@
     return el("span", { class: "gapbar", "aria-hidden": "true" }, [span]);
   }
 
+  // Every badge names its kind (data-badge); the legend explains each kind the page shows, in words.
+  var BADGES = {
+    priority: ["P0 / P1", "priority: P0 cases make the headline's geometric mean; P1 cases are timed and charted, not averaged"],
+    version: ["v1", "case version: a changed case definition gets a new version and starts a new series"],
+    stable: ["stable", "noise (MAD/median of the samples) within the run's threshold"],
+    unstable: ["unstable", "noise above the run's threshold: shown (amber triangles), left out of trends, the headline and alerts"],
+    canonical: ["canonical", "one warpforthc per run, timed against CUDA: the trend the headline follows"],
+    label: ["base / head", "base/head run: two warpforthc builds (base = the reference build, head = the build under test) timed interleaved in one run against the same CUDA samples"],
+    aa: ["A/A", "A/A run: the CUDA kernel timed against itself; how far it reads from 1.000× is the method's floor, not a WarpForth result"],
+    "not-latest": ["not in latest run", "this series has no point from its group's newest run (that run did not time this case, or the case failed there; failed cases are never stored)"],
+    superseded: ["superseded by v2", "a newer version of this case exists; its points continue in the newer series"],
+  };
+  function badge(kind, text, cls) {
+    return el("span", { class: "badge" + (cls ? " " + cls : ""), dataset: { badge: kind }, text: text });
+  }
   function statusBadge(status) {
-    return el("span", { class: "badge " + status, title: status === "unstable"
-      ? "MAD/median above the run's threshold: shown, but left out of trends, the headline and alerts" : "stable" },
-      [status === "unstable" ? "unstable" : "stable"]);
+    return status === "unstable" ? badge("unstable", "unstable", "unstable") : badge("stable", "stable", "ok");
+  }
+  function kindBadge(s) {
+    if (s.kind === "aa") return badge("aa", "A/A floor", "aa");
+    if (s.kind === "basehead") return badge("label", s.label + " build", "label");
+    return badge("canonical", "canonical", "canonical");
+  }
+
+  function caseChips(names) {
+    return el("span", { class: "case-set" }, names.map(function (n) { return el("span", { class: "chip mono", text: n }); }));
+  }
+
+  function runLine(r, extra) {
+    var node = el("div", { class: "hero-sub" }, ["run " + r.date + " UTC"]);
+    if (r.commit) {
+      node.appendChild(document.createTextNode(" · commit "));
+      node.appendChild(link(r.commit_url, r.commit.slice(0, 7)));
+    }
+    if (r.run_url) {
+      node.appendChild(document.createTextNode(" · "));
+      node.appendChild(link(r.run_url, "CI run"));
+    }
+    if (extra) node.appendChild(document.createTextNode(extra));
+    return node;
+  }
+
+  function sigBox(rows) {
+    return el("dl", { class: "sig" }, [].concat.apply([], rows.map(function (kv) {
+      return [el("dt", { text: kv[0] }), el("dd", { class: kv[2] ? "mono" : null, text: kv[1] })];
+    })));
   }
 
   // ---------------------------------------------------------------------------------------------- headline
@@ -70,71 +115,271 @@
     if (!DATA.problems.length) return;
     var box = document.getElementById("problems");
     box.hidden = false;
-    box.appendChild(el("strong", { text: DATA.problems.length + " file(s) in the history could not be used:" }));
+    box.appendChild(el("strong", { text: plural(DATA.problems.length, "file") + " in the history could not be used:" }));
     box.appendChild(el("ul", null, DATA.problems.map(function (p) { return el("li", { text: p }); })));
   }
 
-  function renderPlatform(p) {
-    var latest = p.latest;
-    var aa = p.mode === "aa";
-    var g = latest.geomean;
-    var big = g === null
-      ? el("div", { class: "gap-value none", text: "no stable P0 case in the latest run" })
-      : el("div", { class: "gap-value " + (aa ? "" : gapClass(g)), text: fmtGap(g) });
-    var sub = [
-      "over " + latest.geomean_cases + " stable P0 case" + (latest.geomean_cases === 1 ? "" : "s"),
-      " · run " + latest.date,
-    ];
-    var subNode = el("div", { class: "hero-sub" }, sub);
-    if (latest.commit) {
-      subNode.appendChild(document.createTextNode(" · commit "));
-      subNode.appendChild(link(latest.commit_url, latest.commit.slice(0, 7)));
-    }
-    if (latest.run_url) {
-      subNode.appendChild(document.createTextNode(" · "));
-      subNode.appendChild(link(latest.run_url, "CI run"));
-    }
-    subNode.appendChild(document.createTextNode(" · warpforthc " + latest.warpforthc));
-
-    var sig = el("dl", { class: "sig" }, [
-      el("dt", { text: "GPU" }), el("dd", { text: p.gpu + " (compute " + p.cc + ")" }),
-      el("dt", { text: "CUDA side" }), el("dd", { class: "mono", text: p.cuda }),
-      el("dt", { text: "timing" }), el("dd", { text: aa ? "A/A: CUDA against itself (the method's floor)" : "paired, interleaved" }),
-    ].concat(p.label ? [el("dt", { text: "compiler" }), el("dd", { text: p.label })] : []));
-
-    var head = el("div", { class: "hero-main" }, [
-      el("div", { class: "eyebrow", text: aa ? "A/A floor · geometric mean over stable P0 cases" : "Latest geometric-mean gap · stable P0 cases" }),
-      big,
-      g === null || aa ? null : el("div", { class: "verdict " + gapClass(g), text: gapWords(g) }),
-      subNode,
-    ]);
-
-    var rows = latest.cases.map(function (c) {
+  function casesTable(rows) {
+    var body = rows.map(function (c) {
       return el("tr", { class: c.status, dataset: { series: c.series } }, [
-        el("td", null, [el("a", { href: "#s-" + c.series, text: c.case }), " ", el("span", { class: "badge", text: "v" + c.version }),
-          " ", el("span", { class: "badge", text: c.priority })]),
-        el("td", { class: "num" }, [el("span", { class: "gapcell" }, [el("span", { class: "case-gap " + (aa ? "" : gapClass(c.gap)),
-          text: fmtGap(c.gap) }), aa ? null : gapBar(c.gap)])]),
+        el("td", null, [el("a", { href: "#s-" + c.series, text: c.case }), " ", badge("version", "v" + c.version),
+          " ", badge("priority", c.priority)]),
+        el("td", { class: "num" }, [el("span", { class: "gapcell" }, [el("span", { class: "case-gap " + gapClass(c.gap),
+          text: fmtGap(c.gap) }), gapBar(c.gap)])]),
         el("td", { class: "num", text: fmtUs(c.wf) }),
         el("td", { class: "num", text: fmtUs(c.cuda) }),
         el("td", { class: "num", text: (c.noise * 100).toFixed(2) + "%" }),
-        el("td", { class: "num" + (c.change === null ? "" : c.change > 0.005 ? " bad" : c.change < -0.005 ? " good" : ""),
-          text: c.change === null ? "–" : fmtPct(c.change) }),
+        el("td", { class: "num" + changeClass(c.change), text: c.change === null ? "–" : fmtPct(c.change) }),
         el("td", null, [statusBadge(c.status)]),
       ]);
     });
-    var table = el("table", { class: "cases" }, [
+    return el("div", { class: "table-scroll" }, [el("table", { class: "cases" }, [
       el("thead", null, [el("tr", null, [
         el("th", { text: "case" }), el("th", { class: "num", text: "gap" }), el("th", { class: "num", text: "WarpForth µs" }),
         el("th", { class: "num", text: "CUDA µs" }), el("th", { class: "num", text: "noise" }),
         el("th", { class: "num", text: "Δ gap vs previous" }), el("th", { text: "status" }),
       ])]),
-      el("tbody", null, rows),
+      el("tbody", null, body),
+    ])]);
+  }
+
+  function renderHeadline(h) {
+    var g = h.geomean;
+    var big = g === null
+      ? el("div", { class: "gap-value none", text: h.left_out.length
+        ? "no geometric mean: " + plural(h.left_out.length, "P0 case") + " unstable"
+        : "no P0 case in the latest run" })
+      : el("div", { class: "gap-value " + gapClass(g), text: fmtGap(g) });
+    var set = el("div", { class: "geomean-set" }, [
+      el("span", { text: (g === null ? "P0 case set of this run, " : "geometric mean of the gaps of ") +
+        plural(h.case_set.length, "P0 case") + (g === null ? ": " : ", all stable: ") }),
+      caseChips(h.case_set)]);
+    var notes = [];
+    if (h.left_out.length) {
+      notes.push(el("div", { class: "note warn", text: "Unstable in this run: " + h.left_out.join(", ") +
+        ". An unstable P0 case withholds the geometric mean; it never leaves the case set silently." }));
+    }
+    if (h.missing.length) {
+      notes.push(el("div", { class: "note warn", text: "Not in this run, but in the one before: " + h.missing.join(", ") +
+        " (failed, errored or not run). This run's case set is another one; its mean is not compared with theirs." }));
+    }
+    var prev = h.previous
+      ? el("div", { class: "hero-prev" }, [
+        el("span", { class: "num" + changeClass(h.previous.change), text: fmtPct(h.previous.change) }),
+        " vs " + fmtGap(h.previous.geomean) + " in the previous run over the same " + plural(h.case_set.length, "case") +
+        " (" + h.previous.date + " UTC" + (h.previous.commit ? ", commit " + h.previous.commit.slice(0, 7) : "") + ")"])
+      : el("div", { class: "hero-prev", text: g === null ? "" : "first run over this case set: nothing to compare with" });
+    if (h.floor !== null && h.floor !== undefined) {
+      prev.appendChild(el("div", { class: "floor-note", text: "A/A floor on this GPU (CUDA against itself): up to " +
+        (h.floor * 100).toFixed(2) + "% from 1.000×; a change smaller than that is within the method's floor." }));
+    }
+
+    var head = el("div", { class: "hero-main" }, [
+      el("div", { class: "eyebrow", text: "Headline · canonical series · " + h.gpu }),
+      big,
+      g === null ? null : el("div", { class: "verdict " + gapClass(g), text: gapWords(g) }),
+      set, prev,
+      runLine(h, " · warpforthc " + h.warpforthc),
+    ].concat(notes));
+    var sig = sigBox([["GPU", h.gpu + " (compute " + h.cc + ")"], ["CUDA side", h.cuda, true],
+      ["timing", "paired, interleaved: one warpforthc against CUDA"],
+      ["series", "every canonical run on this GPU; base/head and A/A runs are shown below, apart"]]);
+    var trend = h.trend.filter(function (t) { return t.same_set && t.geomean !== null; });
+    var otherSet = h.trend.filter(function (t) { return !t.same_set; }).length;
+    var withheld = h.trend.length - trend.length - otherSet;
+    var notDrawn = [];
+    if (otherSet) notDrawn.push(plural(otherSet, "run") + " over another case set");
+    if (withheld) notDrawn.push(plural(withheld, "run") + " with an unstable P0 case");
+    var trendFig = el("figure", { class: "headline-trend" }, [
+      el("figcaption", null, [el("strong", { text: "Geometric mean over the runs" }),
+        el("span", { text: plural(trend.length, "run") + " over this case set" +
+          (notDrawn.length ? "; not drawn: " + notDrawn.join(", ") : "") })]),
+      el("div", { class: "chart-box small" }, [el("canvas", { class: "chart-headline", role: "img",
+        "aria-label": "geometric-mean gap over the runs" })])]);
+    var card = el("article", { class: "platform card headline", dataset: { gpu: h.gpu } }, [
+      el("div", { class: "hero" }, [head, el("div", null, [sig, trendFig])]),
+      casesTable(h.cases),
+      renderWhy(h.diagnostics),
     ]);
-    return el("article", { class: "platform card", dataset: { platform: p.id, mode: p.mode } }, [
-      el("div", { class: "hero" }, [head, sig]),
+    return { card: card, trend: trend };
+  }
+
+  function drawHeadlineTrend(card, trend) {
+    var colors = palette();
+    var canvas = card.querySelector("canvas.chart-headline");
+    var chart = new Chart(canvas, {
+      type: "line",
+      data: { labels: trend.map(function (t) { return t.x; }), datasets: [
+        lineSet("geometric mean", trend.map(function (t) { return t.geomean; }), colors.gap)] },
+      options: {
+        animation: false, responsive: true, maintainAspectRatio: false,
+        plugins: { legend: { display: false }, parityLine: { enabled: true, color: colors.faint },
+          tooltip: { callbacks: { label: function (item) { return "geometric mean " + fmtGap(item.raw); } } } },
+        scales: {
+          x: { grid: { display: false }, ticks: { color: colors.muted, maxRotation: 0, autoSkip: true, font: { size: 10 } } },
+          y: Object.assign({ grace: "8%", grid: { color: colors.grid }, border: { display: false },
+            ticks: { color: colors.muted, font: { size: 10 }, callback: function (v) { return v.toFixed(3) + "×"; } } },
+          yRange(trend.map(function (t) { return { g: t.geomean }; }), ["g"])),
+        },
+      },
+      plugins: [parityLine],
+    });
+    charts.push(chart);
+  }
+
+  // "why": what the two kernels look like, and what the GPU did while they were timed (only what results carry)
+  function renderWhy(diag) {
+    if (!diag || !diag.cases.length) return null;
+    var has = function (f) { return diag.cases.some(f); };
+    var side = function (c, k) { return [c.wf[k], c.cuda[k]]; };
+    var cols = [];
+    function pair(title, key, fmt) {
+      if (!has(function (c) { return c.wf[key] !== undefined || c.cuda[key] !== undefined; })) return;
+      cols.push({ title: title, cell: function (c) {
+        var v = side(c, key);
+        return v[0] === undefined && v[1] === undefined ? "–" : (v[0] === undefined ? "–" : fmt(v[0])) + " / " +
+          (v[1] === undefined ? "–" : fmt(v[1]));
+      } });
+    }
+    var int = function (v) { return String(v); };
+    var pct = function (v) { return (v * 100).toFixed(0) + "%"; };
+    pair("registers", "registers", int);
+    pair("spill bytes", "spill_bytes", int);
+    pair("local bytes", "local_bytes", int);
+    pair("shared bytes", "shared_bytes", int);
+    pair("occupancy", "occupancy", pct);
+    pair("of copy bandwidth", "copy_pct", pct);
+    pair("of roofline", "roofline", pct);
+    if (has(function (c) { return c.wf.mix && c.cuda.mix; })) {
+      cols.push({ title: "instruction mix, largest differences (WF − CUDA)", cell: function (c) {
+        if (!c.wf.mix || !c.cuda.mix) return "–";
+        var classes = Object.keys(Object.assign({}, c.wf.mix, c.cuda.mix));
+        var diffs = classes.map(function (k) { return [k, (c.wf.mix[k] || 0) - (c.cuda.mix[k] || 0)]; })
+          .filter(function (d) { return d[1] !== 0; })
+          .sort(function (a, b) { return Math.abs(b[1]) - Math.abs(a[1]) || (a[0] < b[0] ? -1 : 1); }).slice(0, 3);
+        return diffs.length ? diffs.map(function (d) { return d[0] + " " + (d[1] > 0 ? "+" : "−") + Math.abs(d[1]); }).join(", ")
+          : "same";
+      } });
+    }
+    var range = function (r, unit) { return r[0] === r[1] ? r[0] + unit : r[0] + "–" + r[1] + unit; };
+    [["SM clock", "sm_clock_mhz", " MHz"], ["power", "power_w", " W"], ["temperature", "temperature_c", " °C"]]
+      .forEach(function (t) {
+        if (has(function (c) { return c.nvml[t[1]]; })) {
+          cols.push({ title: t[0] + " while timed", cell: function (c) { return c.nvml[t[1]] ? range(c.nvml[t[1]], t[2]) : "–"; } });
+        }
+      });
+    if (has(function (c) { return c.nvml.throttle; })) {
+      cols.push({ title: "throttling", cell: function (c) {
+        return !c.nvml.throttle ? "–" : c.nvml.throttle.length ? c.nvml.throttle.join(", ") : "none"; }, cls: function (c) {
+        return c.nvml.throttle && c.nvml.throttle.length ? "bad" : ""; } });
+    }
+    var table = el("table", { class: "why" }, [
+      el("thead", null, [el("tr", null, [el("th", { text: "case" })].concat(cols.map(function (c) {
+        return el("th", { text: c.title }); })))]),
+      el("tbody", null, diag.cases.map(function (c) {
+        return el("tr", null, [el("td", { text: caseName(c) })].concat(cols.map(function (col) {
+          return el("td", { class: "num " + (col.cls ? col.cls(c) : ""), text: col.cell(c) }); })));
+      })),
+    ]);
+    var g = diag.gpu, gpuBits = [];
+    if (g.max_sm_clock_mhz) gpuBits.push("SM clock " + (g.sm_clock_mhz || "?") + " of " + g.max_sm_clock_mhz + " MHz at the start");
+    if (g.power_limit_w) gpuBits.push("power limit " + g.power_limit_w + " W");
+    if (g.temperature_c) gpuBits.push(g.temperature_c + " °C");
+    if (g.copy_gbps) gpuBits.push("device copy " + g.copy_gbps.toFixed(0) + " GB/s");
+    return el("details", { class: "why" }, [
+      el("summary", { text: "Why: both kernels side by side (WarpForth / CUDA), and the GPU while they were timed" }),
+      gpuBits.length ? el("p", { class: "note", text: "GPU: " + gpuBits.join(" · ") + "." }) : null,
       el("div", { class: "table-scroll" }, [table]),
     ]);
+  }
+
+  function renderOtherGpu(p) {
+    return el("article", { class: "card other-gpu", dataset: { gpu: p.gpu } }, [
+      el("h3", null, [p.gpu + " ", el("span", { class: "ver", text: "(compute " + p.cc + ")" }), " ",
+        badge("canonical", "canonical", "canonical")]),
+      el("div", { class: "other-value" }, [el("b", { class: p.geomean === null ? "" : gapClass(p.geomean), text: fmtGap(p.geomean) }),
+        (p.geomean === null ? " no geometric mean (an unstable P0 case) over " : " geometric mean over ") +
+        plural(p.case_set.length, "P0 case") + " ", caseChips(p.case_set)]),
+      runLine(p, " · warpforthc " + p.warpforthc + " · " + p.cuda),
+    ]);
+  }
+
+  // ---------------------------------------------------------------------------------------------- base/head, A/A
+
+  function renderComparison(c) {
+    var labels = c.labels;
+    var bh = labels.length === 2 && labels[0] === "base" && labels[1] === "head";
+    var rows = c.rows.map(function (r) {
+      return el("tr", null, [
+        el("td", null, [r.case + " ", badge("version", "v" + r.version), " ", badge("priority", r.priority)])].concat(labels.map(function (lb) {
+          var g = r.gaps[lb];
+          return el("td", { class: "num" + (r.status[lb] === "unstable" ? " unstable" : "") }, [
+            g === undefined ? "–" : r.series[lb] ? el("a", { href: "#s-" + r.series[lb], class: "case-gap " + gapClass(g),
+              text: fmtGap(g) }) : fmtGap(g)]);
+        })).concat(bh ? [el("td", { class: "num" + changeClass(r.change), text: r.change === null ? "–" : fmtPct(r.change) })] : []));
+    });
+    var gmChange = c.geomeans.base && c.geomeans.head ? c.geomeans.head / c.geomeans.base - 1 : null;
+    var gm = el("tr", { class: "total" }, [el("td", { text: c.case_set === null
+      ? "geometric mean: none (the builds were timed over different case sets)"
+      : "geometric mean over the " + plural(c.case_set.length, "P0 case") + " (none unless all are stable)" })]
+      .concat(labels.map(function (lb) { return el("td", { class: "num", text: fmtGap(c.geomeans[lb]) }); }))
+      .concat(bh ? [el("td", { class: "num" + changeClass(gmChange), text: gmChange === null ? "–" : fmtPct(gmChange) })] : []));
+    var head = [el("th", { text: "case" })].concat(labels.map(function (lb) {
+      return el("th", { class: "num" }, [badge("label", lb, "label"), " ", el("span", { class: "mono build", text: c.builds[lb] })]); }))
+      .concat(bh ? [el("th", { class: "num", text: "head vs base" })] : []);
+    return el("article", { class: "card section-card comparison", dataset: { run: c.run } }, [
+      el("div", { class: "section-head" }, [
+        el("div", { class: "eyebrow", text: "Base/head run · " + c.gpu }),
+        el("p", { class: "explain", text: "Two warpforthc builds timed interleaved in one run against the same CUDA samples: " +
+          labels.map(function (lb) { return lb + " = " + c.builds[lb]; }).join(", ") +
+          ". Gaps are each build against CUDA; not part of the headline." }),
+        runLine(c, " · " + c.cuda),
+      ]),
+      el("div", { class: "table-scroll" }, [el("table", { class: "cases compare" }, [
+        el("thead", null, [el("tr", null, head)]), el("tbody", null, rows.concat([gm]))])]),
+    ]);
+  }
+
+  function renderFloor(f) {
+    var rows = f.rows.map(function (r) {
+      return el("tr", { class: r.status }, [
+        el("td", null, [el("a", { href: "#s-" + r.series, text: r.case }), " ", badge("version", "v" + r.version), " ",
+          badge("priority", r.priority)]),
+        el("td", { class: "num case-gap", text: fmtGap(r.gap) }),
+        el("td", { class: "num", text: fmtUs(r.wf) }), el("td", { class: "num", text: fmtUs(r.cuda) }),
+        el("td", { class: "num", text: (r.noise * 100).toFixed(2) + "%" }),
+        el("td", null, [statusBadge(r.status)]),
+      ]);
+    });
+    return el("article", { class: "card section-card floor", dataset: { run: f.run } }, [
+      el("div", { class: "section-head" }, [
+        el("div", { class: "eyebrow", text: "A/A floor · " + f.gpu }),
+        el("p", { class: "explain" }, ["The CUDA kernel timed against itself (A against A′) with the same method. ",
+          f.spread === null ? "" : el("strong", { text: "Largest distance from 1.000×: " + (f.spread * 100).toFixed(2) + "%" }),
+          f.spread === null ? "" : ". A gap change smaller than this is within the method's floor. Not a WarpForth result."]),
+        runLine(f, " · " + f.cuda),
+      ]),
+      el("div", { class: "table-scroll" }, [el("table", { class: "cases" }, [
+        el("thead", null, [el("tr", null, ["case", "A / A′", "CUDA A µs", "CUDA A′ µs", "noise", "status"].map(function (t, i) {
+          return el("th", { class: i >= 1 && i <= 4 ? "num" : null, text: t }); }))]),
+        el("tbody", null, rows)])]),
+    ]);
+  }
+
+  function renderLegend() {
+    var shown = {};
+    document.querySelectorAll("main [data-badge]").forEach(function (b) { shown[b.dataset.badge] = true; });
+    var items = Object.keys(BADGES).filter(function (k) { return shown[k]; });
+    var legend = document.getElementById("legend");
+    legend.appendChild(el("h2", { text: "Reading this page" }));
+    legend.appendChild(el("p", { class: "explain" }, ["Times are per kernel launch; dates are UTC. Chart x labels are the " +
+      "commit and the run time. In the kernel-time charts ", el("span", { class: "ring" }), " is WarpForth (CUDA A in an A/A run) " +
+      "and ", el("span", { class: "dot" }), " CUDA, so equal times stay visible as a dot inside a ring."]));
+    legend.appendChild(el("dl", { class: "legend" }, [].concat.apply([], items.map(function (k) {
+      var cls = { unstable: "unstable", stable: "ok", aa: "aa", label: "label", canonical: "canonical" }[k];
+      return [el("dt", null, [el("span", { class: "badge" + (cls ? " " + cls : ""), dataset: { legend: k }, text: BADGES[k][0] })]),
+        el("dd", { text: BADGES[k][1] })];
+    }))));
   }
 
   // ---------------------------------------------------------------------------------------------- series
@@ -170,6 +415,13 @@
     return { label: label, data: data, borderColor: color, backgroundColor: color, borderWidth: 2, pointRadius: 3.5,
       pointHoverRadius: 6, pointBackgroundColor: color, spanGaps: true, tension: 0, order: 1 };
   }
+  // the first side: a ring, drawn under the second side's dot, so equal values show as a dot in a ring
+  function ringSet(label, data, color) {
+    var ds = lineSet(label, data, color);
+    ds.pointRadius = 7; ds.pointHoverRadius = 9; ds.pointBorderWidth = 2.5; ds.pointBackgroundColor = "rgba(0,0,0,0)";
+    ds.order = 2; ds.ring = true;
+    return ds;
+  }
   function bandSet(label, data, color, fill) {
     return { label: "_" + label, data: data, borderWidth: 0, pointRadius: 0, pointHitRadius: 0, spanGaps: true,
       backgroundColor: alpha(color, 0.16), borderColor: "transparent", fill: fill, order: 3 };
@@ -179,12 +431,18 @@
       borderColor: color, backgroundColor: alpha(color, 0.35), borderWidth: 2, order: 0, unstable: true };
   }
 
-  function tooltip(points, kind) {
+  function sideName(s, side) {
+    if (s.mode === "aa") return side === "wf" ? "CUDA (A)" : "CUDA (A′)";
+    return side === "wf" ? "WarpForth" + (s.label ? " " + s.label : "") : "CUDA";
+  }
+
+  function tooltip(s, kind) {
+    var points = s.points;
     return {
       callbacks: {
         title: function (items) {
           var p = points[items[0].dataIndex];
-          return p.date + (p.commit ? "  ·  " + p.commit.slice(0, 10) : "");
+          return p.date + " UTC" + (p.commit ? "  ·  " + p.commit.slice(0, 10) : "");
         },
         label: function (item) {
           var ds = item.dataset, p = points[item.dataIndex];
@@ -194,12 +452,12 @@
               p.gap_lo.toFixed(3) + "–" + p.gap_hi.toFixed(3) + ")";
           }
           var side = ds.side, v = p[side];
-          return (ds.unstable ? "unstable " : "") + (side === "wf" ? "WarpForth " : "CUDA ") + fmtUs(v) + " µs  (p5–p95 " +
+          return (ds.unstable ? "unstable " : "") + sideName(s, side) + " " + fmtUs(v) + " µs  (p5–p95 " +
             fmtUs(p[side + "_lo"]) + "–" + fmtUs(p[side + "_hi"]) + ", MAD " + fmtUs(p[side + "_mad"]) + ")";
         },
         footer: function (items) {
           var p = points[items[0].dataIndex];
-          var lines = ["warpforthc " + p.warpforthc, "noise " + (p.noise * 100).toFixed(2) + "% · " + p.samples + " samples"];
+          var lines = ["warpforthc " + p.warpforthc, "noise " + (p.noise * 100).toFixed(2) + "% · " + plural(p.samples, "sample")];
           if (p.status !== "ok") lines.push("unstable: left out of trends and alerts");
           if (p.commit_url || p.run_url) lines.push("click the point to open the " + (p.commit_url ? "commit" : "CI run"));
           return lines;
@@ -225,7 +483,8 @@
     return { suggestedMin: mid * (1 - MIN_SPAN / 2), suggestedMax: mid * (1 + MIN_SPAN / 2) };
   }
 
-  function chartOptions(points, kind, colors, yTitle) {
+  function chartOptions(s, kind, colors, yTitle) {
+    var points = s.points;
     var range = kind === "gap" ? yRange(points, ["gap", "gap_lo", "gap_hi"])
       : yRange(points, ["wf", "wf_lo", "wf_hi", "cuda", "cuda_lo", "cuda_hi"]);
     return {
@@ -241,7 +500,7 @@
       },
       plugins: {
         legend: { display: false },
-        tooltip: tooltip(points, kind),
+        tooltip: tooltip(s, kind),
         parityLine: { enabled: kind === "gap", color: colors.faint },
       },
       scales: {
@@ -276,11 +535,11 @@
         lineSet("gap", pick(pts, "gap", true), colors.gap),
         unstableSet("unstable", pick(pts, "gap", false), colors.unstable),
       ] },
-      options: chartOptions(pts, "gap", colors, s.mode === "aa" ? "A / A′" : "× CUDA"),
+      options: chartOptions(s, "gap", colors, s.mode === "aa" ? "A / A′" : "× CUDA"),
       plugins: [parityLine],
     });
-    var wfLine = lineSet(s.mode === "aa" ? "CUDA (A)" : "WarpForth", pick(pts, "wf", true), colors.wf); wfLine.side = "wf";
-    var cuLine = lineSet("CUDA", pick(pts, "cuda", true), colors.cuda); cuLine.side = "cuda";
+    var wfLine = ringSet(sideName(s, "wf"), pick(pts, "wf", true), colors.wf); wfLine.side = "wf";
+    var cuLine = lineSet(sideName(s, "cuda"), pick(pts, "cuda", true), colors.cuda); cuLine.side = "cuda";
     var wfUn = unstableSet("unstable", pick(pts, "wf", false), colors.unstable); wfUn.side = "wf";
     var cuUn = unstableSet("unstable", pick(pts, "cuda", false), colors.unstable); cuUn.side = "cuda";
     var time = new Chart(timeCanvas, {
@@ -293,14 +552,16 @@
         bandSet("cuda p95", pick(pts, "cuda_hi", true), colors.cuda, "-1"),
         cuLine, wfUn, cuUn,
       ] },
-      options: chartOptions(pts, "time", colors, "µs per launch"),
+      options: chartOptions(s, "time", colors, "µs per launch"),
     });
     charts.push(gap, time);
   }
 
   function key(kind, color, text) {
-    var sw = kind === "tri" ? el("span", { class: "tri" }) : el("span", { class: kind });
-    if (kind !== "tri") sw.style.background = color;
+    var sw = el("span", { class: kind });
+    if (kind === "swatch" || kind === "band") sw.style.background = color;
+    if (kind === "ring" || kind === "dot") sw.style.borderColor = sw.style.background = color;
+    if (kind === "ring") sw.style.background = "transparent";
     return el("span", { class: "key" }, [sw, text]);
   }
 
@@ -316,8 +577,9 @@
         el("td", null, [statusBadge(p.status)]),
       ]);
     });
+    var wfHead = s.mode === "aa" ? "A µs" : "WF µs", cuHead = s.mode === "aa" ? "A′ µs" : "CUDA µs";
     return el("div", { class: "table-scroll" }, [el("table", { class: "points" }, [
-      el("thead", null, [el("tr", null, ["date", "commit", "CI", "warpforthc", "gap", "WF µs", "CUDA µs", "noise", "status"]
+      el("thead", null, [el("tr", null, ["date (UTC)", "commit", "CI", "warpforthc", "gap", wfHead, cuHead, "noise", "status"]
         .map(function (h, i) { return el("th", { class: i >= 4 && i <= 7 ? "num" : null, text: h }); }))]),
       el("tbody", null, rows),
     ])]);
@@ -326,26 +588,25 @@
   function renderSeries(s) {
     var colors = palette();
     var last = s.points[s.points.length - 1];
+    var n = s.points.length;
     var stable = s.points.filter(function (p) { return p.status === "ok"; });
-    var unstable = s.points.length - stable.length;
+    var unstable = n - stable.length;
     var title = el("h3", null, [s.case + " ", el("span", { class: "ver", text: "v" + s.version }), " ",
-      el("span", { class: "badge", text: s.priority }),
-      s.mode === "aa" ? el("span", { class: "badge aa", text: "A/A" }) : null,
-      s.label ? el("span", { class: "badge", text: s.label }) : null,
-      s.current ? null : el("span", { class: "badge", title: "not in its platform's latest run", text: "superseded" })]);
+      badge("priority", s.priority), " ", kindBadge(s),
+      s.superseded_by ? badge("superseded", "superseded by v" + s.superseded_by)
+        : s.current ? null : badge("not-latest", "not in latest run")]);
     var latest = el("div", { class: "latest" }, [el("b", { class: s.mode === "aa" ? null : gapClass(last.gap), text: fmtGap(last.gap) }),
-      "latest · " + s.points.length + " point" + (s.points.length === 1 ? "" : "s") +
-      (unstable ? " · " + unstable + " unstable" : "")]);
-    var gapCaption = el("figcaption", null, [el("strong", { text: "Gap" }), key("swatch", colors.gap, "median"),
-      key("band", colors.gap, "p5–p95 of pairs"), key("tri", null, "unstable")]);
+      "latest · " + plural(n, "point") + (unstable ? " · " + unstable + " unstable" : "")]);
+    var gapCaption = el("figcaption", null, [el("strong", { text: s.mode === "aa" ? "A / A′ ratio" : "Gap" }),
+      key("swatch", colors.gap, "median"), key("band", colors.gap, "p5–p95 of pairs"), key("tri", null, "unstable")]);
     var timeCaption = el("figcaption", null, [el("strong", { text: "Kernel time" }),
-      key("swatch", colors.wf, s.mode === "aa" ? "CUDA (A)" : "WarpForth"), key("swatch", colors.cuda, "CUDA"),
+      key("ring", colors.wf, sideName(s, "wf")), key("dot", colors.cuda, sideName(s, "cuda")),
       key("band", colors.faint, "p5–p95"), key("tri", null, "unstable")]);
     var sig = el("dl", { class: "sig" }, [].concat.apply([], s.signature.map(function (kv) {
       return [el("dt", { text: kv[0] }), el("dd", { class: kv[0] === "series" || kv[0] === "CUDA compiler" ? "mono" : null, text: kv[1] })];
     })));
-    var section = el("section", { class: "series card", id: "s-" + s.id,
-      dataset: { series: s.id, points: String(s.points.length), unstable: String(unstable) } }, [
+    var section = el("section", { class: "series card " + s.kind, id: "s-" + s.id,
+      dataset: { series: s.id, kind: s.kind, points: String(n), unstable: String(unstable) } }, [
       el("header", null, [title, latest]),
       el("div", { class: "charts" }, [
         el("figure", null, [gapCaption, el("div", { class: "chart-box" }, [el("canvas", { class: "chart-gap", role: "img",
@@ -353,10 +614,17 @@
         el("figure", null, [timeCaption, el("div", { class: "chart-box" }, [el("canvas", { class: "chart-time", role: "img",
           "aria-label": s.case + " kernel times over time" })])]),
       ]),
-      el("details", null, [el("summary", { text: "signature and all " + s.points.length + " points" }), sig, pointsTable(s)]),
+      el("details", null, [el("summary", { text: "signature and " + (n === 1 ? "the only point" : "all " + plural(n, "point")) }),
+        sig, pointsTable(s)]),
     ]);
     return section;
   }
+
+  var GROUP_TITLES = {
+    canonical: "Canonical series",
+    basehead: "Base/head runs: two warpforthc builds in one run",
+    aa: "A/A floor: CUDA against itself",
+  };
 
   // ---------------------------------------------------------------------------------------------- page
 
@@ -366,31 +634,54 @@
     var list = document.getElementById("series");
     var toc = document.getElementById("toc");
     document.getElementById("generated").textContent = "Generated " + DATA.generated + " by wfbench " +
-      DATA.wfbench_version + " from " + DATA.runs + " run" + (DATA.runs === 1 ? "" : "s") + ".";
-    if (!DATA.platforms.length) {
+      DATA.wfbench_version + " from " + plural(DATA.runs, "run") + ".";
+    if (!DATA.series.length) {
       headline.appendChild(el("div", { class: "card empty", text: "No runs in this history yet. Add one with " +
         "'wfbench history add RESULT.json', then build this page again." }));
       return;
     }
-    DATA.platforms.forEach(function (p) { headline.appendChild(renderPlatform(p)); });
+    var hl = null;
+    if (DATA.headline) {
+      hl = renderHeadline(DATA.headline);
+      headline.appendChild(hl.card);
+    } else {
+      headline.appendChild(el("div", { class: "card empty", text: "No canonical run (one warpforthc against CUDA) in this " +
+        "history yet: nothing to headline. The base/head and A/A runs it has are below." }));
+    }
+    var more = document.getElementById("more");
+    if (DATA.other_gpus.length) {
+      more.appendChild(el("h2", { class: "group", text: "Other GPUs and toolchains (canonical series, not the headline)" }));
+      DATA.other_gpus.forEach(function (p) { more.appendChild(renderOtherGpu(p)); });
+    }
+    if (DATA.comparisons.length) {
+      more.appendChild(el("h2", { class: "group", text: GROUP_TITLES.basehead }));
+      DATA.comparisons.forEach(function (c) { more.appendChild(renderComparison(c)); });
+    }
+    if (DATA.floors.length) {
+      more.appendChild(el("h2", { class: "group", text: GROUP_TITLES.aa }));
+      DATA.floors.forEach(function (f) { more.appendChild(renderFloor(f)); });
+    }
+
     var byId = {};
     DATA.series.forEach(function (s) { byId[s.id] = s; });
-    var multi = DATA.platforms.length > 1;
-    DATA.platforms.forEach(function (p) {
-      if (multi) {
-        list.appendChild(el("h2", { class: "group", text: p.gpu + " (" + p.cc + ") · " + p.cuda +
-          (p.mode === "aa" ? " · A/A" : "") + (p.label ? " · " + p.label : "") }));
-      }
-      p.series.forEach(function (id) {
+    list.appendChild(el("h2", { class: "group", text: "Every series over time" }));
+    DATA.groups.forEach(function (g) {
+      var title = GROUP_TITLES[g.kind] + " · " + g.gpu + " (" + g.cc + ") · " + g.cuda;
+      list.appendChild(el("h2", { class: "group sub", text: title }));
+      var chips = el("div", { class: "toc-group" }, [el("span", { class: "toc-title", text: GROUP_TITLES[g.kind] + " · " + g.gpu })]);
+      g.series.forEach(function (id) {
         var s = byId[id];
         var section = renderSeries(s);
         list.appendChild(section);
         drawCharts(section, s);
         var last = s.points[s.points.length - 1];
-        toc.appendChild(el("a", { href: "#s-" + s.id }, [s.case + " v" + s.version + (s.label ? " [" + s.label + "]" : "") + (s.mode === "aa" ? " A/A" : ""),
+        chips.appendChild(el("a", { href: "#s-" + s.id }, [caseName(s) + (s.label ? " · " + s.label : ""),
           el("span", { class: "g " + (s.mode === "aa" ? "" : gapClass(last.gap)), text: fmtGap(last.gap) })]));
       });
+      toc.appendChild(chips);
     });
+    if (hl) drawHeadlineTrend(hl.card, hl.trend);
+    renderLegend();
   }
 
   render();
@@ -402,7 +693,8 @@
       var c = palette();
       charts.forEach(function (ch) {
         var o = ch.options;
-        o.scales.x.ticks.color = o.scales.y.ticks.color = o.scales.y.title.color = c.muted;
+        o.scales.x.ticks.color = o.scales.y.ticks.color = c.muted;
+        if (o.scales.y.title) o.scales.y.title.color = c.muted;
         o.scales.y.grid.color = c.grid;
         o.plugins.parityLine.color = c.faint;
         ch.data.datasets.forEach(function (ds) {
@@ -410,6 +702,7 @@
             : ds.side === "wf" || /^_wf/.test(ds.label) ? c.wf : c.gap;
           if (ds.label.charAt(0) === "_") ds.backgroundColor = alpha(base, 0.16);
           else if (ds.unstable) { ds.borderColor = base; ds.backgroundColor = alpha(base, 0.35); }
+          else if (ds.ring) { ds.borderColor = ds.backgroundColor = base; }
           else { ds.borderColor = ds.backgroundColor = ds.pointBackgroundColor = base; }
         });
         ch.update();
