@@ -197,11 +197,12 @@ def test_diagnostics_read_only_the_fields_present() -> None:
             {"id": "axpy_f64", "version": 1, "compiler_label": "", "metric": "bandwidth",
              "attrs_wf": {"registers": 22, "local_bytes": 0, "shared_bytes": 0, "max_threads": 1024},
              "attrs_cuda": {"registers": 32, "local_bytes": 8, "shared_bytes": 0, "max_threads": 1024},
-             "diag_wf": {"occupancy": 0.75, "spill_bytes": 0, "mix": {"fp64": 10, "ld.global": 4}, "roofline": "x"},
+             "diag_wf": {"occupancy": 0.75, "spill_stores": 0, "spill_loads": 0, "registers": "x",
+                         "mix": {"fp64": 10, "ld.global": 4, "predicated": 2}},
              "diag_cuda": {"occupancy": 1.0, "mix": {"fp64": 10, "ld.global": 2}},
              "timing": {"gbps_wf": 3000.0, "gbps_cuda": 3600.0, "clocks_sm_mhz": [1980, 1755],
-                        "nvml": {"power_w": [310.5, 402.0], "temperature_c": 51, "sm_clock_mhz": "fast",
-                                 "throttle": {"sw_power_cap": True, "hw_slowdown": False}}}},
+                        "nvml": {"n": 12, "sm_mhz_min": "fast", "sm_mhz_max": 1980, "power_w_median": 310.5,
+                                 "power_w_max": 402.0, "temp_c_max": 51, "reasons": ["sw_power_cap"]}}},
             {"id": "scale_i64", "version": 1, "compiler_label": "", "timing": {}},
             {"id": "other", "version": 1, "compiler_label": "", "attrs_wf": {"registers": 9}},
         ],
@@ -588,10 +589,12 @@ def test_why_panel_with_diagnostics_and_nvml(browser: Any, tmp_path: Path) -> No
     index = build_site(h, tmp_path / "site")
     raw = json.loads((h.root / next(iter(h.runs))).read_text())
     for case in raw["cases"]:
-        case["diag_wf"] = {"registers": 40, "spill_bytes": 16, "occupancy": 0.5, "mix": {"fp64": 8, "ld.global": 6,
-                                                                                          "int": 3}}
-        case["diag_cuda"] = {"registers": 32, "spill_bytes": 0, "occupancy": 0.75, "mix": {"fp64": 8, "ld.global": 2}}
-        case["timing"]["nvml"] = {"sm_clock_mhz": [1755, 1980], "power_w": [402.5], "throttle": ["sw_power_cap"]}
+        case["diag_wf"] = {"registers": 40, "spill_stores": 8, "spill_loads": 8, "occupancy": 0.5,
+                           "mix": {"fp64": 8, "ld.global": 6, "int": 3}}
+        case["diag_cuda"] = {"registers": 32, "spill_stores": 0, "spill_loads": 0, "occupancy": 0.75,
+                             "mix": {"fp64": 8, "ld.global": 2}}
+        case["timing"]["nvml"] = {"n": 9, "sm_mhz_min": 1755, "sm_mhz_max": 1980, "power_w_median": 402.5,
+                                  "power_w_max": 402.5, "reasons": ["sw_power_cap"]}
     data = build_data(h)
     data["headline"]["diagnostics"] = diagnostics(raw, data["headline"]["cases"])
     index.write_text(render_page(data))

@@ -243,8 +243,7 @@ def _floor(members: Sequence[Series]) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------------------
 # diagnostics of the newest canonical run (optional fields: shown only where a result carries them)
 
-DIAG_KEYS = ("registers", "spill_bytes", "occupancy", "roofline")  # diag_wf / diag_cuda scalars
-NVML_KEYS = ("sm_clock_mhz", "power_w", "temperature_c")  # timing.nvml numbers (or lists of samples)
+DIAG_KEYS = ("registers", "occupancy")  # diag_wf / diag_cuda scalars (SideDiagnostics) shown as they are
 
 
 def _num(v: Any) -> bool:
@@ -260,18 +259,7 @@ def _range(v: Any) -> Optional[list[float]]:
     return None
 
 
-def _throttle(v: Any) -> Optional[list[str]]:
-    """Active throttle reasons from a list of names, a {name: bool} map or one name; [] for none."""
-    if isinstance(v, str):
-        return [v] if v else []
-    if isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v):
-        return list(v)
-    if isinstance(v, dict):
-        return sorted(k for k, on in v.items() if on)
-    return None
-
-
-def _side_diag(case: dict[str, Any], side: str, copy_gbps: Any) -> dict[str, Any]:
+def _side_diag(case: dict[str, Any], side: str, copy_gbps: Any, fp64_peak: Any = None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     kattrs = case.get(f"attrs_{side}")
     if isinstance(kattrs, dict):
@@ -279,13 +267,33 @@ def _side_diag(case: dict[str, Any], side: str, copy_gbps: Any) -> dict[str, Any
     diag = case.get(f"diag_{side}")
     if isinstance(diag, dict):
         out.update({k: diag[k] for k in DIAG_KEYS if _num(diag.get(k))})
+        if _num(diag.get("spill_stores")) and _num(diag.get("spill_loads")):
+            out["spill_bytes"] = diag["spill_stores"] + diag["spill_loads"]
         mix = diag.get("mix")
         if isinstance(mix, dict) and mix and all(isinstance(k, str) and _num(v) for k, v in mix.items()):
-            out["mix"] = dict(mix)
+            out["mix"] = {k: v for k, v in mix.items() if k != "predicated"}  # a tag, not a class
     timing = case.get("timing")
     gbps = timing.get(f"gbps_{side}") if isinstance(timing, dict) else None
     if _num(gbps) and _num(copy_gbps) and copy_gbps > 0 and case.get("metric", "bandwidth") == "bandwidth":
         out["copy_pct"] = gbps / copy_gbps
+    gflops = timing.get(f"gflops_{side}") if isinstance(timing, dict) else None
+    if _num(gflops) and _num(fp64_peak) and fp64_peak > 0 and case.get("metric") == "compute":
+        out["roofline"] = gflops / fp64_peak  # share of the f64 add/multiply peak measured in the same run
+    return out
+
+
+def _nvml(raw: Any) -> dict[str, Any]:
+    """What NVML saw while a case was timed (``timing.nvml``, an NvmlSummary), as ranges and reasons."""
+    if not isinstance(raw, dict) or not _num(raw.get("n")) or not raw["n"]:
+        return {}
+    out: dict[str, Any] = {}
+    for key, lo, hi in (("sm_clock_mhz", "sm_mhz_min", "sm_mhz_max"), ("power_w", "power_w_median", "power_w_max"),
+                        ("temperature_c", "temp_c_max", "temp_c_max")):
+        if _num(raw.get(lo)) and _num(raw.get(hi)) and raw[hi]:
+            out[key] = [raw[lo], raw[hi]]
+    reasons = raw.get("reasons")
+    if isinstance(reasons, (list, tuple)) and all(isinstance(r, str) for r in reasons):
+        out["throttle"] = list(reasons)
     return out
 
 
@@ -293,11 +301,12 @@ def diagnostics(raw: dict[str, Any], rows: Sequence[dict[str, Any]]) -> dict[str
     """Per case of one run (the rows shown), what both kernels look like and what the GPU did while timed.
 
     Reads, per case: ``attrs_wf``/``attrs_cuda`` (``registers``, ``local_bytes``, ``shared_bytes``),
-    ``diag_wf``/``diag_cuda`` (``registers``, ``spill_bytes``, ``occupancy`` and ``roofline`` as fractions,
-    ``mix`` {class: count}), ``timing.gbps_wf``/``gbps_cuda`` against ``environment.copy_gbps``,
-    ``timing.clocks_sm_mhz`` and ``timing.nvml`` (``sm_clock_mhz``, ``power_w``, ``temperature_c``: a number
-    or a list of samples; ``throttle``: a list of reasons, a {reason: bool} map or one reason). Anything
-    absent or of another shape is left out; a case with nothing to show has no entry.
+    ``diag_wf``/``diag_cuda`` (:class:`~wfbench_core.results.SideDiagnostics`: ``registers``, ``spill_stores``
+    + ``spill_loads``, ``occupancy``, ``mix`` {class: count}), ``timing.gbps_wf``/``gbps_cuda`` against
+    ``environment.copy_gbps`` and ``timing.gflops_wf``/``gflops_cuda`` against
+    ``environment.fp64_peak_gflops`` (the roofline), ``timing.clocks_sm_mhz`` and ``timing.nvml``
+    (:class:`~wfbench_core.results.NvmlSummary`: SM clock, power and temperature ranges, throttle
+    ``reasons``). Anything absent or of another shape is left out; a case with nothing to show has no entry.
     """
     env = raw.get("environment") if isinstance(raw.get("environment"), dict) else {}
     copy_gbps = env.get("copy_gbps")
@@ -308,18 +317,14 @@ def diagnostics(raw: dict[str, Any], rows: Sequence[dict[str, Any]]) -> dict[str
         case = raw_cases.get((r["case"], r["version"], r["label"]))
         if case is None:
             continue
-        wf, cuda = _side_diag(case, "wf", copy_gbps), _side_diag(case, "cuda", copy_gbps)
+        peak = env.get("fp64_peak_gflops")
+        wf, cuda = _side_diag(case, "wf", copy_gbps, peak), _side_diag(case, "cuda", copy_gbps, peak)
         nvml: dict[str, Any] = {}
         timing = case.get("timing") if isinstance(case.get("timing"), dict) else {}
         clocks = _range(timing.get("clocks_sm_mhz"))
         if clocks:
             nvml["sm_clock_mhz"] = clocks
-        raw_nvml = timing.get("nvml")
-        if isinstance(raw_nvml, dict):
-            nvml.update({k: v for k in NVML_KEYS if (v := _range(raw_nvml.get(k))) is not None})
-            flags = _throttle(raw_nvml.get("throttle"))
-            if flags is not None:
-                nvml["throttle"] = flags
+        nvml.update(_nvml(timing.get("nvml")))
         if wf or cuda or nvml:
             cases.append({"case": r["case"], "version": r["version"], "label": r["label"], "wf": wf, "cuda": cuda,
                           "nvml": nvml})
