@@ -45,7 +45,7 @@ class FakeTimer:
         return None
 
     def measure(self, case, sides, *, reference_label):  # type: ignore[no-untyped-def]
-        from wfbench_core.timer import Measurement
+        from wfbench_core.contracts import Measurement
 
         what = _behaviour(case.id)
         if what == "segv":

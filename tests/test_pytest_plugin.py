@@ -33,7 +33,7 @@ FAKE_GPU_CONFTEST = f"""
     from wfbench_core import hookimpl
     from wfbench_core.errors import WfbenchError
     from wfbench_core.results import Check, Costs, Environment, KernelAttrs
-    from wfbench_core.timer import Measurement
+    from wfbench_core.contracts import Measurement
     from wfbench_transports.local import LocalTransport
 
     COUNTS = {{"constructed": 0, "closed": 0, "measured": []}}

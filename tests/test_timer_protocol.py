@@ -18,7 +18,8 @@ import pytest
 from wfbench_core.case import Case, Launch, Param, Tolerance, Work
 from wfbench_core.faults import ILLEGAL_ADDRESS, KernelFault
 from wfbench_core.results import Protocol
-from wfbench_core.timer import CudaEventTimer, Side
+from wfbench_core.contracts import Side
+from wfbench_core.timer import CudaEventTimer
 
 N = 64
 

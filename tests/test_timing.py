@@ -250,7 +250,7 @@ class _SamplingFakeTimer:
 
     def measure(self, case, sides, *, reference_label):  # type: ignore[no-untyped-def]
         from wfbench_core.results import Costs, NvmlSummary
-        from wfbench_core.timer import Measurement
+        from wfbench_core.contracts import Measurement
 
         labels = [s.label for s in sides]
         rounds = FakeRounds({label: (0.225 if label.startswith("wf") else 0.2) for label in labels},

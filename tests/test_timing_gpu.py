@@ -24,7 +24,8 @@ QUICK = Protocol(warmup_s=0.3, min_sample_ms=10.0, samples=12, placements=4, min
 
 def _sides(case, bundle: Path, small: bool):  # type: ignore[no-untyped-def]
     from wfbench_core.compile import compile_cuda, cuda_compiler
-    from wfbench_core.timer import CudaEventTimer, Side
+    from wfbench_core.contracts import Side
+    from wfbench_core.timer import CudaEventTimer
 
     timer = CudaEventTimer(QUICK)
     cuda = cuda_compiler("auto")

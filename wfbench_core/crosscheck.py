@@ -266,7 +266,8 @@ def crosscheck(bundle: Path, *, registry: Any, case_ids: Sequence[str] = (), aga
     from wfbench_core.compile import compile_cuda, cuda_compiler
     from wfbench_core.executor import prepare
     from wfbench_core.gpu_rounds import CudaRounds, TimingSetup
-    from wfbench_core.timer import CudaEventTimer, Side
+    from wfbench_core.contracts import Side
+    from wfbench_core.timer import CudaEventTimer
 
     manifest, prepared = prepare(bundle, registry, case_ids)
     if manifest.labels:

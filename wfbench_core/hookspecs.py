@@ -13,7 +13,7 @@ import pluggy
 
 if TYPE_CHECKING:
     from wfbench_core.case import Case
-    from wfbench_core.timer import Timer
+    from wfbench_core.contracts import Timer
 
 hookspec = pluggy.HookspecMarker("wfbench")
 
@@ -37,7 +37,7 @@ def wfbench_register_transports(register: Callable[[str, Any], None]) -> None:
     """Register transports by calling ``register(name, transport_class)``.
 
     :param register: call it with a unique transport name (``local``, ``ssh``, ``vast`` …) and a class
-        following :class:`wfbench_core.transport.Transport`.
+        following :class:`wfbench_core.contracts.Transport`.
     """
 
 

@@ -198,7 +198,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from wfbench_core.registry import Registry
     from wfbench_core.results import Protocol
-    from wfbench_core.timer import CudaEventTimer, Side
+    from wfbench_core.contracts import Side
+    from wfbench_core.timer import CudaEventTimer
 
     try:
         case = Registry.load().case(args.case)

@@ -34,86 +34,21 @@ import platform
 import socket
 import sys
 import time
-from typing import Any, Iterator, Mapping, Optional, Protocol as TypingProtocol, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import attrs
 import numpy as np
 
 from wfbench_core import hookimpl, watchdog
 from wfbench_core.case import CONFIGS, Case
+from wfbench_core.contracts import Measurement, Side, Timer
 from wfbench_core.errors import NoGpuError, WfbenchError
 from wfbench_core.faults import (LOAD_FAILURE, OUT_OF_RESOURCES, Fault, KernelFault, as_kernel_fault, classify,
                                  launch_limits, side_name)
 from wfbench_core.gpu_rounds import CudaRounds, TimingSetup
-from wfbench_core.results import TIMING_EVENTS, TIMING_MODES, Check, Costs, Environment, KernelAttrs, NvmlSummary, Protocol
+from wfbench_core.results import TIMING_MODES, Check, Costs, Environment, KernelAttrs, Protocol
 
 INT_SENTINEL = 0x5A5A5A5A5A5A5A5A
-
-
-@attrs.frozen
-class Side:
-    """One implementation of a case: a label (``wf``, ``cuda``, ``wf:head`` …), its kernel and PTX."""
-
-    label: str
-    kernel: str
-    ptx: Mapping[str, str]  # configuration -> PTX text
-
-
-@attrs.frozen
-class Measurement:
-    """What the timer observed for one case."""
-
-    passed: bool
-    message: str
-    checks: tuple[Check, ...]
-    kernel_attrs: Mapping[str, KernelAttrs]
-    costs: Costs
-    samples_us: Mapping[str, tuple[float, ...]] = attrs.Factory(dict)  # label -> per-launch us
-    first: tuple[str, ...] = ()  # label that went first in each round
-    launches_per_sample: int = 0
-    warmup_s: float = 0.0
-    clocks_sm_mhz: tuple[int, ...] = ()
-    placement_of: tuple[int, ...] = ()  # placement of each round (empty: one placement)
-    placement_seed: int = 0
-    short_retakes: int = 0
-    stop_reason: str = ""
-    timing_mode: str = TIMING_EVENTS
-    nvml: Optional[NvmlSummary] = None
-
-    def timing_fields(self, label: str, reference: str = "cuda") -> dict[str, Any]:
-        """The Timing fields of placement-aware sampling, NVML and the mode, for side ``label``."""
-        from wfbench_core import nvml
-        from wfbench_core.stats import GAP_INTERVAL_METHOD, gap_interval, placement_noise
-
-        wf, cu = self.samples_us[label], self.samples_us[reference]
-        where = self.placement_of or (0,) * len(wf)
-        within, between = placement_noise(wf, cu, where)
-        interval = gap_interval(wf, cu, where)
-        return {
-            "timing_mode": self.timing_mode,
-            "placements": len(set(where)),
-            "placement_of": tuple(where),
-            "placement_seed": self.placement_seed,
-            "within_placement_noise": within,
-            "between_placement_noise": between,
-            "gap_lo": interval[0] if interval else None,
-            "gap_hi": interval[1] if interval else None,
-            "gap_interval": GAP_INTERVAL_METHOD if interval else "",
-            "stop_reason": self.stop_reason,
-            "short_retakes": self.short_retakes,
-            "nvml": self.nvml,
-            "throttled": nvml.throttled(self.nvml),
-        }
-
-
-class Timer(TypingProtocol):
-    """What the executor needs from a timer (the ``wfbench_make_timer`` hook returns one)."""
-
-    def environment(self) -> Environment: ...
-
-    def copy_gbps(self) -> float | None: ...
-
-    def measure(self, case: Case, sides: Sequence[Side], *, reference_label: str) -> Measurement: ...
 
 
 @hookimpl(trylast=True)

@@ -176,7 +176,7 @@ def run_case(variants: dict[str, Any], *, timer: Any, protocol: Any, cuda: Any, 
     """
     from wfbench_core.compile import compile_cuda
     from wfbench_core.stats import gap, is_unstable, pair_ratio_noise, summarize
-    from wfbench_core.timer import Side
+    from wfbench_core.contracts import Side
 
     some = next(iter(variants.values()))
     case = some.case
@@ -257,13 +257,39 @@ def run_case(variants: dict[str, Any], *, timer: Any, protocol: Any, cuda: Any, 
             gbps_wf=_rate(work.bytes, wf.median_us), gbps_cuda=_rate(work.bytes, cu.median_us),
             gflops_wf=_rate(work.flops, wf.median_us), gflops_cuda=_rate(work.flops, cu.median_us),
             pair_ratio_noise=pair_ratio_noise(wf.samples_us, cu.samples_us),
-            **m.timing_fields(side),
+            **_timing_fields(m, side),
         )
         unstable = is_unstable(wf, cu, protocol.unstable_noise)
         message = (f"noisy: MAD/median {wf.noise:.1%} (WarpForth), {cu.noise:.1%} (CUDA) > "
                    f"{protocol.unstable_noise:.0%}") if unstable else ""
         out.append(attrs.evolve(base, status=UNSTABLE if unstable else OK, timing=timing, message=message))
     return out
+
+
+def _timing_fields(m: Any, label: str, reference: str = "cuda") -> dict[str, Any]:
+    """The Timing fields of placement-aware sampling, NVML and the mode, for side ``label``."""
+    from wfbench_core import nvml
+    from wfbench_core.stats import GAP_INTERVAL_METHOD, gap_interval, placement_noise
+
+    wf, cu = m.samples_us[label], m.samples_us[reference]
+    where = m.placement_of or (0,) * len(wf)
+    within, between = placement_noise(wf, cu, where)
+    interval = gap_interval(wf, cu, where)
+    return {
+        "timing_mode": m.timing_mode,
+        "placements": len(set(where)),
+        "placement_of": tuple(where),
+        "placement_seed": m.placement_seed,
+        "within_placement_noise": within,
+        "between_placement_noise": between,
+        "gap_lo": interval[0] if interval else None,
+        "gap_hi": interval[1] if interval else None,
+        "gap_interval": GAP_INTERVAL_METHOD if interval else "",
+        "stop_reason": m.stop_reason,
+        "short_retakes": m.short_retakes,
+        "nvml": m.nvml,
+        "throttled": nvml.throttled(m.nvml),
+    }
 
 
 def _diagnose_in_background(case: Any, variants: dict[str, Any], cuda_ptx: str, arch: str) -> dict[str, Any]:

@@ -1,0 +1,98 @@
+"""The contracts between wfbench and its plugins: what a timer and a transport must offer.
+
+Core modules (the hook specifications, the registry, the executor's worker) and the plugins (the default
+timer, the transports) import these interfaces from here; nothing here imports a plugin.
+
+- A **timer** (returned by the ``wfbench_make_timer`` hook) checks and times one case on the GPU host:
+  it gets the case and its :class:`Side`\ s and returns a :class:`Measurement`.
+- A **transport** (registered through ``wfbench_register_transports``) is where a bundle is executed:
+  this machine, an SSH host, a rented GPU. The CLI constructs it as ``Transport(registry=...,
+  cuda_compiler="auto"|"nvcc"|"nvrtc", progress=callable, **options)``, where ``options`` are the user's
+  ``--transport-opt KEY=VALUE`` strings (``-`` in keys becomes ``_``) checked against the class attribute
+  ``OPTIONS`` (see :mod:`wfbench_transports.options`), and calls :meth:`Transport.execute` with a bundle
+  built on this machine and the run's :class:`~wfbench_core.request.ExecuteRequest`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Optional, Protocol as TypingProtocol, Sequence
+
+import attrs
+
+from wfbench_core.results import TIMING_EVENTS, Check, Costs, Environment, KernelAttrs, NvmlSummary, RunResult
+
+if TYPE_CHECKING:
+    from wfbench_core.case import Case
+    from wfbench_core.request import ExecuteRequest
+
+
+@attrs.frozen
+class Side:
+    """One implementation of a case: a label (``wf``, ``cuda``, ``wf:head`` …), its kernel and PTX."""
+
+    label: str
+    kernel: str
+    ptx: Mapping[str, str]  # configuration -> PTX text
+
+
+@attrs.frozen
+class Measurement:
+    """What the timer observed for one case."""
+
+    passed: bool
+    message: str
+    checks: tuple[Check, ...]
+    kernel_attrs: Mapping[str, KernelAttrs]
+    costs: Costs
+    samples_us: Mapping[str, tuple[float, ...]] = attrs.Factory(dict)  # label -> per-launch us
+    first: tuple[str, ...] = ()  # label that went first in each round
+    launches_per_sample: int = 0
+    warmup_s: float = 0.0
+    clocks_sm_mhz: tuple[int, ...] = ()
+    placement_of: tuple[int, ...] = ()  # placement of each round (empty: one placement)
+    placement_seed: int = 0
+    short_retakes: int = 0
+    stop_reason: str = ""
+    timing_mode: str = TIMING_EVENTS
+    nvml: Optional[NvmlSummary] = None
+
+
+
+class Timer(TypingProtocol):
+    """What the executor needs from a timer (the ``wfbench_make_timer`` hook returns one)."""
+
+    def environment(self) -> Environment: ...
+
+    def copy_gbps(self) -> float | None: ...
+
+    def measure(self, case: Case, sides: Sequence[Side], *, reference_label: str) -> Measurement: ...
+
+
+class Transport(TypingProtocol):
+    name: ClassVar[str]
+    #: one line for ``wfbench transports``
+    summary: ClassVar[str]
+
+    def __init__(self, *, registry: Any, cuda_compiler: str = "auto", progress: Callable[[str], None] = ...,
+                 **options: Any) -> None: ...
+
+    def gpu_arch(self) -> str | None:
+        """The target GPU's ``sm_XX`` when known before building (so warpforthc can target it)."""
+
+    def execute(
+        self,
+        bundle: Path,
+        request: ExecuteRequest,
+        *,
+        progress: Callable[[str], None],
+        out: Optional[Path] = None,
+    ) -> RunResult:
+        """Execute the bundle on the transport's GPU and return the result.
+
+        With ``out``, leave the result there; when the execution breaks off, leave there what finished
+        (``complete=False``) before raising.
+        """
+
+    def close(self) -> None:
+        """Release everything the transport holds (connections, rented machines)."""
