@@ -142,3 +142,30 @@ def test_no_gpu_in_the_worker_is_one_line_and_exit_3(prebuilt_bundle, monkeypatc
     assert proc.returncode == 3, proc.stderr
     assert proc.stderr.strip().splitlines()[-1].startswith("wfbench: error: ")
     assert "Traceback" not in proc.stderr
+
+
+def test_repeat_runs_every_case_in_fresh_processes_and_pools_them(fake_gpu, prebuilt_bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    pids = fake_gpu(axpy_f64="ok")
+    out = tmp_path / "r.json"
+    result = execute(prebuilt_bundle(("scale_i64", "axpy_f64")), registry=Registry.load(), out=out,
+                     request=ExecuteRequest(protocol=QUICK, repeat=3))
+    assert len(pids.read_text().split()) == 3  # one worker per repeat
+    for c in result.cases:
+        t = c.timing
+        assert c.status == OK and len(t.repeat_gaps) == 3 and t.gap == pytest.approx(1.5)
+        assert t.warpforth.n == 3 * 5 and len(t.placement_of) == 15
+    assert load_result(out) == result
+
+
+def test_a_failure_in_any_repeat_is_the_case_result() -> None:
+    import attrs
+
+    from wfbench_core.executor import merge_repeats
+    from wfbench_core.results import FAILED, CaseResult, SideStats, Timing
+
+    stats = SideStats(2.0, 2.0, 0.0, 0.0, 5, (2.0,) * 5)
+    ok = CaseResult(id="c", version=1, priority="P0", fingerprint="f", status=OK,
+                    timing=Timing(1, 0.0, stats, stats, 1.0, ("wf",) * 5))
+    bad = attrs.evolve(ok, status=FAILED, timing=None, message="3 of 9 elements never written")
+    merged = merge_repeats([[ok], [bad], [ok]], 0.03)
+    assert [(c.status, c.message) for c in merged] == [(FAILED, "repeat 2 of 3: 3 of 9 elements never written")]

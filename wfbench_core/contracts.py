@@ -4,7 +4,7 @@ Core modules (the hook specifications, the registry, the executor's worker) and 
 timer, the transports) import these interfaces from here; nothing here imports a plugin.
 
 - A **timer** (returned by the ``wfbench_make_timer`` hook) checks and times one case on the GPU host:
-  it gets the case and its :class:`Side`\ s and returns a :class:`Measurement`.
+  it gets the case and its :class:`Side` objects and returns a :class:`Measurement`.
 - A **transport** (registered through ``wfbench_register_transports``) is where a bundle is executed:
   this machine, an SSH host, a rented GPU. The CLI constructs it as ``Transport(registry=...,
   cuda_compiler="auto"|"nvcc"|"nvrtc", progress=callable, **options)``, where ``options`` are the user's

@@ -128,6 +128,7 @@ def execute(
         if out is not None:
             write_result(snapshot(complete), out)
 
+    passes: list[list[CaseResult]] = []
     try:
         init = supervisor.start(copy=True)
         environment, cuda, arch = init
@@ -138,22 +139,32 @@ def execute(
             progress(f"device-to-device copy: {environment.copy_gbps:.0f} GB/s (read + write)")
         save(False)
         protocol = request.protocol
-        for case_id, variants in by_case.items():
-            spent = time.perf_counter() - t_start
-            if protocol.suite_budget_s and spent > protocol.suite_budget_s:
-                why = f"not run: the suite budget of {protocol.suite_budget_s:.0f} s was spent ({spent:.0f} s)"
-                progress(f"{case_id}: {why}")
-                results.extend(_error_result(case_id, p.case, p.plugin, label, request.mode, why)
-                               for label, p in variants.items())
+        for repeat in range(request.repeat):
+            if repeat:
+                supervisor.restart()  # every repeat in a fresh process: what changes between processes shows
+                progress(f"repeat {repeat + 1} of {request.repeat}, in a fresh process")
+            passes.append([])
+            for case_id, variants in by_case.items():
+                spent = time.perf_counter() - t_start
+                if protocol.suite_budget_s and spent > protocol.suite_budget_s:
+                    why = f"not run: the suite budget of {protocol.suite_budget_s:.0f} s was spent ({spent:.0f} s)"
+                    progress(f"{case_id}: {why}")
+                    passes[-1].extend(_error_result(case_id, p.case, p.plugin, label, request.mode, why)
+                                      for label, p in variants.items())
+                else:
+                    progress(f"{case_id}: checking and timing")
+                    for result in supervisor.run_case(case_id, variants):
+                        progress(_one_line(result))
+                        passes[-1].append(result)
+                results[:] = merge_repeats(passes, request.protocol.unstable_noise)
                 save(False)
-                continue
-            progress(f"{case_id}: checking and timing")
-            for result in supervisor.run_case(case_id, variants):
-                progress(_one_line(result))
-                results.append(result)
-            save(False)
     finally:
         supervisor.close()
+    if request.repeat > 1:
+        for r in results:
+            if r.timing is not None and r.timing.repeat_gaps:
+                progress(f"{_one_line(r)}; over {len(r.timing.repeat_gaps)} processes: "
+                         f"{' '.join(f'{g:.4f}' for g in r.timing.repeat_gaps)}")
 
     for label, manifest in manifests.items():
         for cid, why in manifest.failures.items():
@@ -208,6 +219,10 @@ class Supervisor:
 
     def _alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
+
+    def restart(self) -> None:
+        """The next case starts in a fresh worker process."""
+        self.close()
 
     def _kill(self) -> None:
         if self.proc is None:
@@ -303,6 +318,52 @@ class Supervisor:
         return results
 
 
+def merge_repeats(passes: list[list[CaseResult]], unstable_noise: float) -> list[CaseResult]:
+    """One result per case from ``--repeat`` passes, each made in a fresh process.
+
+    A case that failed or could not run in any pass is that pass's result. Otherwise the passes' samples
+    are pooled, their placements numbered on across passes (so the interval of the gap covers what changes
+    between processes too), and each pass's own gap is kept in ``timing.repeat_gaps``.
+    """
+    if len(passes) == 1:
+        return list(passes[0])
+    from wfbench_core.contracts import Measurement
+    from wfbench_core.results import FAILED, Costs
+    from wfbench_core.worker import timed_status
+
+    by_pass = [{(r.id, r.compiler_label): r for r in p} for p in passes]
+    out = []
+    for key in dict.fromkeys(k for p in by_pass for k in p):
+        runs = [(n, p[key]) for n, p in enumerate(by_pass) if key in p]
+        bad = next(((n, r) for n, r in runs if r.status in (FAILED, ERROR) or r.timing is None), None)
+        if bad is not None:
+            n, r = bad
+            out.append(attrs.evolve(r, message=f"repeat {n + 1} of {len(passes)}: {r.message}"))
+            continue
+        timings = [r.timing for _, r in runs]
+        placement_of: list[int] = []
+        for t in timings:
+            where = t.placement_of or (0,) * len(t.warpforth.samples_us)
+            base = max(placement_of) + 1 if placement_of else 0
+            placement_of.extend(base + w for w in where)
+        throttled = [t.nvml for t in timings if t.throttled]
+        m = Measurement(
+            passed=True, message="", checks=(), kernel_attrs={}, costs=Costs(),
+            samples_us={"wf": tuple(x for t in timings for x in t.warpforth.samples_us),
+                        "cuda": tuple(x for t in timings for x in t.cuda.samples_us)},
+            first=tuple(x for t in timings for x in t.order), launches_per_sample=timings[0].launches_per_sample,
+            warmup_s=sum(t.warmup_s for t in timings), clocks_sm_mhz=tuple(c for t in timings for c in t.clocks_sm_mhz),
+            placement_of=tuple(placement_of), placement_seed=timings[0].placement_seed,
+            short_retakes=sum(t.short_retakes for t in timings), stop_reason=timings[-1].stop_reason,
+            timing_mode=timings[0].timing_mode, nvml=throttled[0] if throttled else timings[0].nvml,
+        )
+        first = runs[0][1]
+        fields = timed_status(m, "wf", work_bytes=first.work_bytes, work_flops=first.work_flops,
+                              unstable_noise=unstable_noise, repeat_gaps=tuple(t.gap for t in timings))
+        out.append(attrs.evolve(first, **fields))
+    return out
+
+
 class InProcess(Supervisor):
     """The same conversation with a worker living in this process (no isolation, no deadlines)."""
 
@@ -331,6 +392,9 @@ class InProcess(Supervisor):
 
     def _alive(self) -> bool:
         return getattr(self, "worker", None) is not None
+
+    def restart(self) -> None:
+        self.worker = None  # a fresh timer (in this process: the plugin cannot live anywhere else)
 
     def _kill(self) -> None:
         pass

@@ -18,6 +18,7 @@ def _name(c: CaseResult) -> str:
 def table_rows(result: RunResult) -> list[list[str]]:
     from wfbench_core.diagnostics import compact
     from wfbench_core.roofline import format_roofline, roofline
+    from wfbench_core.stats import spread
 
     rows = [["case", "WF us", "CUDA us", "gap", "noise", "WF GB/s|GF/s", "CUDA GB/s|GF/s", "roofline wf/cu",
              "static wf/cu", "status"]]
@@ -38,7 +39,8 @@ def table_rows(result: RunResult) -> list[list[str]]:
             _name(c),
             f"{t.warpforth.median_us:.2f}",
             f"{t.cuda.median_us:.2f}",
-            f"{t.gap:.3f}x",
+            f"{t.gap:.3f}x" + (f" (spread {spread(t.repeat_gaps):.2%} over {len(t.repeat_gaps)})"
+                                if t.repeat_gaps else ""),
             f"{max(t.warpforth.noise, t.cuda.noise):.2%}",
             wf_rate,
             cu_rate,

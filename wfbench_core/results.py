@@ -234,6 +234,9 @@ class Timing:
     short_retakes: int = 0  # rounds re-taken because a sample came in under min_sample_ms
     nvml: Optional[NvmlSummary] = None
     throttled: bool = False  # power or thermal throttling during timing: kept, marked, out of trends
+    # --repeat K: the gap of each fresh process (the headline pools their samples; placements are numbered
+    # across processes, so the interval covers what changes between processes too)
+    repeat_gaps: tuple[float, ...] = ()
 
 
 @attrs.frozen

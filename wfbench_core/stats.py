@@ -97,3 +97,13 @@ def placement_noise(wf_samples_us: Sequence[float], cuda_samples_us: Sequence[fl
     g = np.log(placement_gaps(wf, cu, where))
     return (float(np.median(within)) if within else None,
             float(g.std(ddof=1)) if g.size >= 2 else None)
+
+
+def spread(values: Sequence[float]) -> float:
+    """(max - min) / median of a few values (e.g. one gap per process of ``--repeat``); 0 for fewer than 2."""
+    if len(values) < 2:
+        return 0.0
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    median = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+    return (ordered[-1] - ordered[0]) / median

@@ -175,7 +175,6 @@ def run_case(variants: dict[str, Any], *, timer: Any, protocol: Any, cuda: Any, 
     The static diagnostics of both sides (ptxas, SASS) are made on a thread while the GPU works.
     """
     from wfbench_core.compile import compile_cuda
-    from wfbench_core.stats import gap, is_unstable, pair_ratio_noise, summarize
     from wfbench_core.contracts import Side
 
     some = next(iter(variants.values()))
@@ -236,7 +235,6 @@ def run_case(variants: dict[str, Any], *, timer: Any, protocol: Any, cuda: Any, 
     for note in dict.fromkeys(d[2] for d in diags.values() if d[2]):
         progress(f"{case.id}: no static diagnostics: {note}")
     out = []
-    cu = summarize(m.samples_us["cuda"]) if m.passed else None
     for label, base in bases.items():
         if label in diags:
             base = attrs.evolve(base, diag_wf=diags[label][0], diag_cuda=diags[label][1])
@@ -246,24 +244,37 @@ def run_case(variants: dict[str, Any], *, timer: Any, protocol: Any, cuda: Any, 
                              compile_wf_s=sum(prep.files[c].compile_wf.wall_s for c in CONFIGS))
         base = attrs.evolve(base, checks=m.checks, costs=costs, attrs_wf=m.kernel_attrs.get(side),
                             attrs_cuda=m.kernel_attrs.get("cuda"))
-        if not m.passed or cu is None:
+        if not m.passed:
             out.append(attrs.evolve(base, status=FAILED, message=m.message))
             continue
-        wf = summarize(m.samples_us[side])
-        timing = Timing(
-            launches_per_sample=m.launches_per_sample, warmup_s=m.warmup_s, warpforth=wf, cuda=cu,
-            gap=gap(wf, cu), order=tuple(m.first),
-            clocks_sm_mhz=m.clocks_sm_mhz,
-            gbps_wf=_rate(work.bytes, wf.median_us), gbps_cuda=_rate(work.bytes, cu.median_us),
-            gflops_wf=_rate(work.flops, wf.median_us), gflops_cuda=_rate(work.flops, cu.median_us),
-            pair_ratio_noise=pair_ratio_noise(wf.samples_us, cu.samples_us),
-            **_timing_fields(m, side),
-        )
-        unstable = is_unstable(wf, cu, protocol.unstable_noise)
-        message = (f"noisy: MAD/median {wf.noise:.1%} (WarpForth), {cu.noise:.1%} (CUDA) > "
-                   f"{protocol.unstable_noise:.0%}") if unstable else ""
-        out.append(attrs.evolve(base, status=UNSTABLE if unstable else OK, timing=timing, message=message))
+        out.append(attrs.evolve(base, **timed_status(m, side, work_bytes=work.bytes, work_flops=work.flops,
+                                                     unstable_noise=protocol.unstable_noise)))
     return out
+
+
+def timed_status(m: Any, side: str, *, work_bytes: int, work_flops: int, unstable_noise: float,
+                 repeat_gaps: tuple[float, ...] = ()) -> dict[str, Any]:
+    """The ``timing``, ``status`` and ``message`` of a correct case from its samples (one home of that rule).
+
+    Used for one worker's measurement and for the samples of ``--repeat`` processes put together.
+    """
+    from wfbench_core.stats import gap, is_unstable, pair_ratio_noise, summarize
+
+    wf, cu = summarize(m.samples_us[side]), summarize(m.samples_us["cuda"])
+    timing = Timing(
+        launches_per_sample=m.launches_per_sample, warmup_s=m.warmup_s, warpforth=wf, cuda=cu,
+        gap=gap(wf, cu), order=tuple(m.first),
+        clocks_sm_mhz=m.clocks_sm_mhz,
+        gbps_wf=_rate(work_bytes, wf.median_us), gbps_cuda=_rate(work_bytes, cu.median_us),
+        gflops_wf=_rate(work_flops, wf.median_us), gflops_cuda=_rate(work_flops, cu.median_us),
+        pair_ratio_noise=pair_ratio_noise(wf.samples_us, cu.samples_us),
+        repeat_gaps=repeat_gaps,
+        **_timing_fields(m, side),
+    )
+    unstable = is_unstable(wf, cu, unstable_noise)
+    message = (f"noisy: MAD/median {wf.noise:.1%} (WarpForth), {cu.noise:.1%} (CUDA) > "
+               f"{unstable_noise:.0%}") if unstable else ""
+    return {"timing": timing, "status": UNSTABLE if unstable else OK, "message": message}
 
 
 def _timing_fields(m: Any, label: str, reference: str = "cuda") -> dict[str, Any]:
