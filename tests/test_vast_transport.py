@@ -565,7 +565,7 @@ def test_the_time_budget_stops_the_run_on_the_host(sshd, registry, bundle, tmp_p
                                         r"raise budget_min$"):
         with make(sshd, registry, python=str(py), budget_min="0.1") as s:
             s.execute(bundle, protocol=PROTOCOL, mode="paired", case_ids=["scale_i64"])
-    assert 6.0 <= time.monotonic() - started < 9.5
+    assert 6.0 <= time.monotonic() - started < 15  # stopped at the deadline, not after the 300 s sleep
     assert_destroyed_once(api)
     assert sshd.leftovers() == []  # the cleanup ran after the deadline
 
