@@ -209,6 +209,13 @@ def test_the_gpu_table_pins_names_exactly() -> None:
     assert a100.reject(offer(1, "A100 PCIE", cc=800, gpu_ram=40960.0, dph_total=0.4)) is None
 
 
+def test_the_documented_table_is_the_code_table() -> None:
+    doc = (ROOT / "docs" / "remote.md").read_text()
+    rows = re.findall(r"^\| `(\w+)` \| `([^`]+)`(?:, (\d+) GB)? \| `([^`]+)` \| sm_(\d+) \|$", doc, re.M)
+    assert [(k, v, int(gb) if gb else None, name, int(cc) * 10) for k, v, gb, name, cc in rows] == \
+        [(m.key, m.vast, m.vram_gb, m.reported, m.cc) for m in GPU_MODELS]
+
+
 def test_arch_spellings() -> None:
     assert cc_of("sm_89") == cc_of("8.9") == 890
     assert cc_of("sm_90") == 900 and cc_of("sm_100") == 1000 and cc_of("12.0") == 1200

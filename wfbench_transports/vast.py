@@ -348,17 +348,17 @@ class VastSession:
     """One Vast.ai rental, as a context manager; :attr:`transport` is an ``ssh`` transport to it.
 
     ``with VastSession(registry=reg, progress=print, gpu_name="RTX_4090") as s: s.execute(bundle, ...)``.
-    ``sdk`` replaces the ``vastai.VastAI`` client (tests); ``api_key`` the key lookup.
+    ``api_key`` replaces the key lookup.
     """
 
     def __init__(self, *, registry: Any = None, cuda_compiler: str = "auto", progress: Progress | None = None,
-                 sdk: Any = None, api_key: str | None = None, **options: Any) -> None:
+                 api_key: str | None = None, **options: Any) -> None:
         self.cfg = parse("vast", VAST_OPTIONS, options)
         self.filter = OfferFilter.from_options(self.cfg)
         self.registry = registry
         self.cuda_compiler = cuda_compiler
         self.progress: Progress = progress or (lambda msg: print(msg, file=sys.stderr))
-        self._sdk = sdk
+        self._sdk: Any = None  # the vastai.VastAI client, made at start
         self._key = api_key
         self.offer: dict[str, Any] | None = None
         self.instance_id: int | None = None
@@ -759,18 +759,17 @@ class VastTransport:
     OPTIONS = describe(VAST_OPTIONS)
 
     def __init__(self, *, registry: Any = None, cuda_compiler: str = "auto", progress: Progress | None = None,
-                 sdk: Any = None, api_key: str | None = None, **options: Any) -> None:
-        if sdk is None:  # fail before the bundle is built, not after
-            import importlib.util
+                 api_key: str | None = None, **options: Any) -> None:
+        import importlib.util
 
-            from wfbench_transports.ssh import paramiko_module
+        from wfbench_transports.ssh import paramiko_module
 
-            if importlib.util.find_spec("vastai") is None:
-                raise VastError("the Vast.ai SDK is not installed: pip install 'wfbench[vast]'")
-            paramiko_module()
-            api_key = api_key or find_api_key()
-        self.session = VastSession(registry=registry, cuda_compiler=cuda_compiler, progress=progress, sdk=sdk,
-                                   api_key=api_key, **options)
+        # fail before the bundle is built, not after
+        if importlib.util.find_spec("vastai") is None:
+            raise VastError("the Vast.ai SDK is not installed: pip install 'wfbench[vast]'")
+        paramiko_module()
+        self.session = VastSession(registry=registry, cuda_compiler=cuda_compiler, progress=progress,
+                                   api_key=api_key or find_api_key(), **options)
 
     def gpu_arch(self) -> str | None:
         return self.session.target_arch()
