@@ -70,6 +70,12 @@ def bundle(registry: Registry, tmp_path_factory: pytest.TempPathFactory) -> Path
     return out
 
 
+@pytest.fixture(autouse=True)
+def no_real_api(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test that reaches the API without a stand-in gets "connection refused" on 127.0.0.1, never Vast.ai."""
+    monkeypatch.setenv("VAST_URL", "http://127.0.0.1:9")
+
+
 @pytest.fixture
 def serve(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """``serve(offers, sshd=…, **kw)``: a started stand-in, with ``VAST_URL`` pointing the SDK at it."""
