@@ -33,7 +33,7 @@ import sys
 import time
 from collections import deque
 from pathlib import Path, PurePosixPath
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import attrs
 
@@ -141,7 +141,14 @@ class SshTransport:
     OPTIONS = describe(SSH_OPTIONS)
 
     def __init__(self, *, registry: Any = None, cuda_compiler: str = "auto", progress: Progress | None = None,
-                 **options: Any) -> None:
+                 pkey: Any = None, bootstrap: str | None = None, facts: Mapping[str, str] | None = None,
+                 deadline: float | None = None, **options: Any) -> None:
+        """``options`` are the user's ``--transport-opt`` values. A transport that composes this one (``vast``)
+        passes the rest: ``pkey``, an in-memory private key (paramiko ``PKey``) tried before ``key_file``;
+        ``bootstrap``, fixed shell text run once per connection before anything else; ``facts``, added to
+        every result's ``environment.extra``; ``deadline``, a :func:`time.monotonic` instant that caps the
+        setup and run commands (cleanup still runs after it).
+        """
         self.cfg = parse("ssh", SSH_OPTIONS, options)
         if not self.cfg["host"]:
             raise SshError("ssh transport: no host given; pass --transport-opt host=NAME")
@@ -150,15 +157,13 @@ class SshTransport:
         self.progress: Progress = progress or (lambda msg: None)
         self.hostname, self.port, self.user, self.key_file = self._resolve_target()
         self.host_key_sha256 = ""
-        #: facts added to every result's ``environment.extra`` (the vast transport adds its own)
-        self.facts: dict[str, str] = {}
-        #: fixed shell text run once per connection before anything else (the vast transport installs Python)
-        self.bootstrap: str | None = None
+        self.facts: dict[str, str] = dict(facts or {})
+        self.bootstrap = bootstrap
+        self.pkey = pkey
+        self.deadline = deadline
         self._client: Any = None
         self._bootstrapped = False
         self._python = ("", "")
-        #: an in-memory private key (paramiko PKey) tried before key_file (the vast transport's rental key)
-        self.pkey: Any = None
 
     # -- target and connection --------------------------------------------------------------------
 
@@ -335,6 +340,10 @@ class SshTransport:
             raise SshError(f"{self.label}: {what} failed (exit {done.rc}): {done.error_line()}")
         return done
 
+    def bounded(self, timeout: float) -> float:
+        """``timeout`` capped by the ``deadline`` given at construction."""
+        return timeout if self.deadline is None else max(0.0, min(timeout, self.deadline - time.monotonic()))
+
     def kill(self, pidfile: str) -> None:
         """Stop a command started with ``pidfile`` and its children (TERM, then KILL)."""
         script = ('pid=$(cat "$0" 2>/dev/null) || exit 0; [ -n "$pid" ] || exit 0; '
@@ -346,7 +355,7 @@ class SshTransport:
     def _bootstrap(self) -> None:
         if self.bootstrap and not self._bootstrapped:
             self.progress(f"{self.label}: preparing the host")
-            done = self._exec(self.bootstrap, timeout=self.cfg["setup_timeout"], stream=None)
+            done = self._exec(self.bootstrap, timeout=self.bounded(self.cfg["setup_timeout"]), stream=None)
             if done.rc != 0:
                 raise SshError(f"{self.label}: preparing the host failed (exit {done.rc}): {done.error_line()}")
             self._bootstrapped = True
@@ -470,7 +479,7 @@ class RemoteRun:
             cwd: str | None = None) -> Completed:
         """Run a command of this run; until it returns normally, :meth:`remove` stops it first."""
         self._running = True
-        done = self.t.run(argv, timeout=timeout, stream=stream, pidfile=self.pidfile, cwd=cwd)
+        done = self.t.run(argv, timeout=self.t.bounded(timeout), stream=stream, pidfile=self.pidfile, cwd=cwd)
         self._running = False
         return done
 

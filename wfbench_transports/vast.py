@@ -1,7 +1,8 @@
 """The ``vast`` transport: rent one Vast.ai GPU, run the bundle there over SSH, always destroy it.
 
-Canonical runs pin one exact GPU model *and* compute capability (default ``RTX_4090`` / ``sm_89``) and fail
-when no offer matches exactly — a near miss such as "RTX 4090 D" is never taken. ``mode=broad`` takes the
+Canonical runs pin one exact GPU model of :data:`GPU_MODELS` (default ``RTX_4090``), with its compute
+capability, and fail when no offer matches exactly — a near miss such as "RTX 4090D" is never taken; a
+model outside the table is refused rather than guessed. ``mode=broad`` takes the
 cheapest GPU with at least ``min_arch``, for correctness-only runs. The CUDA toolkit is fixed by the image
 (default ``nvidia/cuda:12.4.0-devel-ubuntu22.04``): the CUDA baseline is compiled there.
 
@@ -11,8 +12,9 @@ cost estimate (``$/h x budget``) and refuse above ``max_cost`` -> rent (labelled
 key -> wait until running -> wait until sshd accepts -> hand the host to the ``ssh`` transport. The
 instance is destroyed exactly once — on success, on any exception, on Ctrl-C, on SIGTERM/SIGHUP and at
 interpreter exit — with retries; if that finally fails the instance id is printed loudly with the command
-that kills it. The API key (``VAST_API_KEY``/``VASTAI_API_KEY`` or Vast's own config file) is never
-printed, stored or put in an error message.
+that kills it. The API key (``VAST_API_KEY`` or the file ``vastai set api-key`` writes, as the vastai CLI
+reads it) is never printed, stored or put in an error message; ``VAST_URL`` replaces the API's address, as
+for the vastai CLI.
 """
 
 from __future__ import annotations
@@ -45,11 +47,64 @@ BOOTSTRAP = (
     "apt-get install -y -qq --no-install-recommends python3 python3-venv python3-pip >/dev/null)"
 )
 
+
+@attrs.frozen
+class GpuModel:
+    """A GPU model the canonical pin knows: how Vast.ai offers it and how the GPU names itself on the host."""
+
+    key: str  #: the ``gpu_name`` option's spelling
+    vast: str  #: Vast.ai's ``gpu_name`` of its offers
+    reported: str  #: the name NVML and the CUDA driver report (the result's ``environment.gpu_name``)
+    cc: int  #: compute capability as Vast writes it (890 = 8.9)
+    vram_gb: int | None = None  #: set where one Vast name covers several memory sizes (the A100s)
+
+    def vram_range_mb(self) -> tuple[float, float] | None:
+        """The offers' ``gpu_ram`` (MB) that mean this model's memory size."""
+        return None if self.vram_gb is None else (self.vram_gb * 900.0, self.vram_gb * 1150.0)
+
+
+#: Vast.ai names <-> the names the GPU reports, for the models a canonical run may pin. A name outside
+#: this table is refused: matching names loosely would take a neighbouring model (RTX 4090D, H100 NVL)
+#: for the pinned one.
+GPU_MODELS = (
+    GpuModel("RTX_4090", "RTX 4090", "NVIDIA GeForce RTX 4090", 890),
+    GpuModel("RTX_3090", "RTX 3090", "NVIDIA GeForce RTX 3090", 860),
+    GpuModel("L40S", "L40S", "NVIDIA L40S", 890),
+    GpuModel("A100_PCIE_40GB", "A100 PCIE", "NVIDIA A100-PCIE-40GB", 800, 40),
+    GpuModel("A100_PCIE_80GB", "A100 PCIE", "NVIDIA A100 80GB PCIe", 800, 80),
+    GpuModel("A100_SXM4_40GB", "A100 SXM4", "NVIDIA A100-SXM4-40GB", 800, 40),
+    GpuModel("A100_SXM4_80GB", "A100 SXM4", "NVIDIA A100-SXM4-80GB", 800, 80),
+    GpuModel("H100_SXM", "H100 SXM", "NVIDIA H100 80GB HBM3", 900),
+    GpuModel("H100_PCIE", "H100 PCIE", "NVIDIA H100 PCIe", 900),
+    GpuModel("H100_NVL", "H100 NVL", "NVIDIA H100 NVL", 900),
+    GpuModel("H200", "H200", "NVIDIA H200", 900),
+    GpuModel("H200_NVL", "H200 NVL", "NVIDIA H200 NVL", 900),
+)
+
+
+def _spelling(name: str) -> str:
+    return re.sub(r"[\s_-]+", "_", str(name).strip()).upper()
+
+
+def gpu_model(name: str) -> GpuModel:
+    """The table entry for ``RTX_4090``, ``RTX 4090``, ``h100_sxm`` …; one clear line for anything else."""
+    want = _spelling(name)
+    for model in GPU_MODELS:
+        if want == model.key:
+            return model
+    shared = [m.key for m in GPU_MODELS if _spelling(m.vast) == want]
+    if shared:
+        raise VastError(f"vast transport: gpu_name={name!r} names several memory sizes on Vast.ai; pick one of "
+                        f"{', '.join(shared)}")
+    raise VastError(f"vast transport: gpu_name={name!r} is not a GPU model wfbench can pin; known: "
+                    f"{', '.join(m.key for m in GPU_MODELS)} (mode=broad takes any GPU, for correctness only)")
+
+
 VAST_OPTIONS = (
     Option("mode", "canonical: exactly gpu_name and arch (comparable series); broad: any GPU with at least "
            "min_arch (correctness only)", "canonical", "str", ("canonical", "broad")),
-    Option("gpu_name", "canonical GPU model, as Vast.ai names it (spaces or underscores)", "RTX_4090"),
-    Option("arch", "canonical compute capability, matched exactly", "sm_89"),
+    Option("gpu_name", "canonical GPU model, one of: " + ", ".join(m.key for m in GPU_MODELS), "RTX_4090"),
+    Option("arch", "canonical compute capability, matched exactly [default: the model's]"),
     Option("min_arch", "broad mode: the lowest compute capability accepted", "sm_75"),
     Option("max_dph", "ceiling on the offer's total $/hour", 0.50, "float"),
     Option("min_reliability", "lowest host reliability accepted (0..1)", 0.95, "float"),
@@ -57,7 +112,7 @@ VAST_OPTIONS = (
     Option("min_cuda", "lowest CUDA version the host driver must support (the gpu extra uses CUDA 13 wheels)",
            13.0, "float"),
     Option("image", "container image (fixes the CUDA toolkit that compiles the baseline)", DEFAULT_IMAGE),
-    Option("disk_gb", "disk to rent, GB", 20.0, "float"),
+    Option("disk_gb", "disk to rent, GB (offers are searched and priced with it)", 20.0, "float"),
     Option("label", "label put on the instance; leftover instances with this label are destroyed first",
            "wfbench"),
     Option("budget_min", "whole-run time budget in minutes (renting, setup and the run)", 45.0, "float"),
@@ -65,6 +120,8 @@ VAST_OPTIONS = (
     Option("wait_running_s", "seconds to wait for the instance to run", 600.0, "float"),
     Option("wait_ssh_s", "seconds to wait for its sshd to accept the key", 300.0, "float"),
     Option("poll_s", "seconds between status polls", 10.0, "float"),
+    Option("api_timeout_s", "seconds for each Vast.ai API request (the SDK retries timeouts, lost connections, "
+           "429 and 502-504 itself)", 60.0, "float"),
     Option("destroy_retries", "attempts to destroy the instance before giving up loudly", 5, "int"),
     Option("ssh", "which SSH endpoint: auto (direct when offered), direct, proxy", "auto", "str",
            ("auto", "direct", "proxy")),
@@ -88,7 +145,7 @@ class VastError(WfbenchError):
 # API key
 # -------------------------------------------------------------------------------------------------
 
-KEY_ENV = ("VAST_API_KEY", "VASTAI_API_KEY")
+KEY_ENV = "VAST_API_KEY"  #: the variable the vastai CLI and SDK read
 
 
 def key_files() -> list[Path]:
@@ -97,16 +154,15 @@ def key_files() -> list[Path]:
 
 
 def find_api_key() -> str:
-    """From ``VAST_API_KEY``/``VASTAI_API_KEY``, else the file ``vastai set api-key`` writes."""
-    for var in KEY_ENV:
-        if os.environ.get(var, "").strip():
-            return os.environ[var].strip()
+    """From ``VAST_API_KEY``, else the file ``vastai set api-key`` writes (the vastai CLI's order)."""
+    if os.environ.get(KEY_ENV, "").strip():
+        return os.environ[KEY_ENV].strip()
     for path in key_files():
         if path.is_file():
             key = path.read_text().strip()
             if key:
                 return key
-    raise VastError(f"no Vast.ai API key: set {KEY_ENV[0]}, or save it with 'vastai set api-key KEY' "
+    raise VastError(f"no Vast.ai API key: set {KEY_ENV}, or save it with 'vastai set api-key KEY' "
                     f"(it goes to {key_files()[0]})")
 
 
@@ -131,45 +187,59 @@ def arch_of(cc: int) -> str:
     return f"sm_{int(cc) // 10}"
 
 
-def model_key(name: str) -> str:
-    """``"RTX 4090"``, ``"RTX_4090"`` -> ``"RTX_4090"``: Vast's name with spaces as underscores, nothing else."""
-    return re.sub(r"\s+", "_", str(name).strip())
+def vast_name(name: str) -> str:
+    """An offer's model with underscores and runs of spaces as one space (Vast's query spelling); case kept."""
+    return re.sub(r"[\s_]+", " ", str(name).strip())
 
 
 @attrs.frozen
 class OfferFilter:
-    """What an offer must satisfy; canonical mode pins model and compute capability exactly."""
+    """What an offer must satisfy; canonical mode pins a model of :data:`GPU_MODELS` and its architecture."""
 
     mode: str
-    gpu_name: str
+    model: GpuModel | None  # canonical: the pinned model; broad: None
     cc: int  # canonical: exact; broad: minimum
     max_dph: float
     min_reliability: float
     min_inet_down: float
     min_cuda: float
+    disk_gb: float  # the rental's disk: offers are searched and priced with it
 
     @classmethod
     def from_options(cls, cfg: dict[str, Any]) -> OfferFilter:
-        arch = cfg["arch"] if cfg["mode"] == "canonical" else cfg["min_arch"]
-        return cls(cfg["mode"], model_key(cfg["gpu_name"]), cc_of(arch), cfg["max_dph"], cfg["min_reliability"],
-                   cfg["min_inet_down"], cfg["min_cuda"])
+        model = None
+        if cfg["mode"] == "canonical":
+            model = gpu_model(cfg["gpu_name"])
+            cc = model.cc
+            if cfg["arch"] is not None and cc_of(cfg["arch"]) != cc:
+                raise VastError(f"vast transport: arch={cfg['arch']} contradicts gpu_name={model.key}, which is "
+                                f"{arch_of(cc)}; leave arch out or pin another model")
+        else:
+            cc = cc_of(cfg["min_arch"])
+        return cls(cfg["mode"], model, cc, cfg["max_dph"], cfg["min_reliability"], cfg["min_inet_down"],
+                   cfg["min_cuda"], cfg["disk_gb"])
 
     def query(self) -> str:
         """The search string for ``VastAI.search_offers`` (the server's filter; :meth:`reject` re-checks)."""
         parts = ["num_gpus=1"]
-        if self.mode == "canonical":
-            parts += [f"gpu_name={self.gpu_name}", f"compute_cap={self.cc}"]
+        if self.model is not None:
+            parts += [f"gpu_name={self.model.vast.replace(' ', '_')}", f"compute_cap={self.cc}"]
+            vram = self.model.vram_range_mb()
+            if vram:
+                parts += [f"gpu_ram>={vram[0] / 1000:g}", f"gpu_ram<={vram[1] / 1000:g}"]
         else:
             parts.append(f"compute_cap>={self.cc}")
-        parts += [f"dph_total<={self.max_dph:g}", f"reliability>={self.min_reliability:g}",
-                  f"inet_down>={self.min_inet_down:g}", f"cuda_max_good>={self.min_cuda:g}"]
+        parts += [f"disk_space>={self.disk_gb:g}", f"dph_total<={self.max_dph:g}",
+                  f"reliability>={self.min_reliability:g}", f"inet_down>={self.min_inet_down:g}",
+                  f"cuda_max_good>={self.min_cuda:g}"]
         return " ".join(parts)
 
     def describe(self) -> str:
-        what = (f"exactly {self.gpu_name} / {arch_of(self.cc)}" if self.mode == "canonical"
+        what = (f"exactly {self.model.key} / {arch_of(self.cc)}" if self.model is not None
                 else f"any GPU with at least {arch_of(self.cc)}")
-        return (f"{what}, at most ${self.max_dph:.2f}/h, reliability >= {self.min_reliability:g}, "
-                f"download >= {self.min_inet_down:g} Mbit/s, driver CUDA >= {self.min_cuda:g}")
+        return (f"{what}, at most ${self.max_dph:.2f}/h with {self.disk_gb:g} GB disk, reliability >= "
+                f"{self.min_reliability:g}, download >= {self.min_inet_down:g} Mbit/s, driver CUDA >= "
+                f"{self.min_cuda:g}")
 
     def reject(self, offer: dict[str, Any]) -> str | None:
         """Why this offer does not qualify, or None."""
@@ -187,15 +257,21 @@ class OfferFilter:
             return f"{offer.get('num_gpus')} GPUs"
         if cc is None or dph is None:
             return "no compute_cap or dph_total"
-        if self.mode == "canonical":
-            if model_key(name) != self.gpu_name:
-                return f"model {name!r} is not {self.gpu_name}"
+        if self.model is not None:
+            if vast_name(name) != self.model.vast:
+                return f"model {name!r} is not {self.model.vast!r}"
             if int(cc) != self.cc:
                 return f"{arch_of(int(cc))}, not {arch_of(self.cc)}"
+            vram, ram = self.model.vram_range_mb(), num("gpu_ram")
+            if vram and (ram is None or not vram[0] <= ram <= vram[1]):
+                return f"{ram} MB of GPU memory is not the {self.model.vram_gb} GB model"
         elif int(cc) < self.cc:
             return f"{arch_of(int(cc))} is below {arch_of(self.cc)}"
         if dph > self.max_dph:
             return f"${dph:.3f}/h is over the ${self.max_dph:.2f}/h ceiling"
+        disk = num("disk_space")
+        if disk is None or disk < self.disk_gb:
+            return f"{disk} GB of disk < {self.disk_gb:g} GB"
         rel = num("reliability2", "reliability")
         if rel is None or rel < self.min_reliability:
             return f"reliability {rel} < {self.min_reliability:g}"
@@ -243,6 +319,11 @@ def ssh_endpoint(inst: dict[str, Any], via: str) -> tuple[str, int] | None:
     return direct or proxy
 
 
+def destroy_command(iid: int) -> str:
+    """The vastai CLI command that destroys an instance unattended (without ``-y`` it asks and aborts)."""
+    return f"vastai destroy instance {iid} -y"
+
+
 def _new_key() -> tuple[Any, str]:
     """A fresh ed25519 key for one rental: (paramiko key, public line)."""
     from wfbench_transports.ssh import paramiko_module
@@ -267,17 +348,17 @@ class VastSession:
     """One Vast.ai rental, as a context manager; :attr:`transport` is an ``ssh`` transport to it.
 
     ``with VastSession(registry=reg, progress=print, gpu_name="RTX_4090") as s: s.execute(bundle, ...)``.
-    ``sdk`` replaces the ``vastai.VastAI`` client (tests); ``api_key`` the key lookup.
+    ``api_key`` replaces the key lookup.
     """
 
     def __init__(self, *, registry: Any = None, cuda_compiler: str = "auto", progress: Progress | None = None,
-                 sdk: Any = None, api_key: str | None = None, **options: Any) -> None:
+                 api_key: str | None = None, **options: Any) -> None:
         self.cfg = parse("vast", VAST_OPTIONS, options)
         self.filter = OfferFilter.from_options(self.cfg)
         self.registry = registry
         self.cuda_compiler = cuda_compiler
         self.progress: Progress = progress or (lambda msg: print(msg, file=sys.stderr))
-        self._sdk = sdk
+        self._sdk: Any = None  # the vastai.VastAI client, made at start
         self._key = api_key
         self.offer: dict[str, Any] | None = None
         self.instance_id: int | None = None
@@ -331,10 +412,17 @@ class VastSession:
             raise VastError(f"the Vast.ai rental is not available: {self._failure}")
         if self.transport is None:
             raise VastError("the Vast.ai session is not started (use it as a context manager)")
-        left = self._left("the run")
-        self.transport.cfg["timeout"] = left
-        self.transport.cfg["setup_timeout"] = left
-        result = self.transport.execute(bundle, protocol=protocol, mode=mode, case_ids=case_ids, progress=progress)
+        from wfbench_transports.ssh import RemoteTimeout
+
+        self._left("the run")  # the ssh transport stops every setup and run command at the same deadline
+        try:
+            result = self.transport.execute(bundle, protocol=protocol, mode=mode, case_ids=case_ids,
+                                            progress=progress)
+        except RemoteTimeout:
+            if self._deadline - time.monotonic() <= 1.0:
+                raise VastError(f"the time budget of {self.cfg['budget_min']:g} min ran out during the run (it was "
+                                f"stopped); raise budget_min") from None
+            raise
         self._check_gpu(result)
         return result
 
@@ -372,8 +460,31 @@ class VastSession:
         try:
             return fn(*args, **kwargs)
         except Exception as exc:  # noqa: BLE001 - every SDK/HTTP failure becomes one scrubbed line
-            detail = self._scrub(f"{type(exc).__name__}: {exc}".splitlines()[0])
-            raise VastError(f"Vast.ai {what} failed: {detail}") from None
+            raise VastError(f"Vast.ai {what} failed: {self._explain(exc)}") from None
+
+    def _explain(self, exc: Exception) -> str:
+        """One line for an SDK failure: the HTTP status with Vast's own message and what to do, or the error."""
+        response = getattr(exc, "response", None)
+        status = getattr(response, "status_code", None)
+        if isinstance(status, int):
+            try:
+                body = response.json()  # type: ignore[union-attr]
+            except Exception:  # noqa: BLE001 - not JSON: the status says enough
+                body = None
+            said = str(body.get("msg") or body.get("error") or "") if isinstance(body, dict) else ""
+            text = f"HTTP {status} {getattr(response, 'reason', '') or ''}".rstrip() + (f" ({said})" if said else "")
+            if status in (401, 403):
+                text += f"; check the API key ({KEY_ENV})"
+            elif status == 429:
+                text += "; Vast.ai is rate-limiting this key, try again later"
+            elif status >= 500:
+                text += "; a Vast.ai server error, try again later"
+        elif "Timeout" in type(exc).__name__ or isinstance(exc, TimeoutError):
+            text = f"no reply within api_timeout_s={self.cfg['api_timeout_s']:g} s"
+        else:
+            text = f"{type(exc).__name__}: {exc}"
+        lines = self._scrub(text).strip().splitlines() or [type(exc).__name__]
+        return lines[0][:400]
 
     def _open_sdk(self) -> None:
         if self._key is None:
@@ -383,7 +494,9 @@ class VastSession:
                 from vastai import VastAI
             except ImportError:
                 raise VastError("the Vast.ai SDK is not installed: pip install 'wfbench[vast]'") from None
-            self._sdk = self._call("client setup", VastAI, api_key=self._key, quiet=True)
+            url = os.environ.get("VAST_URL", "").strip() or None  # as the vastai CLI; read now, not at import
+            self._sdk = self._call("client setup", VastAI, api_key=self._key, server_url=url, quiet=True)
+            self._sdk.client.timeout = self.cfg["api_timeout_s"]  # per request; VastAI() does not take it
 
     def _left(self, what: str) -> float:
         left = self._deadline - time.monotonic()
@@ -409,7 +522,8 @@ class VastSession:
     def _search(self) -> dict[str, Any]:
         query = self.filter.query()
         self.progress(f"vast: searching offers: {self.filter.describe()}")
-        offers = self._call("offer search", self._sdk.search_offers, query=query, order="dph_total", limit=64)
+        offers = self._call("offer search", self._sdk.search_offers, query=query, order="dph_total", limit=64,
+                            storage=self.cfg["disk_gb"])  # priced with the disk the rental takes
         return choose_offer(offers, self.filter)
 
     def _check_cost(self, offer: dict[str, Any]) -> None:
@@ -428,24 +542,35 @@ class VastSession:
     def _create(self, offer: dict[str, Any]) -> None:
         label = self.cfg["label"]
         before = {int(i["id"]) for i in self._ours()}
+        refused = ""
         try:
             with self._lock:
                 self.offer = offer
                 reply = self._call("renting", self._sdk.create_instance, id=int(offer["id"]), image=self.cfg["image"],
                                    disk=self.cfg["disk_gb"], label=label, ssh=True, direct=True)
                 new = reply.get("new_contract") if isinstance(reply, dict) else None
-                if new:
+                if not isinstance(reply, dict) or reply.get("success") is False:
+                    refused = f"Vast.ai refused to rent offer {offer.get('id')}: {self._said(reply)}"
+                elif not new:
+                    refused = f"renting offer {offer.get('id')} returned no instance id ({self._said(reply)})"
+                else:
                     self.instance_id = int(new)
                     self._rented_at = time.monotonic()
-        except BaseException:
-            self._adopt_unknown(before)  # the request may have succeeded although the reply was lost
-            raise
-        if self.instance_id is None:
+        finally:
+            # The request may have created an instance although the reply was lost or refused, and the SDK
+            # repeats a request whose reply timed out: every fresh instance with our label is ours to destroy.
             self._adopt_unknown(before)
-            if self.instance_id is None:
-                raise VastError(f"renting offer {offer.get('id')} returned no instance id and none carries label "
-                                f"{label!r}")
+        if refused:
+            raise VastError(refused)
         self.progress(f"vast: rented instance {self.instance_id} (label {label!r}, image {self.cfg['image']})")
+
+    def _said(self, reply: Any) -> str:
+        """What a ``success: false`` (or malformed) reply says, scrubbed, in one line."""
+        if isinstance(reply, dict):
+            text = str(reply.get("msg") or reply.get("error") or reply)
+        else:
+            text = f"unexpected reply {reply!r}"
+        return (self._scrub(text).strip().splitlines() or ["no message"])[0][:300]
 
     def _adopt_unknown(self, before: set[int]) -> None:
         try:
@@ -454,11 +579,13 @@ class VastSession:
             return
         with self._lock:
             if self.instance_id is None and fresh:
-                self.instance_id = fresh.pop(0)
+                self.instance_id = fresh[0]
                 self._rented_at = time.monotonic()
             for iid in fresh:
-                if iid != self.instance_id:
+                if iid != self.instance_id and iid not in self._gone:
+                    self.progress(f"vast: destroying duplicate instance {iid} (a repeated rent request)")
                     self._destroy_id(iid, "duplicate")
+                    self._gone.add(iid)
 
     def _wait_running(self) -> dict[str, Any]:
         limit = min(self.cfg["wait_running_s"], self._left("the instance started"))
@@ -491,15 +618,17 @@ class VastSession:
         pkey = None
         if not self.cfg["key_file"]:
             pkey, public = _new_key()
-            self._call("attaching the SSH key", self._sdk.attach_ssh, instance_id=self.instance_id, ssh_key=public)
+            reply = self._call("attaching the SSH key", self._sdk.attach_ssh, instance_id=self.instance_id,
+                               ssh_key=public)
+            if not isinstance(reply, dict) or reply.get("success") is False:
+                raise VastError(f"Vast.ai refused to attach the SSH key to instance {self.instance_id}: "
+                                f"{self._said(reply)}")
         opts = {k: self.cfg[k] for k in ("user", "python", "env", "venv", "remote_tmp", "wheels", "key_file",
                                          "connect_timeout") if self.cfg[k] is not None}
         t = SshTransport(registry=self.registry, cuda_compiler=self.cuda_compiler, progress=self.progress,
+                         pkey=pkey, bootstrap=BOOTSTRAP if self.cfg["python"] == "python3" else None,
+                         facts=self.facts(), deadline=self._deadline,
                          host=host, port=port, host_key="ephemeral", agent=False, ssh_config="none", **opts)
-        t.pkey = pkey
-        if self.cfg["python"] == "python3":
-            t.bootstrap = BOOTSTRAP
-        t.facts.update(self.facts())
         limit = min(self.cfg["wait_ssh_s"], self._left("sshd answered"))
         deadline = time.monotonic() + limit
         self.progress(f"vast: instance {self.instance_id} is running; waiting for sshd at {host}:{port}")
@@ -518,13 +647,13 @@ class VastSession:
         env = result.environment
         if self.cfg["mode"] != "canonical":
             return
-        want_cc = f"{self.filter.cc // 100}.{self.filter.cc // 10 % 10}"
-        got_name = re.sub(r"[^A-Z0-9]+", "_", env.gpu_name.upper()).strip("_")
-        want_name = re.sub(r"[^A-Z0-9]+", "_", self.filter.gpu_name.upper()).strip("_")
-        if env.compute_capability != want_cc or not got_name.endswith(want_name):
+        model = self.filter.model
+        assert model is not None
+        want_cc = f"{model.cc // 100}.{model.cc // 10 % 10}"
+        if env.compute_capability != want_cc or env.gpu_name.strip() != model.reported:
             raise VastError(f"instance {self.instance_id} ran on {env.gpu_name} (compute capability "
-                            f"{env.compute_capability}), not the pinned {self.filter.gpu_name} / "
-                            f"{arch_of(self.filter.cc)}; the result is not canonical and was discarded")
+                            f"{env.compute_capability}), not the pinned {model.key} ({model.reported}, {want_cc}); "
+                            f"the result is not canonical and was discarded")
 
     # -- destroy: exactly once, loudly when impossible ------------------------------------------------
 
@@ -535,17 +664,25 @@ class VastSession:
             try:
                 reply = self._call(f"destroying instance {iid}", self._sdk.destroy_instance, id=iid)
                 if isinstance(reply, dict) and reply.get("success") is False:
-                    raise VastError(f"Vast.ai refused to destroy instance {iid}: "
-                                    f"{self._scrub(str(reply.get('msg') or reply.get('error') or reply))}")
+                    raise VastError(f"Vast.ai refused to destroy instance {iid}: {self._said(reply)}")
                 return True
             except VastError as exc:
                 last = str(exc)
+                if self._is_gone(iid):  # destroyed after all (a lost reply to the first request)
+                    return True
                 if attempt + 1 < self.cfg["destroy_retries"]:
                     time.sleep(min(30.0, self.cfg["poll_s"] * 2 ** attempt))
         print(f"\nwfbench: ERROR: Vast.ai {what} instance {iid} could NOT be destroyed ({last}).\n"
-              f"wfbench: ERROR: it may still be running and billing. Destroy it now:  vastai destroy instance {iid}\n"
+              f"wfbench: ERROR: it may still be running and billing. Destroy it now:  {destroy_command(iid)}\n"
               f"wfbench: ERROR: (or in the console: https://cloud.vast.ai/instances/)\n", file=sys.stderr, flush=True)
         return False
+
+    def _is_gone(self, iid: int) -> bool:
+        """Whether Vast.ai says the instance no longer exists (never True when it cannot tell)."""
+        try:
+            return self._sdk.show_instance(id=iid) is None
+        except Exception as exc:  # noqa: BLE001
+            return getattr(getattr(exc, "response", None), "status_code", None) == 404
 
     def destroy(self) -> None:
         """Destroy the rented instance (exactly once); safe to call any number of times, from any path."""
@@ -622,18 +759,17 @@ class VastTransport:
     OPTIONS = describe(VAST_OPTIONS)
 
     def __init__(self, *, registry: Any = None, cuda_compiler: str = "auto", progress: Progress | None = None,
-                 sdk: Any = None, api_key: str | None = None, **options: Any) -> None:
-        if sdk is None:  # fail before the bundle is built, not after
-            import importlib.util
+                 api_key: str | None = None, **options: Any) -> None:
+        import importlib.util
 
-            from wfbench_transports.ssh import paramiko_module
+        from wfbench_transports.ssh import paramiko_module
 
-            if importlib.util.find_spec("vastai") is None:
-                raise VastError("the Vast.ai SDK is not installed: pip install 'wfbench[vast]'")
-            paramiko_module()
-            api_key = api_key or find_api_key()
-        self.session = VastSession(registry=registry, cuda_compiler=cuda_compiler, progress=progress, sdk=sdk,
-                                   api_key=api_key, **options)
+        # fail before the bundle is built, not after
+        if importlib.util.find_spec("vastai") is None:
+            raise VastError("the Vast.ai SDK is not installed: pip install 'wfbench[vast]'")
+        paramiko_module()
+        self.session = VastSession(registry=registry, cuda_compiler=cuda_compiler, progress=progress,
+                                   api_key=api_key or find_api_key(), **options)
 
     def gpu_arch(self) -> str | None:
         return self.session.target_arch()
