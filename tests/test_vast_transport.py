@@ -26,6 +26,7 @@ import pytest
 
 from wfbench_core.errors import WfbenchError
 from wfbench_core.registry import Registry
+from wfbench_core.request import ExecuteRequest
 from wfbench_core.results import Protocol, dumps
 from wfbench_transports.vast import (
     GPU_MODELS,
@@ -359,7 +360,7 @@ def test_rental_runs_the_bundle_through_the_real_sdk(sshd, registry, bundle, tmp
                       **session_options(sshd, python=str(py), gpu_name="H100_SXM", max_dph="2"))
     assert t.gpu_arch() == "sm_90"  # known before renting: the bundle is built for the pinned GPU
     try:
-        result = t.execute(bundle, protocol=PROTOCOL, mode="paired", case_ids=["scale_i64"], progress=lines.append)
+        result = t.execute(bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL), progress=lines.append)
     finally:
         t.close()
     iid = api.created[0]
@@ -391,7 +392,7 @@ def test_a_result_from_another_gpu_model_is_discarded(sshd, registry, bundle, tm
     with pytest.raises(VastError, match=r"ran on NVIDIA GeForce RTX 4090 D .* not the pinned RTX_4090 "
                                         r"\(NVIDIA GeForce RTX 4090, 8.9\); the result is not canonical"):
         with make(sshd, registry, python=str(py)) as s:
-            s.execute(bundle, protocol=PROTOCOL, mode="paired", case_ids=["scale_i64"])
+            s.execute(bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL))
     assert_destroyed_once(api)
 
 
@@ -558,7 +559,7 @@ def test_host_fault_during_the_run_leaks_nothing(fault, sshd, registry, bundle, 
     expected = KeyboardInterrupt if fault.startswith("ctrl-c") else WfbenchError
     with pytest.raises(expected) as err:
         try:
-            t.execute(bundle, protocol=PROTOCOL, mode="paired", case_ids=["scale_i64"], progress=progress)
+            t.execute(bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL), progress=progress)
         finally:
             t.close()
     if fault == "remote run":
@@ -577,7 +578,7 @@ def test_the_time_budget_stops_the_run_on_the_host(sshd, registry, bundle, tmp_p
     with pytest.raises(VastError, match=r"^the time budget of 0.1 min ran out during the run \(it was stopped\); "
                                         r"raise budget_min$"):
         with make(sshd, registry, python=str(py), budget_min="0.1") as s:
-            s.execute(bundle, protocol=PROTOCOL, mode="paired", case_ids=["scale_i64"])
+            s.execute(bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL))
     assert 6.0 <= time.monotonic() - started < 15  # stopped at the deadline, not after the 300 s sleep
     assert_destroyed_once(api)
     assert sshd.leftovers() == []  # the cleanup ran after the deadline
@@ -591,6 +592,7 @@ CHILD = """
 import json, sys
 from pathlib import Path
 from wfbench_core.registry import Registry
+from wfbench_core.request import ExecuteRequest
 from wfbench_core.results import Protocol
 from wfbench_transports.vast import VastSession
 cfg = json.loads(sys.argv[1])
@@ -600,8 +602,8 @@ if cfg["how"] == "exit":
     print("rented", flush=True)
     sys.exit(0)  # no stop(): the exit guard must destroy
 with s:
-    s.execute(Path(cfg["bundle"]), protocol=Protocol(warmup_s=0.0, min_sample_ms=12.5, samples=7), mode="paired",
-              case_ids=["scale_i64"])
+    s.execute(Path(cfg["bundle"]), ExecuteRequest(case_ids=("scale_i64",),
+                                                  protocol=Protocol(warmup_s=0.0, min_sample_ms=12.5, samples=7)))
 """
 
 
@@ -656,13 +658,13 @@ def test_sigterm_destroys_even_when_the_caller_catches_system_exit(sshd, registr
     s = VastSession(registry=registry, progress=progress, api_key=API_KEY, **session_options(sshd, python=str(py)))
     s.start()
     with pytest.raises(SystemExit) as err:
-        s.execute(bundle, protocol=PROTOCOL, mode="paired", case_ids=["scale_i64"], progress=progress)
+        s.execute(bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL), progress=progress)
     assert err.value.code == 128 + signal.SIGTERM
     iid = api.created[0]
     assert_destroyed_once(api)  # before anyone calls stop()
     assert sshd.leftovers() == []
     with pytest.raises(VastError, match="the Vast.ai rental is not available: ended by SIGTERM"):
-        s.execute(bundle, protocol=PROTOCOL, mode="paired", case_ids=["scale_i64"])
+        s.execute(bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL))
     s.stop()
     assert api.destroy_requests(iid) == 1
     assert signal.getsignal(signal.SIGTERM) == before  # the session's handler is gone again

@@ -42,7 +42,7 @@ from wfbench_core.errors import NoGpuError, WfbenchError
 from wfbench_core.request import ExecuteRequest
 from wfbench_core.results import RunResult, loads, write_result
 from wfbench_transports import wheels as _wheels
-from wfbench_transports.options import Option, describe, parse
+from wfbench_core.contracts import Option, describe_options, parse_options
 
 Progress = Callable[[str], None]
 
@@ -138,7 +138,7 @@ class SshTransport:
 
     name = "ssh"
     summary = "a GPU host over SSH: ships the bundle and wfbench there, runs the executor, fetches the result"
-    OPTIONS = describe(SSH_OPTIONS)
+    OPTIONS = describe_options(SSH_OPTIONS)
 
     def __init__(self, *, registry: Any = None, cuda_compiler: str = "auto", progress: Progress | None = None,
                  pkey: Any = None, bootstrap: str | None = None, facts: Mapping[str, str] | None = None,
@@ -149,7 +149,7 @@ class SshTransport:
         every result's ``environment.extra``; ``deadline``, a :func:`time.monotonic` instant that caps the
         setup and run commands (cleanup still runs after it).
         """
-        self.cfg = parse("ssh", SSH_OPTIONS, options)
+        self.cfg = parse_options("ssh", SSH_OPTIONS, options)
         if not self.cfg["host"]:
             raise SshError("ssh transport: no host given; pass --transport-opt host=NAME")
         self.registry = registry

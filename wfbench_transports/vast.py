@@ -34,8 +34,9 @@ import attrs
 
 from wfbench_core import hookimpl
 from wfbench_core.errors import WfbenchError
-from wfbench_core.results import Protocol, RunResult
-from wfbench_transports.options import Option, describe, parse
+from wfbench_core.request import ExecuteRequest
+from wfbench_core.results import RunResult
+from wfbench_core.contracts import Option, describe_options, parse_options
 
 Progress = Callable[[str], None]
 
@@ -353,7 +354,7 @@ class VastSession:
 
     def __init__(self, *, registry: Any = None, cuda_compiler: str = "auto", progress: Progress | None = None,
                  api_key: str | None = None, **options: Any) -> None:
-        self.cfg = parse("vast", VAST_OPTIONS, options)
+        self.cfg = parse_options("vast", VAST_OPTIONS, options)
         self.filter = OfferFilter.from_options(self.cfg)
         self.registry = registry
         self.cuda_compiler = cuda_compiler
@@ -405,9 +406,12 @@ class VastSession:
             self.stop()
             raise
 
-    def execute(self, bundle: Path, *, protocol: Protocol, mode: str, case_ids: Sequence[str],
-                progress: Progress | None = None) -> RunResult:
-        """Run a bundle on the rented GPU; in canonical mode the GPU the executor saw must be the pinned one."""
+    def execute(self, bundle: Path, request: ExecuteRequest, *, progress: Progress | None = None,
+                out: Path | None = None) -> RunResult:
+        """Run a bundle on the rented GPU; in canonical mode the GPU the executor saw must be the pinned one.
+
+        When the run breaks off, the cases it finished are left in ``out`` (marked incomplete).
+        """
         if self._failure:
             raise VastError(f"the Vast.ai rental is not available: {self._failure}")
         if self.transport is None:
@@ -416,8 +420,7 @@ class VastSession:
 
         self._left("the run")  # the ssh transport stops every setup and run command at the same deadline
         try:
-            result = self.transport.execute(bundle, protocol=protocol, mode=mode, case_ids=case_ids,
-                                            progress=progress)
+            result = self.transport.execute(bundle, request, progress=progress, out=out)
         except RemoteTimeout:
             if self._deadline - time.monotonic() <= 1.0:
                 raise VastError(f"the time budget of {self.cfg['budget_min']:g} min ran out during the run (it was "
@@ -756,7 +759,7 @@ class VastTransport:
 
     name = "vast"
     summary = "a rented Vast.ai GPU (exact model pin by default), destroyed after the run"
-    OPTIONS = describe(VAST_OPTIONS)
+    OPTIONS = describe_options(VAST_OPTIONS)
 
     def __init__(self, *, registry: Any = None, cuda_compiler: str = "auto", progress: Progress | None = None,
                  api_key: str | None = None, **options: Any) -> None:
@@ -774,10 +777,10 @@ class VastTransport:
     def gpu_arch(self) -> str | None:
         return self.session.target_arch()
 
-    def execute(self, bundle: Path, *, protocol: Protocol, mode: str, case_ids: Sequence[str],
-                progress: Progress | None = None) -> RunResult:
+    def execute(self, bundle: Path, request: ExecuteRequest, *, progress: Progress | None = None,
+                out: Path | None = None) -> RunResult:
         self.session.start()
-        return self.session.execute(bundle, protocol=protocol, mode=mode, case_ids=case_ids, progress=progress)
+        return self.session.execute(bundle, request, progress=progress, out=out)
 
     def close(self) -> None:
         self.session.stop()
