@@ -1831,3 +1831,25 @@ def test_cleanup_step_destroys_exactly_this_labels_instances(tmp_path: Path) -> 
     proc = run_step(step, tmp_path, env, steps={"check": {"outputs": {"venv": str(tmp_path / "none")}}},
                     inputs=inputs, github=gh)
     assert proc.returncode == 0 and "never installed" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_the_pre_rental_compile_with_the_real_warpforthc(tmp_path: Path) -> None:
+    """The action's compile step with a real warpforthc; and that binary names its libdevice by absolute path."""
+    import os
+    import sys
+
+    real = os.environ.get("WFBENCH_WARPFORTHC") or shutil.which("warpforthc")
+    if not real or not Path(real).is_file():
+        pytest.skip("no warpforthc (set WFBENCH_WARPFORTHC or put it on PATH)")
+    embedded = re.search(rb"(/[\x21-\x7e]*?/Bitcode/libdevice\.10)", Path(real).read_bytes())
+    assert embedded, "warpforthc no longer embeds the path of its libdevice bitcode: revisit docs/ci.md"
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "wfbench").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m wfbench_core "$@"\n')
+    (venv / "bin" / "wfbench").chmod(0o755)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "RUNNER_TEMP": str(tmp_path)}
+    steps = {"check": {"outputs": {"venv": str(venv), "warpforthc": str(Path(real).resolve())}}}
+    proc = run_step(action_step("Compile every selected case"), tmp_path, env, steps=steps,
+                    inputs={"priority": "P0", "gpu-arch": "sm_90"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert re.search(r"bundle .*wfbench-bundle-check: \d+ case\(s\)", proc.stdout), proc.stdout
