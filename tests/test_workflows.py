@@ -1207,11 +1207,11 @@ class StandInVast:
     def gpu_arch(self):
         return self.options.get("arch")
 
-    def execute(self, bundle, *, protocol, mode, case_ids, progress=None):
+    def execute(self, bundle, request, *, progress=None, out=None):
         recorded = load_result(os.environ["STAND_IN_RESULT"])
         cases = []
         for c in recorded.cases:
-            if c.id in case_ids:
+            if c.id in request.case_ids:
                 if c.id == os.environ.get("STAND_IN_FAIL"):
                     c = attrs.evolve(c, status=FAILED, timing=None,
                                      message="output mismatch: 3 of 1048576 elements differ (max abs err 0.5)")

@@ -91,8 +91,9 @@ class Transport(TypingProtocol):
     ) -> RunResult:
         """Execute the bundle on the transport's GPU and return the result.
 
-        With ``out``, leave the result there; when the execution breaks off, leave there what finished
-        (``complete=False``) before raising.
+        ``out`` is where the caller keeps the result: while the run is under way, or when it breaks off,
+        leave there what has finished (``complete=False``) if the transport can; the caller writes the
+        whole result there once this returns.
         """
 
     def close(self) -> None:

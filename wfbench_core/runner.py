@@ -12,7 +12,7 @@ from typing import Any, Callable, Optional
 
 from wfbench_core.bundle import BundleManifest, build_bundle
 from wfbench_core.request import RunRequest
-from wfbench_core.results import CompilerInfo, RunResult
+from wfbench_core.results import CompilerInfo, RunResult, write_result
 
 Progress = Callable[[str], None]
 
@@ -45,4 +45,7 @@ def run(request: RunRequest, registry: Any, transport: Any, *, progress: Progres
     with tempfile.TemporaryDirectory(prefix="wfbench-bundle-") as tmp:
         bundle = Path(tmp) / "bundle"
         build(request, registry, bundle, arch=arch, progress=progress, check_cuda=check_cuda)
-        return transport.execute(bundle, request.execute, progress=progress, out=out)  # type: ignore[no-any-return]
+        result: RunResult = transport.execute(bundle, request.execute, progress=progress, out=out)
+    if out is not None:  # the transport may have left partial results there; the whole result replaces them
+        write_result(result, out)
+    return result
