@@ -42,9 +42,9 @@ def main() -> None:
 
 def _register_commands() -> None:
     from wfbench_core.cli import build, cases, run
-    from wfbench_core.cli import history
+    from wfbench_core.cli import check, compare, dashboard, export, history
 
-    for module in (cases, build, run, history):
+    for module in (cases, build, run, history, check, compare, dashboard, export):
         for command in module.COMMANDS:
             main.add_command(command)
 
