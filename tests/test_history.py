@@ -355,6 +355,10 @@ def test_written_files_honour_the_umask(tmp_path: Path, umask: int) -> None:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).parent), str(Path(__file__).parents[1])]))
     out = subprocess.run([sys.executable, "-c", code, oct(umask)[2:], str(tmp_path)], capture_output=True,
                          text=True, env=env, check=True)
+    site = tmp_path / "site"
+    code = f"import os, sys; os.umask({umask}); from wfbench_core.cli import main; sys.exit(main())"
+    subprocess.run([sys.executable, "-c", code, "dashboard", "--history", str(tmp_path), "--out", str(site)],
+                   capture_output=True, text=True, env=env, check=True)
     want = 0o666 & ~umask
-    for path in (Path(out.stdout.strip()), tmp_path / INDEX_FILE, tmp_path / "page.html"):
+    for path in (Path(out.stdout.strip()), tmp_path / INDEX_FILE, tmp_path / "page.html", site / "index.html"):
         assert path.stat().st_mode & 0o777 == want, (path, oct(path.stat().st_mode))

@@ -221,6 +221,8 @@ def _compare_case(b: CaseResult, h: CaseResult, s: Settings, same_run: bool,
         def between(qty: str, ptx: bool) -> Between:
             v = stats.run_variation(values[qty], floor=s.run_floor, k=s.run_k,
                                     min_runs=s.run_min)
+            if history is None:
+                v = attrs.evolve(v, basis=f"{s.run_floor:.1%} floor (no history given)")
             return Between(v, same_ptx=ptx, other_board=board)
 
         same_wf = _same_ptx(b.compile_wf, h.compile_wf)
