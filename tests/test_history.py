@@ -362,3 +362,16 @@ def test_written_files_honour_the_umask(tmp_path: Path, umask: int) -> None:
     want = 0o666 & ~umask
     for path in (Path(out.stdout.strip()), tmp_path / INDEX_FILE, tmp_path / "page.html", site / "index.html"):
         assert path.stat().st_mode & 0o777 == want, (path, oct(path.stat().st_mode))
+
+
+def test_an_index_written_under_other_protocol_defaults_is_rebuilt(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Keys name the settings that differ from the defaults: if a wfbench release changes a default, the
+    stored keys are stale and the index must be derived again, never trusted."""
+    import wfbench_core.history as history
+
+    add_run(tmp_path, synth_run(0))
+    assert History.open(tmp_path).index_fresh
+    old = history.protocol_defaults()
+    monkeypatch.setattr(history, "protocol_defaults", lambda: old.replace('"samples":30', '"samples":40'))
+    h = History.open(tmp_path)
+    assert not h.index_fresh and len(h.series) == 2 and not h.problems

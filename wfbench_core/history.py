@@ -192,6 +192,14 @@ class Index:
     index_version: int
     runs: tuple[RunEntry, ...]
     series: tuple[Series, ...]
+    # the default protocol the keys were derived against: series keys name the settings that differ from it,
+    # so an index written under other defaults is rebuilt
+    protocol_defaults: str = ""
+
+
+def protocol_defaults() -> str:
+    """The default protocol's settings, as the index records them."""
+    return json.dumps(converter().unstructure(Protocol()), sort_keys=True, separators=(",", ":"))
 
 
 @attrs.frozen
@@ -453,7 +461,8 @@ class History:
             return None
         try:
             data = json.loads(path.read_text())
-            if not isinstance(data, dict) or data.get("index_version") != INDEX_VERSION:
+            if not isinstance(data, dict) or data.get("index_version") != INDEX_VERSION \
+                    or data.get("protocol_defaults") != protocol_defaults():
                 return None  # written by another wfbench version: derived data, so rebuild it
             return converter().structure(data, Index)  # type: ignore[no-any-return]
         except (OSError, ValueError, TypeError, KeyError, cattrs.BaseValidationError):
@@ -495,7 +504,7 @@ class History:
         runs = tuple(sorted(self.runs.values(), key=lambda e: (utc_sortable(e.created), e.file)))
         series = tuple(sorted(self.series.values(),
                               key=lambda s: (s.key.case_id, s.key.case_version, s.key.gpu_name, s.key.mode, s.id)))
-        return Index(index_version=INDEX_VERSION, runs=runs, series=series)
+        return Index(index_version=INDEX_VERSION, runs=runs, series=series, protocol_defaults=protocol_defaults())
 
     def newest_run(self) -> Optional[RunEntry]:
         if not self.runs:
