@@ -5,15 +5,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import attrs
 import numpy as np
 import pytest
 from click.testing import CliRunner
 
-import attrs
-
 from synth_runs import created_at, real_run, synth_run, with_case
 from wfbench_core import alerts
 from wfbench_core.cli import main
+from wfbench_core.errors import WfbenchError
 from wfbench_core.history import History, add_run
 from wfbench_core.results import ERROR, FAILED, load_result, write_result
 
@@ -227,6 +227,9 @@ def test_a_case_missing_from_the_newest_run_is_a_regression(tmp_path: Path) -> N
     # an incomplete run says so
     partial = alerts.check(History.open(tmp_path), attrs.evolve(short, complete=False, created=created_at(9)))
     assert any("incomplete run" in n for n in partial.notes)
+    # a run with no case at all cannot be checked
+    with pytest.raises(WfbenchError, match=r"^empty.json: the run has no cases"):
+        alerts.check(History.open(tmp_path), attrs.evolve(short, cases=()), run_name="empty.json")
     # another GPU's runs are another suite: nothing is missing there
     other = alerts.check(History.open(tmp_path), synth_run(8, gpu_name="NVIDIA H100 80GB HBM3"))
     assert not [f for f in other.findings if f.verdict == alerts.MISSING]

@@ -76,6 +76,7 @@ BAD_FILES = {
     "latin1": ('{"schema_version": 1, "label": "caf\xe9"}'.encode("latin-1"), r"not UTF-8 text: byte 0xe9"),
     "empty": (b"", r"empty file"),
     "truncated": (REAL_BYTES[:500], r"truncated JSON"),
+    "cut_in_a_string": (REAL_BYTES[:300], r"truncated JSON: it ends at line"),
     "garbage": (b"schema_version = 1\n", r"not valid JSON: Expecting value at line 1 column 1"),
     "hello": (b'{"hello": "world"}', r"no schema_version or cases; its keys: hello"),
     "array": (b"[1, 2, 3]", r"a JSON list, not an object"),

@@ -231,6 +231,8 @@ def check(history: History, result: Optional[RunResult] = None, *, run_name: str
         run_name, created = newest.file, newest.created
         keys = [s.key for s, _ in pairs]
     else:
+        if not result.cases:
+            raise WfbenchError(f"{run_name or 'result'}: the run has no cases; nothing to check (was it cut short?)")
         stored = _stored_as(history, result)
         name = stored or run_name or "result"
         pairs = []

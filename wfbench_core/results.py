@@ -313,8 +313,9 @@ def parse_result(data: str | bytes, where: str = "result") -> RunResult:
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
-        if exc.pos >= len(text.rstrip()):
-            why = f"truncated JSON: it ends at line {exc.lineno} before the document is complete"
+        if exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string"):
+            end = text.count("\n", 0, len(text.rstrip())) + 1
+            why = f"truncated JSON: it ends at line {end} before the document is complete"
         else:
             why = f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         raise _not_a_result(where, why) from None
