@@ -334,6 +334,10 @@ def test_a_non_default_protocol_starts_its_own_series(tmp_path: Path) -> None:
     # the canonical series keeps the name it had before the protocol joined the key (the id of this series in
     # the example history written by the previous wfbench)
     assert published.id == series_key(canonical, canonical.case("axpy_f64")).id == "1fb7671af8a6"
+    # the platform (what a headline may combine) tells the protocols apart; its last field is the compiler label
+    key = series_key(quick, quick.case("axpy_f64"))
+    assert key.platform != series_key(canonical, canonical.case("axpy_f64")).platform
+    assert attrs.evolve(key, compiler_label="base").platform[:-1] == key.platform[:-1]
 
 
 def test_the_timing_mode_is_in_the_key(tmp_path: Path) -> None:

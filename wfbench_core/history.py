@@ -95,9 +95,11 @@ class SeriesKey:
 
     @property
     def platform(self) -> tuple[str, ...]:
-        """The hardware, toolchain and protocol part of the key (what a suite-wide headline may combine)."""
+        """The hardware, toolchain and protocol part of the key (what a suite-wide headline may combine).
+
+        The compiler label comes last, so ``platform[:-1]`` is what the labels of one base/head run share."""
         return (self.gpu_name, self.compute_capability, self.cuda_compiler, self.cuda_compiler_version,
-                " ".join(self.cuda_flags), self.mode, self.compiler_label, self.protocol)
+                " ".join(self.cuda_flags), self.mode, self.protocol, self.compiler_label)
 
     @property
     def canonical(self) -> bool:
