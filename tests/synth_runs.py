@@ -3,6 +3,10 @@
 Every run is the real H200 result in ``fixtures/h200-run1.json`` changed with ``attrs.evolve``: the shapes,
 environment and hashes are real; only the samples (scaled, with known extra noise) and the fields a test is
 about are changed. Statistics are recomputed with the same functions the timer uses.
+
+Two kinds of change are told apart, as in real runs: ``wf_scale`` is a WarpForth compiler change (the
+WarpForth PTX hash changes with it), ``run_offset`` is what moves between runs of the same PTX (another
+process, buffer placement or board): the WarpForth samples move, the PTX stays byte-identical.
 """
 
 from __future__ import annotations
@@ -44,13 +48,26 @@ def _resample(samples: tuple[float, ...], scale: float, jitter: float, rng: np.r
     return x
 
 
+def ptx_of(case: CaseResult, wf_scale: float) -> CaseResult:
+    """The case as a WarpForth compiler that makes it ``wf_scale`` times slower would compile it."""
+    if wf_scale == 1.0 or case.compile_wf is None:
+        return case
+    digest = hashlib.sha256(f"{case.compile_wf.ptx_sha256} x{wf_scale!r}".encode()).hexdigest()
+    return attrs.evolve(case, compile_wf=attrs.evolve(case.compile_wf, ptx_sha256=digest))
+
+
 def evolve_case(case: CaseResult, *, wf_scale: float = 1.0, cuda_scale: float = 1.0, jitter: float = 0.0,
                 rng: Optional[np.random.Generator] = None, threshold: float = 0.03,
-                cuda_samples: Optional[tuple[float, ...]] = None, **changes: object) -> CaseResult:
-    """The case with its samples scaled (and optionally jittered); stats, gap and status recomputed."""
+                cuda_samples: Optional[tuple[float, ...]] = None, run_offset: float = 1.0,
+                **changes: object) -> CaseResult:
+    """The case with its samples scaled (and optionally jittered); stats, gap and status recomputed.
+
+    ``wf_scale`` changes the WarpForth PTX hash (a compiler change); ``run_offset`` moves the WarpForth samples
+    with the PTX unchanged (a between-run effect)."""
     assert case.timing is not None
     rng = rng or np.random.default_rng(0)
-    wf = summarize(_resample(case.timing.warpforth.samples_us, wf_scale, jitter, rng))
+    case = ptx_of(case, wf_scale)
+    wf = summarize(_resample(case.timing.warpforth.samples_us, wf_scale * run_offset, jitter, rng))
     cu = summarize(cuda_samples if cuda_samples is not None
                    else _resample(case.timing.cuda.samples_us, cuda_scale, jitter, rng))
     timing = attrs.evolve(case.timing, warpforth=wf, cuda=cu, gap=gap(wf, cu))
@@ -60,16 +77,17 @@ def evolve_case(case: CaseResult, *, wf_scale: float = 1.0, cuda_scale: float = 
 
 def synth_run(n: int, *, base: Optional[RunResult] = None, wf_scale: float | dict[str, float] = 1.0,
               cuda_scale: float = 1.0, jitter: float | dict[str, float] = 0.0005, seed: Optional[int] = None,
-              commit: bool = True, **env_changes: object) -> RunResult:
+              commit: bool = True, run_offset: float | dict[str, float] = 1.0, **env_changes: object) -> RunResult:
     """Run number ``n`` of a synthetic history: created 12 h after run n-1, with its own commit."""
     base = base or real_run()
     rng = np.random.default_rng(seed if seed is not None else 1000 + n)
     cases = []
     for c in base.cases:
         ws = wf_scale.get(c.id, 1.0) if isinstance(wf_scale, dict) else wf_scale
+        ro = run_offset.get(c.id, 1.0) if isinstance(run_offset, dict) else run_offset
         jit = jitter.get(c.id, 0.0005) if isinstance(jitter, dict) else jitter
         cases.append(evolve_case(c, wf_scale=ws, cuda_scale=cuda_scale, jitter=jit, rng=rng,
-                                 threshold=base.protocol.unstable_noise))
+                                 threshold=base.protocol.unstable_noise, run_offset=ro))
     source = Source(git_commit=commit_of(n), git_repo=REPO, ci_run_id=str(7000 + n),
                     ci_run_url=f"{REPO}/actions/runs/{7000 + n}") if commit else base.source
     run = attrs.evolve(base, created=created_at(n), cases=tuple(cases), source=source)

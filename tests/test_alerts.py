@@ -5,15 +5,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import attrs
 import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from synth_runs import real_run, synth_run
+from synth_runs import created_at, real_run, synth_run, with_case
 from wfbench_core import alerts
 from wfbench_core.cli import main
+from wfbench_core.errors import WfbenchError
 from wfbench_core.history import History, add_run
-from wfbench_core.results import write_result
+from wfbench_core.results import ERROR, FAILED, load_result, write_result
 
 
 def build(root: Path, n: int, run_noise: float, seed: int = 7, **kw) -> list:  # type: ignore[no-untyped-def]
@@ -176,3 +178,112 @@ def test_cli_exit_codes_and_formats(tmp_path: Path) -> None:
 
     empty = runner.invoke(main, ["check", "--history", str(tmp_path / "none")])
     assert empty.exit_code == 2 and "no such history directory" in empty.stderr
+
+
+# --------------------------------------------------------------------------------------------------------
+# correctness first: failed, error and missing cases
+
+
+def test_a_failed_p0_case_is_a_correctness_regression_named_with_its_message(tmp_path: Path) -> None:
+    hist = tmp_path / "h"
+    build(hist, 6, run_noise=0.002)
+    bad = tmp_path / "r.json"
+    write_result(with_case(synth_run(6), "axpy_f64", status=FAILED, timing=None,
+                           message="Y: 3 of 4096 elements differ (max abs err 2.0)"), bad)
+    runner = CliRunner()
+    res = runner.invoke(main, ["check", str(bad), "--history", str(hist)])
+    assert res.exit_code == 1, res.output
+    row = next(line for line in res.stdout.splitlines() if line.startswith("axpy_f64"))
+    assert "FAILED" in row
+    assert "axpy_f64: FAILED: Y: 3 of 4096 elements differ (max abs err 2.0)" in res.stdout
+    assert finding(alerts.check(History.open(hist), load_result(bad)), "scale_i64").verdict == alerts.STEADY
+    md = runner.invoke(main, ["check", str(bad), "--history", str(hist), "--markdown"]).stdout
+    assert "**FAILED**" in md and "Y: 3 of 4096 elements differ" in md
+    # and it never becomes history
+    add = runner.invoke(main, ["history", "add", str(bad), "--history", str(hist)])
+    assert add.exit_code == 2 and "axpy_f64 FAILED" in add.stderr
+
+
+def test_an_error_case_with_no_history_yet_is_still_a_regression(tmp_path: Path) -> None:
+    report = alerts.check(History.open(tmp_path, must_exist=False),
+                          with_case(synth_run(0), "scale_i64", status=ERROR, timing=None, message="ptxas: exit 255"))
+    f = finding(report, "scale_i64")
+    assert f.verdict == alerts.FAILED_CASE and "ERROR: ptxas: exit 255" in f.message
+    assert report.exit_code == alerts.EXIT_REGRESSION
+
+
+def test_a_case_missing_from_the_newest_run_is_a_regression(tmp_path: Path) -> None:
+    build(tmp_path, 6, run_noise=0.002)
+    short = synth_run(6)
+    short = attrs.evolve(short, cases=tuple(c for c in short.cases if c.id != "scale_i64"))
+    report = alerts.check(History.open(tmp_path), short, run_name="short.json")
+    f = finding(report, "scale_i64")
+    assert f.verdict == alerts.MISSING and report.exit_code == alerts.EXIT_REGRESSION
+    assert "absent from this one" in f.message
+    # stored (an older wfbench stored runs minus their failed cases): the newest run is checked the same way
+    add_run(tmp_path, short)
+    stored = alerts.check(History.open(tmp_path))
+    assert finding(stored, "scale_i64").verdict == alerts.MISSING and stored.exit_code == alerts.EXIT_REGRESSION
+    # an incomplete run says so
+    partial = alerts.check(History.open(tmp_path), attrs.evolve(short, complete=False, created=created_at(9)))
+    assert any("incomplete run" in n for n in partial.notes)
+    # a run with no case at all cannot be checked
+    with pytest.raises(WfbenchError, match=r"^empty.json: the run has no cases"):
+        alerts.check(History.open(tmp_path), attrs.evolve(short, cases=()), run_name="empty.json")
+    # another GPU's runs are another suite: nothing is missing there
+    other = alerts.check(History.open(tmp_path), synth_run(8, gpu_name="NVIDIA H100 80GB HBM3"))
+    assert not [f for f in other.findings if f.verdict == alerts.MISSING]
+
+
+# --------------------------------------------------------------------------------------------------------
+# between-run effects are not attributed to the compiler
+
+
+def test_a_gap_move_with_identical_ptx_is_drift_not_regression(tmp_path: Path) -> None:
+    for i in range(6):
+        add_run(tmp_path, synth_run(i, run_offset=1.0 + 0.002 * (i % 3)))  # same PTX, small run offsets
+    report = alerts.check(History.open(tmp_path), synth_run(6, run_offset={"axpy_f64": 1.10}))
+    f = finding(report, "axpy_f64")
+    assert f.gap.up and f.verdict == alerts.DRIFT and "byte-identical" in f.message
+    assert report.exit_code == alerts.EXIT_DRIFT
+    compiled = alerts.check(History.open(tmp_path), synth_run(6, wf_scale={"axpy_f64": 1.10}))
+    assert finding(compiled, "axpy_f64").verdict == alerts.REGRESSION
+
+
+def test_a_gap_move_on_a_board_the_series_has_not_seen_is_not_attributed(tmp_path: Path) -> None:
+    build(tmp_path, 6, run_noise=0.002)
+    moved = synth_run(6, wf_scale={"axpy_f64": 1.10}, gpu_uuid="GPU-another-board")
+    report = alerts.check(History.open(tmp_path), moved)
+    f = finding(report, "axpy_f64")
+    assert f.verdict == alerts.BOARD and "GPU-another-board" in f.message
+    assert report.exit_code == alerts.EXIT_DRIFT
+    assert finding(report, "scale_i64").verdict == alerts.STEADY, "a board that moves nothing is simply ok"
+    # once the series has points from several boards, their spread is in the threshold and a move is judged
+    for i, board in enumerate(("GPU-b", "GPU-c")):
+        add_run(tmp_path, synth_run(7 + i, gpu_uuid=board))
+    again = alerts.check(History.open(tmp_path), synth_run(9, wf_scale={"axpy_f64": 1.10}, gpu_uuid="GPU-b"))
+    assert finding(again, "axpy_f64").verdict == alerts.REGRESSION
+
+
+def test_the_stored_same_ptx_runs_never_alert_against_each_other(tmp_path: Path) -> None:
+    """Each stored H200 paired run checked against a history of all the others (alerts allowed from the first
+    point, on any change above 0.1 %): byte-identical PTX everywhere, so no case may be a regression or an
+    improvement."""
+    from wfbench_core.compare import labels_of
+
+    paths = sorted((Path(__file__).parents[1] / "examples" / "history" / "runs").rglob("*.json"))
+    paths += sorted((Path(__file__).parent / "fixtures").glob("h200-*.json"))
+    runs = [load_result(p) for p in paths]
+    runs = [r for r in runs if r.mode == "paired" and not labels_of(r)]
+    rules = alerts.Rules(min_points=1, min_change=0.001)  # every move of the real data is above this floor
+    verdicts = set()
+    for i, run in enumerate(runs):
+        root = tmp_path / str(i)
+        for other in runs[:i] + runs[i + 1:]:
+            if other.created != run.created:
+                add_run(root, other)
+        report = alerts.check(History.open(root), run, run_name=f"run{i}", rules=rules)
+        verdicts |= {f.verdict for f in report.findings}
+        assert not [f for f in report.findings if f.verdict in (alerts.REGRESSION, alerts.IMPROVEMENT)], \
+            [(f.case_id, f.verdict, f.message) for f in report.findings]
+    assert alerts.DRIFT in verdicts, "the real moves (reduce_sum_f64 across boards) are there, as drift"

@@ -63,7 +63,9 @@ def test_two_runs_gap_worse_cuda_unchanged() -> None:
     assert axpy.cuda.verdict in (compare.NO_CHANGE, compare.NEGLIGIBLE)
     assert scale.gap.verdict in (compare.NO_CHANGE, compare.NEGLIGIBLE)
     assert [c.case_id for c in cmp.regressions] == ["axpy_f64"]
-    assert not cmp.notes
+    assert axpy.gap.threshold == compare.Settings().run_floor and "floor" in axpy.variation
+    (note,) = cmp.notes  # same board: only the note that no history gave the between-run variation
+    assert note.startswith("no history given")
 
 
 def test_only_the_same_fingerprint_is_compared() -> None:
@@ -152,3 +154,119 @@ def test_cli_table_markdown_json_and_exit_codes(tmp_path: Path) -> None:
 
     bad = runner.invoke(main, ["compare", str(base)])
     assert bad.exit_code == 2 and "not a base/head run" in bad.stderr and "Traceback" not in bad.output
+
+
+# --------------------------------------------------------------------------------------------------------
+# between two runs: run-to-run variation, boards, identical PTX
+
+
+def test_a_run_offset_within_the_floor_is_no_verdict_however_tight_the_samples() -> None:
+    """Two runs of the same PTX whose gaps differ by 0.6 % (what fresh processes on one H200 showed for
+    reduce_sum_f64): the samples call it significant, the between-run floor does not."""
+    base = synth_run(0, jitter=0.0005)
+    head = synth_run(1, jitter=0.0005, run_offset={"axpy_f64": 1.006})
+    sharp = compare.Settings(min_effect=0.001)  # a 0.6 % change is not "negligible" to this user
+    cmp = compare.compare_runs(base, head, settings=sharp)
+    axpy = {c.case_id: c for c in cmp.cases}["axpy_f64"]
+    assert axpy.gap.significant and axpy.gap.ratio == pytest.approx(1.006, abs=0.001)
+    assert axpy.gap.verdict == compare.WITHIN_RUNS and not cmp.regressions
+    assert {c.case_id: c for c in compare.compare_runs(base, head).cases}["axpy_f64"].gap.verdict \
+        == compare.NEGLIGIBLE
+
+
+def test_identical_ptx_beyond_the_floor_is_not_the_compiler() -> None:
+    base = synth_run(0, jitter=0.0005)
+    head = synth_run(1, jitter=0.0005, run_offset={"axpy_f64": 1.04})  # 4 %, PTX byte-identical
+    axpy = {c.case_id: c for c in compare.compare_runs(base, head).cases}["axpy_f64"]
+    assert axpy.gap.verdict == compare.SAME_PTX and axpy.warpforth.verdict == compare.SAME_PTX
+    changed = synth_run(1, jitter=0.0005, wf_scale={"axpy_f64": 1.04})  # the same 4 % from a compiler change
+    assert {c.case_id: c for c in compare.compare_runs(base, changed).cases}["axpy_f64"].gap.verdict == compare.WORSE
+
+
+def test_another_board_is_reported_and_not_attributed() -> None:
+    base = synth_run(0, jitter=0.0005)
+    head = synth_run(1, jitter=0.0005, wf_scale={"axpy_f64": 1.04}, gpu_uuid="GPU-another-board")
+    cmp = compare.compare_runs(base, head)
+    axpy = {c.case_id: c for c in cmp.cases}["axpy_f64"]
+    assert axpy.gap.verdict == compare.OTHER_BOARD and not cmp.regressions
+    assert any(n.startswith("different boards of one GPU model") and "GPU-another-board" in n for n in cmp.notes)
+    other_gpu = compare.compare_runs(base, synth_run(1, wf_scale=1.2, gpu_name="NVIDIA H100 80GB HBM3",
+                                                     gpu_uuid="GPU-h100"))
+    assert not other_gpu.regressions
+    assert {c.gap.verdict for c in other_gpu.cases} <= {compare.OTHER_BOARD, compare.NO_CHANGE}
+
+
+def test_the_history_sets_the_between_run_threshold(tmp_path: Path) -> None:
+    """Run-level offsets of known spread: the threshold follows the series' own spread once it has enough
+    stable runs, and a change of twice that spread is not called worse while one of six times is."""
+    from wfbench_core.history import History, add_run
+    from wfbench_core.stats import MIN_RUNS, RUN_K, relative_mad
+
+    rng = np.random.default_rng(3)
+    offsets = [float(1.0 + rng.normal(0.0, 0.01)) for _ in range(12)]  # 1 % sd between runs
+    runs = [synth_run(i, jitter=0.0005, run_offset=o) for i, o in enumerate(offsets)]
+    for r in runs:
+        add_run(tmp_path, r)
+    h = History.open(tmp_path)
+    gaps = [r.case("axpy_f64").timing.gap for r in runs[:-2]]
+    base, head = runs[-2], runs[-1]
+    axpy = {c.case_id: c for c in compare.compare_runs(base, head, history=h).cases}["axpy_f64"]
+    spread = relative_mad(gaps)
+    assert axpy.gap.threshold == pytest.approx(max(0.01, RUN_K * spread), rel=1e-9)
+    assert axpy.variation.startswith(f"{RUN_K:g} x the run-to-run MAD") and "10 runs" in axpy.variation
+    assert axpy.gap.verdict != compare.WORSE and axpy.gap.verdict != compare.BETTER
+
+    worse2 = synth_run(20, jitter=0.0005, wf_scale={"axpy_f64": 1.0 + 2 * spread})
+    worse6 = synth_run(21, jitter=0.0005, wf_scale={"axpy_f64": 1.0 + 6 * spread})
+    # against the median run so the offset of the base itself does not add to the change
+    mid = synth_run(22, jitter=0.0005)
+    v2 = {c.case_id: c for c in compare.compare_runs(mid, worse2, history=h).cases}["axpy_f64"].gap.verdict
+    v6 = {c.case_id: c for c in compare.compare_runs(mid, worse6, history=h).cases}["axpy_f64"].gap.verdict
+    assert v2 == compare.WITHIN_RUNS and v6 == compare.WORSE
+    # fewer stable runs than MIN_RUNS: the floor stands in
+    small = History.open(tmp_path)
+    small.series = {k: attrs.evolve(s, points=s.points[:MIN_RUNS - 1]) for k, s in small.series.items()}
+    few = {c.case_id: c for c in compare.compare_runs(base, head, history=small).cases}["axpy_f64"]
+    assert few.gap.threshold == 0.01 and "floor" in few.variation
+
+
+EXAMPLE_RUNS = sorted((Path(__file__).parents[1] / "examples" / "history" / "runs").rglob("*.json"))
+FIXTURE_RUNS = sorted((Path(__file__).parent / "fixtures").glob("h200-*.json"))
+
+
+def _plain_paired() -> dict[str, object]:
+    from wfbench_core.results import load_result
+
+    runs = {p.name: load_result(p) for p in EXAMPLE_RUNS + FIXTURE_RUNS}
+    return {name: r for name, r in runs.items() if r.mode == "paired" and not compare.labels_of(r)}
+
+
+def test_the_stored_same_ptx_runs_give_no_verdict_for_any_case() -> None:
+    """Every stored H200 run holds byte-identical WarpForth PTX per case (checked here through the compile
+    records); between any two of them, on one board or on two, no case may be called better or worse."""
+    runs = _plain_paired()
+    assert len(runs) >= 5
+    ptx: dict[str, set[str]] = {}
+    for r in runs.values():
+        for c in r.cases:
+            ptx.setdefault(c.id, set()).add(c.compile_wf.ptx_sha256)
+    assert all(len(v) == 1 for v in ptx.values()), "the stored runs are same-PTX runs"
+    boards = {r.environment.gpu_uuid for r in runs.values()}
+    assert len(boards) >= 3
+    names = sorted(runs)
+    seen_moves = 0
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            for strip in (False, True):
+                ra, rb = runs[a], runs[b]
+                if strip:  # without the PTX hashes only the statistics decide
+                    ra, rb = (attrs.evolve(r, cases=tuple(attrs.evolve(c, compile_wf=None) for c in r.cases))
+                              for r in (ra, rb))
+                cmp = compare.compare_runs(ra, rb, base_name=a, head_name=b)
+                for c in cmp.cases:
+                    if not c.compared:
+                        continue
+                    assert c.gap.verdict not in (compare.WORSE, compare.BETTER), (a, b, strip, c.case_id, c.gap)
+                    seen_moves += c.gap.significant
+                assert not cmp.regressions
+    assert seen_moves > 0, "the samples alone do call some of these changes significant"

@@ -14,7 +14,8 @@ from synth_runs import REAL_AA, REAL_RUN, real_run, synth_run, with_case
 from wfbench_core.cli import main
 from wfbench_core.errors import WfbenchError
 from wfbench_core.export import github_action_benchmark
-from wfbench_core.results import FAILED, load_result
+from wfbench_core.results import ERROR, FAILED, load_result
+from wfbench_core.stats import case_set_id
 
 
 def assert_action_fields(entries: object) -> None:
@@ -47,7 +48,9 @@ def test_real_run_exports_three_metrics_per_case_and_the_suite_geomean() -> None
     assert_action_fields(entries)
     by_name = {e["name"]: e for e in entries}
     expected = {f"{c.id}/v{c.version}/{m}" for c in run.cases for m in ("warpforth", "cuda", "gap")}
-    assert set(by_name) == expected | {f"suite/v{run.suite_version}/geomean-gap/P0"}
+    set_id = case_set_id((c.id, c.version) for c in run.cases if c.priority == "P0")
+    suite_name = f"suite/v{run.suite_version}/geomean-gap/P0/set-{set_id}"
+    assert set(by_name) == expected | {suite_name}
     for c in run.cases:
         stem = f"{c.id}/v{c.version}"
         assert by_name[f"{stem}/warpforth"]["value"] == c.timing.warpforth.median_us
@@ -59,26 +62,51 @@ def test_real_run_exports_three_metrics_per_case_and_the_suite_geomean() -> None
         assert "NVIDIA H200" in extra and c.cuda_source_sha256[:16] in extra and c.fingerprint[:16] in extra
         assert run.cuda_compiler.version in extra
     gaps = [c.timing.gap for c in run.cases if c.priority == "P0"]
-    suite = by_name[f"suite/v{run.suite_version}/geomean-gap/P0"]
+    suite = by_name[suite_name]
     assert suite["value"] == pytest.approx(math.exp(sum(math.log(g) for g in gaps) / len(gaps)), rel=1e-12)
     assert suite["unit"] == "x CUDA"
+    assert f"case set {set_id} (2 P0, all stable): axpy_f64/v1, scale_i64/v1" in suite["extra"]
 
 
-def test_only_stable_correct_cases_are_exported() -> None:
+def test_only_stable_correct_cases_are_exported_and_the_geomean_only_over_the_whole_set() -> None:
     run = synth_run(0, jitter={"scale_i64": 0.08})
     assert run.case("scale_i64").status == "unstable"
     names = {e["name"] for e in github_action_benchmark(run)}
     assert not any(n.startswith("scale_i64/") for n in names)
-    suite = next(e for e in github_action_benchmark(run) if e["name"].startswith("suite/"))
-    assert suite["value"] == pytest.approx(run.case("axpy_f64").timing.gap, rel=1e-12)
-    assert "1 stable P0" in suite["extra"]
+    assert not any(n.startswith("suite/") for n in names), "one P0 case unstable: no geomean at all"
 
-    failed = with_case(synth_run(1), "axpy_f64", status=FAILED, timing=None)
-    assert not any(e["name"].startswith("axpy_f64/") for e in github_action_benchmark(failed))
+
+@pytest.mark.parametrize("status", [FAILED, ERROR])
+def test_a_failed_p0_case_is_never_published_as_a_smaller_geomean(status: str) -> None:
+    """The failure that issue showed: one P0 case FAILED, and the geomean over the rest published under the
+    old name as an improvement. Now the run is not exported at all, and no subset ever takes the set's name."""
+    full = github_action_benchmark(synth_run(0))
+    (full_suite,) = [e["name"] for e in full if e["name"].startswith("suite/")]
+    failed = with_case(synth_run(1), "axpy_f64", status=status, timing=None, message="Y: 3 of 4096 differ")
+    with pytest.raises(WfbenchError, match=rf"^r.json: 1 case did not pass \(axpy_f64 {status.upper()}: Y: 3 of "
+                                           rf"4096 differ\); a failed run is never published; nothing exported$"):
+        github_action_benchmark(failed, where="r.json")
+    # the cases that are left, as a run of their own (``--case scale_i64``), are another series
+    subset = attrs.evolve(synth_run(1), cases=synth_run(1).cases[1:])
+    (subset_suite,) = [e["name"] for e in github_action_benchmark(subset) if e["name"].startswith("suite/")]
+    assert subset_suite != full_suite and subset_suite.startswith("suite/v1/geomean-gap/P0/set-")
+    # an incomplete run publishes nothing either
+    with pytest.raises(WfbenchError, match="incomplete run"):
+        github_action_benchmark(attrs.evolve(synth_run(2), complete=False))
+
+
+def test_a_non_default_protocol_never_takes_the_canonical_names() -> None:
+    canonical = {e["name"] for e in github_action_benchmark(synth_run(0))}
+    quick = synth_run(1)
+    quick = attrs.evolve(quick, protocol=attrs.evolve(quick.protocol, samples=5))
+    names = {e["name"] for e in github_action_benchmark(quick)}
+    assert not names & canonical
+    assert all(n.endswith("@samples=5") for n in names) and "axpy_f64/v1/gap@samples=5" in names
 
 
 def test_nothing_stable_is_an_error() -> None:
     run = synth_run(0, jitter=0.08)
+    assert {c.status for c in run.cases} == {"unstable"}
     with pytest.raises(WfbenchError, match="no stable, correct case"):
         github_action_benchmark(run, where="r.json")
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import attrs
@@ -15,8 +18,9 @@ from synth_runs import REAL_AA, REAL_RUN, created_at, real_run, synth_run, with_
 from wfbench_core.cli import main
 from wfbench_core.errors import WfbenchError
 from wfbench_core.history import (
-    INDEX_FILE, RUNS_DIR, History, _create_exclusive, add_run, reindex, series_key,
+    INDEX_FILE, INDEX_VERSION, RUNS_DIR, History, add_run, protocol_tag, reindex, series_key,
 )
+from wfbench_core.fsutil import create_exclusive
 from wfbench_core.results import ERROR, FAILED, UNSTABLE, dumps, load_result, write_result
 
 
@@ -27,7 +31,7 @@ def run_files(root: Path) -> list[Path]:
 def test_real_run_makes_one_series_per_case(tmp_path: Path) -> None:
     run = real_run()
     out = add_run(tmp_path, run)
-    assert out.added and out.path.is_file() and not out.dropped
+    assert out.added and out.path.is_file()
     assert [new for _, _, new in out.series] == [True] * len(run.cases)
     h = History.open(tmp_path)
     assert h.index_fresh and not h.problems
@@ -40,7 +44,7 @@ def test_real_run_makes_one_series_per_case(tmp_path: Path) -> None:
         assert p.gap_lo <= p.gap <= p.gap_hi
     # the stored file is the run itself, readable with the ordinary loader
     assert load_result(out.path) == run
-    assert json.loads((tmp_path / INDEX_FILE).read_text())["index_version"] == 1
+    assert json.loads((tmp_path / INDEX_FILE).read_text())["index_version"] == INDEX_VERSION
 
 
 def test_the_same_run_twice_is_a_no_op(tmp_path: Path) -> None:
@@ -104,21 +108,30 @@ def test_warpforthc_version_is_not_in_the_key(tmp_path: Path) -> None:
         assert [p.warpforthc_version for p in s.points] == ["build-c7161f232a09", "build-000000000001"]
 
 
-def test_failed_and_error_cases_are_never_stored(tmp_path: Path) -> None:
-    run = with_case(synth_run(0), "scale_i64", status=FAILED, timing=None, message="mismatch in Y")
-    out = add_run(tmp_path, run)
-    assert out.dropped == ("scale_i64",)
-    stored = load_result(out.path)
-    assert [c.id for c in stored.cases] == ["axpy_f64"]
-    assert {s.key.case_id for s in History.open(tmp_path).series.values()} == {"axpy_f64"}
+@pytest.mark.parametrize("status", [FAILED, ERROR])
+def test_a_run_with_a_failed_or_error_case_is_refused_whole(tmp_path: Path, status: str) -> None:
+    add_run(tmp_path, synth_run(0))
+    before = run_files(tmp_path)
+    index_before = (tmp_path / INDEX_FILE).read_bytes()
+    run = with_case(synth_run(1), "scale_i64", status=status, timing=None, message="mismatch in Y")
+    with pytest.raises(WfbenchError, match=rf"^r1.json: 1 case did not pass \(scale_i64 {status.upper()}: "
+                                           rf"mismatch in Y\); a failed run is never stored$"):
+        add_run(tmp_path, run, where="r1.json")
+    assert run_files(tmp_path) == before and (tmp_path / INDEX_FILE).read_bytes() == index_before
+    assert all(len(s.points) == 1 for s in History.open(tmp_path).series.values())
 
 
-def test_a_run_with_nothing_correct_is_refused_and_nothing_written(tmp_path: Path) -> None:
-    run = synth_run(0)
-    run = attrs.evolve(run, cases=tuple(attrs.evolve(c, status=ERROR, timing=None) for c in run.cases))
-    with pytest.raises(WfbenchError, match="no correct, timed case"):
-        add_run(tmp_path / "h", run, where="bad.json")
+def test_an_incomplete_run_is_refused_unless_asked_for(tmp_path: Path) -> None:
+    run = attrs.evolve(synth_run(0), complete=False)
+    with pytest.raises(WfbenchError, match="incomplete run"):
+        add_run(tmp_path / "h", run, where="partial.json")
     assert not (tmp_path / "h" / RUNS_DIR).exists()
+    out = add_run(tmp_path / "h", run, allow_incomplete=True)
+    assert out.added and load_result(out.path).complete is False
+    # a failed case is refused even then
+    failed = attrs.evolve(with_case(synth_run(1), "axpy_f64", status=FAILED, timing=None), complete=False)
+    with pytest.raises(WfbenchError, match="axpy_f64 FAILED"):
+        add_run(tmp_path / "h", failed, allow_incomplete=True)
 
 
 def test_unstable_cases_are_stored_and_marked(tmp_path: Path) -> None:
@@ -141,8 +154,8 @@ def test_points_are_ordered_by_time_whatever_the_order_of_adding(tmp_path: Path)
 
 def test_existing_files_are_never_replaced(tmp_path: Path) -> None:
     target = tmp_path / "runs" / "x.json"
-    assert _create_exclusive(target, b"first")
-    assert not _create_exclusive(target, b"second")
+    assert create_exclusive(target, b"first")
+    assert not create_exclusive(target, b"second")
     assert target.read_bytes() == b"first"
     assert [p.name for p in target.parent.iterdir()] == ["x.json"], "no temporary file left behind"
 
@@ -197,8 +210,9 @@ def test_corrupt_and_foreign_files_are_reported_and_the_rest_stays_usable(tmp_pa
     h = History.open(tmp_path)
     reported = {Path(p.path).name: p.message for p in h.problems}
     assert set(reported) == {truncated.name, foreign_json.name, stray.name}
-    assert "not valid JSON" in reported[truncated.name]
-    assert "not a wfbench RunResult" in reported[foreign_json.name] or "schema_version" in reported[foreign_json.name]
+    assert reported[truncated.name].startswith("not a wfbench result (truncated JSON")
+    assert reported[foreign_json.name] == "not a wfbench result (no schema_version or cases; its keys: benchmarks); " \
+                                          "skipped"
     assert "not a wfbench run file" in reported[stray.name]
     assert sorted(len(s.points) for s in h.series.values()) == [3, 3]
 
@@ -281,3 +295,87 @@ def test_cli_add_list_and_bad_input(tmp_path: Path) -> None:
 def test_stored_bytes_match_the_converter(tmp_path: Path) -> None:
     out = add_run(tmp_path, real_run())
     assert out.path.read_text() == dumps(real_run())
+
+
+def test_cli_add_refuses_a_failed_run_and_writes_nothing(tmp_path: Path) -> None:
+    hist = tmp_path / "h"
+    good, bad = tmp_path / "good.json", tmp_path / "bad.json"
+    write_result(synth_run(0), good)
+    write_result(with_case(synth_run(1), "axpy_f64", status=FAILED, timing=None,
+                           message="Y: 3 of 4096 elements differ"), bad)
+    res = CliRunner().invoke(main, ["history", "add", str(good), str(bad), "--history", str(hist)])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    (line,) = res.stderr.strip().splitlines()
+    assert str(bad) in line and "axpy_f64 FAILED: Y: 3 of 4096 elements differ" in line and "nothing written" in line
+    assert not hist.exists()
+
+    partial = tmp_path / "partial.json"
+    write_result(attrs.evolve(synth_run(2), complete=False), partial)
+    res = CliRunner().invoke(main, ["history", "add", str(partial), "--history", str(hist)])
+    assert res.exit_code == 2 and "incomplete run" in res.stderr and not hist.exists()
+    res = CliRunner().invoke(main, ["history", "add", str(partial), "--history", str(hist), "--allow-incomplete"])
+    assert res.exit_code == 0, res.output
+    assert len(run_files(hist)) == 1
+
+
+def test_a_non_default_protocol_starts_its_own_series(tmp_path: Path) -> None:
+    canonical = synth_run(0)
+    quick = attrs.evolve(synth_run(1), protocol=attrs.evolve(canonical.protocol, samples=5))
+    budget = attrs.evolve(synth_run(2), protocol=attrs.evolve(canonical.protocol, suite_budget_s=30.0))
+    assert protocol_tag(canonical.protocol) == "" and protocol_tag(quick.protocol) == "samples=5"
+    assert protocol_tag(budget.protocol) == "", "a budget only refuses cases; it changes no measurement"
+    for run in (canonical, quick, budget):
+        add_run(tmp_path, run)
+    h = History.open(tmp_path)
+    axpy = [s for s in h.series.values() if s.key.case_id == "axpy_f64"]
+    assert sorted((s.key.protocol, len(s.points)) for s in axpy) == [("", 2), ("samples=5", 1)]
+    (published,) = [s for s in axpy if s.key.canonical]
+    assert quick.created not in {p.created for p in published.points}
+    # the canonical series keeps the name it had before the protocol joined the key (the id of this series in
+    # the example history written by the previous wfbench)
+    assert published.id == series_key(canonical, canonical.case("axpy_f64")).id == "1fb7671af8a6"
+    # the platform (what a headline may combine) tells the protocols apart; its last field is the compiler label
+    key = series_key(quick, quick.case("axpy_f64"))
+    assert key.platform != series_key(canonical, canonical.case("axpy_f64")).platform
+    assert attrs.evolve(key, compiler_label="base").platform[:-1] == key.platform[:-1]
+
+
+def test_the_timing_mode_is_in_the_key(tmp_path: Path) -> None:
+    run = synth_run(0)
+    graph = attrs.evolve(synth_run(1), mode="graph")  # a run-level timing mode: its cases keep "paired"
+    a, b = (series_key(r, r.case("axpy_f64")) for r in (run, graph))
+    assert a.mode == "paired" and b.mode == "paired+graph" and a.id != b.id
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_written_files_honour_the_umask(tmp_path: Path, umask: int) -> None:
+    code = (
+        "import os, sys; os.umask(int(sys.argv[1], 8));"
+        "from pathlib import Path; from synth_runs import synth_run;"
+        "from wfbench_core.history import add_run; from wfbench_core.fsutil import atomic_write;"
+        "out = add_run(sys.argv[2], synth_run(0)); atomic_write(Path(sys.argv[2]) / 'page.html', 'x');"
+        "print(out.path)"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).parent), str(Path(__file__).parents[1])]))
+    out = subprocess.run([sys.executable, "-c", code, oct(umask)[2:], str(tmp_path)], capture_output=True,
+                         text=True, env=env, check=True)
+    site = tmp_path / "site"
+    code = f"import os, sys; os.umask({umask}); from wfbench_core.cli import main; sys.exit(main())"
+    subprocess.run([sys.executable, "-c", code, "dashboard", "--history", str(tmp_path), "--out", str(site)],
+                   capture_output=True, text=True, env=env, check=True)
+    want = 0o666 & ~umask
+    for path in (Path(out.stdout.strip()), tmp_path / INDEX_FILE, tmp_path / "page.html", site / "index.html"):
+        assert path.stat().st_mode & 0o777 == want, (path, oct(path.stat().st_mode))
+
+
+def test_an_index_written_under_other_protocol_defaults_is_rebuilt(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Keys name the settings that differ from the defaults: if a wfbench release changes a default, the
+    stored keys are stale and the index must be derived again, never trusted."""
+    import wfbench_core.history as history
+
+    add_run(tmp_path, synth_run(0))
+    assert History.open(tmp_path).index_fresh
+    old = history.protocol_defaults()
+    monkeypatch.setattr(history, "protocol_defaults", lambda: old.replace('"samples":30', '"samples":40'))
+    h = History.open(tmp_path)
+    assert not h.index_fresh and len(h.series) == 2 and not h.problems

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import attrs
@@ -50,27 +53,114 @@ def test_real_run_carries_paired_samples_and_metadata() -> None:
         assert all(c.passed for c in case.checks)
 
 
-def test_unknown_keys_are_refused() -> None:
-    data = json.loads((FIXTURES / "h200-run1.json").read_text())
-    data["surprise"] = 1
-    with pytest.raises(WfbenchError, match=r"^x.json: not a wfbench RunResult"):
-        loads(json.dumps(data), where="x.json")
+def _real() -> dict:  # type: ignore[type-arg]
+    return json.loads((FIXTURES / "h200-run1.json").read_text())
 
 
-def test_other_schema_versions_are_refused() -> None:
-    data = json.loads((FIXTURES / "h200-run1.json").read_text())
-    data["schema_version"] = 99
-    with pytest.raises(WfbenchError, match="schema_version 99 is not 1"):
-        loads(json.dumps(data))
+def _with(**changes: object) -> bytes:
+    data = _real()
+    data.update(changes)
+    return json.dumps(data).encode()
 
 
-def test_truncated_file_is_one_clear_error(tmp_path: Path) -> None:
-    p = tmp_path / "cut.json"
-    p.write_text((FIXTURES / "h200-run1.json").read_text()[:500])
-    with pytest.raises(WfbenchError, match=r"cut.json: not valid JSON .*is the file complete"):
-        load_result(p)
+def _case_with(**changes: object) -> bytes:
+    data = _real()
+    data["cases"][0].update(changes)
+    return json.dumps(data).encode()
+
+
+REAL_BYTES = (FIXTURES / "h200-run1.json").read_bytes()
+# every kind of file that is not a wfbench result, and the reason the one loader must give for it
+BAD_FILES = {
+    "binary": (bytes(range(256)) * 4, r"binary data, not JSON text"),
+    "latin1": ('{"schema_version": 1, "label": "caf\xe9"}'.encode("latin-1"), r"not UTF-8 text: byte 0xe9"),
+    "empty": (b"", r"empty file"),
+    "truncated": (REAL_BYTES[:500], r"truncated JSON"),
+    "cut_in_a_string": (REAL_BYTES[:300], r"truncated JSON: it ends at line"),
+    "garbage": (b"schema_version = 1\n", r"not valid JSON: Expecting value at line 1 column 1"),
+    "hello": (b'{"hello": "world"}', r"no schema_version or cases; its keys: hello"),
+    "array": (b"[1, 2, 3]", r"a JSON list, not an object"),
+    "foreign": (json.dumps([{"name": "x", "unit": "us", "value": 1}]).encode(), r"a JSON list, not an object"),
+    "manifest": (json.dumps({"bundle_version": 1, "cases": []}).encode(), r"no schema_version or cases"),
+    "created": (_with(created="yesterday"), r"'created' is 'yesterday', not an ISO 8601 time"),
+    "status": (_case_with(status="great"), r"case 'axpy_f64' has status 'great'"),
+    "type": (_with(cases="many"), r"'cases' is a JSON str, not a list"),
+    "field": (_case_with(timing="fast"), r"\$\.cases\[0\]\.timing"),
+    "extra": (_with(surprise=1), r"extra fields found \(surprise\)"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_FILES))
+def test_the_one_loader_refuses_what_is_not_a_result(tmp_path: Path, name: str) -> None:
+    data, why = BAD_FILES[name]
+    path = tmp_path / f"{name}.json"
+    path.write_bytes(data)
+    with pytest.raises(WfbenchError, match=rf"^{re.escape(str(path))}: not a wfbench result \(.*{why}"):
+        load_result(path)
+    with pytest.raises(WfbenchError) as exc:
+        load_result(path)
+    assert "\n" not in str(exc.value)
+
+
+def test_other_schema_versions_are_named() -> None:
+    with pytest.raises(WfbenchError, match=r"^x.json: a wfbench result of schema version 99; this wfbench reads "
+                                           r"version 1; use the wfbench version that wrote it$"):
+        loads(_with(schema_version=99).decode(), where="x.json")
+
+
+def test_unreadable_files_are_one_clear_error(tmp_path: Path) -> None:
     with pytest.raises(WfbenchError, match="cannot read"):
         load_result(tmp_path / "missing.json")
+    with pytest.raises(WfbenchError, match="a directory, not a result file"):
+        load_result(tmp_path)
+
+
+def _cli(*args: str) -> "object":
+    from click.testing import CliRunner
+
+    from wfbench_core.cli import main
+
+    return CliRunner().invoke(main, list(args))
+
+
+def _commands(path: Path, tmp_path: Path) -> dict[str, list[str]]:
+    hist = tmp_path / "hist"
+    good = str(FIXTURES / "h200-run1.json")
+    return {
+        "history add": ["history", "add", str(path), "--history", str(hist)],
+        "compare base": ["compare", str(path), good],
+        "compare head": ["compare", good, str(path)],
+        "compare one": ["compare", str(path)],
+        "export": ["export", str(path)],
+        "check": ["check", str(path), "--history", str(hist)],
+    }
+
+
+@pytest.mark.parametrize("name", sorted(BAD_FILES))
+def test_every_command_refuses_a_bad_file_alike(tmp_path: Path, name: str) -> None:
+    data, why = BAD_FILES[name]
+    path = tmp_path / f"{name}.json"
+    path.write_bytes(data)
+    for command, args in _commands(path, tmp_path).items():
+        res = _cli(*args)
+        assert res.exit_code == 2, (command, res.output)  # type: ignore[attr-defined]
+        assert res.exception is None or isinstance(res.exception, SystemExit), command  # type: ignore[attr-defined]
+        (line,) = res.stderr.strip().splitlines()  # type: ignore[attr-defined]
+        assert re.match(rf"wfbench: error: {re.escape(str(path))}: not a wfbench result \(.*{why}", line), (command, line)
+        assert "Traceback" not in res.output  # type: ignore[attr-defined]
+    assert not (tmp_path / "hist").exists(), "nothing written"
+
+
+def test_a_real_process_prints_one_line_and_exits_2(tmp_path: Path) -> None:
+    path = tmp_path / "binary.json"
+    path.write_bytes(bytes(range(256)))
+    for args in (["history", "add", str(path), "--history", str(tmp_path / "h")], ["compare", str(path), str(path)],
+                 ["export", str(path)], ["check", str(path), "--history", str(tmp_path / "h")]):
+        proc = subprocess.run([sys.executable, "-m", "wfbench_core", *args], capture_output=True, text=True,
+                              cwd=Path(__file__).parents[1])
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert proc.stderr == f"wfbench: error: {path}: not a wfbench result (binary data, not JSON text)\n"
+        assert proc.stdout == ""
 
 
 def test_write_is_atomic_and_leaves_no_temporary_files(tmp_path: Path) -> None:

@@ -47,3 +47,46 @@ def test_pair_ratio_noise_cancels_what_both_sides_share() -> None:
     assert summarize(wf).noise > 0.005
     assert pair_ratio_noise(wf, cu) < 0.001
     assert pair_ratio_noise([2.0, 4.0, 6.0], [1.0, 2.0, 3.0]) == 0.0
+
+
+def test_between_run_threshold_floor_then_the_series_spread() -> None:
+    from wfbench_core.stats import MIN_RUNS, RUN_FLOOR, RUN_K, run_variation
+
+    few = run_variation([1.0, 1.2, 0.8])
+    assert few.threshold == RUN_FLOOR and few.spread is None and "3 of 5 runs" in few.basis
+    quiet = run_variation([1.0, 1.001, 0.999, 1.0005, 0.9995])
+    assert len([1] * MIN_RUNS) == 5 and quiet.threshold == RUN_FLOOR and quiet.spread == pytest.approx(0.0005)
+    values = [1.00, 1.02, 0.98, 1.01, 0.99, 1.03]
+    med = float(np.median(values))
+    mad = float(np.median(np.abs(np.asarray(values) - med)))
+    noisy = run_variation(values)
+    assert noisy.spread == pytest.approx(mad / med) and noisy.threshold == pytest.approx(RUN_K * mad / med)
+    assert noisy.exceeded(noisy.threshold * 1.01) and noisy.exceeded(-noisy.threshold * 1.01)
+    assert not noisy.exceeded(noisy.threshold * 0.99)
+
+
+def test_the_suite_geomean_is_withheld_unless_the_whole_set_is_stable() -> None:
+    from wfbench_core.stats import SetMember, case_set_id, suite_geomean
+
+    members = [SetMember("a", 1, 1.2, True), SetMember("b", 2, 0.9, True)]
+    g = suite_geomean(members)
+    assert g is not None and g.value == pytest.approx((1.2 * 0.9) ** 0.5)
+    assert g.members == (("a", 1), ("b", 2)) and g.set_id == case_set_id([("b", 2), ("a", 1)])
+    assert suite_geomean(members[:1]).set_id != g.set_id, "a smaller set is another series"
+    assert suite_geomean([members[0], SetMember("b", 2, 0.9, False)]) is None
+    assert suite_geomean(members, complete=False) is None
+    assert suite_geomean([]) is None
+    assert case_set_id([("a", 1), ("b", 3)]) != g.set_id, "a new case version is another set"
+
+
+def test_history_side_modules_import_no_numpy_or_scipy() -> None:
+    """``wfbench --help`` imports every command module, and the history commands import these at their top:
+    none of them may pull in numpy or scipy (they load when a statistic is first computed)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; import wfbench_core.stats, wfbench_core.history, wfbench_core.alerts, wfbench_core.compare, "
+            "wfbench_core.export, wfbench_core.fsutil; "
+            "print(sorted(m for m in ('numpy', 'scipy') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

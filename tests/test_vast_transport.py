@@ -565,7 +565,7 @@ def test_host_fault_during_the_run_leaks_nothing(fault, sshd, registry, bundle, 
     if fault == "remote run":
         assert "CUDA_ERROR_ILLEGAL_ADDRESS" in str(err.value)
     if fault == "fetch":
-        assert "not valid JSON" in str(err.value)
+        assert "not a wfbench result (truncated JSON" in str(err.value)
     assert_destroyed_once(api)
     assert sshd.leftovers() == []
 

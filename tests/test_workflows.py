@@ -1694,7 +1694,7 @@ def test_the_gate_refuses_a_failed_or_unreadable_result(tmp_path: Path) -> None:
                               env=env)
 
     assert gate(good).returncode == 0
-    for path, message in ((bad, "scale_i64 (ERROR)"), (tmp_path / "torn.json", "not valid JSON"),
+    for path, message in ((bad, "scale_i64 (ERROR)"), (tmp_path / "torn.json", "not a wfbench result (truncated JSON"),
                           (tmp_path / "none.json", "no result to store")):
         proc = gate(path)
         assert proc.returncode == 1 and proc.stdout.count("::error::") == 1 and message in proc.stdout, proc.stdout

@@ -14,24 +14,36 @@ with
 A change is *significant* when the interval excludes 1 and p < alpha. A significant change smaller than
 ``min_effect`` is reported as such (real, but too small to matter). Cases are compared only when their
 fingerprints are equal: a changed case is a different measurement.
+
+Two separate runs differ by more than their own samples show: another process, another buffer placement,
+another board. So between two runs a significant change is called better or worse only when it also exceeds
+the between-run variation of its series (:func:`wfbench_core.stats.run_variation`: estimated from the
+series' stable points in a history given with ``history=``, else a documented floor). It is never
+attributed to the compiler when the two runs' WarpForth PTX is byte-identical (``same PTX``), nor when they
+ran on different boards (``other board``).
 """
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 import attrs
-import numpy as np
-from scipy import stats as sps
 
+from wfbench_core import stats
 from wfbench_core.errors import WfbenchError
-from wfbench_core.results import OK, UNSTABLE, CaseResult, RunResult, Timing
+from wfbench_core.results import UNSTABLE, CaseResult, CompileRecord, RunResult, Timing
+
+if TYPE_CHECKING:  # pragma: no cover
+    from wfbench_core.history import History
 
 SLOWER, FASTER = "slower", "faster"
 WORSE, BETTER = "worse", "better"
 NO_CHANGE = "no change"
 NEGLIGIBLE = "negligible"
 SHARED = "same samples"
+WITHIN_RUNS = "within run-to-run variation"  # significant in the samples, not beyond what runs vary by
+SAME_PTX = "same PTX"  # the WarpForth PTX is byte-identical: not the compiler
+OTHER_BOARD = "other board"  # measured on different boards: not attributed to the compiler
 
 
 @attrs.frozen
@@ -41,6 +53,9 @@ class Settings:
     min_effect: float = 0.01
     resamples: int = 4000
     seed: int = 20240601
+    run_floor: float = stats.RUN_FLOOR  # between two runs: the threshold until a series has run_min points
+    run_k: float = stats.RUN_K
+    run_min: int = stats.MIN_RUNS
 
 
 @attrs.frozen
@@ -55,6 +70,7 @@ class Change:
     p_value: float
     significant: bool
     verdict: str
+    threshold: float = 0.0  # between two runs: the between-run threshold the change was held against
 
     @property
     def percent(self) -> float:
@@ -72,6 +88,7 @@ class CaseComparison:
     gap: Optional[Change] = None
     warpforth: Optional[Change] = None
     cuda: Optional[Change] = None
+    variation: str = ""  # between two runs: where the gap's between-run threshold came from
 
     @property
     def noisy(self) -> bool:
@@ -96,17 +113,7 @@ class Comparison:
 
 
 # --------------------------------------------------------------------------------------------------------
-# statistics
-
-
-def _boot_medians(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    return np.median(x[idx], axis=1)
-
-
-def _interval(stat: np.ndarray, confidence: float) -> tuple[float, float]:
-    tail = (1.0 - confidence) / 2.0 * 100.0
-    lo, hi = np.percentile(stat, [tail, 100.0 - tail])
-    return float(lo), float(hi)
+# verdicts (the statistics themselves live in wfbench_core.stats)
 
 
 def _verdict(ratio: float, lo: float, hi: float, p: float, s: Settings, worse: str, better: str) -> tuple[bool, str]:
@@ -118,59 +125,79 @@ def _verdict(ratio: float, lo: float, hi: float, p: float, s: Settings, worse: s
     return True, worse if ratio > 1.0 else better
 
 
-def compare_samples(base: Sequence[float], head: Sequence[float], s: Settings = Settings()) -> Change:
+@attrs.frozen
+class Between:
+    """What two separate runs add to a comparison: their between-run variation, and why a change that exceeds
+    it may still not be the compiler's."""
+
+    variation: stats.RunVariation
+    same_ptx: bool = False
+    other_board: bool = False
+
+
+def _between(change: Change, between: Optional[Between]) -> Change:
+    """Hold a within-run verdict against the between-run variation of two separate runs."""
+    if between is None or change.verdict == SHARED:
+        return change
+    verdict = change.verdict
+    if verdict in (NO_CHANGE, NEGLIGIBLE):
+        pass
+    elif not between.variation.exceeded(change.ratio - 1.0):
+        verdict = WITHIN_RUNS
+    elif between.same_ptx:
+        verdict = SAME_PTX
+    elif between.other_board:
+        verdict = OTHER_BOARD
+    return attrs.evolve(change, verdict=verdict, threshold=between.variation.threshold)
+
+
+def compare_samples(base: Sequence[float], head: Sequence[float], s: Settings = Settings(),
+                    between: Optional[Between] = None) -> Change:
     """Change of one side's time: ratio of medians head/base, bootstrap interval, Mann-Whitney U."""
-    b = np.asarray(base, dtype=np.float64)
-    h = np.asarray(head, dtype=np.float64)
-    if b.size == 0 or h.size == 0:
+    if len(base) == 0 or len(head) == 0:
         raise ValueError("no samples")
-    mb, mh = float(np.median(b)), float(np.median(h))
+    mb, mh = stats.median(base), stats.median(head)
     ratio = mh / mb
-    if b.shape == h.shape and np.array_equal(b, h):
+    if tuple(base) == tuple(head):
         return Change(mb, mh, ratio, 1.0, 1.0, 1.0, False, SHARED)
-    rng = np.random.default_rng(s.seed)
-    boot = (_boot_medians(h, rng.integers(0, h.size, (s.resamples, h.size)))
-            / _boot_medians(b, rng.integers(0, b.size, (s.resamples, b.size))))
-    lo, hi = _interval(boot, s.confidence)
-    p = float(sps.mannwhitneyu(h, b, alternative="two-sided").pvalue)
+    lo, hi = stats.bootstrap_median_ratio(base, head, resamples=s.resamples, seed=s.seed, confidence=s.confidence)
+    p = stats.mann_whitney_p(head, base)
     significant, verdict = _verdict(ratio, lo, hi, p, s, SLOWER, FASTER)
-    return Change(mb, mh, ratio, lo, hi, p, significant, verdict)
+    return _between(Change(mb, mh, ratio, lo, hi, p, significant, verdict), between)
 
 
-def compare_gap(base: Timing, head: Timing, s: Settings = Settings(), *, shared_cuda: bool = False) -> Change:
+def compare_gap(base: Timing, head: Timing, s: Settings = Settings(), *, shared_cuda: bool = False,
+                between: Optional[Between] = None) -> Change:
     """Change of the gap: pairs (WarpForth_i, CUDA_i) are resampled together within each run.
 
     ``shared_cuda``: both timings come from one base/head run against the same CUDA samples; then the
     triples (base_i, head_i, CUDA_i) are resampled together.
     """
-    wb = np.asarray(base.warpforth.samples_us, dtype=np.float64)
-    cb = np.asarray(base.cuda.samples_us, dtype=np.float64)
-    wh = np.asarray(head.warpforth.samples_us, dtype=np.float64)
-    ch = np.asarray(head.cuda.samples_us, dtype=np.float64)
-    if not (wb.size and wb.size == cb.size and wh.size and wh.size == ch.size):
+    wb, cb = base.warpforth.samples_us, base.cuda.samples_us
+    wh, ch = head.warpforth.samples_us, head.cuda.samples_us
+    rb, rh = stats.pair_ratios(wb, cb), stats.pair_ratios(wh, ch)
+    if rb is None or rh is None:
         raise ValueError("gap comparison needs paired samples of equal count on each side")
-    gb = float(np.median(wb) / np.median(cb))
-    gh = float(np.median(wh) / np.median(ch))
+    gb = stats.median(wb) / stats.median(cb)
+    gh = stats.median(wh) / stats.median(ch)
     ratio = gh / gb
-    rng = np.random.default_rng(s.seed)
-    ib = rng.integers(0, wb.size, (s.resamples, wb.size))
-    ih = ib if shared_cuda and wh.size == wb.size else rng.integers(0, wh.size, (s.resamples, wh.size))
-    boot = ((_boot_medians(wh, ih) / _boot_medians(ch, ih)) / (_boot_medians(wb, ib) / _boot_medians(cb, ib)))
-    lo, hi = _interval(boot, s.confidence)
-    p = float(sps.mannwhitneyu(wh / ch, wb / cb, alternative="two-sided").pvalue)
+    lo, hi = stats.bootstrap_gap_ratio(wb, cb, wh, ch, shared_cuda=shared_cuda, resamples=s.resamples, seed=s.seed,
+                                       confidence=s.confidence)
+    p = stats.mann_whitney_p(rh, rb)
     significant, verdict = _verdict(ratio, lo, hi, p, s, WORSE, BETTER)
-    return Change(gb, gh, ratio, lo, hi, p, significant, verdict)
+    return _between(Change(gb, gh, ratio, lo, hi, p, significant, verdict), between)
 
 
 # --------------------------------------------------------------------------------------------------------
 # results
 
 
-def _timed(c: CaseResult) -> bool:
-    return c.status in (OK, UNSTABLE) and c.timing is not None
+def _same_ptx(a: Optional[CompileRecord], b: Optional[CompileRecord]) -> bool:
+    return a is not None and b is not None and bool(a.ptx_sha256) and a.ptx_sha256 == b.ptx_sha256
 
 
-def _compare_case(b: CaseResult, h: CaseResult, s: Settings, same_run: bool) -> CaseComparison:
+def _compare_case(b: CaseResult, h: CaseResult, s: Settings, same_run: bool,
+                  runs: Optional[tuple[RunResult, RunResult, Optional["History"]]] = None) -> CaseComparison:
     head = dict(case_id=b.id, version=b.version, base_status=b.status, head_status=h.status)
     if b.version != h.version or b.fingerprint != h.fingerprint:
         return CaseComparison(compared=False, reason=(
@@ -179,18 +206,64 @@ def _compare_case(b: CaseResult, h: CaseResult, s: Settings, same_run: bool) -> 
     if b.mode != h.mode:
         return CaseComparison(compared=False, reason=f"different timing modes ({b.mode} vs {h.mode})",
                               **head)  # type: ignore[arg-type]
-    if not (_timed(b) and _timed(h)):
-        bad = ", ".join(f"{side} {c.status}" for side, c in (("base", b), ("head", h)) if not _timed(c))
+    if not (b.timed and h.timed):
+        bad = ", ".join(f"{side} {c.status}" for side, c in (("base", b), ("head", h)) if not c.timed)
         return CaseComparison(compared=False, reason=f"not timed ({bad})", **head)  # type: ignore[arg-type]
     assert b.timing is not None and h.timing is not None
-    shared = same_run and np.array_equal(b.timing.cuda.samples_us, h.timing.cuda.samples_us)
+    shared = same_run and tuple(b.timing.cuda.samples_us) == tuple(h.timing.cuda.samples_us)
+    gap_b = wf_b = cuda_b = None
+    basis = ""
+    if runs is not None:
+        base_run, head_run, history = runs
+        values = _series_values(history, base_run, head_run, h)
+        board = _other_board(base_run, head_run)
+
+        def between(qty: str, ptx: bool) -> Between:
+            v = stats.run_variation(values[qty], floor=s.run_floor, k=s.run_k,
+                                    min_runs=s.run_min)
+            if history is None:
+                v = attrs.evolve(v, basis=f"{s.run_floor:.1%} floor (no history given)")
+            return Between(v, same_ptx=ptx, other_board=board)
+
+        same_wf = _same_ptx(b.compile_wf, h.compile_wf)
+        gap_b, wf_b = between("gap", same_wf), between("wf", same_wf)
+        cuda_b = between("cuda", _same_ptx(b.compile_cuda, h.compile_cuda))
+        basis = gap_b.variation.basis
     return CaseComparison(
         compared=True,
-        gap=compare_gap(b.timing, h.timing, s, shared_cuda=shared),
-        warpforth=compare_samples(b.timing.warpforth.samples_us, h.timing.warpforth.samples_us, s),
-        cuda=compare_samples(b.timing.cuda.samples_us, h.timing.cuda.samples_us, s),
+        gap=compare_gap(b.timing, h.timing, s, shared_cuda=shared, between=gap_b),
+        warpforth=compare_samples(b.timing.warpforth.samples_us, h.timing.warpforth.samples_us, s, wf_b),
+        cuda=compare_samples(b.timing.cuda.samples_us, h.timing.cuda.samples_us, s, cuda_b),
+        variation=basis,
         **head,  # type: ignore[arg-type]
     )
+
+
+def _other_board(base: RunResult, head: RunResult) -> bool:
+    a, b = base.environment.gpu_uuid, head.environment.gpu_uuid
+    return bool(a and b and a != b)
+
+
+def _series_values(history: Optional["History"], base: RunResult, head: RunResult,
+                   case: CaseResult) -> dict[str, list[float]]:
+    """Gap, WarpForth and CUDA medians of the stable points of this case's series (one per run), the two runs
+    being compared left out; empty without a history."""
+    out: dict[str, list[float]] = {"gap": [], "wf": [], "cuda": []}
+    if history is None:
+        return out
+    from wfbench_core.history import series_key
+
+    series = history.find_series(series_key(head, case))
+    if series is None:
+        return out
+    skip = {base.created, head.created}
+    for p in series.stable_points:
+        if p.created in skip:
+            continue
+        out["gap"].append(p.gap)
+        out["wf"].append(p.wf.median_us)
+        out["cuda"].append(p.cuda.median_us)
+    return out
 
 
 def _platform(r: RunResult) -> str:
@@ -224,16 +297,26 @@ def split_labels(result: RunResult, base_label: Optional[str] = None,
 
 
 def compare_runs(base: RunResult, head: RunResult, *, base_name: str = "base", head_name: str = "head",
-                 settings: Settings = Settings()) -> Comparison:
-    """Two separate runs, matched by case ID (and compiler label "" on both sides)."""
+                 settings: Settings = Settings(), history: Optional["History"] = None) -> Comparison:
+    """Two separate runs, matched by case ID (and compiler label "" on both sides).
+
+    A change counts only beyond the between-run variation of the case's series, estimated from ``history``
+    when given (its stable points), else ``settings.run_floor``.
+    """
     notes = []
     if base.environment.gpu_name != head.environment.gpu_name \
             or base.environment.compute_capability != head.environment.compute_capability:
-        notes.append(f"different GPUs ({_platform(base)} vs {_platform(head)}): a GPU change moves both sides; "
-                     f"compare the gap, not the times")
-    elif base.environment.gpu_uuid and base.environment.gpu_uuid != head.environment.gpu_uuid:
-        notes.append("same GPU model, different boards: absolute times may differ by the board; the gap is the "
-                     "robust signal (a base/head run on one GPU is better still)")
+        notes.append(f"different GPUs ({_platform(base)} vs {_platform(head)}): a GPU change moves both sides, and "
+                     f"the gap too; no change is attributed to the compiler")
+    elif _other_board(base, head):
+        notes.append(f"different boards of one GPU model ({base.environment.gpu_uuid} vs "
+                     f"{head.environment.gpu_uuid}): a board moves the gap by itself, so changes are reported as "
+                     f"'{OTHER_BOARD}', never as better or worse; compare runs on one board, or one base/head run")
+    elif not (base.environment.gpu_uuid and head.environment.gpu_uuid):
+        notes.append("the board (GPU UUID) of one run is unknown: a board change cannot be ruled out")
+    if history is None:
+        notes.append(f"no history given (--history): a change must exceed the {settings.run_floor:.1%} between-run "
+                     f"floor; with {settings.run_min} or more stable runs of a series, its own spread sets it")
     if (base.cuda_compiler.kind, base.cuda_compiler.version, base.cuda_compiler.flags) != \
             (head.cuda_compiler.kind, head.cuda_compiler.version, head.cuda_compiler.flags):
         notes.append("different CUDA compilers or flags: the CUDA baseline itself changed")
@@ -250,10 +333,20 @@ def compare_runs(base: RunResult, head: RunResult, *, base_name: str = "base", h
             cases.append(CaseComparison(case_id=cid, version=c.version, compared=False,
                                         reason=f"not in {side}"))
             continue
-        cases.append(_compare_case(bmap[cid], hmap[cid], settings, same_run=False))
+        cases.append(_compare_case(bmap[cid], hmap[cid], settings, same_run=False, runs=(base, head, history)))
+    if base.environment.gpu_name != head.environment.gpu_name \
+            or base.environment.compute_capability != head.environment.compute_capability:
+        cases = [_not_attributed(c) for c in cases]
     return Comparison(base_name=base_name, head_name=head_name, base_compiler=base.warpforthc.version,
                       head_compiler=head.warpforthc.version, platform=_platform(head), same_run=False,
                       notes=tuple(notes), cases=tuple(cases), settings=settings)
+
+
+def _not_attributed(c: CaseComparison) -> CaseComparison:
+    """Different GPU models: no verdict on the compiler (the gap itself moves with the GPU)."""
+    if not c.compared or c.gap is None or c.gap.verdict not in (WORSE, BETTER):
+        return c
+    return attrs.evolve(c, gap=attrs.evolve(c.gap, verdict=OTHER_BOARD))
 
 
 def compare_labels(result: RunResult, base_label: Optional[str] = None, head_label: Optional[str] = None, *,
@@ -324,6 +417,15 @@ def _footer(cmp: Comparison) -> list[str]:
     lines = [f"change = head/base of the medians; [CI] = {s.confidence:.0%} bootstrap interval; significant when "
              f"it excludes 0 and Mann-Whitney p < {s.alpha:g}; 'negligible' = significant but under "
              f"{s.min_effect:.0%}"]
+    if not cmp.same_run:
+        lines.append(f"two runs: a significant change counts only beyond the between-run variation ('{WITHIN_RUNS}' "
+                     f"otherwise); '{SAME_PTX}': byte-identical WarpForth PTX, so not the compiler; '{OTHER_BOARD}': "
+                     f"different boards or GPUs, not attributed to the compiler")
+        bases = sorted({c.variation for c in cmp.cases if c.variation})
+        if len(bases) == 1:
+            lines.append(f"between-run threshold: {bases[0]}")
+        else:
+            lines += [f"{c.case_id}: between-run threshold: {c.variation}" for c in cmp.cases if c.variation]
     for c in cmp.cases:
         if not c.compared:
             lines.append(f"{c.case_id}: not compared: {c.reason}")

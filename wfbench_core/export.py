@@ -9,7 +9,15 @@ are strings, ``value`` a number. Per stable, correct case:
 * ``<case>/v<version>/gap``: median WarpForth / median CUDA (``x CUDA``); ``range`` is the MAD of the
   per-pair ratios;
 
-and ``suite/v<suite version>/geomean-gap/P0``: the geometric mean of the gaps of the stable P0 cases.
+and ``suite/v<suite version>/geomean-gap/P0/set-<case set>``: the geometric mean of the P0 gaps, published
+only when every P0 case of the run is correct and stable; ``<case set>`` names the set (IDs and versions,
+:func:`wfbench_core.stats.case_set_id`), so a geomean over another set is another series and never continues
+this one.
+
+A run that must not become history (a failed or error case, an incomplete run) is not exported either. A run
+measured with a non-default protocol or timing mode gets ``@<setting>`` on every name, so it never joins the
+canonical series.
+
 ``extra`` carries the GPU, the toolchain and the source hashes, so a point can be traced to what was
 measured. The action keys its charts by name only: give each GPU model its own action ``name:``.
 """
@@ -19,12 +27,10 @@ from __future__ import annotations
 import math
 from typing import Any, Optional
 
-import numpy as np
-from scipy import stats as sps
-
+from wfbench_core import stats
 from wfbench_core.errors import WfbenchError
-from wfbench_core.results import MODE_AA, OK, CaseResult, RunResult
-from wfbench_core.stats import geomean
+from wfbench_core.history import protocol_tag, refusal, timing_mode
+from wfbench_core.results import MODE_AA, MODE_PAIRED, OK, CaseResult, RunResult
 
 FORMATS = ("github-action-benchmark",)
 GAP_UNIT = "x CUDA"
@@ -59,9 +65,13 @@ def _case_lines(result: RunResult, case: CaseResult, label: str) -> list[str]:
 def _gap_mad(case: CaseResult) -> float:
     """MAD of the per-pair ratios WarpForth/CUDA: the noise of the gap."""
     assert case.timing is not None
-    wf = np.asarray(case.timing.warpforth.samples_us, dtype=np.float64)
-    cu = np.asarray(case.timing.cuda.samples_us, dtype=np.float64)
-    return float(sps.median_abs_deviation(wf / cu, scale=1.0)) if wf.size and wf.size == cu.size else 0.0
+    return stats.pair_ratio_mad(case.timing.warpforth.samples_us, case.timing.cuda.samples_us)
+
+
+def _suffix(result: RunResult, case: CaseResult) -> str:
+    """``@mode`` and ``@setting=value`` for what keeps a run out of the canonical series (``""`` if nothing)."""
+    mode = timing_mode(result, case)
+    return "".join(f"@{x}" for x in (mode if mode != MODE_PAIRED else "", protocol_tag(result.protocol)) if x)
 
 
 def _num(x: float, digits: int = 4) -> float:
@@ -80,32 +90,36 @@ def github_action_benchmark(result: RunResult, *, label: Optional[str] = None, w
     want = label or ""
     if want and want not in labels:
         raise WfbenchError(f"{where}: no compiler label {want!r} (labels: {', '.join(labels) or 'none'})")
-    cases = [c for c in result.cases if c.compiler_label == want and c.status == OK and c.timing is not None]
+    why = refusal(result)
+    if why:
+        raise WfbenchError(f"{where}: {why.replace('never stored', 'never published')}; nothing exported")
+    mine = [c for c in result.cases if c.compiler_label == want]
+    cases = [c for c in mine if c.status == OK and c.timed]
     entries: list[dict[str, Any]] = []
     for c in cases:
         t = c.timing
         assert t is not None
         extra = "\n".join(_case_lines(result, c, want))
-        stem = f"{c.id}/v{c.version}"
-        for side, stats in (("warpforth", t.warpforth), ("cuda", t.cuda)):
-            entries.append({"name": f"{stem}/{side}", "unit": TIME_UNIT, "value": stats.median_us,
-                            "range": f"± {_num(stats.mad_us)}", "extra": extra})
+        stem, tail = f"{c.id}/v{c.version}", _suffix(result, c)
+        for side, summary in (("warpforth", t.warpforth), ("cuda", t.cuda)):
+            entries.append({"name": f"{stem}/{side}{tail}", "unit": TIME_UNIT, "value": summary.median_us,
+                            "range": f"± {_num(summary.mad_us)}", "extra": extra})
         mad = _gap_mad(c)
-        entries.append({"name": f"{stem}/gap", "unit": GAP_UNIT, "value": t.gap, "range": f"± {_num(mad)}",
+        entries.append({"name": f"{stem}/gap{tail}", "unit": GAP_UNIT, "value": t.gap, "range": f"± {_num(mad)}",
                         "extra": extra})
-    p0 = [c for c in cases if c.priority == "P0"]
-    if p0:
-        gaps = [c.timing.gap for c in p0 if c.timing is not None]
-        value = geomean(gaps)
-        # noise of a geometric mean: the cases' relative noises add in quadrature, divided by their count
-        rel = [_gap_mad(c) / c.timing.gap for c in p0 if c.timing is not None]
-        noise = value * math.sqrt(sum(r * r for r in rel)) / len(rel)
+    p0 = [c for c in mine if c.priority == "P0"]
+    suite = stats.suite_geomean([stats.SetMember(c.id, c.version, c.timing.gap if c.timing else 0.0,
+                                                 c.status == OK and c.timed) for c in p0], complete=result.complete)
+    if suite is not None:
+        noise = stats.geomean_noise([c.timing.gap for c in p0 if c.timing], [_gap_mad(c) for c in p0])
         extra = "\n".join(_platform_lines(result) + [
             f"warpforthc: {result.compilers.get(want, result.warpforthc).version}",
-            f"cases ({len(p0)} stable P0): " + ", ".join(f"{c.id}/v{c.version}" for c in p0),
+            f"case set {suite.set_id} ({len(p0)} P0, all stable): "
+            + ", ".join(f"{cid}/v{v}" for cid, v in suite.members),
         ] + ([f"commit: {result.source.git_commit}"] if result.source.git_commit else []))
-        entries.append({"name": f"suite/v{result.suite_version}/geomean-gap/P0", "unit": GAP_UNIT,
-                        "value": value, "range": f"± {_num(noise)}", "extra": extra})
+        entries.append({"name": f"suite/v{result.suite_version}/geomean-gap/P0/set-{suite.set_id}"
+                                f"{_suffix(result, p0[0])}", "unit": GAP_UNIT,
+                        "value": suite.value, "range": f"± {_num(noise)}", "extra": extra})
     if not entries:
         raise WfbenchError(f"{where}: no stable, correct case to export; nothing written")
     return entries

@@ -7,12 +7,12 @@ Layout of a history directory (commit it to a data branch as it is)::
 
 A **series** is every point measured under one :class:`SeriesKey`: the same GPU model and compute
 capability, the same case (ID, version, fingerprint), the same CUDA baseline source, the same CUDA compiler
-and flags, the same timing mode and compiler label. The WarpForth compiler is deliberately not part of the
-key: its change over time is what a series shows. A run that differs in any key field starts a new series;
-nothing is ever merged across keys.
+and flags, the same timing mode, compiler label and measuring protocol. The WarpForth compiler is
+deliberately not part of the key: its change over time is what a series shows. A run that differs in any key
+field starts a new series; nothing is ever merged across keys.
 
-Failed and error cases are never stored. Unstable cases are stored and marked; trends, alerts and the
-headline leave them out.
+Nothing of a failed run becomes history: a run with a failed or error case, or an incomplete run, is refused
+whole. Unstable cases are stored and marked; trends, alerts and the headline leave them out.
 
 Writers take an exclusive lock (``.lock``) around "store the run file, rewrite the index", so two writers
 at once cannot lose each other's runs. Run files are created with an exclusive link, so an existing file is
@@ -29,24 +29,22 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
 import attrs
 import cattrs
-import numpy as np
-from scipy import stats as sps
 
+from wfbench_core import stats
 from wfbench_core.errors import WfbenchError
-from wfbench_core.fsutil import atomic_write
+from wfbench_core.fsutil import atomic_write, create_exclusive
 from wfbench_core.results import (
-    OK, UNSTABLE, CaseResult, RunResult, SideStats, converter, dumps, loads,
+    ERROR, FAILED, OK, CaseResult, Protocol, RunResult, SideStats, converter, dumps, parse_result,
 )
 
 HISTORY_ENV = "WFBENCH_HISTORY"
 DEFAULT_DIR = "wfbench-history"
-INDEX_VERSION = 1
+INDEX_VERSION = 2  # 2: points carry the board (GPU UUID) and the WarpForth PTX hash; keys the protocol
 RUNS_DIR = "runs"
 INDEX_FILE = "index.json"
 LOCK_FILE = ".lock"
@@ -83,23 +81,37 @@ class SeriesKey:
     cuda_flags: tuple[str, ...]
     mode: str
     compiler_label: str = ""
+    protocol: str = ""  # the measuring protocol's settings that differ from the defaults; "" = the canonical one
 
     @property
     def id(self) -> str:
-        """A short, stable name for the series: a hash over every key field."""
-        text = json.dumps(converter().unstructure(self), sort_keys=True, separators=(",", ":"))
+        """A short, stable name for the series: a hash over every key field (an empty protocol is left out,
+        so the canonical series keep the names they had before the protocol joined the key)."""
+        data = converter().unstructure(self)
+        if not self.protocol:
+            del data["protocol"]
+        text = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 
     @property
     def platform(self) -> tuple[str, ...]:
-        """The hardware and toolchain part of the key (what a suite-wide headline may combine)."""
+        """The hardware, toolchain and protocol part of the key (what a suite-wide headline may combine).
+
+        The compiler label comes last, so ``platform[:-1]`` is what the labels of one base/head run share."""
         return (self.gpu_name, self.compute_capability, self.cuda_compiler, self.cuda_compiler_version,
-                " ".join(self.cuda_flags), self.mode, self.compiler_label)
+                " ".join(self.cuda_flags), self.mode, self.protocol, self.compiler_label)
+
+    @property
+    def canonical(self) -> bool:
+        """Measured with the default protocol: the series that may be published."""
+        return not self.protocol
 
     def describe(self) -> str:
         label = f" [{self.compiler_label}]" if self.compiler_label else ""
+        protocol = f", protocol {self.protocol}" if self.protocol else ""
         return (f"{self.case_id} v{self.case_version}{label} on {self.gpu_name} ({self.compute_capability}), "
-                f"{self.cuda_compiler} {self.cuda_compiler_version} {' '.join(self.cuda_flags)}, {self.mode}")
+                f"{self.cuda_compiler} {self.cuda_compiler_version} {' '.join(self.cuda_flags)}, {self.mode}"
+                f"{protocol}")
 
     def differences(self, other: "SeriesKey") -> list[str]:
         """Key fields that differ from ``other`` (why two measurements are not one series)."""
@@ -139,6 +151,8 @@ class Point:
     git_repo: str = ""
     ci_run_url: str = ""
     label: str = ""
+    gpu_uuid: str = ""  # the board
+    ptx_sha256: str = ""  # the WarpForth PTX of the timed configuration: equal PTX, equal kernel
 
     @property
     def stable(self) -> bool:
@@ -180,6 +194,14 @@ class Index:
     index_version: int
     runs: tuple[RunEntry, ...]
     series: tuple[Series, ...]
+    # the default protocol the keys were derived against: series keys name the settings that differ from it,
+    # so an index written under other defaults is rebuilt
+    protocol_defaults: str = ""
+
+
+def protocol_defaults() -> str:
+    """The default protocol's settings, as the index records them."""
+    return json.dumps(converter().unstructure(Protocol()), sort_keys=True, separators=(",", ":"))
 
 
 @attrs.frozen
@@ -199,12 +221,42 @@ class AddOutcome:
 
     path: Path  # the stored run file
     added: bool  # False: the same run was already stored
-    dropped: tuple[str, ...]  # failed/error cases that were not stored
     series: tuple[tuple[str, SeriesKey, bool], ...]  # (series id, key, new series?) per stored case
 
 
 # --------------------------------------------------------------------------------------------------------
 # points from a run
+
+
+# protocol settings that never change a measurement (they only refuse or stop cases): not part of the key
+PROTOCOL_NOT_IN_KEY = frozenset({"max_case_s", "suite_budget_s"})
+
+
+def protocol_tag(protocol: Protocol) -> str:
+    """The protocol's settings that differ from the defaults, as ``name=value`` (``""`` for the canonical one).
+
+    Any setting that changes what is measured is part of a series' key, so a run with ``--samples 5`` starts
+    its own series and never joins the published one.
+    """
+    default = type(protocol)()
+    parts = []
+    for f in attrs.fields(type(protocol)):
+        value = getattr(protocol, f.name)
+        if f.name in PROTOCOL_NOT_IN_KEY or value == getattr(default, f.name):
+            continue
+        parts.append(f"{f.name}={value:g}" if isinstance(value, float) else f"{f.name}={value}")
+    return ",".join(parts)
+
+
+def timing_mode(result: RunResult, case: CaseResult) -> str:
+    """The timing mode of a case as keyed: the case's, joined by the run's when the run names another."""
+    if not result.mode or result.mode == case.mode:
+        return case.mode
+    return f"{case.mode}+{result.mode}"
+
+
+def case_name(case: CaseResult) -> str:
+    return f"{case.id}[{case.compiler_label}]" if case.compiler_label else case.id
 
 
 def series_key(result: RunResult, case: CaseResult) -> SeriesKey:
@@ -220,49 +272,60 @@ def series_key(result: RunResult, case: CaseResult) -> SeriesKey:
         cuda_compiler=cc.kind,
         cuda_compiler_version=cc.version,
         cuda_flags=tuple(cc.flags),
-        mode=case.mode,
+        mode=timing_mode(result, case),
         compiler_label=case.compiler_label,
+        protocol=protocol_tag(result.protocol),
     )
 
 
-def _side(stats: SideStats) -> SideSummary:
-    x = np.asarray(stats.samples_us, dtype=np.float64)
-    lo, hi = (np.percentile(x, [5, 95]) if x.size else (stats.median_us, stats.median_us))
-    return SideSummary(median_us=stats.median_us, p95_us=stats.p95_us, mad_us=stats.mad_us, noise=stats.noise,
-                       lo_us=float(lo), hi_us=float(hi))
+def _side(side: SideStats) -> SideSummary:
+    lo, hi = stats.band(side)
+    return SideSummary(median_us=side.median_us, p95_us=side.p95_us, mad_us=side.mad_us, noise=side.noise,
+                       lo_us=lo, hi_us=hi)
 
 
-def storable(case: CaseResult) -> bool:
-    """Only correct, timed cases go into history (unstable ones included, marked)."""
-    return case.status in (OK, UNSTABLE) and case.timing is not None
+def point_of(result: RunResult, case: CaseResult, run_file: str) -> Point:
+    """One timed case of a run as its series sees it."""
+    t = case.timing
+    assert t is not None and case.timed
+    ratios = stats.pair_ratios(t.warpforth.samples_us, t.cuda.samples_us)
+    if ratios is not None:
+        gap_mad = stats.mad(ratios)
+        gap_lo, gap_hi = stats.percentiles(ratios, [5, 95])
+    else:
+        gap_mad, gap_lo, gap_hi = 0.0, t.gap, t.gap
+    compiler = result.compilers.get(case.compiler_label, result.warpforthc)
+    src = result.source
+    return Point(
+        run=run_file, created=result.created, status=case.status, priority=case.priority,
+        warpforthc_version=compiler.version, warpforthc_sha256=compiler.binary_sha256,
+        wf=_side(t.warpforth), cuda=_side(t.cuda), gap=t.gap, gap_mad=gap_mad, gap_lo=gap_lo,
+        gap_hi=gap_hi, samples=min(t.warpforth.n, t.cuda.n), git_commit=src.git_commit,
+        git_repo=src.git_repo, ci_run_url=src.ci_run_url, label=src.label,
+        gpu_uuid=result.environment.gpu_uuid,
+        ptx_sha256=case.compile_wf.ptx_sha256 if case.compile_wf is not None else "",
+    )
 
 
 def points_from_run(result: RunResult, run_file: str) -> list[tuple[SeriesKey, Point]]:
-    """The series points one run contributes (failed and error cases contribute none)."""
-    out = []
-    for case in result.cases:
-        if not storable(case):
-            continue
-        t = case.timing
-        assert t is not None
-        wf = np.asarray(t.warpforth.samples_us, dtype=np.float64)
-        cu = np.asarray(t.cuda.samples_us, dtype=np.float64)
-        if wf.size and wf.size == cu.size:
-            ratios = wf / cu
-            gap_mad = float(sps.median_abs_deviation(ratios, scale=1.0))
-            gap_lo, gap_hi = (float(v) for v in np.percentile(ratios, [5, 95]))
-        else:
-            gap_mad, gap_lo, gap_hi = 0.0, t.gap, t.gap
-        compiler = result.compilers.get(case.compiler_label, result.warpforthc)
-        src = result.source
-        out.append((series_key(result, case), Point(
-            run=run_file, created=result.created, status=case.status, priority=case.priority,
-            warpforthc_version=compiler.version, warpforthc_sha256=compiler.binary_sha256,
-            wf=_side(t.warpforth), cuda=_side(t.cuda), gap=t.gap, gap_mad=gap_mad, gap_lo=gap_lo,
-            gap_hi=gap_hi, samples=min(t.warpforth.n, t.cuda.n), git_commit=src.git_commit,
-            git_repo=src.git_repo, ci_run_url=src.ci_run_url, label=src.label,
-        )))
-    return out
+    """The series points of the timed cases of one run."""
+    return [(series_key(result, case), point_of(result, case, run_file)) for case in result.cases if case.timed]
+
+
+def refusal(result: RunResult, *, allow_incomplete: bool = False) -> Optional[str]:
+    """Why this run must not become history, or None: nothing of a failed run is stored."""
+    bad = [c for c in result.cases if c.status in (FAILED, ERROR)]
+    if bad:
+        what = "; ".join(f"{case_name(c)} {c.status.upper()}" + (f": {c.message}" if c.message else "")
+                         for c in bad)
+        return f"{len(bad)} case{'s' if len(bad) != 1 else ''} did not pass ({what}); a failed run is never stored"
+    if not result.complete and not allow_incomplete:
+        return (f"an incomplete run ({len(result.cases)} case{'s' if len(result.cases) != 1 else ''} finished "
+                f"before it stopped); not stored (--allow-incomplete stores the finished cases)")
+    untimed = [case_name(c) for c in result.cases if not c.timed]
+    if untimed or not result.cases:
+        return f"no timing for {', '.join(untimed) or 'any case'}; nothing to store"
+    return None
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -300,31 +363,6 @@ def utc_sortable(created: str) -> str:
         return _stamp(created, "")
     except WfbenchError:
         return created
-
-
-def _create_exclusive(path: Path, data: bytes) -> bool:
-    """Create ``path`` with ``data`` atomically; never replace an existing file. True if created."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        try:
-            os.link(tmp, path)  # fails if path exists: never a replace
-            return True
-        except FileExistsError:
-            return False
-        except OSError:
-            # a file system without hard links: the lock held by the caller keeps this check-then-rename safe
-            if path.exists():
-                return False
-            os.replace(tmp, path)
-            return True
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
 
 
 @contextlib.contextmanager
@@ -425,7 +463,8 @@ class History:
             return None
         try:
             data = json.loads(path.read_text())
-            if not isinstance(data, dict) or data.get("index_version") != INDEX_VERSION:
+            if not isinstance(data, dict) or data.get("index_version") != INDEX_VERSION \
+                    or data.get("protocol_defaults") != protocol_defaults():
                 return None  # written by another wfbench version: derived data, so rebuild it
             return converter().structure(data, Index)  # type: ignore[no-any-return]
         except (OSError, ValueError, TypeError, KeyError, cattrs.BaseValidationError):
@@ -444,7 +483,7 @@ class History:
         m = RUN_NAME.match(path.name)
         assert m is not None
         try:
-            result = loads(data.decode("utf-8", errors="replace"), RunResult, where=str(path))
+            result = parse_result(data, str(path))
         except WfbenchError as exc:
             self.problems.append(Problem(str(path), str(exc).removeprefix(f"{path}: ") + "; skipped"))
             return None
@@ -467,7 +506,7 @@ class History:
         runs = tuple(sorted(self.runs.values(), key=lambda e: (utc_sortable(e.created), e.file)))
         series = tuple(sorted(self.series.values(),
                               key=lambda s: (s.key.case_id, s.key.case_version, s.key.gpu_name, s.key.mode, s.id)))
-        return Index(index_version=INDEX_VERSION, runs=runs, series=series)
+        return Index(index_version=INDEX_VERSION, runs=runs, series=series, protocol_defaults=protocol_defaults())
 
     def newest_run(self) -> Optional[RunEntry]:
         if not self.runs:
@@ -488,22 +527,20 @@ class History:
         self.index_fresh = True
 
 
-def _prepare(result: RunResult, where: str) -> tuple[RunResult, tuple[str, ...], bytes, str]:
-    kept = tuple(c for c in result.cases if storable(c))
-    dropped = tuple(f"{c.id}[{c.compiler_label}]" if c.compiler_label else c.id
-                    for c in result.cases if not storable(c))
-    if not kept:
-        what = ", ".join(f"{c.id} {c.status}" for c in result.cases) or "no cases"
-        raise WfbenchError(f"{where}: no correct, timed case to store ({what}); failed runs are never stored")
-    stored = attrs.evolve(result, cases=kept)
-    data = dumps(stored).encode()
-    return stored, dropped, data, _content_hash(data)
+def add_run(root: str | Path, result: RunResult, *, where: str = "result",
+            allow_incomplete: bool = False) -> AddOutcome:
+    """Store one run whole and refresh the index; the same run twice is a no-op.
 
-
-def add_run(root: str | Path, result: RunResult, *, where: str = "result") -> AddOutcome:
-    """Store one run (minus failed/error cases) and refresh the index; the same run twice is a no-op."""
+    A run with a failed or error case, or an incomplete one (unless ``allow_incomplete``), is refused and
+    nothing is written: see :func:`refusal`.
+    """
     root = Path(root)
-    stored, dropped, data, digest = _prepare(result, where)
+    why = refusal(result, allow_incomplete=allow_incomplete)
+    if why:
+        raise WfbenchError(f"{where}: {why}")
+    stored = result
+    data = dumps(stored).encode()
+    digest = _content_hash(data)
     stamp = _stamp(result.created, where)
     rel = f"{RUNS_DIR}/{stamp[:4]}/{stamp}-{digest[:16]}.json"
     path = root / rel
@@ -515,7 +552,7 @@ def add_run(root: str | Path, result: RunResult, *, where: str = "result") -> Ad
         duplicate = _same_run(h, stored, rel)
         added = False
         if duplicate is None:
-            added = _create_exclusive(path, data)
+            added = create_exclusive(path, data)
             if added:
                 h.runs[rel] = RunEntry(file=rel, sha256=digest, created=stored.created,
                                        gpu_name=stored.environment.gpu_name, mode=stored.mode,
@@ -533,7 +570,7 @@ def add_run(root: str | Path, result: RunResult, *, where: str = "result") -> Ad
             series_info.append((key.id, key, is_new))
         if added or not h.index_fresh:
             h.write_index()
-    return AddOutcome(path=path, added=added, dropped=dropped, series=tuple(series_info))
+    return AddOutcome(path=path, added=added, series=tuple(series_info))
 
 
 def _merge(h: History, new: Sequence[tuple[SeriesKey, Point]]) -> None:
@@ -570,13 +607,6 @@ def reindex(root: str | Path) -> History:
 
 # --------------------------------------------------------------------------------------------------------
 # helpers for the views
-
-
-def read_result(path: str | Path) -> RunResult:
-    """A result file for history, compare, check and export: one clear line when it is not one."""
-    from wfbench_core.results import load_result
-
-    return load_result(path)
 
 
 def git_links(point: Point) -> tuple[str, str]:

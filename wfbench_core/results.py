@@ -336,6 +336,16 @@ class Environment:
     extra: dict[str, str] = attrs.Factory(dict)  # transport facts: instance id, $/h, host key …
 
 
+def sm_arch(compute_capability: "str | tuple[int, int]") -> str:
+    """``"9.0"`` or ``(9, 0)`` -> ``"sm_90"``: the one spelling of a compute capability as a PTX target."""
+    if isinstance(compute_capability, tuple):
+        major, minor = compute_capability
+    else:
+        major_s, _, minor_s = compute_capability.partition(".")
+        major, minor = int(major_s), int(minor_s or 0)
+    return f"sm_{major}{minor}"
+
+
 @attrs.frozen
 class Source:
     """What was benchmarked: the tree and the CI run, when known."""
@@ -387,31 +397,106 @@ def dumps(record: Any) -> str:
 
 
 def loads(text: str, cls: type = RunResult, *, where: str = "result") -> Any:
+    """A record from JSON text; a :class:`RunResult` goes through :func:`parse_result`, the one result loader."""
+    if cls is RunResult:
+        return parse_result(text, where)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise WfbenchError(f"{where}: not valid JSON ({exc.msg} at line {exc.lineno}); is the file complete?") from None
-    if cls is RunResult:
-        found = data.get("schema_version") if isinstance(data, dict) else None
-        if found != SCHEMA_VERSION:
-            raise WfbenchError(
-                f"{where}: schema_version {found!r} is not {SCHEMA_VERSION}; "
-                f"use the wfbench version that wrote it"
-            )
+    return _structure(data, cls, where, f"not a wfbench {cls.__name__}")
+
+
+def _structure(data: Any, cls: type, where: str, what: str) -> Any:
     try:
         return converter().structure(data, cls)
-    except (cattrs.BaseValidationError, TypeError, ValueError, KeyError) as exc:
-        detail = "; ".join(cattrs.transform_error(exc)) if isinstance(exc, cattrs.BaseValidationError) else exc
-        raise WfbenchError(f"{where}: not a wfbench {cls.__name__}: {detail}") from None
+    except (cattrs.BaseValidationError, TypeError, ValueError, KeyError, AttributeError) as exc:
+        if isinstance(exc, cattrs.BaseValidationError):
+            errors = cattrs.transform_error(exc)
+            detail = "; ".join(errors[:3]) + (f"; and {len(errors) - 3} more" if len(errors) > 3 else "")
+        else:
+            detail = str(exc) or type(exc).__name__
+        raise WfbenchError(f"{where}: {what} ({detail})") from None
+
+
+def _not_a_result(where: str, why: str) -> WfbenchError:
+    return WfbenchError(f"{where}: not a wfbench result ({why})")
+
+
+def _iso_time(value: str) -> bool:
+    import datetime
+
+    try:
+        datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return True
+
+
+def parse_result(data: str | bytes, where: str = "result") -> RunResult:
+    """The one result loader: every command that reads a result file reads it through here.
+
+    Whatever the bytes are (binary, not UTF-8, truncated, JSON of another tool, a result with impossible
+    values), the answer is a :class:`RunResult` or one line, ``WHERE: not a wfbench result (why)``.
+    """
+    if isinstance(data, bytes):
+        if b"\x00" in data:
+            raise _not_a_result(where, "binary data, not JSON text")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _not_a_result(where, f"not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start}") \
+                from None
+    else:
+        text = data
+    text = text.removeprefix("\ufeff")
+    if not text.strip():
+        raise _not_a_result(where, "empty file")
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        if exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string"):
+            end = text.count("\n", 0, len(text.rstrip())) + 1
+            why = f"truncated JSON: it ends at line {end} before the document is complete"
+        else:
+            why = f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        raise _not_a_result(where, why) from None
+    except RecursionError:
+        raise _not_a_result(where, "JSON nested too deeply") from None
+    if not isinstance(raw, dict):
+        raise _not_a_result(where, f"a JSON {type(raw).__name__.replace('dict', 'object')}, not an object")
+    if "schema_version" not in raw or "cases" not in raw:
+        keys = ", ".join(sorted(map(str, raw))[:5]) or "none"
+        raise _not_a_result(where, f"no schema_version or cases; its keys: {keys}")
+    found = raw["schema_version"]
+    if not isinstance(raw["cases"], list):
+        raise _not_a_result(where, f"'cases' is a JSON {type(raw['cases']).__name__.replace('dict', 'object')}, "
+                                   f"not a list")
+    if found != SCHEMA_VERSION:
+        raise WfbenchError(f"{where}: a wfbench result of schema version {found!r}; this wfbench reads version "
+                           f"{SCHEMA_VERSION}; use the wfbench version that wrote it")
+    result: RunResult = _structure(raw, RunResult, where, "not a wfbench result")
+    if not _iso_time(result.created):
+        raise _not_a_result(where, f"'created' is {result.created!r}, not an ISO 8601 time")
+    for case in result.cases:
+        if case.status not in STATUSES:
+            raise _not_a_result(where, f"case {case.id!r} has status {case.status!r}, not one of "
+                                       f"{', '.join(STATUSES)}")
+        if case.timing is not None and not (case.timing.gap > 0 and case.timing.cuda.median_us > 0):
+            raise _not_a_result(where, f"case {case.id!r} has a gap of {case.timing.gap!r}; times must be positive")
+    return result
 
 
 def load_result(path: str | Path) -> RunResult:
+    """Read a result file (see :func:`parse_result`)."""
     p = Path(path)
     try:
-        text = p.read_text()
+        data = p.read_bytes()
+    except IsADirectoryError:
+        raise WfbenchError(f"{p}: a directory, not a result file") from None
     except OSError as exc:
         raise WfbenchError(f"{p}: cannot read ({exc.strerror})") from None
-    return loads(text, RunResult, where=str(p))  # type: ignore[no-any-return]
+    return parse_result(data, str(p))
 
 
 def write_result(result: RunResult, path: str | Path) -> None:

@@ -46,7 +46,7 @@ from wfbench_core.errors import NoGpuError, WfbenchError
 from wfbench_core.faults import (LOAD_FAILURE, OUT_OF_RESOURCES, Fault, KernelFault, as_kernel_fault, classify,
                                  launch_limits, side_name)
 from wfbench_core.gpu_rounds import CudaRounds, TimingSetup
-from wfbench_core.results import TIMING_MODES, Check, Costs, Environment, KernelAttrs, Protocol
+from wfbench_core.results import TIMING_MODES, Check, Costs, Environment, KernelAttrs, Protocol, sm_arch
 
 INT_SENTINEL = 0x5A5A5A5A5A5A5A5A
 
@@ -236,8 +236,7 @@ class CudaEventTimer:
 
     def arch(self) -> str:
         self._init()
-        cc = self._ctx.device.compute_capability
-        return f"sm_{cc[0]}{cc[1]}"
+        return sm_arch(tuple(self._ctx.device.compute_capability))
 
     # -- primitives -------------------------------------------------------------------------------
 

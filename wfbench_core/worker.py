@@ -38,6 +38,7 @@ from wfbench_core.results import (
     CompilerInfo,
     Timing,
     converter,
+    sm_arch,
 )
 
 
@@ -86,7 +87,7 @@ class Worker:
             self.registry = Registry.load(names, autoload=autoload)
         self.timer = self.registry.make_timer(self.request.protocol)
         environment = self.timer.environment()  # NoGpuError: one clear line, the run ends
-        self.arch = "sm_" + environment.compute_capability.replace(".", "")
+        self.arch = sm_arch(environment.compute_capability)
         self.cuda = cuda_compiler(self.request.cuda_compiler)
         if self.request.sanitize:
             from wfbench_core.sanitize import find_compute_sanitizer

@@ -33,8 +33,9 @@ class LocalTransport:
             raise NoGpuError(reason)
         from numba import cuda
 
-        cc = cuda.get_current_device().compute_capability
-        return f"sm_{cc[0]}{cc[1]}"
+        from wfbench_core.results import sm_arch
+
+        return sm_arch(tuple(cuda.get_current_device().compute_capability))
 
     def execute(self, bundle: Path, request: ExecuteRequest, *, progress: Callable[[str], None],
                 out: Optional[Path] = None) -> RunResult:

@@ -40,7 +40,7 @@ import attrs
 from wfbench_core import hookimpl
 from wfbench_core.errors import NoGpuError, WfbenchError
 from wfbench_core.request import ExecuteRequest
-from wfbench_core.results import RunResult, loads, write_result
+from wfbench_core.results import RunResult, loads, sm_arch, write_result
 from wfbench_transports import wheels as _wheels
 from wfbench_core.contracts import Option, describe_options, parse_options
 
@@ -372,7 +372,7 @@ class SshTransport:
         if done.rc != 0 or not m:
             self.progress(f"{self.label}: nvidia-smi gave no compute capability; building for no specific GPU")
             return None
-        return f"sm_{m.group(1)}{m.group(2)}"
+        return sm_arch((int(m.group(1)), int(m.group(2))))
 
     def validate(self, bundle: Path, case_ids: Sequence[str] = (), progress: Progress | None = None) -> list[str]:
         """Prepare the host and check the bundle there (``--validate-only``: no GPU needed); the case IDs."""

@@ -35,7 +35,7 @@ import attrs
 from wfbench_core import hookimpl
 from wfbench_core.errors import WfbenchError
 from wfbench_core.request import ExecuteRequest
-from wfbench_core.results import RunResult
+from wfbench_core.results import RunResult, sm_arch
 from wfbench_core.contracts import Option, describe_options, parse_options
 
 Progress = Callable[[str], None]
@@ -185,7 +185,8 @@ def cc_of(arch: str) -> int:
 
 
 def arch_of(cc: int) -> str:
-    return f"sm_{int(cc) // 10}"
+    """Vast's integer compute capability (890) as a PTX target (``sm_89``)."""
+    return sm_arch((int(cc) // 100, int(cc) // 10 % 10))
 
 
 def vast_name(name: str) -> str:
