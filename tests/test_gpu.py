@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from wfbench_core import hookimpl
 from wfbench_core.executor import execute
 from wfbench_core.registry import Registry
+from wfbench_core.request import ExecuteRequest
 from wfbench_core.results import FAILED, OK, UNSTABLE, Protocol, load_result
 
 pytestmark = pytest.mark.gpu
@@ -24,7 +25,7 @@ QUICK = Protocol(warmup_s=0.3, min_sample_ms=10.0, samples=10)
 
 
 def test_paired_run_checks_then_times(prebuilt_bundle, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    result = execute(prebuilt_bundle(), registry=Registry.load(), protocol=QUICK)
+    result = execute(prebuilt_bundle(), registry=Registry.load(), request=ExecuteRequest(protocol=QUICK))
     assert result.environment.gpu_uuid and result.environment.copy_gbps and result.environment.copy_gbps > 100
     for case in result.cases:
         assert case.status in (OK, UNSTABLE), case.message
@@ -42,7 +43,8 @@ def test_paired_run_checks_then_times(prebuilt_bundle, tmp_path: Path) -> None: 
 
 
 def test_aa_run_is_near_parity(prebuilt_bundle) -> None:  # type: ignore[no-untyped-def]
-    result = execute(prebuilt_bundle(case_ids=("axpy_f64",)), registry=Registry.load(), protocol=QUICK, mode="aa")
+    result = execute(prebuilt_bundle(case_ids=("axpy_f64",)), registry=Registry.load(),
+                     request=ExecuteRequest(protocol=QUICK, mode="aa"))
     (case,) = result.cases
     assert case.mode == "aa" and case.timing is not None
     assert abs(case.timing.gap - 1.0) < 0.02
@@ -57,7 +59,7 @@ def test_base_head_bundle_shares_cuda_samples(prebuilt_bundle, tmp_path: Path) -
     manifest = json.loads((top / "base" / "manifest.json").read_text())
     manifest.update(cases=[], labels=["base", "head"])
     (top / "manifest.json").write_text(json.dumps(manifest))
-    result = execute(top, registry=Registry.load(), protocol=QUICK)
+    result = execute(top, registry=Registry.load(), request=ExecuteRequest(protocol=QUICK))
     base, head = result.case("scale_i64", "base"), result.case("scale_i64", "head")
     assert base.timing.cuda == head.timing.cuda  # same CUDA samples, interleaved with both
     assert set(base.timing.order) == {"wf:base", "wf:head", "cuda"}
@@ -76,7 +78,7 @@ class WrongReference:
 
 def test_mismatch_fails_with_error_size_and_no_timing(prebuilt_bundle) -> None:  # type: ignore[no-untyped-def]
     reg = Registry.load([WrongReference(), "wfbench_core.timer"], autoload=False)
-    result = execute(prebuilt_bundle(case_ids=("axpy_f64",)), registry=reg, protocol=QUICK)
+    result = execute(prebuilt_bundle(case_ids=("axpy_f64",)), registry=reg, request=ExecuteRequest(protocol=QUICK))
     (case,) = result.cases
     assert case.status == FAILED and case.timing is None
     assert "differs from the numpy reference" in case.message and "max rel err 1e-09" in case.message

@@ -15,6 +15,7 @@ import pytest
 
 from wfbench_core.executor import execute
 from wfbench_core.registry import Registry
+from wfbench_core.request import ExecuteRequest
 from wfbench_core.results import OK, TIMING_COLD_L2, TIMING_EVENTS, TIMING_GRAPH, UNSTABLE, Protocol
 
 pytestmark = pytest.mark.gpu
@@ -38,7 +39,7 @@ def _sides(case, bundle: Path, small: bool):  # type: ignore[no-untyped-def]
 
 def test_placements_interval_nvml_and_sample_length(prebuilt_bundle) -> None:  # type: ignore[no-untyped-def]
     result = execute(prebuilt_bundle(case_ids=("reduce_sum_f64", "axpy_f64")), registry=Registry.load(),
-                     protocol=QUICK)
+                     request=ExecuteRequest(protocol=QUICK))
     for case in result.cases:
         assert case.status in (OK, UNSTABLE), case.message
         assert all(c.passed for c in case.checks)  # the last placement's outputs too
@@ -59,7 +60,8 @@ def test_clean_rounds_leave_no_first_side_excess(prebuilt_bundle) -> None:  # ty
     # short samples: the submission latency is per sample (39-107 us in the stored runs), the noise scales
     # with the sample's length, so 10 ms samples separate the two clearly
     proto = attrs.evolve(QUICK, samples=24, min_samples=24)
-    result = execute(prebuilt_bundle(case_ids=("axpy_f64",)), registry=Registry.load(), protocol=proto, mode="aa")
+    result = execute(prebuilt_bundle(case_ids=("axpy_f64",)), registry=Registry.load(),
+                     request=ExecuteRequest(protocol=proto, mode="aa"))
     (case,) = result.cases
     t = case.timing
     assert t is not None and t.short_retakes == 0

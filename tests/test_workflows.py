@@ -1852,4 +1852,4 @@ def test_the_pre_rental_compile_with_the_real_warpforthc(tmp_path: Path) -> None
     proc = run_step(action_step("Compile every selected case"), tmp_path, env, steps=steps,
                     inputs={"priority": "P0", "gpu-arch": "sm_90"})
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert re.search(r"bundle .*wfbench-bundle-check: \d+ case\(s\)", proc.stdout), proc.stdout
+    assert re.search(r"bundle .*wfbench-bundle-check: (\d+) of \1 case\(s\) built", proc.stdout), proc.stdout

@@ -201,9 +201,11 @@ class Supervisor:
     def _spawn(self) -> None:
         read_fd, write_fd = os.pipe()
         try:
+            # the worker imports what this process can import (plugins named by module included)
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "wfbench_core.worker", str(write_fd)],
-                stdin=subprocess.PIPE, stdout=_stderr_fd(), pass_fds=(write_fd,), text=True,
+                stdin=subprocess.PIPE, stdout=_stderr_fd(), pass_fds=(write_fd,), text=True, env=env,
             )
         finally:
             os.close(write_fd)
