@@ -114,7 +114,7 @@ def test_bundle_from_another_case_version_is_refused(prebuilt_bundle, tmp_path: 
     bundle = prebuilt_bundle(case_ids=("axpy_f64",))
     (tmp_path / "axpy_v_next.py").write_text(textwrap.dedent(CHANGED_AXPY))
     monkeypatch.syspath_prepend(str(tmp_path))
-    env = {"WFBENCH_DISABLE_PLUGIN_AUTOLOAD": "1", "WFBENCH_PLUGINS": "axpy_v_next,wfbench_core.timer"}
+    env = {"WFBENCH_DISABLE_PLUGIN_AUTOLOAD": "1", "WFBENCH_PLUGINS": "axpy_v_next,wfbench_core.default_timer"}
     r = invoke("execute", str(bundle), "--validate-only", env=env)
     assert r.exit_code == 2
     assert "axpy_f64: the case installed here (v2" in one_error_line(r)

@@ -17,11 +17,11 @@ from wfbench_core import hookimpl
 from wfbench_core.executor import execute
 from wfbench_core.registry import Registry
 from wfbench_core.request import ExecuteRequest
-from wfbench_core.results import FAILED, OK, UNSTABLE, Protocol, load_result
+from wfbench_core.results import FAILED, OK, UNSTABLE, TimingProtocol, load_result
 
 pytestmark = pytest.mark.gpu
 
-QUICK = Protocol(warmup_s=0.3, min_sample_ms=10.0, samples=10)
+QUICK = TimingProtocol(warmup_s=0.3, min_sample_ms=10.0, samples=10)
 
 
 def test_paired_run_checks_then_times(prebuilt_bundle, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -77,7 +77,7 @@ class WrongReference:
 
 
 def test_mismatch_fails_with_error_size_and_no_timing(prebuilt_bundle) -> None:  # type: ignore[no-untyped-def]
-    reg = Registry.load([WrongReference(), "wfbench_core.timer"], autoload=False)
+    reg = Registry.load([WrongReference(), "wfbench_core.default_timer"], autoload=False)
     result = execute(prebuilt_bundle(case_ids=("axpy_f64",)), registry=reg, request=ExecuteRequest(protocol=QUICK))
     (case,) = result.cases
     assert case.status == FAILED and case.timing is None
@@ -102,7 +102,7 @@ def test_cli_mismatch_exit_code(prebuilt_bundle, tmp_path: Path, monkeypatch: py
     (tmp_path / "wrong_axpy.py").write_text(textwrap.dedent(WRONG_MODULE))
     monkeypatch.syspath_prepend(str(tmp_path))
     out = tmp_path / "r.json"
-    env = {"WFBENCH_DISABLE_PLUGIN_AUTOLOAD": "1", "WFBENCH_PLUGINS": "wrong_axpy,wfbench_core.timer"}
+    env = {"WFBENCH_DISABLE_PLUGIN_AUTOLOAD": "1", "WFBENCH_PLUGINS": "wrong_axpy,wfbench_core.default_timer"}
     r = CliRunner().invoke(main, ["execute", str(prebuilt_bundle(case_ids=("axpy_f64",))), "-o", str(out),
                                   "--samples", "5"], env=env)
     assert r.exit_code == 1

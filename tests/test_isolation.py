@@ -20,12 +20,12 @@ import pytest
 from wfbench_core.executor import execute
 from wfbench_core.registry import Registry
 from wfbench_core.request import ExecuteRequest
-from wfbench_core.results import ERROR, OK, Protocol, load_result
+from wfbench_core.results import ERROR, OK, TimingProtocol, load_result
 
 TESTS = Path(__file__).parent
 CASES = ("scale_i64", "axpy_f64", "reduce_sum_f64", "matmul_f64_naive", "matmul_f64_tiled", "attention_f32_naive",
          "polynomial_f64", "transpose_f64")
-QUICK = Protocol(warmup_s=0.0, min_sample_ms=1.0, samples=5)
+QUICK = TimingProtocol(warmup_s=0.0, min_sample_ms=1.0, samples=5)
 
 
 @pytest.fixture
@@ -93,7 +93,7 @@ def test_a_hang_outside_any_watchdog_wait_is_caught_by_the_quiet_limit(fake_gpu,
     fake_gpu(scale_i64="quiet-hang")
     monkeypatch.setattr(watchdog, "QUIET_FLOOR_S", 15.0)  # nvcc must fit in it here
     result = execute(prebuilt_bundle(("scale_i64", "axpy_f64")), registry=Registry.load(),
-                     request=ExecuteRequest(protocol=Protocol(warmup_s=0.0, min_sample_ms=1.0, samples=5,
+                     request=ExecuteRequest(protocol=TimingProtocol(warmup_s=0.0, min_sample_ms=1.0, samples=5,
                                                               max_case_s=1.0)))
     assert result.case("scale_i64").status == ERROR
     assert "did not finish within 15 s (hang?) while waiting for work outside a GPU wait" in result.case("scale_i64").message

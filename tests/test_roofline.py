@@ -74,10 +74,10 @@ def test_missing_yardsticks_or_rates_stay_none() -> None:
 
 @pytest.mark.gpu
 def test_measured_peak_on_this_gpu() -> None:
-    from wfbench_core.results import Protocol
+    from wfbench_core.results import TimingProtocol
     from wfbench_core.timer import CudaEventTimer
 
-    timer = CudaEventTimer(Protocol(warmup_s=0.2))
+    timer = CudaEventTimer(TimingProtocol(warmup_s=0.2))
     peak = rl.measure_fp64_peak(timer)
     sms = int(timer._ctx.device.MULTIPROCESSOR_COUNT)
     # at most one DADD or DMUL per lane per clock: 64 f64 lanes per SM at most, at no more than 3 GHz

@@ -28,7 +28,7 @@ import pytest
 from wfbench_core.errors import NoGpuError, WfbenchError
 from wfbench_core.registry import Registry
 from wfbench_core.request import ExecuteRequest
-from wfbench_core.results import Protocol, load_result
+from wfbench_core.results import TimingProtocol, load_result
 from wfbench_transports import wheels
 from wfbench_transports.ssh import RemoteTimeout, SshError, SshTransport
 
@@ -37,7 +37,7 @@ from sshd import fake_gpu_python, gpu_result, gpu_stack_missing  # tests/sshd.py
 pytest.importorskip("paramiko")
 
 FIXTURE_PTX = Path(__file__).parent / "fixtures" / "ptx"
-PROTOCOL = Protocol(warmup_s=0.0, min_sample_ms=12.5, samples=7, suite_budget_s=120.0)
+PROTOCOL = TimingProtocol(warmup_s=0.0, min_sample_ms=12.5, samples=7, suite_budget_s=120.0)
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +80,7 @@ def test_real_executor_without_gpu_says_so_in_one_line(sshd, registry, bundle) -
     t = transport(sshd, registry, lines)
     try:
         with pytest.raises(NoGpuError) as err:
-            t.execute(bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=Protocol(), mode="paired"), progress=lines.append)
+            t.execute(bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=TimingProtocol(), mode="paired"), progress=lines.append)
     finally:
         t.close()
     msg = str(err.value)

@@ -17,7 +17,7 @@ import pytest
 
 from wfbench_core.case import Case, Launch, Param, Tolerance, Work
 from wfbench_core.faults import ILLEGAL_ADDRESS, KernelFault
-from wfbench_core.results import Protocol
+from wfbench_core.results import TimingProtocol
 from wfbench_core.contracts import Side
 from wfbench_core.timer import CudaEventTimer
 
@@ -155,7 +155,7 @@ class FakeDriver:
 
 
 def make_timer(driver: FakeDriver) -> CudaEventTimer:
-    timer = CudaEventTimer(Protocol(warmup_s=0.0, min_sample_ms=1.0, samples=5))
+    timer = CudaEventTimer(TimingProtocol(warmup_s=0.0, min_sample_ms=1.0, samples=5))
     timer._cuda, timer._ctx, timer._stream = driver.cuda, driver.ctx, driver.stream
     timer._launch, timer._launch_stream = driver.launch, driver.stream
     timer._LaunchConfig = lambda grid, block, shmem_size: (grid, block, shmem_size)

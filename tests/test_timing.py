@@ -12,7 +12,7 @@ import pytest
 
 from wfbench_core import sampling
 from wfbench_core.errors import WfbenchError
-from wfbench_core.results import Protocol
+from wfbench_core.results import TimingProtocol
 from wfbench_core.sampling import (
     PLACEMENT_MAX_OFFSET,
     PLACEMENT_STEP,
@@ -66,7 +66,7 @@ class FakeRounds:
                 (1 + self.noise * self.rng.standard_normal()) for label in order}
 
 
-FAST = Protocol(warmup_s=0.05, min_sample_ms=10.0, samples=30, placements=6, min_samples=20,
+FAST = TimingProtocol(warmup_s=0.05, min_sample_ms=10.0, samples=30, placements=6, min_samples=20,
                 target_halfwidth=0.0025, case_budget_s=0.0)
 
 
@@ -236,7 +236,7 @@ def test_gap_interval_needs_two_placements_and_placement_noise_splits_the_variat
 class _SamplingFakeTimer:
     """A timer whose GPU edge is FakeRounds: the real sampling rules, the real executor, a stated NVML."""
 
-    def __init__(self, protocol: Protocol) -> None:
+    def __init__(self, protocol: TimingProtocol) -> None:
         self.protocol = protocol
 
     def environment(self):  # type: ignore[no-untyped-def]
@@ -262,7 +262,7 @@ class _SamplingFakeTimer:
                          power_throttled=bool(throttle))
         return Measurement(passed=True, message="", checks=(), kernel_attrs={}, costs=Costs(),
                            samples_us=s.samples_us, first=s.first, launches_per_sample=s.launches_per_sample,
-                           warmup_s=s.warmup_s, placement_of=s.placement_of, placement_seed=s.seed,
+                           warmup_busy_s=s.warmup_busy_s, placement_of=s.placement_of, placement_seed=s.seed,
                            short_retakes=s.short_retakes, stop_reason=s.stop_reason, nvml=nv)
 
 
@@ -314,7 +314,7 @@ def test_warm_up_ends_on_wall_time_where_launches_are_capped() -> None:
     s = sample_case(rounds, ["wf", "cuda"], proto, reference="cuda", seed=1, clock=rounds.clock)
     warm_rounds = len(rounds.rounds) - len(s.placement_of) - (s.placements - 1) - 1  # minus samples, untimed, probe
     assert warm_rounds == pytest.approx(2.0 / 0.02, abs=2)
-    assert s.warmup_s < proto.warmup_s  # kernel time: the flushes are not counted
+    assert s.warmup_busy_s < proto.warmup_s  # kernel time: the flushes are not counted
 
 
 @pytest.mark.parametrize("arch", ["sm_75", "sm_89", "sm_90"])

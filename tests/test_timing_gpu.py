@@ -16,11 +16,11 @@ import pytest
 from wfbench_core.executor import execute
 from wfbench_core.registry import Registry
 from wfbench_core.request import ExecuteRequest
-from wfbench_core.results import OK, TIMING_COLD_L2, TIMING_EVENTS, TIMING_GRAPH, UNSTABLE, Protocol
+from wfbench_core.results import OK, TIMING_COLD_L2, TIMING_EVENTS, TIMING_GRAPH, UNSTABLE, TimingProtocol
 
 pytestmark = pytest.mark.gpu
 
-QUICK = Protocol(warmup_s=0.3, min_sample_ms=10.0, samples=12, placements=4, min_samples=8)
+QUICK = TimingProtocol(warmup_s=0.3, min_sample_ms=10.0, samples=12, placements=4, min_samples=8)
 
 
 def _sides(case, bundle: Path, small: bool):  # type: ignore[no-untyped-def]

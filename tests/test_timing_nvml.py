@@ -60,7 +60,7 @@ def test_depressed_host_from_memory_clock_or_power_limit() -> None:
     assert host_health(Environment(), [low_mem]) == (False, "")  # nothing to compare with: not judged
 
     stats = SideStats(1.0, 1.0, 0.0, 0.0, 1, (1.0,))
-    timing = Timing(launches_per_sample=1, warmup_s=0.0, warpforth=stats, cuda=stats, gap=1.0, order=("wf",),
+    timing = Timing(launches_per_sample=1, warmup_busy_s=0.0, warpforth=stats, cuda=stats, gap=1.0, order=("wf",),
                     nvml=low_mem)
     case = CaseResult(id="x", version=1, priority="P0", fingerprint="f", status="ok", timing=timing)
     marked = mark_host(env, [case])

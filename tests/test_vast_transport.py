@@ -27,7 +27,7 @@ import pytest
 from wfbench_core.errors import WfbenchError
 from wfbench_core.registry import Registry
 from wfbench_core.request import ExecuteRequest
-from wfbench_core.results import Protocol, dumps
+from wfbench_core.results import TimingProtocol, dumps
 from wfbench_transports.vast import (
     GPU_MODELS,
     OfferFilter,
@@ -48,7 +48,7 @@ pytest.importorskip("paramiko")
 
 TESTS = Path(__file__).parent
 ROOT = TESTS.parent
-PROTOCOL = Protocol(warmup_s=0.0, min_sample_ms=12.5, samples=7)
+PROTOCOL = TimingProtocol(warmup_s=0.0, min_sample_ms=12.5, samples=7)
 API_KEY = "vk_9f8e7d6c5b4a39281706f5e4d3c2b1a0"
 #: the SDK methods the transport calls (besides the constructor), checked against the code below
 SDK_METHODS = {"show_instances", "search_offers", "create_instance", "show_instance", "attach_ssh",
@@ -593,7 +593,7 @@ import json, sys
 from pathlib import Path
 from wfbench_core.registry import Registry
 from wfbench_core.request import ExecuteRequest
-from wfbench_core.results import Protocol
+from wfbench_core.results import TimingProtocol
 from wfbench_transports.vast import VastSession
 cfg = json.loads(sys.argv[1])
 s = VastSession(registry=Registry.load(), api_key=cfg["key"], **cfg["options"])
@@ -603,7 +603,7 @@ if cfg["how"] == "exit":
     sys.exit(0)  # no stop(): the exit guard must destroy
 with s:
     s.execute(Path(cfg["bundle"]), ExecuteRequest(case_ids=("scale_i64",),
-                                                  protocol=Protocol(warmup_s=0.0, min_sample_ms=12.5, samples=7)))
+                                                  protocol=TimingProtocol(warmup_s=0.0, min_sample_ms=12.5, samples=7)))
 """
 
 

@@ -67,7 +67,7 @@ def main() -> int:
     from wfbench_core.executor import execute
     from wfbench_core.nvml import describe
     from wfbench_core.request import ExecuteRequest
-    from wfbench_core.results import Protocol, write_result
+    from wfbench_core.results import TimingProtocol, write_result
     from wfbench_core.testing import bundle_from_ptx, ptx_dir_loader
 
     reg = Registry.load(plugins=builtin_plugins())
@@ -77,8 +77,8 @@ def main() -> int:
     t_all = time.perf_counter()
 
     # 1. the suite, default protocol
-    print(f"== 1. P0 suite, default protocol {Protocol()}", flush=True)
-    run = execute(bundle, registry=reg, request=ExecuteRequest(protocol=Protocol()),
+    print(f"== 1. P0 suite, default protocol {TimingProtocol()}", flush=True)
+    run = execute(bundle, registry=reg, request=ExecuteRequest(protocol=TimingProtocol()),
                   progress=lambda m: print("  ", m, flush=True))
     write_result(run, args.out / "suite.json")
     print(f"{'case':22} {'gap':>8} {'95% interval':>19} {'hw%':>6} {'within':>7} {'between':>7} {'n':>3} "
@@ -105,7 +105,7 @@ def main() -> int:
     # 2. A/A: first-side excess
     aa_ids = [c for c in ("axpy_f64", "reduce_sum_f64") if c in ids] or ids[:1]
     print(f"\n== 2. A/A, first side's per-sample excess over the second (us), {', '.join(aa_ids)}", flush=True)
-    aa = execute(bundle, registry=reg, request=ExecuteRequest(protocol=Protocol(), mode="aa", case_ids=tuple(aa_ids)))
+    aa = execute(bundle, registry=reg, request=ExecuteRequest(protocol=TimingProtocol(), mode="aa", case_ids=tuple(aa_ids)))
     write_result(aa, args.out / "aa.json")
     for c in aa.cases:
         if c.timing:

@@ -49,7 +49,7 @@ class Measurement:
     samples_us: Mapping[str, tuple[float, ...]] = attrs.Factory(dict)  # label -> per-launch us
     first: tuple[str, ...] = ()  # label that went first in each round
     launches_per_sample: int = 0
-    warmup_s: float = 0.0
+    warmup_busy_s: float = 0.0  # measured busy time of the warm-up (the setting is the protocol's warmup_s)
     clocks_sm_mhz: tuple[int, ...] = ()
     placement_of: tuple[int, ...] = ()  # placement of each round (empty: one placement)
     placement_seed: int = 0

@@ -25,7 +25,7 @@ import attrs
 import numpy as np
 
 from wfbench_core.errors import WfbenchError
-from wfbench_core.results import TIMING_COLD_L2, TIMING_EVENTS, Protocol, RunResult
+from wfbench_core.results import TIMING_COLD_L2, TIMING_EVENTS, TimingProtocol, RunResult
 
 NVBENCH_BATCH_MEAN = "nv/batch/time/gpu/mean"
 NVBENCH_COLD_MEAN = "nv/cold/time/gpu/mean"
@@ -259,7 +259,7 @@ def run_nvbench(launchers: Mapping[str, Callable[[Any], None]], json_path: Path,
 
 
 def crosscheck(bundle: Path, *, registry: Any, case_ids: Sequence[str] = (), against: Optional[RunResult] = None,
-               modes: Sequence[str] = (TIMING_EVENTS,), small: bool = False, protocol: Protocol = Protocol(),
+               modes: Sequence[str] = (TIMING_EVENTS,), small: bool = False, protocol: TimingProtocol = TimingProtocol(),
                cuda_compiler_kind: str = "auto", json_path: Path,
                progress: Callable[[str], None] = lambda msg: None) -> tuple[list[KernelRow], list[GapRow]]:
     """Time the bundle's kernels with nvbench and compare with wfbench's medians (see the module docstring)."""

@@ -354,7 +354,7 @@ def merge_repeats(passes: list[list[CaseResult]], unstable_noise: float) -> list
             samples_us={"wf": tuple(x for t in timings for x in t.warpforth.samples_us),
                         "cuda": tuple(x for t in timings for x in t.cuda.samples_us)},
             first=tuple(x for t in timings for x in t.order), launches_per_sample=timings[0].launches_per_sample,
-            warmup_s=sum(t.warmup_s for t in timings), clocks_sm_mhz=tuple(c for t in timings for c in t.clocks_sm_mhz),
+            warmup_busy_s=sum(t.warmup_busy_s for t in timings), clocks_sm_mhz=tuple(c for t in timings for c in t.clocks_sm_mhz),
             placement_of=tuple(placement_of), placement_seed=timings[0].placement_seed,
             short_retakes=sum(t.short_retakes for t in timings), stop_reason=timings[-1].stop_reason,
             timing_mode=timings[0].timing_mode, nvml=throttled[0] if throttled else timings[0].nvml,

@@ -33,13 +33,12 @@ from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
 import attrs
-import cattrs
 
 from wfbench_core import stats
 from wfbench_core.errors import WfbenchError
 from wfbench_core.fsutil import atomic_write, create_exclusive
 from wfbench_core.results import (
-    ERROR, FAILED, OK, CaseResult, Protocol, RunResult, SideStats, converter, dumps, parse_result,
+    ERROR, FAILED, OK, CaseResult, TimingProtocol, RunResult, SideStats, converter, dumps, parse_result,
 )
 
 HISTORY_ENV = "WFBENCH_HISTORY"
@@ -201,7 +200,7 @@ class Index:
 
 def protocol_defaults() -> str:
     """The default protocol's settings, as the index records them."""
-    return json.dumps(converter().unstructure(Protocol()), sort_keys=True, separators=(",", ":"))
+    return json.dumps(converter().unstructure(TimingProtocol()), sort_keys=True, separators=(",", ":"))
 
 
 @attrs.frozen
@@ -232,7 +231,7 @@ class AddOutcome:
 PROTOCOL_NOT_IN_KEY = frozenset({"max_case_s", "suite_budget_s"})
 
 
-def protocol_tag(protocol: Protocol) -> str:
+def protocol_tag(protocol: TimingProtocol) -> str:
     """The protocol's settings that differ from the defaults, as ``name=value`` (``""`` for the canonical one).
 
     Any setting that changes what is measured is part of a series' key, so a run with ``--samples 5`` starts
@@ -467,7 +466,7 @@ class History:
                     or data.get("protocol_defaults") != protocol_defaults():
                 return None  # written by another wfbench version: derived data, so rebuild it
             return converter().structure(data, Index)  # type: ignore[no-any-return]
-        except (OSError, ValueError, TypeError, KeyError, cattrs.BaseValidationError):
+        except (OSError, ValueError, TypeError, KeyError, _validation_error()):
             self.problems.append(Problem(str(path), "unreadable; it is derived, so it was rebuilt from runs/ "
                                          "('wfbench history reindex' rewrites it)"))
             return None
@@ -617,3 +616,9 @@ def git_links(point: Point) -> tuple[str, str]:
         commit_url = f"{repo}/commit/{point.git_commit}"
     run_url = point.ci_run_url if point.ci_run_url.startswith(("https://", "http://")) else ""
     return commit_url, run_url
+
+
+def _validation_error() -> type:
+    import cattrs
+
+    return cattrs.BaseValidationError

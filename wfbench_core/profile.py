@@ -199,11 +199,11 @@ def _last_lines(text: str, n: int = 2) -> str:
 def launch(case_id: str, ptx: str, kernel: str, launches: int = LAUNCHES, plugins: Sequence[str] = ()) -> None:
     """Load ``ptx`` and launch ``kernel`` on the case's canonical inputs ``launches`` times, then synchronise."""
     from wfbench_core.registry import Registry
-    from wfbench_core.results import Protocol
+    from wfbench_core.results import TimingProtocol
     from wfbench_core.timer import CudaEventTimer
 
     case = Registry.load(list(plugins)).case(case_id)
-    timer = CudaEventTimer(Protocol())
+    timer = CudaEventTimer(TimingProtocol())
     timer._init()
     cuda = timer._cuda
     module, fn = timer.load(case_id, ptx, kernel)

@@ -47,13 +47,13 @@ import attrs
 import pytest
 
 from wfbench_core.errors import NoGpuError, WfbenchError
-from wfbench_core.results import ERROR, FAILED, CaseResult, Protocol, RunResult, setting_problem
+from wfbench_core.results import ERROR, FAILED, CaseResult, TimingProtocol, RunResult, setting_problem
 
 log = logging.getLogger("wfbench")
 
 MARKER = "benchmark"
 #: A quick protocol for correctness checks: the checks are the same, the timing is short.
-CHECK_PROTOCOL = Protocol(warmup_s=0.0, min_sample_ms=1.0, samples=5)
+CHECK_PROTOCOL = TimingProtocol(warmup_s=0.0, min_sample_ms=1.0, samples=5)
 
 
 # -------------------------------------------------------------------------------------------------
@@ -82,7 +82,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="Case for the wfbench_case fixture (repeatable); default: every installed case.")
     group.addoption("--wfbench-priority", dest="wfbench_priorities", action="append", default=[],
                     choices=["P0", "P1"], help="Only cases of this priority for wfbench_case (repeatable).")
-    for field in attrs.fields(Protocol):  # the timing protocol's settings, from their one home
+    for field in attrs.fields(TimingProtocol):  # the timing protocol's settings, from their one home
         meta = field.metadata
         if meta.get("flag"):
             kind = str if meta.get("choices") else int if field.type in (int, "int") else float
@@ -103,7 +103,7 @@ class Settings:
     warpforthc: str | None
     case_ids: tuple[str, ...]
     priorities: tuple[str, ...]
-    protocol: Protocol
+    protocol: TimingProtocol
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -115,13 +115,13 @@ class Settings:
                 raise pytest.UsageError(f"--wfbench-transport-opt expects KEY=VALUE, got {text!r}")
             options[key.strip().replace("-", "_")] = value
         values = {}
-        for f in attrs.fields(Protocol):
+        for f in attrs.fields(TimingProtocol):
             if f.metadata.get("flag"):
                 values[f.name] = opt("wfbench_protocol_" + f.name)
                 problem = setting_problem(f, values[f.name], "--wfbench-" + f.metadata["flag"][2:])
                 if problem:
                     raise pytest.UsageError(problem)
-        protocol = Protocol(**values)
+        protocol = TimingProtocol(**values)
         bundle = opt("wfbench_bundle")
         if bundle is not None and not (Path(bundle) / "manifest.json").is_file():
             raise pytest.UsageError(f"--wfbench-bundle {bundle}: not a wfbench bundle (no manifest.json); "
@@ -350,7 +350,7 @@ class GpuSession:
 
     # -- executing --------------------------------------------------------------------------------
 
-    def execute(self, case_ids: Sequence[str], *, protocol: Protocol | None = None,
+    def execute(self, case_ids: Sequence[str], *, protocol: TimingProtocol | None = None,
                 bundle: Path | None = None) -> RunResult:
         """Execute cases on the session's GPU and return the result (not added to the session result).
 

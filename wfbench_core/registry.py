@@ -10,7 +10,6 @@ import pluggy
 from wfbench_core.case import Case
 from wfbench_core.errors import WfbenchError
 from wfbench_core.plugins import get_plugin_manager, plugin_origin
-from wfbench_core.request import CaseRef
 
 
 class DuplicateError(WfbenchError):
@@ -93,8 +92,10 @@ class Registry:
         cases = [r.value for r in self.cases.values() if not wanted or r.value.priority in wanted]
         return sorted(cases, key=lambda c: (c.priority, c.id))
 
-    def refs(self, cases: Iterable[Case]) -> tuple[CaseRef, ...]:
+    def refs(self, cases: Iterable[Case]) -> tuple[Any, ...]:
         """The selected cases with their plugin origin, for a run request."""
+        from wfbench_core.request import CaseRef
+
         return tuple(CaseRef(c.id, self.cases[c.id].plugin_name, self.cases[c.id].distribution) for c in cases)
 
     def transport(self, name: str) -> Any:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-from wfbench_core.results import CaseResult, RunResult
+if TYPE_CHECKING:
+    from wfbench_core.results import CaseResult, RunResult
 
 
 def _fmt(value: float | None, spec: str) -> str:

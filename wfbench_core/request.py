@@ -12,7 +12,7 @@ from typing import Optional
 
 import attrs
 
-from wfbench_core.results import MODE_PAIRED, Protocol, converter, dumps, loads
+from wfbench_core.results import MODE_PAIRED, TimingProtocol, converter, dumps, loads
 
 
 @attrs.frozen
@@ -20,7 +20,7 @@ class ExecuteRequest:
     """What the GPU host does with a bundle."""
 
     case_ids: tuple[str, ...] = ()  # empty: every case of the bundle
-    protocol: Protocol = Protocol()
+    protocol: TimingProtocol = TimingProtocol()
     mode: str = MODE_PAIRED
     cuda_compiler: str = "auto"  # "auto" | "nvcc" | "nvrtc"
     #: a fixed deadline for every wait on the GPU, in seconds; None: derived from the case (watchdog)

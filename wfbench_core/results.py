@@ -11,12 +11,16 @@ from pathlib import Path
 from typing import Any, Optional
 
 import attrs
-import cattrs
-from cattrs.preconf.json import make_converter
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import cattrs
 
 from wfbench_core.errors import WfbenchError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# how a result of an older schema is read: version -> function that rewrites its JSON to the next version
+# (2: Timing.warmup_s, the measured busy time of the warm-up, became warmup_busy_s, apart from the setting)
 
 # status of a case in a run
 OK = "ok"  # correct, timed, stable
@@ -29,7 +33,7 @@ STATUSES = (OK, UNSTABLE, FAILED, ERROR)
 MODE_PAIRED = "paired"
 MODE_AA = "aa"
 
-# how a sample is timed (Protocol.timing_mode)
+# how a sample is timed (TimingProtocol.timing_mode)
 TIMING_EVENTS = "events"
 TIMING_GRAPH = "graph"
 TIMING_COLD_L2 = "cold-l2"
@@ -65,7 +69,7 @@ def setting_problem(field: Any, value: Any, name: str) -> str:
 
 
 @attrs.frozen
-class Protocol:
+class TimingProtocol:
     """How samples are taken (the timing protocol); stored with every run."""
 
     warmup_s: float = setting(1.0, "Busy-GPU warm-up before timing each case.", flag="--warmup-s", low=0, high=600)
@@ -207,7 +211,7 @@ class Timing:
     """The paired samples of one case: sample i of each side was taken back to back."""
 
     launches_per_sample: int
-    warmup_s: float
+    warmup_busy_s: float  # measured: how long the warm-up kept the GPU busy (the setting is protocol.warmup_s)
     warpforth: SideStats
     cuda: SideStats
     gap: float  # median WarpForth / median CUDA
@@ -220,7 +224,7 @@ class Timing:
     # MAD/median of the per-pair ratios WarpForth/CUDA: what pairing leaves of the noise, since a clock dip
     # that slows both samples of a pair cancels in their ratio
     pair_ratio_noise: Optional[float] = None
-    timing_mode: str = TIMING_EVENTS  # see Protocol.timing_mode
+    timing_mode: str = TIMING_EVENTS  # see TimingProtocol.timing_mode
     # placement-aware sampling: the pairs were spread over this many fresh buffer placements
     placements: int = 1
     placement_of: tuple[int, ...] = ()  # placement index of each pair
@@ -366,7 +370,7 @@ class RunResult:
     wfbench_version: str
     created: str  # ISO 8601, UTC
     mode: str
-    protocol: Protocol
+    protocol: TimingProtocol
     environment: Environment
     warpforthc: CompilerInfo
     cuda_compiler: CompilerInfo
@@ -386,8 +390,10 @@ class RunResult:
 
 
 @functools.lru_cache(maxsize=1)
-def converter() -> cattrs.Converter:
-    """The one converter for every stored or sent record."""
+def converter() -> "cattrs.Converter":
+    """The one converter for every stored or sent record (cattrs is imported on first use)."""
+    from cattrs.preconf.json import make_converter
+
     conv = make_converter(forbid_extra_keys=True)
     return conv
 
@@ -408,6 +414,8 @@ def loads(text: str, cls: type = RunResult, *, where: str = "result") -> Any:
 
 
 def _structure(data: Any, cls: type, where: str, what: str) -> Any:
+    import cattrs
+
     try:
         return converter().structure(data, cls)
     except (cattrs.BaseValidationError, TypeError, ValueError, KeyError, AttributeError) as exc:
@@ -431,6 +439,21 @@ def _iso_time(value: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def _from_1(raw: dict) -> dict:
+    """Schema 1 -> 2: the measured warm-up time is named ``warmup_busy_s``."""
+    cases = []
+    for case in raw["cases"]:
+        timing = case.get("timing") if isinstance(case, dict) else None
+        if isinstance(timing, dict) and "warmup_s" in timing:
+            timing = {("warmup_busy_s" if k == "warmup_s" else k): v for k, v in timing.items()}
+            case = {**case, "timing": timing}
+        cases.append(case)
+    return {**raw, "cases": cases, "schema_version": 2}
+
+
+_UPGRADES = {1: _from_1}
 
 
 def parse_result(data: str | bytes, where: str = "result") -> RunResult:
@@ -472,9 +495,11 @@ def parse_result(data: str | bytes, where: str = "result") -> RunResult:
     if not isinstance(raw["cases"], list):
         raise _not_a_result(where, f"'cases' is a JSON {type(raw['cases']).__name__.replace('dict', 'object')}, "
                                    f"not a list")
+    while found in _UPGRADES:
+        raw, found = _UPGRADES[found](raw), found + 1
     if found != SCHEMA_VERSION:
-        raise WfbenchError(f"{where}: a wfbench result of schema version {found!r}; this wfbench reads version "
-                           f"{SCHEMA_VERSION}; use the wfbench version that wrote it")
+        raise WfbenchError(f"{where}: a wfbench result of schema version {found!r}; this wfbench reads versions "
+                           f"1 to {SCHEMA_VERSION}; use the wfbench version that wrote it")
     result: RunResult = _structure(raw, RunResult, where, "not a wfbench result")
     if not _iso_time(result.created):
         raise _not_a_result(where, f"'created' is {result.created!r}, not an ISO 8601 time")

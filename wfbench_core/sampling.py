@@ -30,7 +30,7 @@ import attrs
 import numpy as np
 
 from wfbench_core.errors import WfbenchError
-from wfbench_core.results import Protocol
+from wfbench_core.results import TimingProtocol
 
 SAMPLE_MARGIN = 1.10  # calibrate for 10 % above min_sample_ms: clocks and placements move per-launch time
 MAX_SHORT_RETAKES = 8  # a case whose samples keep coming in short is an error, not an endless loop
@@ -63,7 +63,7 @@ class Sampled:
     first: tuple[str, ...]  # label that went first in each kept round
     placement_of: tuple[int, ...]  # placement of each kept round
     launches_per_sample: int  # launches of the last sample (earlier ones may have fewer after a re-take)
-    warmup_s: float
+    warmup_busy_s: float
     short_retakes: int
     stop_reason: str
     placements: int  # placements used
@@ -98,7 +98,7 @@ def round_order(labels: Sequence[str], r: int) -> list[str]:
 
 
 def stop_reason(samples_us: Mapping[str, Sequence[float]], placement_of: Sequence[int], reference: str,
-                elapsed_s: float, protocol: Protocol) -> str:
+                elapsed_s: float, protocol: TimingProtocol) -> str:
     """Why sampling should stop now ("" = go on); called after each placement block."""
     n = len(placement_of)
     if n >= protocol.samples:
@@ -121,7 +121,7 @@ def stop_reason(samples_us: Mapping[str, Sequence[float]], placement_of: Sequenc
     return ""
 
 
-def sample_case(rounds: Rounds, labels: Sequence[str], protocol: Protocol, *, reference: str,
+def sample_case(rounds: Rounds, labels: Sequence[str], protocol: TimingProtocol, *, reference: str,
                 seed: int | None = None, clock: Callable[[], float] = time.perf_counter) -> Sampled:
     """Warm up, calibrate and take the paired samples of one case over its placements."""
     labels = list(labels)
@@ -196,7 +196,7 @@ def sample_case(rounds: Rounds, labels: Sequence[str], protocol: Protocol, *, re
         first=tuple(first),
         placement_of=tuple(where),
         launches_per_sample=launches,
-        warmup_s=busy_ms / 1000.0,
+        warmup_busy_s=busy_ms / 1000.0,
         short_retakes=retakes,
         stop_reason=reason or STOP_SAMPLES,
         placements=len(set(where)),

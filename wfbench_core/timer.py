@@ -39,21 +39,16 @@ from typing import Any, Iterator, Mapping, Sequence
 import attrs
 import numpy as np
 
-from wfbench_core import hookimpl, watchdog
+from wfbench_core import watchdog
 from wfbench_core.case import CONFIGS, Case
-from wfbench_core.contracts import Measurement, Side, Timer
+from wfbench_core.contracts import Measurement, Side
 from wfbench_core.errors import NoGpuError, WfbenchError
 from wfbench_core.faults import (LOAD_FAILURE, OUT_OF_RESOURCES, Fault, KernelFault, as_kernel_fault, classify,
                                  launch_limits, side_name)
 from wfbench_core.gpu_rounds import CudaRounds, TimingSetup
-from wfbench_core.results import TIMING_MODES, Check, Costs, Environment, KernelAttrs, Protocol, sm_arch
+from wfbench_core.results import TIMING_MODES, Check, Costs, Environment, KernelAttrs, TimingProtocol, sm_arch
 
 INT_SENTINEL = 0x5A5A5A5A5A5A5A5A
-
-
-@hookimpl(trylast=True)
-def wfbench_make_timer(protocol: Protocol) -> Timer:
-    return CudaEventTimer(protocol)
 
 
 def gpu_unavailable_reason() -> str | None:
@@ -180,7 +175,7 @@ def _fmt_err(x: float) -> str:
 class CudaEventTimer:
     """The built-in timer (replace it through the ``wfbench_make_timer`` hook)."""
 
-    def __init__(self, protocol: Protocol) -> None:
+    def __init__(self, protocol: TimingProtocol) -> None:
         self.protocol = protocol
         self._ctx: Any = None
         self._stream: Any = None
@@ -513,7 +508,7 @@ class CudaEventTimer:
             "samples_us": sampled.samples_us,
             "first": sampled.first,
             "launches_per_sample": sampled.launches_per_sample,
-            "warmup_s": sampled.warmup_s,
+            "warmup_busy_s": sampled.warmup_busy_s,
             "clocks_sm_mhz": tuple(r.sm_mhz for r in readings if r.sm_mhz),
             "placement_of": sampled.placement_of,
             "placement_seed": sampled.seed,

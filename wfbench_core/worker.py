@@ -263,7 +263,7 @@ def timed_status(m: Any, side: str, *, work_bytes: int, work_flops: int, unstabl
 
     wf, cu = summarize(m.samples_us[side]), summarize(m.samples_us["cuda"])
     timing = Timing(
-        launches_per_sample=m.launches_per_sample, warmup_s=m.warmup_s, warpforth=wf, cuda=cu,
+        launches_per_sample=m.launches_per_sample, warmup_busy_s=m.warmup_busy_s, warpforth=wf, cuda=cu,
         gap=gap(wf, cu), order=tuple(m.first),
         clocks_sm_mhz=m.clocks_sm_mhz,
         gbps_wf=_rate(work_bytes, wf.median_us), gbps_cuda=_rate(work_bytes, cu.median_us),

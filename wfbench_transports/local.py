@@ -1,4 +1,4 @@
-"""The ``local`` transport: execute the bundle on this machine's GPU, in this process."""
+"""The ``local`` transport: execute the bundle on this machine's GPU (through the executor's worker process)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 class LocalTransport:
     name = "local"
-    summary = "this machine's GPU, in this process"
+    summary = "this machine's GPU (cases run in a supervised worker process)"
 
     OPTIONS: dict[str, str] = {}
 

@@ -31,10 +31,6 @@ is promoted to registers. warpforthc does not unroll the DO loops; nvcc unrolls 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    import numpy as np
 
 from wfbench_core import hookimpl
 from wfbench_core.case import Case, Launch, Param, Tolerance, Work, resource_text

@@ -55,8 +55,6 @@ def matmul_inputs(s, rng):  # type: ignore[no-untyped-def]
 
 
 def matmul_reference(inp, s):  # type: ignore[no-untyped-def]
-    import numpy as np
-
     n = s["N"]
     return {"C": (inp["A"].reshape(n, n) @ inp["B"].reshape(n, n)).ravel()}
 

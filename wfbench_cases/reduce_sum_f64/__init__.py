@@ -25,10 +25,6 @@ is promoted to registers and the tree is fully unrolled.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    import numpy as np
 
 from wfbench_core import hookimpl
 from wfbench_core.case import Case, Launch, Param, Tolerance, Work, resource_text

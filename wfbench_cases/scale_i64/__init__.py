@@ -8,7 +8,6 @@ Out of place, so every launch overwrites ``y`` identically.
 
 from __future__ import annotations
 
-import numpy as np
 
 from wfbench_core import hookimpl
 from wfbench_core.case import Case, Launch, Param, Tolerance, Work, resource_text
@@ -19,6 +18,8 @@ def _launch(s):  # type: ignore[no-untyped-def]
 
 
 def _inputs(s, rng):  # type: ignore[no-untyped-def]
+    import numpy as np
+
     return {"K": 3, "X": rng.integers(-(2**40), 2**40, s["N"], dtype=np.int64), "N": s["N"]}
 
 

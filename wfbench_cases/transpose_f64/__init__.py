@@ -57,7 +57,6 @@ start off a 128-byte line and touch an extra line, and the edge tiles run partly
 
 from __future__ import annotations
 
-import numpy as np
 
 from wfbench_core import hookimpl
 from wfbench_core.case import Case, Launch, Param, Tolerance, Work, resource_text
@@ -79,6 +78,8 @@ def _inputs(s, rng):  # type: ignore[no-untyped-def]
 
 
 def _reference(inp, s):  # type: ignore[no-untyped-def]
+    import numpy as np
+
     return {"B": np.ascontiguousarray(inp["A"].reshape(s["ROWS"], s["COLS"]).T).ravel()}
 
 

@@ -15,7 +15,6 @@ from wfbench_core.cli.common import (
     run_request,
     warpforthc_option,
 )
-from wfbench_core.compile import CompileError
 from wfbench_core.errors import CaseFailed
 
 
@@ -39,6 +38,7 @@ def build(case_ids: tuple[str, ...], priorities: tuple[str, ...], warpforthc: tu
     others are still built; the exit code is then 1.
     """
     from wfbench_core import runner
+    from wfbench_core.compile import CompileError
 
     reg = load_registry()
     request = run_request(reg, case_ids, priorities, warpforthc, commit=commit, check_cuda=check_cuda)

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
-
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
 
 import click
 
-from wfbench_core.compile import find_warpforthc
 from wfbench_core.errors import WfbenchError
-from wfbench_core.registry import Registry
+
+if TYPE_CHECKING:
+    from wfbench_core.registry import Registry
 
 
 def load_registry() -> Registry:
+    from wfbench_core.registry import Registry
+
     return Registry.load()
 
 
@@ -36,6 +38,8 @@ def warpforthc_option(f: Callable[..., Any]) -> Callable[..., Any]:
 
 def resolve_warpforthc(values: tuple[str, ...]) -> Path | dict[str, Path]:
     """One binary, or ``{label: binary}`` when several ``LABEL=PATH`` are given."""
+    from wfbench_core.compile import find_warpforthc
+
     if len(values) <= 1:
         value = values[0] if values else None
         if value and "=" in value and not Path(value).exists():
@@ -72,12 +76,12 @@ def local_cuda_checker(enabled: bool) -> Any:
 
 
 def protocol_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """One option per timing-protocol setting, made from the fields of :class:`Protocol` (their one home)."""
+    """One option per timing-protocol setting, made from the fields of :class:`TimingProtocol` (their one home)."""
     import attrs
 
-    from wfbench_core.results import Protocol
+    from wfbench_core.results import TimingProtocol
 
-    for field in reversed(attrs.fields(Protocol)):
+    for field in reversed(attrs.fields(TimingProtocol)):
         meta = field.metadata
         if not meta.get("flag"):
             continue
@@ -93,11 +97,11 @@ def protocol_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def protocol_from(options: dict[str, Any]) -> Any:
-    """The :class:`Protocol` of the ``protocol_*`` options (removed from ``options``)."""
-    from wfbench_core.results import Protocol
+    """The :class:`TimingProtocol` of the ``protocol_*`` options (removed from ``options``)."""
+    from wfbench_core.results import TimingProtocol
 
     values = {k[len("protocol_"):]: options.pop(k) for k in list(options) if k.startswith("protocol_")}
-    return Protocol(**values)
+    return TimingProtocol(**values)
 
 
 def execute_options(f: Callable[..., Any]) -> Callable[..., Any]:

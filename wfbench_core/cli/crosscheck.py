@@ -10,7 +10,7 @@ import click
 
 from wfbench_core.cli.common import case_options, load_registry, progress_printer
 from wfbench_core.errors import CaseFailed, WfbenchError
-from wfbench_core.results import TIMING_EVENTS, TIMING_MODES, Protocol, load_result
+from wfbench_core.results import TIMING_EVENTS, TIMING_MODES, TimingProtocol, load_result
 
 
 @click.command("crosscheck")
@@ -23,7 +23,7 @@ from wfbench_core.results import TIMING_EVENTS, TIMING_MODES, Protocol, load_res
                    "with nvbench's cold figure, the others with its batch figure.")
 @click.option("--small", is_flag=True, help="Time the cases at their small 'check' sizes (where launch "
                                              "overhead and L2 matter) instead of the canonical ones.")
-@click.option("--samples", type=click.IntRange(5, 10_000), default=Protocol().samples, show_default=True,
+@click.option("--samples", type=click.IntRange(5, 10_000), default=TimingProtocol().samples, show_default=True,
               help="wfbench's paired samples per case and mode.")
 @click.option("--tolerance", type=click.FloatRange(0, 1), default=0.01, show_default=True,
               help="Per-kernel agreement required (fraction); beyond it the exit status is 1.")
@@ -50,7 +50,7 @@ def crosscheck_cmd(bundle, case_ids, priorities, against, modes, small, samples,
     with tempfile.TemporaryDirectory(prefix="wfbench-nvbench-") as tmp:
         kernels, gaps = xc.crosscheck(
             bundle, registry=reg, case_ids=case_ids, against=stored, modes=modes or (TIMING_EVENTS,), small=small,
-            protocol=Protocol(samples=samples), cuda_compiler_kind=cuda_compiler,
+            protocol=TimingProtocol(samples=samples), cuda_compiler_kind=cuda_compiler,
             json_path=nvbench_json or Path(tmp) / "nvbench.json", progress=progress_printer(quiet))
     if as_json:
         click.echo(json.dumps(xc.as_json(kernels, gaps, tolerance), indent=1))
