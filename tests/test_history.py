@@ -366,6 +366,12 @@ def test_written_files_honour_the_umask(tmp_path: Path, umask: int) -> None:
     want = 0o666 & ~umask
     for path in (Path(out.stdout.strip()), tmp_path / INDEX_FILE, tmp_path / "page.html", site / "index.html"):
         assert path.stat().st_mode & 0o777 == want, (path, oct(path.stat().st_mode))
+    # folders too: a bundle is built in a temporary folder (fsutil.make_temp_dir) and renamed into place
+    code = ("import os, sys; os.umask(int(sys.argv[1], 8)); from pathlib import Path;"
+            "from wfbench_core.fsutil import make_temp_dir; print(make_temp_dir('.bundle.', Path(sys.argv[2])))")
+    made = subprocess.run([sys.executable, "-c", code, oct(umask)[2:], str(tmp_path)], capture_output=True,
+                          text=True, env=env, check=True).stdout.strip()
+    assert Path(made).stat().st_mode & 0o777 == 0o777 & ~umask
 
 
 def test_an_index_written_under_other_protocol_defaults_is_rebuilt(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]

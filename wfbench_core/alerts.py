@@ -162,11 +162,16 @@ def judge(series: Series, point: Point, rules: Rules = Rules()) -> Finding:
 
     moved = gap.moved or (wf.up and not cuda.moved)
     same_ptx = bool(point.ptx_sha256) and all(p.ptx_sha256 == point.ptx_sha256 for p in stable)
+    same_sass = bool(point.sass_sha256) and all(p.sass_sha256 == point.sass_sha256 for p in stable)
     boards = {p.gpu_uuid for p in stable}
     if moved and same_ptx:
         return finding(DRIFT, f"gap {gap.reference:.3f}x -> {gap.value:.3f}x, {pct(gap)}, with the WarpForth PTX "
                               f"byte-identical to the baseline's (sha256 {point.ptx_sha256[:12]}): the environment "
                               f"changed, not the compiler", **metrics)
+    if moved and same_sass:
+        return finding(DRIFT, f"gap {gap.reference:.3f}x -> {gap.value:.3f}x, {pct(gap)}, with identical SASS "
+                              f"(sha256 {point.sass_sha256[:12]}): any difference is noise, not the compiler",
+                       **metrics)
     if moved and point.gpu_uuid and "" not in boards and point.gpu_uuid not in boards:
         return finding(BOARD, f"gap {gap.reference:.3f}x -> {gap.value:.3f}x, {pct(gap)}, on a board the baseline "
                               f"was not measured on ({point.gpu_uuid}); boards of one model differ by themselves: "

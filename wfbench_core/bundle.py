@@ -20,7 +20,6 @@ import datetime as _dt
 import json
 import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Optional
 
@@ -31,7 +30,7 @@ from wfbench_core.case import CONFIGS, Case, sha256_text
 from wfbench_core.compile import CompileError, Compiled, compile_cuda, compile_warpforth, warpforthc_info
 from wfbench_core.errors import WfbenchError
 from wfbench_core.faults import CompileFault, compile_failure
-from wfbench_core.fsutil import atomic_write
+from wfbench_core.fsutil import atomic_write, make_temp_dir
 from wfbench_core.results import CompileRecord, CompilerInfo, Source, converter
 
 BUNDLE_SCHEMA = 1
@@ -106,7 +105,7 @@ def build_bundle(
         raise WfbenchError(f"{out_dir} exists and is not a wfbench bundle; choose an empty or new folder")
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     # Build beside the target and swap it in at the end: a failed build leaves the old bundle intact.
-    work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    work = make_temp_dir(f".{out_dir.name}.", out_dir.parent)
     try:
         if list(compilers) == [""]:
             manifest = _build_into(work, cases, compilers[""], warpforthc_info(compilers[""]), arch, source,

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Optional, Sequence
 import attrs
 
 from wfbench_core import stats
+from wfbench_core.diagnostics import IDENTICAL_NOTE, sass_note
 from wfbench_core.errors import WfbenchError
 from wfbench_core.results import UNSTABLE, CaseResult, CompileRecord, RunResult, Timing
 
@@ -44,6 +45,7 @@ SHARED = "same samples"
 WITHIN_RUNS = "within run-to-run variation"  # significant in the samples, not beyond what runs vary by
 SAME_PTX = "same PTX"  # the WarpForth PTX is byte-identical: not the compiler
 OTHER_BOARD = "other board"  # measured on different boards: not attributed to the compiler
+IDENTICAL_SASS = "identical SASS"  # both WarpForth kernels assemble to the same machine code: any change is noise
 
 
 @attrs.frozen
@@ -89,6 +91,7 @@ class CaseComparison:
     warpforth: Optional[Change] = None
     cuda: Optional[Change] = None
     variation: str = ""  # between two runs: where the gap's between-run threshold came from
+    sass: str = ""  # what the two WarpForth kernels' machine code says (wfbench_core.diagnostics.sass_note)
 
     @property
     def noisy(self) -> bool:
@@ -229,14 +232,25 @@ def _compare_case(b: CaseResult, h: CaseResult, s: Settings, same_run: bool,
         gap_b, wf_b = between("gap", same_wf), between("wf", same_wf)
         cuda_b = between("cuda", _same_ptx(b.compile_cuda, h.compile_cuda))
         basis = gap_b.variation.basis
+    gap = compare_gap(b.timing, h.timing, s, shared_cuda=shared, between=gap_b)
+    wf = compare_samples(b.timing.warpforth.samples_us, h.timing.warpforth.samples_us, s, wf_b)
+    sass = sass_note(b.diag_wf, h.diag_wf)
+    if sass == IDENTICAL_NOTE:  # the same machine code: no change of the compiler's to test for
+        gap = _identical(gap, (WORSE, BETTER))
+        wf = _identical(wf, (SLOWER, FASTER))
     return CaseComparison(
         compared=True,
-        gap=compare_gap(b.timing, h.timing, s, shared_cuda=shared, between=gap_b),
-        warpforth=compare_samples(b.timing.warpforth.samples_us, h.timing.warpforth.samples_us, s, wf_b),
+        gap=gap,
+        warpforth=wf,
         cuda=compare_samples(b.timing.cuda.samples_us, h.timing.cuda.samples_us, s, cuda_b),
         variation=basis,
+        sass=sass,
         **head,  # type: ignore[arg-type]
     )
+
+
+def _identical(change: Change, directions: tuple[str, str]) -> Change:
+    return attrs.evolve(change, verdict=IDENTICAL_SASS) if change.verdict in directions else change
 
 
 def _other_board(base: RunResult, head: RunResult) -> bool:
@@ -427,6 +441,8 @@ def _footer(cmp: Comparison) -> list[str]:
         else:
             lines += [f"{c.case_id}: between-run threshold: {c.variation}" for c in cmp.cases if c.variation]
     for c in cmp.cases:
+        if c.sass:
+            lines.append(f"{c.case_id}: {c.sass}" + (f" {c.case_id}" if c.sass.endswith("wfbench explain") else ""))
         if not c.compared:
             lines.append(f"{c.case_id}: not compared: {c.reason}")
         elif c.noisy:

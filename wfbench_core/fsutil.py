@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import tempfile
 import secrets
 from pathlib import Path
 
@@ -66,3 +67,12 @@ def create_exclusive(path: Path, data: bytes) -> bool:
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+
+
+def make_temp_dir(prefix: str, parent: Path) -> Path:
+    """A new, uniquely named folder in ``parent`` with mode 0777 less the umask (``mkdtemp`` gives 0700)."""
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    mask = os.umask(0)
+    os.umask(mask)
+    os.chmod(path, 0o777 & ~mask)
+    return path

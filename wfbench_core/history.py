@@ -43,7 +43,7 @@ from wfbench_core.results import (
 
 HISTORY_ENV = "WFBENCH_HISTORY"
 DEFAULT_DIR = "wfbench-history"
-INDEX_VERSION = 2  # 2: points carry the board (GPU UUID) and the WarpForth PTX hash; keys the protocol
+INDEX_VERSION = 3  # 2: points carry the board and the PTX hash, keys the protocol; 3: SASS hash, throttling, host health
 RUNS_DIR = "runs"
 INDEX_FILE = "index.json"
 LOCK_FILE = ".lock"
@@ -152,10 +152,15 @@ class Point:
     label: str = ""
     gpu_uuid: str = ""  # the board
     ptx_sha256: str = ""  # the WarpForth PTX of the timed configuration: equal PTX, equal kernel
+    sass_sha256: str = ""  # its machine code (static diagnostics): equal SASS, equal kernel
+    throttled: bool = False  # the GPU throttled (power, thermal) while it was timed
+    depressed_host: bool = False  # the run's memory clock or power sat below the board's healthy band
 
     @property
     def stable(self) -> bool:
-        return self.status == OK
+        """Counted in trends and alerts: stable, and measured on a healthy, unthrottled GPU (others are kept
+        and shown, marked)."""
+        return self.status == OK and not self.throttled and not self.depressed_host
 
     @property
     def noise(self) -> float:
@@ -303,6 +308,8 @@ def point_of(result: RunResult, case: CaseResult, run_file: str) -> Point:
         git_repo=src.git_repo, ci_run_url=src.ci_run_url, label=src.label,
         gpu_uuid=result.environment.gpu_uuid,
         ptx_sha256=case.compile_wf.ptx_sha256 if case.compile_wf is not None else "",
+        sass_sha256=case.diag_wf.sass_sha256 if case.diag_wf is not None else "",
+        throttled=t.throttled, depressed_host=result.environment.depressed_host,
     )
 
 

@@ -79,8 +79,29 @@ def footer(result: RunResult) -> str:
     return "; ".join(parts)
 
 
+def base_head_notes(result: RunResult) -> list[str]:
+    """For a base/head run: per case, whether the two WarpForth builds assemble to the same machine code."""
+    from wfbench_core.diagnostics import sass_note
+
+    by_case: dict[str, list[CaseResult]] = {}
+    for c in result.cases:
+        if c.compiler_label:
+            by_case.setdefault(c.id, []).append(c)
+    notes = []
+    for cid, sides in by_case.items():
+        if len(sides) == 2:
+            note = sass_note(sides[0].diag_wf, sides[1].diag_wf)
+            if note:
+                notes.append(f"  {cid} ({sides[0].compiler_label} vs {sides[1].compiler_label}): {note}"
+                             + (f" {cid}" if note.endswith("wfbench explain") else ""))
+    return notes
+
+
 def render(result: RunResult) -> str:
     text = render_table(table_rows(result)) + "\n" + footer(result)
+    notes = base_head_notes(result)
+    if notes:
+        text += "\n" + "\n".join(notes)
     problems = [c for c in result.cases if c.message]
     if problems:
         text += "\n" + "\n".join(f"  {c.id}: {c.message}" for c in problems)

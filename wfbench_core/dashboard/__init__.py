@@ -26,7 +26,6 @@ from wfbench_core.errors import WfbenchError
 from wfbench_core.fsutil import atomic_write
 from wfbench_core.history import History, Point, Series, SeriesKey, git_links, point_order, utc_sortable
 from wfbench_core.results import MODE_AA, OK
-from wfbench_core.stats import geomean
 
 ASSETS = ("chart.umd.js", "LICENSE-chart.js.md", "app.js", "style.css")
 
@@ -150,11 +149,12 @@ def geomean_set(rows: Sequence[dict[str, Any]]) -> tuple[Optional[float], list[s
     shrinks the set silently. A run without some P0 case has a smaller set, and a mean over another set is
     never compared with this one.
     """
+    from wfbench_core.stats import SetMember, suite_geomean
+
     p0 = sorted((r for r in rows if r["priority"] == "P0"), key=lambda r: (r["case"], r["version"]))
     names = [f"{r['case']} v{r['version']}" for r in p0]
-    if not p0 or any(r["status"] != OK for r in p0):
-        return None, names
-    return geomean([r["gap"] for r in p0]), names
+    suite = suite_geomean([SetMember(r["case"], r["version"], r["gap"], r["status"] == OK) for r in p0])
+    return (suite.value if suite else None), names
 
 
 def _run_facts(p: Point) -> dict[str, Any]:
