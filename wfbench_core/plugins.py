@@ -13,6 +13,7 @@ import warnings
 from types import ModuleType
 from typing import Iterable
 
+import attrs
 import pluggy
 
 from wfbench_core import hookspecs
@@ -89,7 +90,19 @@ def _origins(pm: pluggy.PluginManager) -> dict[str, str]:
     return pm.wfbench_origins  # type: ignore[attr-defined,no-any-return]
 
 
-def plugin_origin(pm: pluggy.PluginManager, plugin: object) -> tuple[str, str]:
-    """A plugin's registered name and the distribution that shipped it (``""`` when none did)."""
+@attrs.frozen
+class PluginOrigin:
+    """Where a registered thing came from: the plugin's registered (entry-point) name and the distribution
+    that shipped it (``""`` for a plugin registered in-process)."""
+
+    name: str
+    distribution: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.distribution})" if self.distribution else self.name
+
+
+def plugin_origin(pm: pluggy.PluginManager, plugin: object) -> PluginOrigin:
+    """A plugin's registered name and the distribution that shipped it."""
     name = pm.get_name(plugin) or repr(plugin)
-    return name, _origins(pm).get(name, "")
+    return PluginOrigin(name, _origins(pm).get(name, ""))

@@ -9,7 +9,7 @@ import pluggy
 
 from wfbench_core.case import Case
 from wfbench_core.errors import WfbenchError
-from wfbench_core.plugins import get_plugin_manager, plugin_origin
+from wfbench_core.plugins import PluginOrigin, get_plugin_manager, plugin_origin
 
 
 class DuplicateError(WfbenchError):
@@ -22,13 +22,12 @@ class Registered:
 
     name: str
     value: Any
-    plugin_name: str
-    distribution: str = ""
+    origin: PluginOrigin
 
     @property
     def plugin(self) -> str:
         """The plugin for messages and results: ``"name (distribution)"``."""
-        return f"{self.plugin_name} ({self.distribution})" if self.distribution else self.plugin_name
+        return str(self.origin)
 
 
 @attrs.define
@@ -55,14 +54,14 @@ class Registry:
     def _collect(self, hook_name: str, into: dict[str, Registered], what: str, check: Any) -> None:
         hook = getattr(self.pm.hook, hook_name)
         for impl in hook.get_hookimpls():  # registration order
-            plugin_name, dist = plugin_origin(self.pm, impl.plugin)
+            origin = plugin_origin(self.pm, impl.plugin)
 
-            def register(name_or_value: Any, value: Any = None, *, _name: str = plugin_name, _dist: str = dist) -> None:
+            def register(name_or_value: Any, value: Any = None, *, _origin: PluginOrigin = origin) -> None:
                 if value is None:
                     value, name = name_or_value, getattr(name_or_value, "id", None)
                 else:
                     name = name_or_value
-                entry = Registered(name, value, _name, _dist)
+                entry = Registered(name, value, _origin)
                 if check is not None:
                     check(value, entry.plugin)
                 if name in into:
@@ -96,7 +95,7 @@ class Registry:
         """The selected cases with their plugin origin, for a run request."""
         from wfbench_core.request import CaseRef
 
-        return tuple(CaseRef(c.id, self.cases[c.id].plugin_name, self.cases[c.id].distribution) for c in cases)
+        return tuple(CaseRef(c.id, self.cases[c.id].origin) for c in cases)
 
     def transport(self, name: str) -> Any:
         try:

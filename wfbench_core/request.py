@@ -12,6 +12,7 @@ from typing import Optional
 
 import attrs
 
+from wfbench_core.plugins import PluginOrigin
 from wfbench_core.results import MODE_PAIRED, TimingProtocol, converter, dumps, loads
 
 
@@ -38,15 +39,10 @@ class ExecuteRequest:
 
 @attrs.frozen
 class CaseRef:
-    """A selected case and the plugin that registered it (entry-point name and distribution)."""
+    """A selected case and the plugin that registered it."""
 
     id: str
-    plugin: str
-    distribution: str = ""
-
-    @property
-    def origin(self) -> str:
-        return f"{self.plugin} ({self.distribution})" if self.distribution else self.plugin
+    origin: PluginOrigin
 
 
 @attrs.frozen

@@ -34,7 +34,7 @@ def build(request: RunRequest, registry: Any, out_dir: Path, *, arch: Optional[s
     first = next(iter(request.compilers.values()))
     return build_bundle(cases, out_dir, warpforthc=compiler_arg(request), arch=arch,
                         source=detect_source(request.commit, first),
-                        plugins={ref.id: ref.origin for ref in request.cases}, progress=progress,
+                        plugins={ref.id: str(ref.origin) for ref in request.cases}, progress=progress,
                         keep_going=keep_going, check_cuda=check_cuda)
 
 

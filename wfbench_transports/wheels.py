@@ -125,8 +125,8 @@ def select_distributions(registry: Any, case_ids: Iterable[str]) -> list[md.Dist
         reg = registry.cases.get(cid) if registry is not None else None
         if reg is None:
             continue
-        dist = (installed.get(canonical_name(reg.distribution)) if reg.distribution
-                else _dist_of_module(reg.plugin_name, installed))
+        dist = (installed.get(canonical_name(reg.origin.distribution)) if reg.origin.distribution
+                else _dist_of_module(reg.origin.name, installed))
         if dist is None:
             raise WfbenchError(
                 f"case {cid!r} comes from plugin {reg.plugin}, which is not part of an installed distribution; "
@@ -341,7 +341,7 @@ def prepare(registry: Any, case_ids: Iterable[str], *, prebuilt: str | None = No
     plugin_wheels: list[str] = []
     main = ""
     host: list[str] = []
-    needed = {canonical_name(r.distribution) for cid, r in
+    needed = {canonical_name(r.origin.distribution) for cid, r in
               (registry.cases.items() if registry is not None else ()) if cid in ids}
     core_name = canonical_name(dists[0].metadata["Name"])
     for dist in [*dists, *deps]:
