@@ -12,7 +12,8 @@ import attrs
 import pytest
 
 from wfbench_core.errors import WfbenchError
-from wfbench_core.results import RunResult, converter, dumps, load_result, loads, write_result
+from wfbench_core import results
+from wfbench_core.results import SCHEMA_VERSION, RunResult, converter, dumps, load_result, loads, write_result
 
 FIXTURES = Path(__file__).parent / "fixtures"
 RUNS = sorted(FIXTURES.glob("h200-*.json"))
@@ -24,8 +25,21 @@ def test_stored_results_round_trip(path: Path) -> None:
     assert isinstance(result, RunResult)
     again = loads(dumps(result))
     assert again == result
-    # Nothing is lost against the stored JSON (new fields may be added with defaults).
-    _assert_contained(json.loads(path.read_text()), converter().unstructure(result), "$")
+    # Nothing is lost against the stored JSON, read as the schema it upgrades to (new fields may be added
+    # with defaults; schema 1's measured Timing.warmup_s is schema 2's warmup_busy_s).
+    stored = json.loads(path.read_text())
+    while stored["schema_version"] != SCHEMA_VERSION:
+        stored = results._UPGRADES[stored["schema_version"]](stored)
+    _assert_contained(stored, converter().unstructure(result), "$")
+
+
+def test_schema_1_results_are_read_with_the_measured_warm_up_renamed() -> None:
+    raw = json.loads((FIXTURES / "h200-aa.json").read_text())
+    assert raw["schema_version"] == 1 and "warmup_s" in raw["cases"][0]["timing"]
+    result = load_result(FIXTURES / "h200-aa.json")
+    assert result.schema_version == SCHEMA_VERSION == 2
+    assert result.cases[0].timing.warmup_busy_s == raw["cases"][0]["timing"]["warmup_s"]
+    assert result.protocol.warmup_s == raw["protocol"]["warmup_s"]  # the setting keeps its name
 
 
 def _assert_contained(stored: object, dumped: object, where: str) -> None:
@@ -104,7 +118,7 @@ def test_the_one_loader_refuses_what_is_not_a_result(tmp_path: Path, name: str) 
 
 def test_other_schema_versions_are_named() -> None:
     with pytest.raises(WfbenchError, match=r"^x.json: a wfbench result of schema version 99; this wfbench reads "
-                                           r"version 1; use the wfbench version that wrote it$"):
+                                           r"versions 1 to 2; use the wfbench version that wrote it$"):
         loads(_with(schema_version=99).decode(), where="x.json")
 
 

@@ -119,7 +119,8 @@ def execute(
         return RunResult(
             schema_version=SCHEMA_VERSION, suite_version=SUITE_VERSION, wfbench_version=__version__,
             created=header["created"], mode=request.mode, protocol=request.protocol,
-            environment=mark_host(header["environment"], results), warpforthc=first.warpforthc, cuda_compiler=header["cuda"],
+            environment=mark_host(header["environment"], results), warpforthc=first.warpforthc,
+            cuda_compiler=header["cuda"],
             cases=tuple(results), source=first.source, wall_s=time.perf_counter() - t_start,
             compilers={label: m.warpforthc for label, m in manifests.items() if label}, complete=complete,
         )
@@ -130,8 +131,7 @@ def execute(
 
     passes: list[list[CaseResult]] = []
     try:
-        init = supervisor.start(copy=True)
-        environment, cuda, arch = init
+        environment, cuda, arch = supervisor.start(copy=True)
         header.update(environment=environment, cuda=cuda, created=utcnow())
         progress(f"GPU {environment.gpu_name} ({arch}), driver {environment.driver_version}; "
                  f"CUDA side: {cuda.kind} {cuda.version} {' '.join(cuda.flags)}")
@@ -193,7 +193,6 @@ class Supervisor:
         self.registry = registry
         self.proc: Optional[subprocess.Popen] = None
         self.replies: Any = None
-        self.env_record: Any = None
         self.quiet_limit_s = watchdog.quiet_limit_s(request.protocol.max_case_s)
 
     # -- process handling -------------------------------------------------------------------------
@@ -292,10 +291,7 @@ class Supervisor:
         except _Lost as lost:
             raise WfbenchError(f"the GPU worker did not start: {lost}") from None
         c = converter()
-        environment = c.structure(reply["environment"], Environment)
-        if self.env_record is None:
-            self.env_record = environment
-        return environment, c.structure(reply["cuda"], CompilerInfo), reply["arch"]
+        return c.structure(reply["environment"], Environment), c.structure(reply["cuda"], CompilerInfo), reply["arch"]
 
     def run_case(self, case_id: str, variants: dict[str, Prepared]) -> list[CaseResult]:
         from wfbench_core.results import converter
