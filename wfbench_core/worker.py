@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from pathlib import Path
 from typing import IO, Any
 
 import attrs
@@ -64,7 +65,7 @@ class Worker:
         self.registry: Any = None
         self.timer: Any = None
         self.request: Any = None
-        self.bundle = ""
+        self.bundle = Path()
         self.cuda: CompilerInfo | None = None
         self.arch = ""
 
@@ -81,7 +82,7 @@ class Worker:
         from wfbench_core.request import ExecuteRequest
 
         self.request = converter().structure(request, ExecuteRequest)
-        self.bundle = bundle
+        self.bundle = Path(bundle)
         if self.registry is None:
             autoload, names = plugins or (None, ())
             self.registry = Registry.load(names, autoload=autoload)
@@ -118,17 +119,11 @@ class Worker:
     def case(self, case_id: str) -> list[dict]:
         from wfbench_core.executor import prepare_all
 
-        _, by_case = prepare_all(self.bundle_path, self.registry, [case_id])
+        _, by_case = prepare_all(self.bundle, self.registry, [case_id])
         results = run_case(by_case[case_id], timer=self.timer, protocol=self.request.protocol, cuda=self.cuda,
                            arch=self.arch, mode=self.request.mode, sanitize=self.request.sanitize,
                            progress=self.progress)
         return [converter().unstructure(r) for r in results]
-
-    @property
-    def bundle_path(self) -> Any:
-        from pathlib import Path
-
-        return Path(self.bundle)
 
     def serve(self, requests: IO[str]) -> None:
         for line in requests:
