@@ -342,7 +342,7 @@ class GpuSession:
 
             reg = self.state.registry
             request = RunRequest(cases=reg.refs([reg.case(case_id)]), execute=ExecuteRequest(),
-                                 compilers={"": find_warpforthc(self.settings.warpforthc)})
+                                 compilers={"": find_warpforthc(self.settings.warpforthc)}, check_cuda=False)
             out = self._tmp / f"bundle-{case_id}"
             runner.build(request, reg, out, arch=self.arch(), progress=self.progress)
             self._bundles[case_id] = out

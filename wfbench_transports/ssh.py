@@ -380,23 +380,21 @@ class SshTransport:
 
     def execute(self, bundle: Path, request: ExecuteRequest, *, progress: Progress | None = None,
                 out: Path | None = None) -> RunResult:
-        """Execute on the host; the result (or, when the run breaks off, its finished cases) lands in ``out``."""
-        case_ids = request.case_ids
+        """Execute on the host; when the run breaks off, the cases it finished are left in ``out``."""
+        progress = progress or self.progress
 
         def action(run: RemoteRun) -> str:
             try:  # the executor checks the bundle before touching the GPU, and loads each case once
                 return run.execute(request)
-            except WfbenchError as exc:
-                self._keep_partial(run, out, exc)
+            except WfbenchError:
+                self._keep_partial(run, out, progress)
                 raise
 
-        text = self._on_host(Path(bundle), case_ids, progress or self.progress, action)
+        text = self._on_host(Path(bundle), request.case_ids, progress, action)
         result = self._stamp(loads(text, RunResult, where=f"{self.label}:result.json"))
         if result.protocol != request.protocol:
             raise SshError(f"{self.label}: the remote executor used protocol {result.protocol}, not the one asked "
                            f"for; install the same wfbench version on both sides")
-        if out is not None:
-            write_result(result, out)
         return result
 
     def _stamp(self, result: RunResult) -> RunResult:
@@ -405,7 +403,7 @@ class SshTransport:
                  "remote_python": self._python[0], "remote_python_version": self._python[1], **self.facts}
         return attrs.evolve(result, environment=attrs.evolve(result.environment, extra=extra))
 
-    def _keep_partial(self, run: "RemoteRun", out: Path | None, exc: Exception) -> None:
+    def _keep_partial(self, run: "RemoteRun", out: Path | None, progress: Progress) -> None:
         """After a broken-off execution: fetch what the executor finished (reconnecting if need be)."""
         if out is None:
             return
@@ -416,7 +414,7 @@ class SshTransport:
         except Exception:  # noqa: BLE001 - nothing to keep; the original error is what the user sees
             return
         write_result(self._stamp(partial), out)
-        (self.progress)(f"{self.label}: kept {len(partial.cases)} finished case(s) in {out} (marked incomplete)")
+        progress(f"{self.label}: kept {len(partial.cases)} finished case(s) in {out} (marked incomplete)")
 
     def _on_host(self, bundle: Path, case_ids: Sequence[str], progress: Progress,
                  action: Callable[[RemoteRun], Any]) -> Any:
@@ -434,10 +432,8 @@ class SshTransport:
             run.create()
             run.upload(bundle, shipment)
             run.prepare_python(shipment)
-            self._python = ("", "")
-            out = action(run)
             self._python = (run.python_path, run.python_version)
-            return out
+            return action(run)
         finally:
             run.remove()
 

@@ -10,7 +10,6 @@ from wfbench_core.cli.common import (
     case_options,
     check_cuda_option,
     load_registry,
-    local_cuda_checker,
     progress_printer,
     run_request,
     warpforthc_option,
@@ -45,7 +44,7 @@ def build(case_ids: tuple[str, ...], priorities: tuple[str, ...], warpforthc: tu
     cases = request.cases
     try:
         manifest = runner.build(request, reg, out_dir, arch=arch, progress=progress_printer(quiet),
-                                keep_going=not fail_fast, check_cuda=local_cuda_checker(check_cuda))
+                                keep_going=not fail_fast)
     except CompileError as exc:
         raise CaseFailed(f"{exc} (--fail-fast: stopped there; {out_dir} was not written)") from None
     what = f"compilers {', '.join(manifest.labels)}" if manifest.labels else f"warpforthc {manifest.warpforthc.version}"

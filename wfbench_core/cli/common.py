@@ -68,11 +68,6 @@ def check_cuda_option(f: Callable[..., Any]) -> Callable[..., Any]:
                              "the bundle (the GPU host compiles it again for its own GPU).")(f)
 
 
-def local_cuda_checker(enabled: bool) -> Any:
-    """The nvcc to check CUDA sources with at build time, or None (disabled or no nvcc here)."""
-    from wfbench_core.compile import cuda_compiler, find_nvcc
-
-    return cuda_compiler("nvcc") if enabled and find_nvcc() is not None else None
 
 
 def protocol_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -137,14 +132,14 @@ def run_request(registry: Registry, case_ids: tuple[str, ...], priorities: tuple
                 warpforthc: tuple[str, ...], *, execute: Any = None, commit: str | None = None,
                 check_cuda: bool = True, transport: str = "local", transport_opts: tuple[str, ...] = ()) -> Any:
     """The :class:`RunRequest` of the command line: cases selected, compilers resolved, options parsed."""
+    import attrs
+
     from wfbench_core.request import ExecuteRequest, RunRequest
 
     cases = registry.select(case_ids, priorities=priorities)
     binary = resolve_warpforthc(warpforthc)
     compilers = {"": binary} if isinstance(binary, Path) else binary
     execute = execute or ExecuteRequest()
-    import attrs
-
     return RunRequest(cases=registry.refs(cases), execute=attrs.evolve(execute, case_ids=tuple(c.id for c in cases)),
                       compilers=compilers, transport=transport,
                       transport_options=dict(split_opt(o) for o in transport_opts), commit=commit,

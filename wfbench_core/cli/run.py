@@ -15,7 +15,6 @@ from wfbench_core.cli.common import (
     execute_request,
     finish,
     load_registry,
-    local_cuda_checker,
     progress_printer,
     run_request,
     warpforthc_option,
@@ -64,8 +63,7 @@ def run(case_ids: tuple[str, ...], priorities: tuple[str, ...], warpforthc: tupl
     t = transport_class(registry=reg, cuda_compiler=request.execute.cuda_compiler, progress=progress,
                         **transport_options)
     try:
-        result = runner.run(request, reg, t, progress=progress, out=out,
-                            check_cuda=local_cuda_checker(check_cuda and transport != "local"))
+        result = runner.run(request, reg, t, progress=progress, out=out)
     finally:
         t.close()
     finish(result, out, as_json)
