@@ -270,3 +270,27 @@ def test_the_stored_same_ptx_runs_give_no_verdict_for_any_case() -> None:
                     seen_moves += c.gap.significant
                 assert not cmp.regressions
     assert seen_moves > 0, "the samples alone do call some of these changes significant"
+
+
+def test_repeat_processes_set_the_threshold_when_there_is_no_history() -> None:
+    """A --repeat run carries one gap per process: without a history, their spread is the between-run
+    variation, so a change inside it is not called worse, while the same change with quiet processes is."""
+    from wfbench_core.stats import RUN_K, relative_mad
+
+    base = synth_run(0, jitter=0.0005)
+    head = synth_run(1, jitter=0.0005, wf_scale={"axpy_f64": 1.03})  # +3 %, a compiler change
+    g = head.case("axpy_f64").timing.gap
+    noisy = (g * 0.98, g * 1.0, g * 1.015, g * 0.985, g * 1.02)  # processes 4 % apart
+    spread = relative_mad(noisy)
+    rep = with_case(head, "axpy_f64", timing=attrs.evolve(head.case("axpy_f64").timing, repeat_gaps=noisy))
+    axpy = {c.case_id: c for c in compare.compare_runs(base, rep).cases}["axpy_f64"]
+    assert axpy.gap.threshold == pytest.approx(max(0.01, RUN_K * spread)) and RUN_K * spread > 0.04
+    assert "5 --repeat processes" in axpy.variation and axpy.gap.verdict == compare.WITHIN_RUNS
+    quiet = (g * 0.999, g, g * 1.001)
+    rep = with_case(head, "axpy_f64", timing=attrs.evolve(head.case("axpy_f64").timing, repeat_gaps=quiet))
+    axpy = {c.case_id: c for c in compare.compare_runs(base, rep).cases}["axpy_f64"]
+    assert axpy.gap.threshold == 0.01 and "3 --repeat processes" in axpy.variation
+    assert axpy.gap.verdict == compare.WORSE
+    two = with_case(head, "axpy_f64", timing=attrs.evolve(head.case("axpy_f64").timing, repeat_gaps=noisy[:2]))
+    axpy = {c.case_id: c for c in compare.compare_runs(base, two).cases}["axpy_f64"]
+    assert "no history given" in axpy.variation  # two processes are too few to estimate from

@@ -17,8 +17,9 @@ fingerprints are equal: a changed case is a different measurement.
 
 Two separate runs differ by more than their own samples show: another process, another buffer placement,
 another board. So between two runs a significant change is called better or worse only when it also exceeds
-the between-run variation of its series (:func:`wfbench_core.stats.run_variation`: estimated from the
-series' stable points in a history given with ``history=``, else a documented floor). It is never
+the between-run variation of its series (:func:`wfbench_core.stats.between_run_variation`: estimated from
+the series' stable points in a history given with ``history=``, else from the per-process gaps of a
+``--repeat`` run among the two, else a documented floor). It is never
 attributed to the compiler when the two runs' WarpForth PTX is byte-identical (``same PTX``), nor when they
 ran on different boards (``other board``).
 """
@@ -222,9 +223,9 @@ def _compare_case(b: CaseResult, h: CaseResult, s: Settings, same_run: bool,
         board = _other_board(base_run, head_run)
 
         def between(qty: str, ptx: bool) -> Between:
-            v = stats.run_variation(values[qty], floor=s.run_floor, k=s.run_k,
-                                    min_runs=s.run_min)
-            if history is None:
+            repeats = [t.repeat_gaps for t in (b.timing, h.timing) if t is not None] if qty == "gap" else []
+            v = stats.between_run_variation(values[qty], repeats, floor=s.run_floor, k=s.run_k, min_runs=s.run_min)
+            if history is None and v.spread is None:
                 v = attrs.evolve(v, basis=f"{s.run_floor:.1%} floor (no history given)")
             return Between(v, same_ptx=ptx, other_board=board)
 

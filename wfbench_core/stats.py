@@ -227,6 +227,7 @@ def placement_noise(wf_samples_us: Sequence[float], cuda_samples_us: Sequence[fl
 # than its own samples show, and from one board of a GPU model to another by more still. A series' own
 # stable points measure it; until a series has MIN_RUNS of them, RUN_FLOOR stands in.
 MIN_RUNS = 5
+MIN_REPEATS = 3  # a --repeat run's own processes stand in for a series once they are at least this many
 RUN_FLOOR = 0.01
 RUN_K = 3.0
 
@@ -257,6 +258,21 @@ def run_variation(values: Sequence[float], *, floor: float = RUN_FLOOR, k: float
     basis = (f"{k:g} x the run-to-run MAD {spread:.2%} of {len(vals)} runs" if threshold > floor
              else f"{floor:.1%} floor (run-to-run MAD {spread:.2%} of {len(vals)} runs)")
     return RunVariation(runs=len(vals), spread=spread, threshold=threshold, basis=basis)
+
+
+def between_run_variation(series: Sequence[float], repeats: Sequence[Sequence[float]], *, floor: float = RUN_FLOOR,
+                          k: float = RUN_K, min_runs: int = MIN_RUNS) -> RunVariation:
+    """The between-run threshold of a quantity, from the best source there is: the series' own stable points
+    once there are ``min_runs`` of them; else the per-process values of a ``--repeat`` run among the runs
+    compared (the one with most processes, at least :data:`MIN_REPEATS`); else the ``floor``."""
+    from_series = run_variation(series, floor=floor, k=k, min_runs=min_runs)
+    usable = [r for r in repeats if len(r) >= MIN_REPEATS]
+    if from_series.spread is not None or not usable:
+        return from_series
+    values = max(usable, key=len)
+    v = run_variation(values, floor=floor, k=k, min_runs=MIN_REPEATS)
+    return attrs.evolve(v, basis=f"{v.basis.replace(' runs', ' --repeat processes')} (the series has "
+                                 f"{len(series)} of {min_runs} runs)")
 
 
 def geomean(values: Sequence[float]) -> float:
