@@ -382,6 +382,6 @@ def test_an_index_written_under_other_protocol_defaults_is_rebuilt(tmp_path: Pat
     add_run(tmp_path, synth_run(0))
     assert History.open(tmp_path).index_fresh
     old = history.protocol_defaults()
-    monkeypatch.setattr(history, "protocol_defaults", lambda: old.replace('"samples":30', '"samples":40'))
+    monkeypatch.setattr(history, "protocol_defaults", lambda: old.replace('"samples":60', '"samples":40'))
     h = History.open(tmp_path)
     assert not h.index_fresh and len(h.series) == 2 and not h.problems

@@ -37,9 +37,21 @@ def test_schema_1_results_are_read_with_the_measured_warm_up_renamed() -> None:
     raw = json.loads((FIXTURES / "h200-aa.json").read_text())
     assert raw["schema_version"] == 1 and "warmup_s" in raw["cases"][0]["timing"]
     result = load_result(FIXTURES / "h200-aa.json")
-    assert result.schema_version == SCHEMA_VERSION == 2
+    assert result.schema_version == SCHEMA_VERSION == 3
     assert result.cases[0].timing.warmup_busy_s == raw["cases"][0]["timing"]["warmup_s"]
     assert result.protocol.warmup_s == raw["protocol"]["warmup_s"]  # the setting keeps its name
+    # from before placements, adaptive stopping and rotation: it reads as what it did, not as today's defaults
+    p = result.protocol
+    assert (p.placements, p.rotation, p.min_samples, p.target_halfwidth, p.case_budget_s) == (
+        1, 1, raw["protocol"]["samples"], 0.0, 0.0)
+
+
+def test_schema_2_results_read_as_before_rotation() -> None:
+    raw = json.loads((FIXTURES / "h200-aa.json").read_text())
+    two = results._UPGRADES[1](raw)
+    assert two["schema_version"] == 2 and "rotation" not in two["protocol"]
+    three = results._UPGRADES[2](two)
+    assert three["schema_version"] == 3 and three["protocol"]["rotation"] == 1
 
 
 def _assert_contained(stored: object, dumped: object, where: str) -> None:
@@ -118,7 +130,7 @@ def test_the_one_loader_refuses_what_is_not_a_result(tmp_path: Path, name: str) 
 
 def test_other_schema_versions_are_named() -> None:
     with pytest.raises(WfbenchError, match=r"^x.json: a wfbench result of schema version 99; this wfbench reads "
-                                           r"versions 1 to 2; use the wfbench version that wrote it$"):
+                                           r"versions 1 to 3; use the wfbench version that wrote it$"):
         loads(_with(schema_version=99).decode(), where="x.json")
 
 

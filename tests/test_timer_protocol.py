@@ -28,9 +28,10 @@ class FakeDriver:
     """Device memory, modules, one stream and events; errors as numba-cuda raises them."""
 
     def __init__(self, kernels: dict[str, Callable[..., None]]) -> None:
-        from wfbench_core.gpu_rounds import SPIN_KERNEL
+        from wfbench_core.gpu_rounds import GATE_KERNEL
 
-        self.kernels = {SPIN_KERNEL: lambda launch, ns: None, **kernels}  # the clean rounds' spin kernel
+        self.kernels = {GATE_KERNEL: self.gate, **kernels}  # the clean rounds' gate kernel
+        self.gate_misses = 0  # the next this many gates open by themselves (the host "missed" them)
         self.memory: dict[int, np.ndarray] = {}
         self._ptrs = itertools.count(0x7F0000000000, 1 << 32)  # far apart: placements offset into allocations
         self.pending: list[Any] = []
@@ -57,9 +58,10 @@ class FakeDriver:
             def reshape(self, *shape: Any) -> "DeviceArray":
                 return DeviceArray(self.host.reshape(*shape), self.ptr)
 
-            def copy_to_device(self, host: np.ndarray, stream: Any = None) -> None:
+            def copy_to_device(self, host: Any, stream: Any = None) -> None:
                 outer.api()
-                self.host[...] = host
+                outer.run_pending()
+                self.host[...] = host.host.reshape(self.host.shape) if isinstance(host, DeviceArray) else host
 
             def copy_to_host(self, stream: Any = None) -> np.ndarray:
                 outer.api()
@@ -96,7 +98,12 @@ class FakeDriver:
                 return Function(name)
 
         class Context:
-            device = type("D", (), {"MAX_SHARED_MEMORY_PER_BLOCK": 49152, "MAX_REGISTERS_PER_BLOCK": 65536})()
+            device = type("D", (), {"MAX_SHARED_MEMORY_PER_BLOCK": 49152, "MAX_REGISTERS_PER_BLOCK": 65536,
+                                    "L2_CACHE_SIZE": 1 << 20})()
+
+            @staticmethod
+            def get_memory_info() -> tuple[int, int]:
+                return 16 << 30, 16 << 30
 
             def create_module_ptx(self, ptx: str) -> Module:
                 outer.api()
@@ -116,6 +123,15 @@ class FakeDriver:
             @staticmethod
             def event(timing: bool = True) -> Event:
                 return Event()
+
+            @staticmethod
+            def mapped_array(shape: Any, dtype: Any) -> np.ndarray:
+                # host memory the device sees at an address of its own (cuMemHostAlloc with DEVICEMAP)
+                host = np.zeros(shape, dtype=dtype)
+                dev = DeviceArray(host, next(outer._ptrs))
+                mapped = host.view(type("Mapped", (np.ndarray,), {}))
+                mapped.device_ctypes_pointer = dev.device_ctypes_pointer
+                return mapped
 
         self.cuda, self.ctx, self.stream = Cuda(), Context(), Stream()
 
@@ -140,6 +156,12 @@ class FakeDriver:
             raise CUDAError("CUDA_ERROR_INVALID_VALUE: This indicates that one or more of the parameters passed "
                             "to the API call is not within an acceptable range of values.")
         self.pending.append((kernel, [a.value for a in args]))
+
+    def gate(self, launch: int, flag: np.ndarray, timeout_ns: int) -> None:
+        """The gate kernel: it opens when the host set flag[0]; a missed gate opens by itself, marking flag[1]."""
+        if self.gate_misses:
+            self.gate_misses -= 1
+            flag[1] = 1
 
     def run_pending(self) -> None:
         while self.pending:
@@ -281,3 +303,53 @@ def test_float_outputs_are_poisoned_with_the_payload_nan(dtype: str) -> None:
     assert not m.passed
     assert m.message.startswith("scale[check] WarpForth: output Y differs from the numpy reference: 5 of 64 "
                                 "elements never written (still hold the NaN poison);")
+
+
+# -- timing on the stand-in: rotation, placements, the gate ----------------------------------------------
+
+
+def _timed(driver: FakeDriver, **protocol: Any) -> Any:
+    timer = make_timer(driver)
+    timer.protocol = TimingProtocol(warmup_s=0.0, min_sample_ms=1.0, **{"samples": 6, "placements": 3, **protocol})
+    return timer.measure(CASE, SIDES, reference_label="cuda")
+
+
+def test_launches_rotate_over_buffer_sets_each_holding_the_inputs() -> None:
+    seen: dict[int, int] = {}
+
+    def counting(launch: int, k: int, x: np.ndarray, y: np.ndarray, n: int) -> None:
+        good(launch, k, x, y, n)
+        seen[id(x)] = seen.get(id(x), 0) + 1
+
+    driver = FakeDriver({"wf_scale": counting, "cu_scale": good})
+    m = _timed(driver)
+    assert m.passed, m.message
+    assert m.buffer_sets == 8  # 1 KiB of buffers: 8 sets fit in half the stand-in's 1 MiB L2
+    assert m.launches_per_sample % 8 == 0 and len(m.samples_us["wf"]) == 6
+    # 3 placements x 8 sets of timing buffers, plus the correctness phase's own inputs
+    assert len(seen) == 3 * 8 + 2
+    # every timing set was launched equally often inside its placement (the correctness buffers aside)
+    timing_counts = sorted(seen.values())[2:]
+    assert len(set(timing_counts)) <= 3  # placements differ only by their untimed first-touch round
+
+
+def test_one_placement_sits_at_offset_zero_and_rotation_one_is_one_set() -> None:
+    driver = FakeDriver({"wf_scale": good, "cu_scale": good})
+    m = _timed(driver, placements=1, rotation=1)
+    assert m.passed and m.buffer_sets == 1 and set(m.placement_of) == {0}
+
+
+def test_a_gate_the_host_missed_is_retaken_and_counted() -> None:
+    driver = FakeDriver({"wf_scale": good, "cu_scale": good})
+    driver.gate_misses = 2
+    m = _timed(driver)
+    assert m.passed and m.gate_retakes == 2
+
+
+def test_a_host_that_keeps_missing_the_gate_is_an_error_naming_the_case() -> None:
+    from wfbench_core.errors import WfbenchError
+
+    driver = FakeDriver({"wf_scale": good, "cu_scale": good})
+    driver.gate_misses = 10**6
+    with pytest.raises(WfbenchError, match=r"^scale: the host did not open the start gate within 0.2 s in 4 rounds"):
+        _timed(driver)

@@ -21,6 +21,7 @@ from wfbench_core.sampling import (
     placement_blocks,
     placement_offsets,
     round_order,
+    buffer_sets,
     sample_case,
 )
 from wfbench_core.stats import gap_interval, placement_gaps, placement_noise, relative_halfwidth
@@ -118,7 +119,7 @@ def test_samples_spread_over_fresh_placements() -> None:
     assert [o for _, o in again.placed] == offsets
 
 
-WARMUP_AND_PROBE_ROUNDS = 9  # FAST on a 0.2/0.18 ms kernel: warm-up k = 1, 2, ... 128, then the probe
+WARMUP_AND_PROBE_ROUNDS = 9  # FAST on a 0.2/0.18 ms kernel: warm-up k = 1, 2, ... 128, then the probe (256)
 
 
 def test_every_kept_sample_lasts_min_sample_ms_even_when_the_gpu_speeds_up() -> None:
@@ -127,7 +128,7 @@ def test_every_kept_sample_lasts_min_sample_ms_even_when_the_gpu_speeds_up() -> 
     rounds = FakeRounds({"wf": 0.2, "cuda": 0.18}, drift=speedup)
     s = sample_case(rounds, ["wf", "cuda"], attrs.evolve(FAST, target_halfwidth=0.0), reference="cuda", seed=1,
                     clock=rounds.clock)
-    assert rounds.rounds[WARMUP_AND_PROBE_ROUNDS - 1][1] == 128  # the probe is where the fake expects it
+    assert rounds.rounds[WARMUP_AND_PROBE_ROUNDS - 1][1] == 256  # the probe is where the fake expects it
     assert s.short_retakes >= 1
     # the short rounds were re-taken, not kept: 30 kept + re-takes + one untimed round per later placement
     assert len(rounds.rounds) == WARMUP_AND_PROBE_ROUNDS + 30 + s.short_retakes + 5
@@ -318,13 +319,29 @@ def test_warm_up_ends_on_wall_time_where_launches_are_capped() -> None:
 
 
 @pytest.mark.parametrize("arch", ["sm_75", "sm_89", "sm_90"])
-def test_the_spin_kernel_assembles(arch: str) -> None:
+def test_the_gate_kernel_assembles_and_polls_with_volatile_loads(arch: str) -> None:
     import shutil
 
     from wfbench_core.compile import find_nvcc, ptxas_check
-    from wfbench_core.gpu_rounds import SPIN_KERNEL, SPIN_PTX
+    from wfbench_core.gpu_rounds import GATE_KERNEL, GATE_PTX
 
     if not shutil.which("ptxas") and not find_nvcc():
         pytest.skip("ptxas is not installed")
-    report = ptxas_check(SPIN_PTX, arch=arch, case_id="spin")
-    assert SPIN_KERNEL in report and "0 bytes stack frame" in report
+    report = ptxas_check(GATE_PTX, arch=arch, case_id="gate")
+    assert GATE_KERNEL in report and "0 bytes stack frame" in report
+    # a plain load could be hoisted out of the loop: the gate would never see the host open it
+    assert "ld.volatile.global.u32" in GATE_PTX and "%globaltimer" in GATE_PTX
+
+
+def test_buffer_sets_rotate_only_where_the_cache_state_cannot_change() -> None:
+    mib = 1 << 20
+    l2, free = 50 * mib, 100 << 30
+    assert buffer_sets(768 * mib, l2_bytes=l2, free_bytes=free, limit=8) == 8  # streams from DRAM anyway
+    assert buffer_sets(100 * mib, l2_bytes=l2, free_bytes=free, limit=8) == 8  # exactly 2 x L2
+    assert buffer_sets(96 * mib, l2_bytes=l2, free_bytes=free, limit=8) == 1  # partly cached: no rotation
+    assert buffer_sets(12 * mib, l2_bytes=l2, free_bytes=free, limit=8) == 2  # 2 sets fit in half the L2
+    assert buffer_sets(1 * mib, l2_bytes=l2, free_bytes=free, limit=8) == 8
+    assert buffer_sets(768 * mib, l2_bytes=l2, free_bytes=free, limit=6) == 4  # a power of two
+    assert buffer_sets(768 * mib, l2_bytes=l2, free_bytes=8 << 30, limit=8) == 2  # a quarter of free memory
+    assert buffer_sets(768 * mib, l2_bytes=l2, free_bytes=free, limit=1) == 1
+    assert buffer_sets(768 * mib, l2_bytes=0, free_bytes=free, limit=8) == 1  # unknown L2: no rotation

@@ -46,6 +46,8 @@ def test_placements_interval_nvml_and_sample_length(prebuilt_bundle) -> None:  #
         t = case.timing
         assert t is not None and t.timing_mode == TIMING_EVENTS
         assert 2 <= t.placements <= QUICK.placements and len(set(t.placement_of)) == t.placements
+        # 256+ MiB of buffers stream from DRAM: the launches rotate over buffer sets (fewer on a small GPU)
+        assert t.buffer_sets >= 2 and t.launches_per_sample % t.buffer_sets == 0 and t.gate_retakes == 0
         assert t.gap_lo is not None and t.gap_hi is not None and t.gap_lo <= t.gap <= t.gap_hi
         assert t.stop_reason in ("target", "budget", "samples") and t.warpforth.n >= QUICK.min_samples
         if t.short_retakes == 0:  # every sample was taken with launches_per_sample launches
@@ -54,6 +56,44 @@ def test_placements_interval_nvml_and_sample_length(prebuilt_bundle) -> None:  #
         if importlib.util.find_spec("pynvml") is not None:
             assert t.nvml is not None and t.nvml.n >= 1 and t.nvml.sm_mhz_max > 0
     assert result.environment.default_power_limit_w >= 0
+
+
+def test_the_gate_holds_the_stream_until_the_host_opens_it_or_its_timeout() -> None:
+    import ctypes
+    import time
+
+    from numba import cuda
+
+    from wfbench_core.gpu_rounds import GATE_KERNEL, GATE_PTX
+    from wfbench_core.timer import CudaEventTimer
+
+    timer = CudaEventTimer(QUICK)
+    timer._init()
+    module, fn = timer.load("gate", GATE_PTX, GATE_KERNEL)
+    flag = cuda.mapped_array(2, dtype=np.uint32)
+    cfg = timer._LaunchConfig(grid=(1, 1, 1), block=(1, 1, 1), shmem_size=0)
+    ptr = ctypes.c_uint64(int(flag.device_ctypes_pointer.value))
+
+    def gate(timeout_s: float) -> None:
+        flag[0] = flag[1] = 0
+        timer._launch(timer._launch_stream, cfg, fn.kernel, ptr, ctypes.c_uint64(int(timeout_s * 1e9)))
+
+    # never opened: it gives up after its timeout and says so
+    t0 = time.perf_counter()
+    gate(0.05)
+    timer._stream.synchronize()
+    assert time.perf_counter() - t0 >= 0.05 and flag[1] == 1
+    # opened by the host after 30 ms: the stream was held that long, and no timeout is reported
+    t0 = time.perf_counter()
+    gate(5.0)
+    behind = cuda.event(timing=False)
+    behind.record(timer._stream)
+    time.sleep(0.03)
+    held = not behind.query()
+    flag[0] = 1
+    timer._stream.synchronize()
+    waited = time.perf_counter() - t0
+    assert held and 0.03 <= waited < 1.0 and flag[1] == 0
 
 
 def test_clean_rounds_leave_no_first_side_excess(prebuilt_bundle) -> None:  # type: ignore[no-untyped-def]

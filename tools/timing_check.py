@@ -12,7 +12,9 @@ cuda-bench. WarpForth PTX comes from tests/fixtures/ptx, so no warpforthc is nee
    NVML clocks/power/throttle; the suite's wall time; whether the host is depressed;
 2. A/A on two cases: the first side's per-sample excess over the second (clean rounds make it ~0);
 3. small sizes: events, graph and cold-l2 against nvbench's batch and cold figures;
-4. the canonical P0 suite against nvbench (per-kernel and gap agreement, target <= 1 %).
+4. the canonical P0 suite against nvbench, both timers on the same buffers (per-kernel and gap agreement,
+   target <= 1 %);
+5. with --processes N: the suite in N fresh processes (gap spread, interval coverage of the N-run median).
 
 Each step's result is written as JSON under --out as well.
 """
@@ -27,6 +29,7 @@ import time
 import tomllib
 from pathlib import Path
 
+import attrs
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,6 +63,7 @@ def main() -> int:
     ap.add_argument("--processes", type=int, default=0, metavar="N",
                     help="then run the suite in N fresh processes and print the between-run table "
                          "(gap spread, whether each run's interval holds the N-run median); ~1 min each")
+    ap.add_argument("--processes-only", action="store_true", help="with --processes: skip steps 1 to 4")
     ap.add_argument("--suite-only", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -75,6 +79,10 @@ def main() -> int:
     bundle = args.out / "bundle"
     bundle_from_ptx([reg.case(c) for c in ids], bundle, ptx_dir_loader(ROOT / "tests" / "fixtures" / "ptx"))
     t_all = time.perf_counter()
+    if args.processes and args.processes_only:
+        between_runs(args, ids)
+        print(f"\ntotal {time.perf_counter() - t_all:.0f} s")
+        return 0
 
     # 1. the suite, default protocol
     print(f"== 1. P0 suite, default protocol {TimingProtocol()}", flush=True)
@@ -82,7 +90,7 @@ def main() -> int:
                   progress=lambda m: print("  ", m, flush=True))
     write_result(run, args.out / "suite.json")
     print(f"{'case':22} {'gap':>8} {'95% interval':>19} {'hw%':>6} {'within':>7} {'between':>7} {'n':>3} "
-          f"{'P':>2} {'stop':>7} {'retk':>4} {'thr':>3}  nvml")
+          f"{'P':>2} {'B':>2} {'stop':>7} {'retk':>4} {'gate':>4} {'thr':>3}  nvml")
     for c in run.cases:
         t = c.timing
         if t is None:
@@ -91,11 +99,13 @@ def main() -> int:
         hw = (np.log(t.gap_hi / t.gap_lo) / 2 * 100) if t.gap_lo and t.gap_hi else float("nan")
         print(f"{c.id:22} {t.gap:8.4f} [{t.gap_lo or 0:8.4f}, {t.gap_hi or 0:8.4f}] {hw:6.3f} "
               f"{(t.within_placement_noise or 0):7.4%} {(t.between_placement_noise or 0):7.4%} "
-              f"{t.warpforth.n:3d} {t.placements:2d} {t.stop_reason:>7} {t.short_retakes:4d} "
+              f"{t.warpforth.n:3d} {t.placements:2d} {t.buffer_sets:2d} {t.stop_reason:>7} {t.short_retakes:4d} "
+              f"{t.gate_retakes:4d} "
               f"{'yes' if t.throttled else 'no':>3}  {describe(t.nvml)}")
         small = min(min(t.warpforth.samples_us), min(t.cuda.samples_us)) * t.launches_per_sample / 1000
         print(f"{'':22} launches/sample {t.launches_per_sample}, shortest sample {small:.2f} ms "
-              f"(min_sample_ms {run.protocol.min_sample_ms:g}; exact when retk = 0)")
+              f"(min_sample_ms {run.protocol.min_sample_ms:g}; exact when retk = 0); case wall "
+              f"{sum(attrs.asdict(c.costs).values()) if c.costs else 0:.1f} s")
     if args.suite_only:
         return 0
     e = run.environment
@@ -112,6 +122,10 @@ def main() -> int:
             ex = first_side_excess_us(c.timing)
             print(f"{c.id:22} gap {c.timing.gap:.4f}  first-side excess: "
                   + ", ".join(f"{k} {v:+.2f} us" for k, v in ex.items()))
+            if len(ex) == 2:  # the same kernel on both sides: split what the sides share from what they do not
+                a, b = ex.values()
+                print(f"{'':22} position effect (first over second, both sides) {(a + b) / 2:+.2f} us per sample; "
+                      f"rounds where wf went first slower for both sides by {(a - b) / 2:+.2f} us")
 
     if not args.skip_nvbench:
         crosschecks(args, bundle, ids)
@@ -143,6 +157,11 @@ def between_runs(args: argparse.Namespace, ids: list[str]) -> None:
         covered = sum(1 for t in ts if t.gap_lo is not None and t.gap_lo <= med <= t.gap_hi)
         print(f"{cid:22} gaps {' '.join(f'{g:.4f}' for g in gaps)}  spread {(gaps.max() / gaps.min() - 1):.3%}  "
               f"median {med:.4f} in {covered}/{len(ts)} intervals")
+        hws = [np.log(t.gap_hi / t.gap_lo) / 2 for t in ts if t.gap_lo and t.gap_hi]
+        print(f"{'':22} pairs {' '.join(str(t.warpforth.n) for t in ts)}; sets {ts[0].buffer_sets}; half-width "
+              f"{min(hws):.3%}-{max(hws):.3%}; between-placement sd "
+              f"{np.median([t.between_placement_noise or 0 for t in ts]):.3%}; gate re-takes "
+              f"{sum(t.gate_retakes for t in ts)}")
 
 
 def crosschecks(args: argparse.Namespace, bundle: Path, ids: list[str]) -> None:
@@ -161,12 +180,38 @@ def crosschecks(args: argparse.Namespace, bundle: Path, ids: list[str]) -> None:
     cmd += [a for c in small_ids for a in ("--case", c)] + [a for m in TIMING_MODES for a in ("--mode", m)]
     subprocess.run(cmd, env=env, check=False)
 
-    # 4. the canonical suite against nvbench, wfbench's medians from step 1
-    print("\n== 4. canonical P0 suite vs nvbench (wfbench medians from step 1)", flush=True)
-    cmd = cli + ["--against", str(args.out / "suite.json"), "--nvbench-json", str(args.out / "nvbench.json")]
-    cmd += [a for c in ids for a in ("--case", c)]
-    rc = subprocess.run(cmd, env=env, check=False).returncode
-    print(f"crosscheck exit status {rc} (1 = a kernel beyond 1 %)")
+    # 4. the canonical P0 suite against nvbench: both timers on the same buffers in one process, then
+    # nvbench against step 1's stored run (many placements: the placement effect is in that comparison)
+    for title, extra, name in (("same process, same buffers", [], "crosscheck"),
+                               ("wfbench medians from step 1's stored run", ["--against", str(args.out / "suite.json")],
+                                "crosscheck-against")):
+        print(f"\n== 4. canonical P0 suite vs nvbench ({title})", flush=True)
+        cmd = cli + extra + ["--nvbench-json", str(args.out / f"{name}-nvbench.json"), "--json"]
+        cmd += [a for c in ids for a in ("--case", c)]
+        r = subprocess.run(cmd, env=env, check=False, capture_output=True, text=True)
+        (args.out / f"{name}.json").write_text(r.stdout)
+        sys.stderr.write(r.stderr[-2000:])
+        print_crosscheck(r.stdout, r.returncode)
+
+
+def print_crosscheck(text: str, rc: int) -> None:
+    import json
+
+    from wfbench_core import crosscheck as xc
+
+    try:
+        data = json.loads(text)
+        print(f"{'case':22} {'side':5} {'wfbench us':>12} {'nvbench us':>12} {'diff':>8}")
+        for k in data["kernels"]:
+            mode = next(iter(k["wfbench_us"]))
+            print(f"{k['case']:22} {k['side']:5} {k['wfbench_us'][mode]:12.3f} "
+                  f"{k['nvbench']['batch_mean_us'] or float('nan'):12.3f} {k['diff'][mode]:+8.3%}")
+        for g in data["gaps"]:
+            print(f"{g['case']:22} gap wfbench {g['wfbench_gap']:.4f} nvbench {g['nvbench_gap'] or float('nan'):.4f} "
+                  f"diff {g['diff'] or float('nan'):+.3%}")
+        print(f"worst per-kernel disagreement {data['worst']:.3%}; within {xc.DEFAULT_TOLERANCE:.0%}: {data['within']}")
+    except (ValueError, KeyError, TypeError) as exc:
+        print(f"crosscheck gave no JSON ({exc}); exit status {rc}")
 
 
 if __name__ == "__main__":

@@ -54,6 +54,8 @@ class Measurement:
     placement_of: tuple[int, ...] = ()  # placement of each round (empty: one placement)
     placement_seed: int = 0
     short_retakes: int = 0
+    buffer_sets: int = 1  # buffer sets each placement's launches rotated over
+    gate_retakes: int = 0  # rounds re-taken because the host missed the start gate
     stop_reason: str = ""
     timing_mode: str = TIMING_EVENTS
     nvml: Optional[NvmlSummary] = None

@@ -3,8 +3,11 @@
 ``wfbench crosscheck BUNDLE`` loads each case's WarpForth and CUDA PTX once, binds both kernels to the
 case's canonical inputs, and times them with nvbench (``cuda.bench``): its *batch* figure (back-to-back
 launches, hot L2) is what wfbench's ``events`` and ``graph`` modes measure, its *cold* figure (L2 flushed
-before each launch, one launch per sample) is what the ``cold-l2`` mode measures. wfbench's own medians
-come from a stored run (``--against RESULT``) or are taken in the same process, in one or more modes.
+before each launch, one launch per sample) is what the ``cold-l2`` mode measures. By default wfbench's
+medians are taken in the same process, in one or more modes, on the very buffers nvbench times (one
+placement, the same rotation over buffer sets): the agreement is the two timers', not a placement effect.
+With ``--against RESULT`` they come from a stored run instead, whose samples were spread over many
+placements; that comparison includes the placement effect (up to about 1 % on memory-bound kernels).
 
 Agreement per kernel is ``wfbench median / nvbench mean - 1``; the gap's agreement is the same for
 ``gap = WarpForth / CUDA``. nvbench reports means only (its cold median is not in its JSON), so the
@@ -16,6 +19,7 @@ The GPU parts import numba, cuda.core and cuda.bench lazily; the parsing and com
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from pathlib import Path
@@ -262,11 +266,17 @@ def crosscheck(bundle: Path, *, registry: Any, case_ids: Sequence[str] = (), aga
                modes: Sequence[str] = (TIMING_EVENTS,), small: bool = False, protocol: TimingProtocol = TimingProtocol(),
                cuda_compiler_kind: str = "auto", json_path: Path,
                progress: Callable[[str], None] = lambda msg: None) -> tuple[list[KernelRow], list[GapRow]]:
-    """Time the bundle's kernels with nvbench and compare with wfbench's medians (see the module docstring)."""
+    """Time the bundle's kernels with nvbench and compare with wfbench's medians (see the module docstring).
+
+    Both timers time the same buffers: wfbench samples one placement (offset 0, ``placements=1``) with its
+    usual rotation over buffer sets, and nvbench's launches rotate over the very same sets, so a
+    disagreement is the timers' and not the buffers' placement. Outputs are not checked here (``wfbench
+    run`` does that); a CUDA error is one line naming the case.
+    """
     from wfbench_core.compile import compile_cuda, cuda_compiler
     from wfbench_core.executor import prepare
     from wfbench_core.gpu_rounds import CudaRounds, TimingSetup
-    from wfbench_core.contracts import Side
+    from wfbench_core.sampling import sample_case
     from wfbench_core.timer import CudaEventTimer
 
     manifest, prepared = prepare(bundle, registry, case_ids)
@@ -276,7 +286,8 @@ def crosscheck(bundle: Path, *, registry: Any, case_ids: Sequence[str] = (), aga
         raise WfbenchError(f"{bundle}: no case to cross-check")
     if against is not None and small:
         raise WfbenchError("--against compares a stored run's canonical sizes; it cannot be used with --small")
-    timer = CudaEventTimer(protocol)
+    one_placement = attrs.evolve(protocol, placements=1)
+    timer = CudaEventTimer(one_placement)
     arch = timer.arch()
     cuda = cuda_compiler(cuda_compiler_kind)
     wfbench_us: dict[str, dict[str, dict[str, float]]] = (
@@ -285,41 +296,34 @@ def crosscheck(bundle: Path, *, registry: Any, case_ids: Sequence[str] = (), aga
     keep: list[Any] = []
     for prep in prepared:
         case = small_case(prep.case) if small else prep.case
-        source = {c: ("check" if small else c) for c in ("check", "canonical")}  # small: check sizes for both
-        # measure() checks both configurations; against a stored run only the canonical one is launched
-        needed = set(source.values()) if against is None else {source["canonical"]}
-        compiled = {name: compile_cuda(prep.files[name].cuda_source, case_id=f"{case.id}[{name}]", arch=arch,
-                                       compiler=cuda).ptx for name in sorted(needed)}
-        cuda_ptx = {c: compiled.get(source[c], "") for c in source}
-        sides = [Side("wf", case.wf_kernel, {c: prep.files[source[c]].wf_ptx for c in source}),
-                 Side("cuda", case.cuda_kernel, cuda_ptx)]
-        if against is None:
-            for mode in modes:
-                progress(f"{case.id}: wfbench, {mode} mode{' (check sizes)' if small else ''}")
-                timer.protocol = attrs.evolve(protocol, timing_mode=mode)
-                m = timer.measure(case, sides, reference_label="cuda")
-                if not m.passed:
-                    raise WfbenchError(f"{case.id}: {m.message}")
-                for s in sides:
-                    wfbench_us.setdefault(case.id, {}).setdefault(s.label, {})[mode] = \
-                        float(np.median(m.samples_us[s.label]))
-        elif case.id not in wfbench_us:
+        config = "check" if small else "canonical"  # whose PTX is timed (small: the check sizes' build)
+        if against is not None and case.id not in wfbench_us:
             raise WfbenchError(f"case {case.id} has no timed paired result in the --against run")
-        # the same kernels, bound to the same canonical inputs, for nvbench
+        ptx = {"wf": prep.files[config].wf_ptx,
+               "cuda": compile_cuda(prep.files[config].cuda_source, case_id=f"{case.id}[{config}]", arch=arch,
+                                    compiler=cuda).ptx}
         kernels = {}
-        for s in sides:
-            module, fn = timer.load(s.label, s.ptx["canonical"], s.kernel)
+        for label, name in (("wf", case.wf_kernel), ("cuda", case.cuda_kernel)):
+            module, fn = timer.load(label, ptx[label], name, case_id=case.id)
             keep.append(module)
-            kernels[s.label] = fn
+            kernels[label] = fn
         inputs = case.make_inputs("canonical")
-        rounds = CudaRounds(timer, TimingSetup(case, kernels, inputs, case.make_reference(inputs, "canonical")),
-                            TIMING_EVENTS)
-        rounds.place(0, lambda n: np.zeros(n, dtype=np.int64))
-        keep.append(rounds)
+        with timer._faults(case.id, "canonical", "", "timing"):
+            rounds = CudaRounds(timer, TimingSetup(case, kernels, inputs, case.make_reference(inputs, "canonical")),
+                                TIMING_EVENTS)
+            rounds.place(0, lambda n: np.zeros(n, dtype=np.int64))  # what sample_case places with placements=1
+            keep.append(rounds)
+            for mode in (modes if against is None else ()):
+                progress(f"{case.id}: wfbench, {mode} mode{' (check sizes)' if small else ''}")
+                rounds.mode = mode
+                timer.protocol = attrs.evolve(one_placement, timing_mode=mode)
+                sampled = sample_case(rounds, list(kernels), timer.protocol, reference="cuda")
+                for label, values in sampled.samples_us.items():
+                    wfbench_us.setdefault(case.id, {}).setdefault(label, {})[mode] = float(np.median(values))
         geo = case.launch(case.sizes["canonical"])
         cfg = timer._LaunchConfig(grid=geo.grid, block=geo.block, shmem_size=geo.shared_bytes)
         for label, fn in kernels.items():
-            launchers[bench_name(case.id, label)] = _bound(timer._launch, cfg, fn.kernel, rounds.args)
+            launchers[bench_name(case.id, label)] = _rotating(timer._launch, cfg, fn.kernel, rounds.set_args)
     progress(f"nvbench: timing {len(launchers)} kernels")
     device = int(timer._ctx.device.id)
     nv = run_nvbench(launchers, json_path, device)
@@ -327,9 +331,12 @@ def crosscheck(bundle: Path, *, registry: Any, case_ids: Sequence[str] = (), aga
     return compare(wfbench_us, nv)
 
 
-def _bound(launch: Any, cfg: Any, kernel: Any, args: Sequence[Any]) -> Callable[[Any], None]:
+def _rotating(launch: Any, cfg: Any, kernel: Any, set_args: Sequence[Sequence[Any]]) -> Callable[[Any], None]:
+    """nvbench's launch of one kernel: each call on the next of the placement's buffer sets, as wfbench's."""
+    sets = itertools.cycle(list(set_args))
+
     def go(stream: Any) -> None:
-        launch(stream, cfg, kernel, *args)
+        launch(stream, cfg, kernel, *next(sets))
 
     return go
 

@@ -18,9 +18,10 @@ if TYPE_CHECKING:
 
 from wfbench_core.errors import WfbenchError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # how a result of an older schema is read: version -> function that rewrites its JSON to the next version
-# (2: Timing.warmup_s, the measured busy time of the warm-up, became warmup_busy_s, apart from the setting)
+# (2: Timing.warmup_s, the measured busy time of the warm-up, became warmup_busy_s, apart from the setting;
+# 3: the protocol gained ``rotation``, which runs before it did not do: they read as rotation 1)
 
 # status of a case in a run
 OK = "ok"  # correct, timed, stable
@@ -75,7 +76,7 @@ class TimingProtocol:
     warmup_s: float = setting(1.0, "Busy-GPU warm-up before timing each case.", flag="--warmup-s", low=0, high=600)
     min_sample_ms: float = setting(50.0, "Each sample lasts at least this long.", flag="--min-sample-ms",
                                    low=1, high=10_000)
-    samples: int = setting(30, "Paired samples per case at most (adaptive stopping may take fewer).",
+    samples: int = setting(60, "Paired samples per case at most (adaptive stopping may take fewer).",
                            flag="--samples", low=5, high=10_000)
     unstable_noise: float = setting(0.03, "A case whose MAD/median exceeds this on a side is marked unstable.",
                                     flag="--unstable-noise", low=0, high=1)
@@ -87,9 +88,11 @@ class TimingProtocol:
                                "events), graph (the launches replayed as a CUDA graph, for kernels of a few us) "
                                "or cold-l2 (L2 flushed before every launch, each launch timed alone).",
                                flag="--timing-mode", choices=TIMING_MODES)
-    placements: int = setting(10, "Fresh buffer placements a case's samples are spread over (1 = one set of "
-                              "buffers).", flag="--placements", low=1, high=1000)
-    min_samples: int = setting(20, "Adaptive stopping looks at the gap's interval only from this many pairs on.",
+    placements: int = setting(30, "Fresh buffer placements a case's samples are spread over, in blocks of "
+                              "equal size (1 = one placement, at offset 0).", flag="--placements", low=1, high=1000)
+    rotation: int = setting(8, "Buffer sets a sample's launches rotate over inside each placement, where the "
+                            "cache state allows (a power of two; 1 = one set).", flag="--rotation", low=1, high=64)
+    min_samples: int = setting(30, "Adaptive stopping looks at the gap's interval only from this many pairs on.",
                                flag="--min-samples", low=2, high=10_000)
     target_halfwidth: float = setting(0.0025, "Stop sampling a case once the gap's 95 % interval half-width is "
                                       "below this (0 = never).", flag="--target-halfwidth", low=0, high=1)
@@ -236,6 +239,8 @@ class Timing:
     gap_interval: str = ""  # how gap_lo/gap_hi were made
     stop_reason: str = ""  # "target", "budget" or "samples": why sampling stopped
     short_retakes: int = 0  # rounds re-taken because a sample came in under min_sample_ms
+    buffer_sets: int = 1  # buffer sets each placement's launches rotated over (see TimingProtocol.rotation)
+    gate_retakes: int = 0  # rounds re-taken because the host did not release the start gate in time
     nvml: Optional[NvmlSummary] = None
     throttled: bool = False  # power or thermal throttling during timing: kept, marked, out of trends
     # --repeat K: the gap of each fresh process (the headline pools their samples; placements are numbered
@@ -442,7 +447,8 @@ def _iso_time(value: str) -> bool:
 
 
 def _from_1(raw: dict) -> dict:
-    """Schema 1 -> 2: the measured warm-up time is named ``warmup_busy_s``."""
+    """Schema 1 -> 2: the measured warm-up time is named ``warmup_busy_s``; a protocol from before placements
+    and adaptive stopping reads as what it did: one placement, every sample taken."""
     cases = []
     for case in raw["cases"]:
         timing = case.get("timing") if isinstance(case, dict) else None
@@ -450,10 +456,23 @@ def _from_1(raw: dict) -> dict:
             timing = {("warmup_busy_s" if k == "warmup_s" else k): v for k, v in timing.items()}
             case = {**case, "timing": timing}
         cases.append(case)
+    protocol = raw.get("protocol")
+    if isinstance(protocol, dict) and "placements" not in protocol:
+        before = {"placements": 1, "min_samples": protocol.get("samples", 30), "target_halfwidth": 0.0,
+                  "case_budget_s": 0.0}
+        raw = {**raw, "protocol": {**before, **protocol}}
     return {**raw, "cases": cases, "schema_version": 2}
 
 
-_UPGRADES = {1: _from_1}
+def _from_2(raw: dict) -> dict:
+    """Schema 2 -> 3: a run from before buffer rotation used one buffer set per placement."""
+    protocol = raw.get("protocol")
+    if isinstance(protocol, dict) and "rotation" not in protocol:
+        raw = {**raw, "protocol": {**protocol, "rotation": 1}}
+    return {**raw, "schema_version": 3}
+
+
+_UPGRADES = {1: _from_1, 2: _from_2}
 
 
 def parse_result(data: str | bytes, where: str = "result") -> RunResult:

@@ -12,9 +12,13 @@ Rules, each written once here:
   :data:`SAMPLE_MARGIN`; a sample that still comes in short is re-taken with more launches (counted in
   ``short_retakes``), so every kept sample lasts at least ``min_sample_ms`` (except where the mode caps
   the launches per sample: ``cold-l2`` times each launch with its own events).
-- **Placements**: the pairs are spread over ``placements`` blocks; each block runs on freshly allocated
-  buffers at random 256-byte-multiple offsets (:func:`placement_offsets`), inputs copied in again, and starts
-  with a short untimed round.
+- **Placements**: the pairs are spread over ``placements`` blocks of equal size; each block runs on freshly
+  allocated buffers at random 256-byte-multiple offsets (:func:`placement_offsets`), inputs copied in again,
+  and starts with an untimed round that touches every new buffer once.
+- **Rotation**: inside a placement, a sample's launches rotate over :func:`buffer_sets` sets of buffers, each
+  at its own offsets, so every sample averages that many layouts; only where the rotation cannot change the
+  cache state: the sets either all fit in half the L2 together, or each streams from DRAM anyway (at least
+  twice the L2). Launches per sample are a multiple of the sets.
 - **Adaptive stopping**: after each block, from ``min_samples`` pairs on, sampling stops once every
   WarpForth side's gap interval (:func:`wfbench_core.stats.gap_interval`) is narrower than
   ``target_halfwidth``, or ``case_budget_s`` of sampling is spent; never beyond ``samples`` pairs.
@@ -36,7 +40,8 @@ SAMPLE_MARGIN = 1.10  # calibrate for 10 % above min_sample_ms: clocks and place
 MAX_SHORT_RETAKES = 8  # a case whose samples keep coming in short is an error, not an endless loop
 PLACEMENT_STEP = 256  # offsets are multiples of this: every buffer stays 256-byte aligned
 PLACEMENT_MAX_OFFSET = 4 << 20  # offsets up to 4 MiB
-WARMUP_STEP_MS = 20.0  # the warm-up doubles its launches until a side's round lasts this long
+ROTATION_MEMORY_SHARE = 0.25  # the rotated buffer sets take at most this share of the GPU's free memory
+WARMUP_STEP_MS = 100.0  # the warm-up doubles its launches until a side's round lasts this long
 WARMUP_WALL_FACTOR = 2.0  # the warm-up ends after this many times warmup_s of wall time in any case
 
 STOP_TARGET = "target"
@@ -46,6 +51,8 @@ STOP_SAMPLES = "samples"
 
 class Rounds(TypingProtocol):
     """The GPU edge of sampling (the default timer implements it with CUDA events)."""
+
+    sets: int  # buffer sets a placement's launches rotate over (fit() keeps launches a multiple of it)
 
     def place(self, index: int, offsets: Callable[[int], np.ndarray]) -> None:
         """Fresh input and output buffers for placement ``index``; ``offsets(n)`` gives n byte offsets."""
@@ -76,6 +83,22 @@ def placement_blocks(samples: int, placements: int) -> list[int]:
     p = max(1, min(placements, samples))
     base, extra = divmod(samples, p)
     return [base + (1 if i < extra else 0) for i in range(p)]
+
+
+def buffer_sets(footprint_bytes: int, *, l2_bytes: int, free_bytes: int, limit: int) -> int:
+    """How many buffer sets a placement's launches rotate over: the largest power of two up to ``limit``
+    whose sets fit in :data:`ROTATION_MEMORY_SHARE` of the free memory and cannot change the cache state
+    (all sets in half the L2 together, or each set at least twice the L2); 1 otherwise, and 1 where the L2
+    size is unknown."""
+    if footprint_bytes <= 0 or limit <= 1 or l2_bytes <= 0:
+        return 1
+    sets = 1 << (int(limit).bit_length() - 1)
+    while sets > 1 and sets * footprint_bytes > ROTATION_MEMORY_SHARE * free_bytes:
+        sets //= 2
+    if footprint_bytes < 2 * l2_bytes:
+        while sets > 1 and sets * footprint_bytes > l2_bytes // 2:
+            sets //= 2
+    return sets
 
 
 def placement_offsets(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -123,12 +146,19 @@ def stop_reason(samples_us: Mapping[str, Sequence[float]], placement_of: Sequenc
 
 def sample_case(rounds: Rounds, labels: Sequence[str], protocol: TimingProtocol, *, reference: str,
                 seed: int | None = None, clock: Callable[[], float] = time.perf_counter) -> Sampled:
-    """Warm up, calibrate and take the paired samples of one case over its placements."""
+    """Warm up, calibrate and take the paired samples of one case over its placements.
+
+    With one placement (``placements=1``) the buffers sit at offset 0: the plain allocation, the same one
+    every time (what ``wfbench crosscheck`` times with both timers).
+    """
     labels = list(labels)
     if seed is None:
         seed = int(np.random.SeedSequence().entropy) & ((1 << 63) - 1)  # fresh per run, recorded
 
     def place(p: int) -> None:
+        if protocol.placements == 1:
+            rounds.place(p, lambda n: np.zeros(n, dtype=np.int64))
+            return
         rng = np.random.default_rng([seed, p])
         rounds.place(p, lambda n: placement_offsets(rng, n))
 
@@ -164,7 +194,7 @@ def sample_case(rounds: Rounds, labels: Sequence[str], protocol: TimingProtocol,
     for p, block in enumerate(blocks):
         if p > 0:
             place(p)
-            rounds.round(labels, rounds.fit(max(1, launches // 4)))  # untimed: first touch of the new buffers
+            rounds.round(labels, rounds.fit(1))  # untimed: every new buffer set touched once
         for _ in range(block):
             order = round_order(labels, r)
             while True:

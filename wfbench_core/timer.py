@@ -9,12 +9,13 @@ Protocol for one case (every side's PTX is loaded into the same context):
    time and require the same bits (idempotence: every launch writes every element, and the same
    values); compare the sides with each other. Any failure ends the case: it is not timed.
 2. Timing, canonical size, every side on the same input and output buffers, fresh ones for each of
-   ``placements`` blocks of pairs (``wfbench_core.sampling`` holds the rules, ``wfbench_core.gpu_rounds``
-   the GPU edge): warm up for at least ``warmup_s`` of busy GPU (clocks ramp), calibrate launches per
-   sample so every sample lasts at least ``min_sample_ms``, then take rounds until the gap's interval is
-   narrow enough or ``samples`` are taken; each round times every side back to back with CUDA events on
-   one explicit stream, behind a spin kernel (no side starts on an idle GPU), rotating which side goes
-   first. NVML is read on a thread meanwhile.
+   ``placements`` blocks of pairs, launches rotating over several buffer sets inside a placement
+   (``wfbench_core.sampling`` holds the rules, ``wfbench_core.gpu_rounds`` the GPU edge): warm up for at
+   least ``warmup_s`` of busy GPU (clocks ramp), calibrate launches per sample so every sample lasts at
+   least ``min_sample_ms``, then take rounds until the gap's interval is narrow enough or ``samples`` are
+   taken; each round times every side back to back with CUDA events on one explicit stream, queued behind
+   a gate kernel the host opens only once launches are waiting (no side starts on an idle GPU), rotating
+   which side goes first. NVML is read on a thread meanwhile.
 3. After timing, each side's outputs are re-poisoned and each side is launched once more and compared
    with the reference again.
 
@@ -513,6 +514,8 @@ class CudaEventTimer:
             "placement_of": sampled.placement_of,
             "placement_seed": sampled.seed,
             "short_retakes": sampled.short_retakes,
+            "buffer_sets": rounds.sets,
+            "gate_retakes": rounds.gate_retakes,
             "stop_reason": sampled.stop_reason,
             "timing_mode": mode,
             "nvml": summary,

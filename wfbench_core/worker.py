@@ -294,6 +294,8 @@ def _timing_fields(m: Any, label: str, reference: str = "cuda") -> dict[str, Any
         "gap_interval": GAP_INTERVAL_METHOD if interval else "",
         "stop_reason": m.stop_reason,
         "short_retakes": m.short_retakes,
+        "buffer_sets": m.buffer_sets,
+        "gate_retakes": m.gate_retakes,
         "nvml": m.nvml,
         "throttled": nvml.throttled(m.nvml),
     }
