@@ -7,7 +7,7 @@ before each launch, one launch per sample) is what the ``cold-l2`` mode measures
 medians are taken in the same process, in one or more modes, on the very buffers nvbench times (one
 placement, the same rotation over buffer sets): the agreement is the two timers', not a placement effect.
 With ``--against RESULT`` they come from a stored run instead, whose samples were spread over many
-placements; that comparison includes the placement effect (up to about 1 % on memory-bound kernels).
+placements; that comparison includes the placement effect.
 
 Agreement per kernel is ``wfbench median / nvbench mean - 1``; the gap's agreement is the same for
 ``gap = WarpForth / CUDA``. nvbench reports means only (its cold median is not in its JSON), so the
