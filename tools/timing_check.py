@@ -158,6 +158,11 @@ def between_runs(args: argparse.Namespace, ids: list[str]) -> None:
         print(f"{cid:22} gaps {' '.join(f'{g:.4f}' for g in gaps)}  spread {(gaps.max() / gaps.min() - 1):.3%}  "
               f"median {med:.4f} in {covered}/{len(ts)} intervals")
         hws = [np.log(t.gap_hi / t.gap_lo) / 2 for t in ts if t.gap_lo and t.gap_hi]
+        centres = np.array([np.sqrt(t.gap_lo * t.gap_hi) for t in ts if t.gap_lo and t.gap_hi])
+        own = sum(1 for t in ts if t.gap_lo is not None and t.gap_lo <= t.gap <= t.gap_hi)
+        if centres.size:
+            print(f"{'':22} paired estimate (interval centre) spread {(centres.max() / centres.min() - 1):.3%}; "
+                  f"the run's own gap inside its interval in {own}/{len(ts)}")
         print(f"{'':22} pairs {' '.join(str(t.warpforth.n) for t in ts)}; sets {ts[0].buffer_sets}; half-width "
               f"{min(hws):.3%}-{max(hws):.3%}; between-placement sd "
               f"{np.median([t.between_placement_noise or 0 for t in ts]):.3%}; gate re-takes "
