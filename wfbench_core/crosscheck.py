@@ -276,7 +276,7 @@ def crosscheck(bundle: Path, *, registry: Any, case_ids: Sequence[str] = (), aga
     from wfbench_core.compile import compile_cuda, cuda_compiler
     from wfbench_core.executor import prepare
     from wfbench_core.gpu_rounds import CudaRounds, TimingSetup
-    from wfbench_core.sampling import sample_case
+    from wfbench_core.sampling import sample_case, zero_offsets
     from wfbench_core.timer import CudaEventTimer
 
     manifest, prepared = prepare(bundle, registry, case_ids)
@@ -311,7 +311,7 @@ def crosscheck(bundle: Path, *, registry: Any, case_ids: Sequence[str] = (), aga
         with timer._faults(case.id, "canonical", "", "timing"):
             rounds = CudaRounds(timer, TimingSetup(case, kernels, inputs, case.make_reference(inputs, "canonical")),
                                 TIMING_EVENTS)
-            rounds.place(0, lambda n: np.zeros(n, dtype=np.int64))  # what sample_case places with placements=1
+            rounds.place(0, zero_offsets)  # the placement sample_case makes with placements=1
             keep.append(rounds)
             for mode in (modes if against is None else ()):
                 progress(f"{case.id}: wfbench, {mode} mode{' (check sizes)' if small else ''}")

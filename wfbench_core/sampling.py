@@ -101,6 +101,11 @@ def buffer_sets(footprint_bytes: int, *, l2_bytes: int, free_bytes: int, limit: 
     return sets
 
 
+def zero_offsets(n: int) -> np.ndarray:
+    """``n`` offsets of 0: the one placement of ``placements=1``, the plain allocation."""
+    return np.zeros(n, dtype=np.int64)
+
+
 def placement_offsets(rng: np.random.Generator, n: int) -> np.ndarray:
     """``n`` random byte offsets, multiples of :data:`PLACEMENT_STEP` from 0 to :data:`PLACEMENT_MAX_OFFSET`."""
     return rng.integers(0, PLACEMENT_MAX_OFFSET // PLACEMENT_STEP, size=n, endpoint=True) * PLACEMENT_STEP
@@ -157,7 +162,7 @@ def sample_case(rounds: Rounds, labels: Sequence[str], protocol: TimingProtocol,
 
     def place(p: int) -> None:
         if protocol.placements == 1:
-            rounds.place(p, lambda n: np.zeros(n, dtype=np.int64))
+            rounds.place(p, zero_offsets)
             return
         rng = np.random.default_rng([seed, p])
         rounds.place(p, lambda n: placement_offsets(rng, n))

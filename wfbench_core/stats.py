@@ -246,17 +246,17 @@ class RunVariation:
 
 
 def run_variation(values: Sequence[float], *, floor: float = RUN_FLOOR, k: float = RUN_K,
-                  min_runs: int = MIN_RUNS) -> RunVariation:
+                  min_runs: int = MIN_RUNS, unit: str = "runs") -> RunVariation:
     """The between-run threshold of one series: ``max(floor, k x MAD/median)`` of its values (one per run) once
-    it has ``min_runs`` of them, the ``floor`` alone before that."""
+    it has ``min_runs`` of them, the ``floor`` alone before that. ``unit`` names the values in the basis."""
     vals = [v for v in values if math.isfinite(v)]
     if len(vals) < min_runs:
         return RunVariation(runs=len(vals), spread=None, threshold=floor,
-                            basis=f"{floor:.1%} floor ({len(vals)} of {min_runs} runs to estimate from)")
+                            basis=f"{floor:.1%} floor ({len(vals)} of {min_runs} {unit} to estimate from)")
     spread = relative_mad(vals)
     threshold = max(floor, k * spread)
-    basis = (f"{k:g} x the run-to-run MAD {spread:.2%} of {len(vals)} runs" if threshold > floor
-             else f"{floor:.1%} floor (run-to-run MAD {spread:.2%} of {len(vals)} runs)")
+    basis = (f"{k:g} x the run-to-run MAD {spread:.2%} of {len(vals)} {unit}" if threshold > floor
+             else f"{floor:.1%} floor (run-to-run MAD {spread:.2%} of {len(vals)} {unit})")
     return RunVariation(runs=len(vals), spread=spread, threshold=threshold, basis=basis)
 
 
@@ -269,10 +269,8 @@ def between_run_variation(series: Sequence[float], repeats: Sequence[Sequence[fl
     usable = [r for r in repeats if len(r) >= MIN_REPEATS]
     if from_series.spread is not None or not usable:
         return from_series
-    values = max(usable, key=len)
-    v = run_variation(values, floor=floor, k=k, min_runs=MIN_REPEATS)
-    return attrs.evolve(v, basis=f"{v.basis.replace(' runs', ' --repeat processes')} (the series has "
-                                 f"{len(series)} of {min_runs} runs)")
+    v = run_variation(max(usable, key=len), floor=floor, k=k, min_runs=MIN_REPEATS, unit="--repeat processes")
+    return attrs.evolve(v, basis=f"{v.basis} (the series has {len(series)} of {min_runs} runs)")
 
 
 def geomean(values: Sequence[float]) -> float:
