@@ -76,14 +76,23 @@ class FakeDriver:
                 outer.run_pending()
 
         class Event:
+            """Recorded into the stream: complete once the stream reaches it (as cuEventRecord)."""
+
+            done = True  # never recorded: cuEventSynchronize returns at once
+            t = 0.0
+
             def record(self, stream: Any) -> None:
-                outer.run_pending()
-                self.t = outer.clock_ms
+                self.done = False
+                outer.pending.append(("@event", self))
 
             def synchronize(self) -> None:
                 outer.api()
+                if not self.done:  # a completed event waits for nothing (not for later work on the stream)
+                    outer.run_pending(until=self)
 
             def elapsed_time(self, other: "Event") -> float:
+                if not (self.done and other.done):  # cuEventElapsedTime on an event the stream has not reached
+                    outer.raise_api("CUDA_ERROR_NOT_READY", "cuEventElapsedTime")
                 return other.t - self.t
 
         class Function:
@@ -163,9 +172,15 @@ class FakeDriver:
             self.gate_misses -= 1
             flag[1] = 1
 
-    def run_pending(self) -> None:
+    def run_pending(self, until: Any = None) -> None:
+        """Run the stream's work in order: all of it, or up to and including the event ``until``."""
         while self.pending:
             kernel, args = self.pending.pop(0)
+            if kernel == "@event":
+                args.t, args.done = self.clock_ms, True
+                if args is until:
+                    return
+                continue
             self.launches[kernel] = self.launches.get(kernel, 0) + 1
             self.clock_ms += 0.01
             arrays = [self.memory.get(a, a) for a in args]

@@ -240,7 +240,7 @@ class CudaRounds:
                 ev[i + 1].record(stream)
 
         what = f"a round of {launches} launches of {', '.join(order)}"
-        self._gated(enqueue, ev[-1], what, self._expected_s(order, launches))
+        self._gated(enqueue, ev[len(order)], what, self._expected_s(order, launches))  # the round's last event
         return self._seen({label: self.timer._elapsed_ms(ev[i], ev[i + 1]) for i, label in enumerate(order)},
                           launches)
 

@@ -14,11 +14,12 @@ Rules, each written once here:
   the launches per sample: ``cold-l2`` times each launch with its own events).
 - **Placements**: the pairs are spread over ``placements`` blocks of equal size; each block runs on freshly
   allocated buffers at random 256-byte-multiple offsets (:func:`placement_offsets`), inputs copied in again,
-  and starts with an untimed round that touches every new buffer once.
+  and starts with an untimed round of the reference side that touches every new buffer once.
 - **Rotation**: inside a placement, a sample's launches rotate over :func:`buffer_sets` sets of buffers, each
-  at its own offsets, so every sample averages that many layouts; only where the rotation cannot change the
-  cache state: the sets either all fit in half the L2 together, or each streams from DRAM anyway (at least
-  twice the L2). Launches per sample are a multiple of the sets.
+  at its own offsets, so every sample averages that many layouts: where the sets all fit in half the L2
+  together (each stays resident, as one set would), or where one set is at least the L2's size (one set
+  could only partly stay resident between launches, by an amount its layout decides; rotated, no launch
+  finds its own data left in the L2). Launches per sample are a multiple of the sets.
 - **Adaptive stopping**: after each block, from ``min_samples`` pairs on, sampling stops once every
   WarpForth side's gap interval (:func:`wfbench_core.stats.gap_interval`) is narrower than
   ``target_halfwidth``, or ``case_budget_s`` of sampling is spent; never beyond ``samples`` pairs.
@@ -87,15 +88,14 @@ def placement_blocks(samples: int, placements: int) -> list[int]:
 
 def buffer_sets(footprint_bytes: int, *, l2_bytes: int, free_bytes: int, limit: int) -> int:
     """How many buffer sets a placement's launches rotate over: the largest power of two up to ``limit``
-    whose sets fit in :data:`ROTATION_MEMORY_SHARE` of the free memory and cannot change the cache state
-    (all sets in half the L2 together, or each set at least twice the L2); 1 otherwise, and 1 where the L2
-    size is unknown."""
+    whose sets fit in :data:`ROTATION_MEMORY_SHARE` of the free memory and either all fit in half the L2
+    together or are each at least the L2's size; 1 otherwise, and 1 where the L2 size is unknown."""
     if footprint_bytes <= 0 or limit <= 1 or l2_bytes <= 0:
         return 1
     sets = 1 << (int(limit).bit_length() - 1)
     while sets > 1 and sets * footprint_bytes > ROTATION_MEMORY_SHARE * free_bytes:
         sets //= 2
-    if footprint_bytes < 2 * l2_bytes:
+    if footprint_bytes < l2_bytes:
         while sets > 1 and sets * footprint_bytes > l2_bytes // 2:
             sets //= 2
     return sets
@@ -199,7 +199,8 @@ def sample_case(rounds: Rounds, labels: Sequence[str], protocol: TimingProtocol,
     for p, block in enumerate(blocks):
         if p > 0:
             place(p)
-            rounds.round(labels, rounds.fit(1))  # untimed: every new buffer set touched once
+            rounds.round([reference], rounds.fit(1))  # untimed: every new buffer set touched once (one side
+            # suffices: both sides' launches take the same buffers)
         for _ in range(block):
             order = round_order(labels, r)
             while True:
