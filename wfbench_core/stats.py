@@ -163,7 +163,8 @@ def bootstrap_gap_ratio(wf_base: Sequence[float], cuda_base: Sequence[float], wf
 
 # -- placement-aware statistics (the samples of a case are spread over several fresh buffer placements) ----
 
-GAP_INTERVAL_METHOD = "t over log per-placement gaps"
+GAP_INTERVAL_METHOD = "t-scaled bootstrap over placements"
+GAP_INTERVAL_RESAMPLES = 1000  # bootstrap resamples of the placements (a fixed seed: the interval is a function of the data)
 
 
 def placement_gaps(wf_samples_us: Sequence[float], cuda_samples_us: Sequence[float],
@@ -181,22 +182,45 @@ def placement_gaps(wf_samples_us: Sequence[float], cuda_samples_us: Sequence[flo
 
 def gap_interval(wf_samples_us: Sequence[float], cuda_samples_us: Sequence[float], placement_of: Sequence[int],
                  level: float = 0.95) -> tuple[float, float] | None:
-    """Interval of the gap that covers the placement effect; None with fewer than two placements.
+    """Interval of the reported gap (median WarpForth / median CUDA of all pairs) that covers the placement
+    effect; None with fewer than two placements.
 
     Placements are the independent replicates (pairs inside one placement share its buffers and are strongly
-    correlated), so the interval is Student's t over the log of the per-placement gaps, with P - 1 degrees of
-    freedom. A bootstrap over so few units (4 to 10) under-covers: it uses a normal quantile where t with 9 to 3
-    degrees of freedom is 15 to 62 % wider, and its variance is biased low by (P - 1) / P.
+    correlated), so the bootstrap resamples whole placements and recomputes the reported gap from the pooled
+    pairs of each resample. With so few units (15 to 30) a percentile bootstrap under-covers: its variance is
+    biased low by (P - 1) / P, and it uses a normal quantile where t with P - 1 degrees of freedom is wider. So
+    the interval is the reported gap times/divided by exp(t_{P-1} x s), s the bootstrap standard deviation of
+    the log gap scaled by sqrt(P / (P - 1)): symmetric in log terms around the gap it belongs to. Where both
+    sides' times move together from one placement to the next by much more than their ratio, the ratio of
+    the medians is set by the few placements at the median rank, and this is the interval that sees it.
     """
     import numpy as np
     from scipy import stats as sps
 
-    g = np.log(placement_gaps(wf_samples_us, cuda_samples_us, placement_of))
-    if g.size < 2:
+    wf = _array(wf_samples_us)
+    cu = _array(cuda_samples_us)
+    where = np.asarray(placement_of)
+    if not (wf.shape == cu.shape == where.shape):
+        raise ValueError("placement_of needs one placement index per pair")
+    units = np.unique(where)
+    p = units.size
+    if p < 2:
         return None
-    half = float(sps.t.ppf(0.5 + level / 2.0, g.size - 1)) * float(g.std(ddof=1)) / float(np.sqrt(g.size))
-    mean = float(g.mean())
-    return float(np.exp(mean - half)), float(np.exp(mean + half))
+    # pairs by placement, padded with NaN to the largest block: a resample is a (P x block) pick of rows
+    block = int(max(np.count_nonzero(where == u) for u in units))
+    w = np.full((p, block), np.nan)
+    c = np.full((p, block), np.nan)
+    for i, u in enumerate(units):
+        m = where == u
+        w[i, :m.sum()] = wf[m]
+        c[i, :m.sum()] = cu[m]
+    pick = np.random.default_rng(0).integers(0, p, size=(GAP_INTERVAL_RESAMPLES, p))
+    boot = np.log(np.nanmedian(w[pick].reshape(GAP_INTERVAL_RESAMPLES, -1), axis=1)
+                  / np.nanmedian(c[pick].reshape(GAP_INTERVAL_RESAMPLES, -1), axis=1))
+    s = float(boot.std(ddof=1)) * math.sqrt(p / (p - 1))
+    half = float(sps.t.ppf(0.5 + level / 2.0, p - 1)) * s
+    centre = math.log(float(np.median(wf)) / float(np.median(cu)))
+    return math.exp(centre - half), math.exp(centre + half)
 
 
 def relative_halfwidth(interval: tuple[float, float]) -> float:
