@@ -11,7 +11,9 @@ Loaded into the executor's worker process through ``WFBENCH_PLUGINS=fake_gpu`` (
 - ``raise``: the timer raises an unexpected exception (a plugin bug);
 - ``launch``: a launch fails with a sticky CUDA error (a WfbenchError, as the real timer raises).
 
-Every worker appends its pid to ``FAKE_GPU_PIDS`` (a file), so tests can see that each one is gone.
+Every worker appends its pid to ``FAKE_GPU_PIDS`` (a file), so tests can see that each one is gone. With
+``FAKE_GPU_PREFETCH`` (a file), each measurement appends its pid, its case and the cases whose CUDA compile the
+worker still holds prefetched, so tests can see what a new worker compiles ahead.
 """
 
 from __future__ import annotations
@@ -47,6 +49,13 @@ class FakeTimer:
     def measure(self, case, sides, *, reference_label):  # type: ignore[no-untyped-def]
         from wfbench_core.contracts import Measurement
 
+        ahead = os.environ.get("FAKE_GPU_PREFETCH")
+        if ahead:
+            from wfbench_core.compile import _PREFETCHED
+
+            pending = sorted({key[0].split("[")[0] for key in _PREFETCHED})
+            with open(ahead, "a") as fh:
+                fh.write(f"{os.getpid()} {case.id} {','.join(pending)}\n")
         what = _behaviour(case.id)
         if what == "segv":
             os.kill(os.getpid(), signal.SIGSEGV)

@@ -92,6 +92,50 @@ def test_nvcc_error_names_the_case_and_carries_the_diagnostic(nvcc: Path) -> Non
     assert msg.startswith("broken_case: nvcc failed:") and "undefined_name" in msg and "\n" not in msg
 
 
+def test_prefetched_cuda_compiles_run_in_parallel_and_are_taken_once(nvcc: Path, monkeypatch: pytest.MonkeyPatch
+                                                                        ) -> None:
+    import threading
+
+    from wfbench_core import compile as comp
+    from wfbench_core.results import CompilerInfo
+
+    compiler = cuda_compiler("nvcc")
+    ok = AXPY.render("canonical")[1]
+    bad = 'extern "C" __global__ void k(double* x) { x[0] = undefined_name; }\n'
+    running, peak, lock = [0], [0], threading.Lock()
+    real = comp._compile_nvcc
+
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        try:
+            return real(*args, **kwargs)
+        finally:
+            with lock:
+                running[0] -= 1
+
+    monkeypatch.setattr(comp, "_compile_nvcc", counted)
+    started = comp.prefetch_cuda([("pf_a[canonical]", ok), ("pf_b[canonical]", ok), ("pf_bad[check]", bad)],
+                                 arch="sm_90", compiler=compiler)
+    assert started == 3
+    first = compile_cuda(ok, case_id="pf_a[canonical]", arch="sm_90", compiler=compiler)
+    with pytest.raises(CompileError, match=r"^pf_bad\[check\]: nvcc failed:.*undefined_name"):
+        compile_cuda(bad, case_id="pf_bad[check]", arch="sm_90", compiler=compiler)
+    compile_cuda(ok, case_id="pf_b[canonical]", arch="sm_90", compiler=compiler)
+    assert peak[0] >= 2  # the three ran side by side, not one after another
+    assert "pf_a[canonical].cu" in first.record.command and "fma.rn.f64" not in first.ptx
+
+    def refuse(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise AssertionError("nvcc ran again")
+
+    monkeypatch.setattr(comp, "_compile_nvcc", refuse)
+    assert comp.prefetch_cuda([], arch="sm_90", compiler=compiler) == 0
+    with pytest.raises(AssertionError, match="ran again"):  # taken once: a second ask compiles anew
+        compile_cuda(ok, case_id="pf_a[canonical]", arch="sm_90", compiler=compiler)
+    assert comp.prefetch_cuda([("pf_c", ok)], arch="sm_90", compiler=CompilerInfo(kind="nvrtc", version="x")) == 0  # on demand
+
+
 def test_ptxas_rejects_invalid_ptx(nvcc: Path) -> None:
     with pytest.raises(CompileError, match="broken: ptxas rejected the PTX"):
         ptxas_check(".version 8.0\n.target sm_90\n.address_size 64\nnot ptx at all\n", arch="sm_90", case_id="broken")

@@ -56,9 +56,12 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def test_each_bad_case_costs_itself_and_the_next_case_runs_in_a_fresh_worker(fake_gpu, prebuilt_bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_each_bad_case_costs_itself_and_the_next_case_runs_in_a_fresh_worker(fake_gpu, prebuilt_bundle, tmp_path,  # type: ignore[no-untyped-def]
+                                                                             monkeypatch) -> None:
     pids = fake_gpu(scale_i64="segv", reduce_sum_f64="hang", matmul_f64_tiled="raise", polynomial_f64="launch",
                     transpose_f64="kill")
+    ahead = tmp_path / "prefetch"
+    monkeypatch.setenv("FAKE_GPU_PREFETCH", str(ahead))
     bundle = prebuilt_bundle(CASES)
     out = tmp_path / "result.json"
     lines: list[str] = []
@@ -82,6 +85,15 @@ def test_each_bad_case_costs_itself_and_the_next_case_runs_in_a_fresh_worker(fak
     started = [int(p) for p in pids.read_text().split()]
     assert len(started) == 5
     assert not any(_alive(p) for p in started)
+    # each new worker compiled the CUDA side of the cases still to come ahead: at its first case it holds the
+    # compiles of exactly the cases after that one
+    firsts: dict[str, tuple[str, list[str]]] = {}
+    for line in ahead.read_text().splitlines():
+        pid, cid, pending = (line.split(" ") + [""])[:3]
+        firsts.setdefault(pid, (cid, [c for c in pending.split(",") if c]))
+    assert len(firsts) == 5
+    for cid, pending in firsts.values():
+        assert pending == sorted(CASES[CASES.index(cid) + 1:]), (cid, pending)
     assert wall < 60
     stored = load_result(out)
     assert stored.complete and stored == result

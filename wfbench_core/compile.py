@@ -6,6 +6,7 @@ The canonical CUDA flags keep the numerical contract of WarpForth, which emits `
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import os
 import re
@@ -14,6 +15,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Iterable
 
 import attrs
 
@@ -179,10 +181,39 @@ def cuda_compiler(prefer: str = "auto") -> CompilerInfo:
 
 
 def compile_cuda(source: str, *, case_id: str, arch: str, compiler: CompilerInfo) -> Compiled:
-    """Compile a CUDA C++ source to PTX for ``arch`` (``sm_90``) with the recorded flag set."""
+    """Compile a CUDA C++ source to PTX for ``arch`` (``sm_90``) with the recorded flag set.
+
+    A compile that :func:`prefetch_cuda` started is taken from there (its error, if any, is raised here).
+    """
     if compiler.kind == "nvcc":
+        ahead = _PREFETCHED.pop((case_id, source, arch, compiler.flags), None)
+        if ahead is not None:
+            return ahead.result()
         return _compile_nvcc(source, case_id=case_id, arch=arch, flags=compiler.flags)
     return _compile_nvrtc(source, case_id=case_id, arch=arch, flags=compiler.flags)
+
+
+# compiles started ahead: (case_id, source, arch, flags) -> Future of Compiled
+_PREFETCHED: dict[tuple[str, str, str, tuple[str, ...]], "concurrent.futures.Future[Compiled]"] = {}
+PREFETCH_WORKERS = 8  # nvcc processes at once
+
+
+def prefetch_cuda(sources: Iterable[tuple[str, str]], *, arch: str, compiler: CompilerInfo) -> int:
+    """Start compiling ``(case_id, source)`` pairs now, in parallel, so that :func:`compile_cuda` later finds
+    them done; returns how many were started. Only nvcc (each compile its own process, the GPU idle meanwhile
+    or busy with other work); NVRTC compiles in this process and stays on demand."""
+    if compiler.kind != "nvcc" or find_nvcc() is None:
+        return 0
+    todo = [(cid, src) for cid, src in sources if (cid, src, arch, compiler.flags) not in _PREFETCHED]
+    if not todo:
+        return 0
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=min(PREFETCH_WORKERS, len(todo)),
+                                                 thread_name_prefix="wfbench-nvcc")
+    for cid, src in todo:
+        _PREFETCHED[(cid, src, arch, compiler.flags)] = pool.submit(
+            _compile_nvcc, src, case_id=cid, arch=arch, flags=compiler.flags)
+    pool.shutdown(wait=False)  # the threads finish their compiles; nothing waits for them here
+    return len(todo)
 
 
 def _compile_nvcc(source: str, *, case_id: str, arch: str, flags: tuple[str, ...]) -> Compiled:

@@ -131,6 +131,7 @@ def execute(
 
     passes: list[list[CaseResult]] = []
     try:
+        supervisor.upcoming = list(by_case)
         environment, cuda, arch = supervisor.start(copy=True)
         header.update(environment=environment, cuda=cuda, created=utcnow())
         progress(f"GPU {environment.gpu_name} ({arch}), driver {environment.driver_version}; "
@@ -142,6 +143,7 @@ def execute(
         for repeat in range(request.repeat):
             if repeat:
                 supervisor.restart()  # every repeat in a fresh process: what changes between processes shows
+                supervisor.upcoming = list(by_case)
                 progress(f"repeat {repeat + 1} of {request.repeat}, in a fresh process")
             passes.append([])
             for case_id, variants in by_case.items():
@@ -194,6 +196,7 @@ class Supervisor:
         self.proc: Optional[subprocess.Popen] = None
         self.replies: Any = None
         self.quiet_limit_s = watchdog.quiet_limit_s(request.protocol.max_case_s)
+        self.upcoming: list[str] = []  # the cases still to run in this pass: a new worker compiles their CUDA ahead
 
     # -- process handling -------------------------------------------------------------------------
 
@@ -285,7 +288,7 @@ class Supervisor:
 
         self._spawn()
         self._send({"op": "init", "bundle": str(self.bundle), "request": converter().unstructure(self.request),
-                    "copy": copy, "plugins": self.registry.recipe})
+                    "copy": copy, "plugins": self.registry.recipe, "prefetch": list(self.upcoming)})
         try:
             reply = self._await("init")["init"]
         except _Lost as lost:
@@ -299,6 +302,8 @@ class Supervisor:
         if not self._alive():
             self._kill()
             self.start()
+        if case_id in self.upcoming:
+            self.upcoming = self.upcoming[self.upcoming.index(case_id) + 1:]
         self._send({"op": "case", "id": case_id})
         try:
             reply = self._await("results")

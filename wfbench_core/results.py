@@ -270,7 +270,7 @@ class Costs:
     """Everything that is not kernel time, reported apart (seconds)."""
 
     compile_wf_s: float = 0.0
-    compile_cuda_s: float = 0.0
+    compile_cuda_s: float = 0.0  # nvcc's own wall time; the worker makes these compiles ahead, in parallel
     load_s: float = 0.0
     inputs_s: float = 0.0
     reference_s: float = 0.0

@@ -4,8 +4,9 @@ The executor (:mod:`wfbench_core.executor`) supervises one worker at a time. It 
 ``python -m wfbench_core.worker FD``, sends requests as JSON lines on its standard input and reads replies
 as JSON lines on file descriptor ``FD``:
 
-- ``{"op": "init", "bundle": …, "request": {…}, "copy": bool}`` → ``{"init": {"environment", "cuda",
-  "arch"}}``: read the GPU and toolchain (and measure the copy yardstick when asked);
+- ``{"op": "init", "bundle": …, "request": {…}, "copy": bool, "prefetch": [case id, …]}`` →
+  ``{"init": {"environment", "cuda", "arch"}}``: read the GPU and toolchain, start compiling the CUDA side
+  of the cases to come (nvcc, in parallel, while the GPU works), and measure the copy yardstick when asked;
 - ``{"op": "case", "id": …}`` → ``{"results": [CaseResult, …]}``: check and time one case;
 - while working: ``{"progress": line}``, ``{"arm": seconds, "what": …}`` and ``{"disarm": true}`` (the
   watchdog's deadlines, :mod:`wfbench_core.watchdog`);
@@ -76,7 +77,8 @@ class Worker:
     def progress(self, line: str) -> None:
         self.send({"progress": line})
 
-    def init(self, bundle: str, request: dict, copy: bool, plugins: Any = None) -> dict:
+    def init(self, bundle: str, request: dict, copy: bool, plugins: Any = None,
+             prefetch: Any = ()) -> dict:
         from wfbench_core.compile import cuda_compiler
         from wfbench_core.registry import Registry
         from wfbench_core.request import ExecuteRequest
@@ -96,11 +98,27 @@ class Worker:
             if find_compute_sanitizer() is None:
                 raise WfbenchError("--sanitize needs NVIDIA's compute-sanitizer (CUDA toolkit); put its bin folder "
                                    "on PATH or set WFBENCH_COMPUTE_SANITIZER")
+        self._prefetch(list(prefetch))
         if copy:  # the run's yardsticks, measured once by its first worker
             environment = attrs.evolve(environment, copy_gbps=self.timer.copy_gbps(),
                                        fp64_peak_gflops=self._fp64_peak())
         c = converter()
         return {"environment": c.unstructure(environment), "cuda": c.unstructure(self.cuda), "arch": self.arch}
+
+    def _prefetch(self, case_ids: list[str]) -> None:
+        """Start compiling the CUDA side of ``case_ids`` (both configurations) ahead of their turn."""
+        if not case_ids:
+            return
+        from wfbench_core.compile import prefetch_cuda
+        from wfbench_core.executor import prepare_all
+
+        try:
+            _, by_case = prepare_all(self.bundle, self.registry, case_ids)
+        except WfbenchError:
+            return  # a case that cannot be read says so when its turn comes
+        sources = [(f"{cid}[{config}]", next(iter(variants.values())).files[config].cuda_source)
+                   for cid, variants in by_case.items() for config in CONFIGS]
+        prefetch_cuda(sources, arch=self.arch, compiler=self.cuda)
 
     def _fp64_peak(self) -> float | None:
         """The f64 add/multiply peak for the roofline (the default timer only; None when it cannot be had)."""
@@ -137,7 +155,7 @@ class Worker:
             if op == "init":
                 watchdog.install(self.send, msg["request"].get("case_timeout_s"))
                 self.send({"init": self.init(msg["bundle"], msg["request"], msg.get("copy", False),
-                                             msg.get("plugins"))})
+                                             msg.get("plugins"), msg.get("prefetch", ()))})
             elif op == "case":
                 self.send({"results": self.case(msg["id"])})
             elif op == "exit":
