@@ -164,7 +164,7 @@ def bootstrap_gap_ratio(wf_base: Sequence[float], cuda_base: Sequence[float], wf
 # -- placement-aware statistics (the samples of a case are spread over several fresh buffer placements) ----
 
 GAP_INTERVAL_METHOD = "t-scaled bootstrap over placements"
-GAP_INTERVAL_RESAMPLES = 1000  # bootstrap resamples of the placements (a fixed seed: the interval is a function of the data)
+GAP_INTERVAL_RESAMPLES = 1000  # resamples of the placements (a fixed seed: the interval is a function of the data)
 
 
 def placement_gaps(wf_samples_us: Sequence[float], cuda_samples_us: Sequence[float],
