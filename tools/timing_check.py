@@ -10,7 +10,8 @@ cuda-bench. WarpForth PTX comes from tests/fixtures/ptx, so no warpforthc is nee
 1. the P0 suite in the default mode (events, placements, adaptive stopping, NVML): per case the gap,
    its 95 % interval, within/between-placement noise, pairs and why sampling stopped, short re-takes,
    NVML clocks/power/throttle; the suite's wall time; whether the host is depressed;
-2. A/A on two cases: the first side's per-sample excess over the second (clean rounds make it ~0);
+2. A/A on two cases: within each pair, the first side's sample minus the second's (clean rounds make it
+   ~0), and each side's median excess when it went first;
 3. small sizes: events, graph and cold-l2 against nvbench's batch and cold figures;
 4. the canonical P0 suite against nvbench, both timers on the same buffers (per-kernel and gap agreement,
    target <= 1 %);
@@ -41,6 +42,23 @@ from wfbench_core.registry import Registry  # noqa: E402
 def builtin_plugins() -> list[str]:
     meta = tomllib.loads((ROOT / "pyproject.toml").read_text())
     return [ep.split(":")[0] for ep in meta["project"]["entry-points"]["wfbench"].values()]
+
+
+def position_effect_us(timing) -> tuple[float, float, float, float]:  # type: ignore[no-untyped-def]
+    """Within each pair, the first side's sample minus the second's (us per sample): the median over pairs,
+    its 95 % percentile-bootstrap interval, and the share of pairs whose first side was slower. In an A/A
+    run both sides are the same kernel, so this is the position effect alone, free of the variation
+    between pairs (placements) that a difference of two medians over different pairs carries."""
+    from scipy import stats
+
+    k = timing.launches_per_sample
+    wf = np.asarray(timing.warpforth.samples_us) * k
+    cuda = np.asarray(timing.cuda.samples_us) * k
+    wf_first = np.array([o == "wf" for o in timing.order])
+    d = np.where(wf_first, wf - cuda, cuda - wf)
+    ci = stats.bootstrap((d,), np.median, confidence_level=0.95, method="percentile",
+                         n_resamples=4000).confidence_interval
+    return float(np.median(d)), float(ci.low), float(ci.high), float(np.mean(d > 0))
 
 
 def first_side_excess_us(timing) -> dict[str, float]:  # type: ignore[no-untyped-def]
@@ -122,10 +140,11 @@ def main() -> int:
             ex = first_side_excess_us(c.timing)
             print(f"{c.id:22} gap {c.timing.gap:.4f}  first-side excess: "
                   + ", ".join(f"{k} {v:+.2f} us" for k, v in ex.items()))
-            if len(ex) == 2:  # the same kernel on both sides: split what the sides share from what they do not
-                a, b = ex.values()
-                print(f"{'':22} position effect (first over second, both sides) {(a + b) / 2:+.2f} us per sample; "
-                      f"rounds where wf went first slower for both sides by {(a - b) / 2:+.2f} us")
+            med, lo, hi, slower = position_effect_us(c.timing)
+            sample_us = c.timing.cuda.median_us * c.timing.launches_per_sample
+            print(f"{'':22} within each pair, first minus second: median {med:+.2f} us [{lo:+.2f}, {hi:+.2f}] "
+                  f"({med / sample_us:+.4%} of a sample); first slower in {slower:.0%} of "
+                  f"{c.timing.cuda.n} pairs")
 
     if not args.skip_nvbench:
         crosschecks(args, bundle, ids)
