@@ -19,6 +19,7 @@ import pytest
 
 from wfbench_core.registry import Registry
 from wfbench_core.results import FAILED, OK, load_result
+from wfbench_core.sampling import STOP_BUDGET, STOP_SAMPLES, STOP_TARGET
 from wfbench_core.testing import bundle_from_ptx, ptx_dir_loader
 
 pytest_plugins = ["pytester"]
@@ -372,5 +373,5 @@ def test_real_gpu_through_the_plugin(pytester: pytest.Pytester, bundle: Path) ->
         t, proto = case.timing, run.protocol
         assert t.warpforth.n == t.cuda.n == len(t.order)
         assert proto.min_samples <= t.cuda.n <= proto.samples
-        assert t.stop_reason in ("target", "budget", "samples")
-        assert (t.cuda.n == proto.samples) or t.stop_reason in ("target", "budget"), (t.cuda.n, t.stop_reason)
+        assert t.stop_reason in (STOP_TARGET, STOP_BUDGET, STOP_SAMPLES)
+        assert (t.cuda.n == proto.samples) or t.stop_reason in (STOP_TARGET, STOP_BUDGET), (t.cuda.n, t.stop_reason)

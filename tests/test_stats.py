@@ -49,6 +49,21 @@ def test_pair_ratio_noise_cancels_what_both_sides_share() -> None:
     assert pair_ratio_noise([2.0, 4.0, 6.0], [1.0, 2.0, 3.0]) == 0.0
 
 
+def test_first_minus_second_isolates_the_position_effect() -> None:
+    from wfbench_core.stats import first_minus_second
+
+    # the same kernel on both sides: placements move both samples of a pair alike, the first of each pair
+    # carries 3 us
+    order = ["wf", "cuda"] * 10
+    base = 100 + 10 * np.arange(20) % 7
+    wf = base + np.where(np.array(order) == "wf", 3.0, 0.0)
+    cu = base + np.where(np.array(order) == "cuda", 3.0, 0.0)
+    assert first_minus_second(wf, cu, order) == pytest.approx([3.0] * 20)
+    assert first_minus_second([5.0, 7.0], [6.0, 2.0], ["wf", "cuda"]) == pytest.approx([-1.0, -5.0])
+    with pytest.raises(ValueError):
+        first_minus_second([1.0, 2.0], [1.0, 2.0], ["wf"])
+
+
 def test_between_run_threshold_floor_then_the_series_spread() -> None:
     from wfbench_core.stats import MIN_RUNS, RUN_FLOOR, RUN_K, run_variation
 

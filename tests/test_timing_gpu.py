@@ -17,6 +17,7 @@ from wfbench_core.executor import execute
 from wfbench_core.registry import Registry
 from wfbench_core.request import ExecuteRequest
 from wfbench_core.results import OK, TIMING_COLD_L2, TIMING_EVENTS, TIMING_GRAPH, UNSTABLE, TimingProtocol
+from wfbench_core.stats import first_minus_second
 
 pytestmark = pytest.mark.gpu
 
@@ -105,11 +106,8 @@ def test_clean_rounds_leave_no_first_side_excess(prebuilt_bundle) -> None:  # ty
     (case,) = result.cases
     t = case.timing
     assert t is not None and t.short_retakes == 0
-    # within each pair, the first side's sample minus the second's: the same kernel on both sides, so this
-    # is the position effect alone, free of what varies between pairs (placements)
-    wf = np.asarray(t.warpforth.samples_us) * t.launches_per_sample
-    cuda = np.asarray(t.cuda.samples_us) * t.launches_per_sample
-    d = np.where(np.array([o == "wf" for o in t.order]), wf - cuda, cuda - wf)
+    # within each pair, the first side's sample minus the second's: the position effect alone
+    d = first_minus_second(t.warpforth.samples_us, t.cuda.samples_us, t.order) * t.launches_per_sample
     excess = float(np.median(d))
     se = 1.2533 * 1.4826 * float(np.median(np.abs(d - excess))) / float(np.sqrt(len(d)))  # of the median
     assert abs(excess) < max(10.0, 3 * se), f"the first side carries {excess:.1f} us per sample (se {se:.1f})"

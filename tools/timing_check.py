@@ -45,17 +45,15 @@ def builtin_plugins() -> list[str]:
 
 
 def position_effect_us(timing) -> tuple[float, float, float, float]:  # type: ignore[no-untyped-def]
-    """Within each pair, the first side's sample minus the second's (us per sample): the median over pairs,
-    its 95 % percentile-bootstrap interval, and the share of pairs whose first side was slower. In an A/A
-    run both sides are the same kernel, so this is the position effect alone, free of the variation
-    between pairs (placements) that a difference of two medians over different pairs carries."""
+    """Within each pair, the first side's sample minus the second's (us per sample,
+    :func:`wfbench_core.stats.first_minus_second`): the median over pairs, its 95 % percentile-bootstrap
+    interval, and the share of pairs whose first side was slower."""
     from scipy import stats
 
-    k = timing.launches_per_sample
-    wf = np.asarray(timing.warpforth.samples_us) * k
-    cuda = np.asarray(timing.cuda.samples_us) * k
-    wf_first = np.array([o == "wf" for o in timing.order])
-    d = np.where(wf_first, wf - cuda, cuda - wf)
+    from wfbench_core.stats import first_minus_second
+
+    d = first_minus_second(timing.warpforth.samples_us, timing.cuda.samples_us, timing.order) \
+        * timing.launches_per_sample
     ci = stats.bootstrap((d,), np.median, confidence_level=0.95, method="percentile",
                          n_resamples=4000).confidence_interval
     return float(np.median(d)), float(ci.low), float(ci.high), float(np.mean(d > 0))

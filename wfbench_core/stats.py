@@ -115,6 +115,19 @@ def pair_ratio_noise(wf_samples_us: Sequence[float], cuda_samples_us: Sequence[f
     return relative_mad(r)
 
 
+def first_minus_second(wf_samples_us: Sequence[float], cuda_samples_us: Sequence[float],
+                       order: Sequence[str]) -> "np.ndarray":
+    """Per pair, the sample of the side that went first (``order[i]``: ``"wf"`` or ``"cuda"``) minus the other
+    side's. In an A/A run both sides are one kernel, so this is the position effect alone, free of what
+    varies between pairs (placements), which a difference of two medians over different pairs would carry."""
+    import numpy as np
+
+    wf, cu = _array(wf_samples_us), _array(cuda_samples_us)
+    if not (wf.size == cu.size == len(order)):
+        raise ValueError("first_minus_second needs one sample per side and one order entry per pair")
+    return np.where(np.array([o == "wf" for o in order], dtype=bool), wf - cu, cu - wf)
+
+
 def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:
     """Two-sided Mann-Whitney U test p-value of two sample sets."""
     from scipy import stats as sps
