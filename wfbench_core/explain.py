@@ -11,9 +11,9 @@ from typing import Mapping, Optional, Sequence
 
 import attrs
 
+from wfbench_core import markdown as md
 from wfbench_core.case import Case
 from wfbench_core.diagnostics import (
-    IDENTICAL_NOTE,
     Instr,
     Loop,
     assemble,
@@ -149,12 +149,6 @@ def profile_findings(wf: KernelProfile, cuda: KernelProfile, wf_label: str = "Wa
 # -------------------------------------------------------------------------------------------------
 
 
-def _table(rows: Sequence[Sequence[str]], align: str = "l") -> list[str]:
-    head, *body = rows
-    sep = ["---"] + [("---:" if align == "r" else "---")] * (len(head) - 1)
-    return ["| " + " | ".join(head) + " |", "| " + " | ".join(sep) + " |"] + ["| " + " | ".join(r) + " |" for r in body]
-
-
 def _static_rows(reports: Sequence[SideReport]) -> list[list[str]]:
     rows = [["", *[r.side.label for r in reports]]]
 
@@ -207,37 +201,30 @@ def _loop_block(r: SideReport, max_lines: int) -> list[str]:
     return lines + ["```"]
 
 
-def render_markdown(case: Case, reports: Sequence[SideReport], *, arch: str, provenance: Sequence[str] = (),
-                    result: CaseResult | None = None, environment: Environment | None = None,
-                    loop_lines: int = LOOP_LINES) -> str:
-    """The report. ``reports`` lists the WarpForth variants first and the CUDA side last."""
-    launch = case.launch(case.sizes["canonical"])
-    cuda = reports[-1]
-    lines = [f"### {case.id} v{case.version}: WarpForth vs CUDA on {arch}", ""]
-    lines.append(f"Canonical launch: grid {launch.grid} x block {launch.block}, {launch.shared_bytes} B dynamic "
-                 f"shared memory; SASS from ptxas {cuda.diag.ptxas_version or '?'} (`-arch={arch}`) and cuobjdump.")
-    lines += [f"{p}" for p in provenance]
-    if result is not None and result.timing is not None:
-        t = result.timing
-        lines.append("")
-        lines.append(f"Timed: WarpForth {t.warpforth.median_us:.2f} us, CUDA {t.cuda.median_us:.2f} us, "
-                     f"gap {t.gap:.3f}x" + (f"; roofline (WarpForth/CUDA) "
-                                             f"{format_roofline(roofline(result, environment), result.metric)}"
-                                             if environment is not None else "") + ".")
-    wf_reports = list(reports[:-1])
-    if len(wf_reports) > 1:
-        a, b = wf_reports[0], wf_reports[1]
-        lines += ["", f"{a.side.label} and {b.side.label}: " + (
-            IDENTICAL_NOTE if identical(a.diag, b.diag) else "the SASS differs (mix below)") + "."]
-    lines += ["", "#### Findings", ""]
-    for r in wf_reports:
-        for sentence in findings(r.diag, cuda.diag, r.side.label):
-            lines.append(f"- {sentence}")
-        if r.profile and cuda.profile:
-            for sentence in profile_findings(r.profile, cuda.profile, r.side.label):
-                lines.append(f"- {sentence}")
-    lines += ["", "#### Static diagnostics", ""] + _table(_static_rows(reports), "r")
-    lines += ["", "#### SASS mix: largest differences", ""]
+WF_PREFIX = "WarpForth "
+
+
+def head_vs_base(wf_reports: Sequence[SideReport], context: int = 3) -> list[str]:
+    """The head-against-base section of two WarpForth variants (labels "WarpForth base", "WarpForth head")."""
+    from wfbench_core.headbase import Variant, pick, render
+
+    by = {r.side.label.removeprefix(WF_PREFIX): r for r in wf_reports}
+    b, h = pick(list(by))
+    return render(*(Variant(k, by[k].diag, by[k].sass, by[k].profile) for k in (b, h)), context=context)
+
+
+def _timed(result: CaseResult | None, environment: Environment | None) -> list[str]:
+    if result is None or result.timing is None:
+        return []
+    t = result.timing
+    roof = (f"; roofline (WarpForth/CUDA) {format_roofline(roofline(result, environment), result.metric)}"
+            if environment is not None else "")
+    return ["", f"Timed: WarpForth {t.warpforth.median_us:.2f} us, CUDA {t.cuda.median_us:.2f} us, "
+                f"gap {t.gap:.3f}x{roof}."]
+
+
+def _mix_section(wf_reports: Sequence[SideReport], cuda: SideReport) -> list[str]:
+    lines = ["", "#### SASS mix: largest differences", ""]
     for r in wf_reports:
         diffs = mix_differences(r.diag.mix, cuda.diag.mix, 10)
         if not diffs:
@@ -246,10 +233,38 @@ def render_markdown(case: Case, reports: Sequence[SideReport], *, arch: str, pro
         rows = [["class", r.side.label, "CUDA", "what"]]
         rows += [[f"`{k}`", str(x), str(y), CLASS_HELP.get(k.split(".")[0] if k not in CLASS_HELP else k, "")]
                  for k, x, y in diffs]
-        lines += _table(rows)
+        lines += md.table(rows)
         lines.append("")
+    return lines
+
+
+def render_markdown(case: Case, reports: Sequence[SideReport], *, arch: str, provenance: Sequence[str] = (),
+                    result: CaseResult | None = None, environment: Environment | None = None,
+                    loop_lines: int = LOOP_LINES) -> str:
+    """The report. ``reports`` lists the WarpForth variants first and the CUDA side last; with two variants
+    (a base/head bundle) it leads with head against base, and the CUDA-relative sections follow."""
+    launch = case.launch(case.sizes["canonical"])
+    cuda = reports[-1]
+    wf_reports = list(reports[:-1])
+    what = "head against base, then against CUDA" if len(wf_reports) > 1 else "WarpForth vs CUDA"
+    lines = [f"### {case.id} v{case.version}: {what} on {arch}", ""]
+    lines.append(f"Canonical launch: grid {launch.grid} x block {launch.block}, {launch.shared_bytes} B dynamic "
+                 f"shared memory; SASS from ptxas {cuda.diag.ptxas_version or '?'} (`-arch={arch}`) and cuobjdump.")
+    lines += [f"{p}" for p in provenance]
+    if len(wf_reports) > 1:
+        lines += [""] + head_vs_base(wf_reports)
+    lines += _timed(result, environment)
+    lines += ["", "#### Findings" + (" against CUDA" if len(wf_reports) > 1 else ""), ""]
+    for r in wf_reports:
+        for sentence in findings(r.diag, cuda.diag, r.side.label):
+            lines.append(f"- {sentence}")
+        if r.profile and cuda.profile:
+            for sentence in profile_findings(r.profile, cuda.profile, r.side.label):
+                lines.append(f"- {sentence}")
+    lines += ["", "#### Static diagnostics", ""] + md.table(_static_rows(reports), "r")
+    lines += _mix_section(wf_reports, cuda)
     if any(r.profile for r in reports):
-        lines += ["", "#### Nsight Compute (one launch at the canonical size)", ""] + _table(_profile_rows(reports), "r")
+        lines += ["", "#### Nsight Compute (one launch at the canonical size)", ""] + md.table(_profile_rows(reports), "r")
     lines += ["", "#### Memory instructions in program order", ""]
     for r in reports:
         order = memory_order(r.sass)
@@ -259,4 +274,3 @@ def render_markdown(case: Case, reports: Sequence[SideReport], *, arch: str, pro
     for r in reports:
         lines += _loop_block(r, loop_lines) + [""]
     return "\n".join(lines).rstrip() + "\n"
-

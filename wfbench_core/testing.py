@@ -3,14 +3,17 @@
 - :func:`check_case` validates a case the way CI can: renders, references, fingerprints, and compiles
   the CUDA side with the real nvcc/ptxas when they are installed.
 - :func:`bundle_from_ptx` writes a real bundle from WarpForth PTX produced earlier by ``warpforthc``
-  (e.g. PTX files kept beside the tests), so bundle consumers can be tested where no ``warpforthc`` is.
+  (e.g. PTX files kept beside the tests), so bundle consumers can be tested where no ``warpforthc`` is;
+  :func:`base_head_bundle_from_ptx` writes a base/head bundle the same way.
+- :func:`inject_at_entry` makes a head kernel with one extra PTX statement: an injected regression.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Mapping
 
 from wfbench_core import SUITE_VERSION, __version__
 from wfbench_core.bundle import BUNDLE_SCHEMA, BundleManifest, utcnow, write_case, write_manifest
@@ -98,3 +101,35 @@ def ptx_dir_loader(folder: str | os.PathLike[str]) -> Callable[[Case, str], str]
         return ptx_path.read_text()
 
     return load
+
+
+def base_head_bundle_from_ptx(cases: Iterable[Case], out_dir: Path,
+                              variants: Mapping[str, Callable[[Case, str], str]]) -> BundleManifest:
+    """A base/head bundle (one sub-bundle per label, as ``wfbench build --warpforthc base=… --warpforthc
+    head=…`` writes it) whose WarpForth PTX of each label comes from ``variants[label](case, config)``."""
+    import attrs
+
+    cases = list(cases)
+    out_dir = Path(out_dir)
+    subs = {label: bundle_from_ptx(cases, out_dir / label, wf_ptx,
+                                   warpforthc=CompilerInfo(kind="warpforthc", version=f"prebuilt-{label}"))
+            for label, wf_ptx in variants.items()}
+    top = attrs.evolve(next(iter(subs.values())), cases=(), labels=tuple(subs))
+    write_manifest(out_dir, top)
+    return top
+
+
+_DECLARATION = re.compile(r"^\s*(\.reg|\.shared|\.local|\.pragma|//|$)")
+
+
+def inject_at_entry(ptx: str, kernel: str, instruction: str) -> str:
+    """``ptx`` with ``instruction`` (one PTX statement, e.g. ``bar.sync 0;``) inserted as the first
+    statement of ``kernel``'s body, after its declarations: an injected regression for tests."""
+    m = re.search(rf"\.entry\s+{re.escape(kernel)}\s*\(", ptx)
+    if m is None:
+        raise ValueError(f"no entry function {kernel!r} in the PTX")
+    body = ptx.index("{", ptx.index(")", m.end())) + 1
+    lines = ptx[body:].split("\n")
+    n = next(k for k, line in enumerate(lines) if k > 0 and not _DECLARATION.match(line))
+    lines.insert(n, f"\t{instruction.strip()}")
+    return ptx[:body] + "\n".join(lines)
