@@ -191,13 +191,13 @@ def _loop_lines(d: SassDiff, base: str, head: str, rows_shown: int) -> list[str]
 
 
 def render(base: Variant, head: Variant, *, context: int = 3, loop_rows: int = LOOP_ROWS,
-           title: str = "#### Head against base") -> list[str]:
-    """The head-against-base section: one line when the SASS is identical."""
+           title: Optional[str] = "#### Head against base") -> list[str]:
+    """The head-against-base section (under ``title`` unless None): one line when the SASS is identical."""
     names = f"{base.label} and {head.label}"
     if identical(base.diag, head.diag):
         return [f"{names}: {IDENTICAL_NOTE} (SASS SHA-256 `{base.diag.sass_sha256[:12]}`)."]
     d = diff(base.sass, head.sass)
-    lines = [title, "", f"{base.label} → {head.label}: {_counts(lambda k: len(d.of(k)))} "
+    lines = ([title, ""] if title else []) + [f"{base.label} → {head.label}: {_counts(lambda k: len(d.of(k)))} "
              f"({len(d.base)} → {len(d.head)} instructions)"
              + (f"; {len(d.of(RENAMED))} more differ only in register numbers or branch targets" if d.of(RENAMED) else "") + ".", ""]
     placed = d.placed()
@@ -251,7 +251,7 @@ def bundle_ptx(case: "Case", bundle: Path) -> dict[str, str]:
     return out
 
 
-def explain_bundle(case: "Case", bundle: Path, arch: str, *, context: int = 3,
+def explain_bundle(case: "Case", bundle: Path, arch: str, *, context: int = 3, title: Optional[str] = None,
                    progress: Callable[[str], None] = lambda msg: None) -> list[str]:
     """The head-against-base section of ``case`` from a base/head bundle (ptxas and cuobjdump, no GPU)."""
     from wfbench_core.errors import WfbenchError
@@ -262,4 +262,4 @@ def explain_bundle(case: "Case", bundle: Path, arch: str, *, context: int = 3,
                            f"--warpforthc base=PATH --warpforthc head=PATH")
     b, h = pick(list(ptx))
     progress(f"assembling {case.id} ({b}, {h}) for {arch}")
-    return render(variant(case, b, ptx[b], arch), variant(case, h, ptx[h], arch), context=context)
+    return render(variant(case, b, ptx[b], arch), variant(case, h, ptx[h], arch), context=context, title=title)
