@@ -708,3 +708,27 @@ def test_example_history_renders(browser: Any, tmp_path: Path) -> None:
         _artifact(shot)
     finally:
         page.close()
+
+
+def test_a_step_in_the_gap_is_marked_in_the_browser(browser: Any, tmp_path: Path) -> None:
+    """A 3 % step from run 8 on (wfbench_core.changepoints): the gap chart draws it, the line under it links
+    the commit range; a series without a step has neither."""
+    from synth_runs import commit_of
+
+    for n in range(12):
+        add_run(tmp_path / "history", synth_run(n, wf_scale={"axpy_f64": 1.03 if n >= 8 else 1.0}, jitter=0.002))
+    h = History.open(tmp_path / "history")
+    page, errors, _ = _open(browser, build_site(h, tmp_path / "site"))
+    try:
+        sid = next(s.id for s in h.series.values() if s.key.case_id == "axpy_f64")
+        other = next(s.id for s in h.series.values() if s.key.case_id == "scale_i64")
+        marks = page.evaluate("""(sid) => Chart.getChart(document.querySelector('#s-' + sid + ' canvas.chart-gap'))
+          .options.plugins.changeMarks.marks.map((m) => m.index)""", sid)
+        assert marks == [8]
+        steps = page.locator(f"#s-{sid} p.steps")
+        assert steps.count() == 1 and "(+3.0%) at" in steps.inner_text()
+        assert steps.locator("a").get_attribute("href").endswith(f"/compare/{commit_of(7)}...{commit_of(8)}")
+        assert page.locator(f"#s-{other} p.steps").count() == 0
+        assert not errors, errors
+    finally:
+        page.close()

@@ -32,6 +32,7 @@ from typing import Iterable, Optional, Sequence
 import attrs
 
 from wfbench_core import stats
+from wfbench_core.changepoints import ChangePoint, new_change_points
 from wfbench_core.errors import WfbenchError
 from wfbench_core.history import (
     History, Point, Series, SeriesKey, point_of, point_order, series_key, utc_sortable,
@@ -116,6 +117,8 @@ class CheckReport:
     rules: Rules
     findings: tuple[Finding, ...]
     notes: tuple[str, ...] = ()
+    # steps in a series that this run brings (E-divisive, wfbench_core.changepoints); reported, not an exit code
+    change_points: tuple[ChangePoint, ...] = ()
 
     @property
     def exit_code(self) -> int:
@@ -260,7 +263,9 @@ def check(history: History, result: Optional[RunResult] = None, *, run_name: str
     findings += [judge(series, point, rules) for series, point in pairs]
     findings += missing_cases(history, keys, created, run_name)
     findings.sort(key=lambda f: (VERDICT_ORDER.index(f.verdict), f.case_id, f.compiler_label))
-    return CheckReport(run=run_name, created=created, rules=rules, findings=tuple(findings), notes=tuple(notes))
+    steps = tuple(cp for series, point in pairs for cp in new_change_points(series, point.run))
+    return CheckReport(run=run_name, created=created, rules=rules, findings=tuple(findings), notes=tuple(notes),
+                       change_points=steps)
 
 
 def _stored_as(history: History, result: RunResult) -> Optional[str]:
@@ -318,6 +323,7 @@ def render_text(report: CheckReport) -> str:
     lines += [f"  {f.case_id}{' [' + f.compiler_label + ']' if f.compiler_label else ''}: {f.message}"
               for f in report.findings]
     r = report.rules
+    lines += [f"new change point: {cp.describe()}" for cp in report.change_points]
     lines += [f"note: {n}" for n in report.notes]
     lines += ["", f"thresholds: the run-to-run variation, max({r.min_change:.0%}, {r.mad_k:g} x historical MAD) "
                   f"over the last {r.window} stable points; alerts need {r.min_points}", summary_line(report)]
@@ -334,6 +340,8 @@ def render_markdown(report: CheckReport) -> str:
         out.append("| " + " | ".join(row) + " |")
     out.append("")
     out += [f"- **{f.case_id}**: {f.message}" for f in report.findings if f.verdict != STEADY]
+    out += [f"- **new change point**: {cp.describe()}" + (f" ([commits]({cp.compare_url}))" if cp.compare_url else "")
+            for cp in report.change_points]
     out += [f"- note: {n}" for n in report.notes]
     r = report.rules
     out += ["", f"Thresholds: the run-to-run variation, max({r.min_change:.0%}, {r.mad_k:g} x historical MAD) over "

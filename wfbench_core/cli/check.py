@@ -35,7 +35,8 @@ def check_cmd(result: Optional[Path], history_dir: Path, min_change: float, mad_
     A case that is FAILED or ERROR in the run, or missing from it (measured in the previous run of the same
     GPU and suite), is a correctness regression. A change counts only beyond the series' run-to-run
     variation; one with byte-identical WarpForth PTX, or on a board the series has not seen, is not
-    attributed to the compiler.
+    attributed to the compiler. A step in a series that this run brings (E-divisive means over the series'
+    stable gaps) is reported with its commit range; it does not change the exit code.
 
     Exit codes: 0 no regression; 1 regression (a failed or missing case, the gap, or WarpForth time with
     CUDA steady); 4 environment drift or board change only; 2 bad input.

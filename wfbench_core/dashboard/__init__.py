@@ -16,106 +16,20 @@ import html
 import json
 import math
 import shutil
-from collections import Counter
 from importlib import resources
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from wfbench_core import __version__
+from wfbench_core.dashboard.series import (  # noqa: F401 - x_labels and kind_of are part of this module's API
+    KIND_AA, KIND_BASEHEAD, KIND_CANONICAL, platform_facts, short_date, group, kind_of, x_labels,
+)
 from wfbench_core.errors import WfbenchError
 from wfbench_core.fsutil import atomic_write
-from wfbench_core.history import History, Point, Series, SeriesKey, git_links, point_order, utc_sortable
-from wfbench_core.results import MODE_AA, OK
+from wfbench_core.history import History, Point, Series, git_links, point_order, utc_sortable
+from wfbench_core.results import OK
 
 ASSETS = ("chart.umd.js", "LICENSE-chart.js.md", "app.js", "style.css")
-
-
-KIND_CANONICAL = "canonical"  # paired, one warpforthc: the trend the headline follows
-KIND_BASEHEAD = "basehead"  # paired, two labelled warpforthc builds interleaved in one run
-KIND_AA = "aa"  # CUDA against itself: the method's floor
-
-
-def kind_of(key: SeriesKey) -> str:
-    if key.mode == MODE_AA:
-        return KIND_AA
-    return KIND_BASEHEAD if key.compiler_label else KIND_CANONICAL
-
-
-def _utc(created: str) -> Optional[_dt.datetime]:
-    try:
-        when = _dt.datetime.fromisoformat(created.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=_dt.timezone.utc)
-    return when.astimezone(_dt.timezone.utc)
-
-
-def _short(created: str) -> str:
-    when = _utc(created)
-    return when.strftime("%Y-%m-%d %H:%M") if when else created
-
-
-def x_labels(points: Sequence[Point]) -> list[list[str]]:
-    """Chart x labels, two lines each (short commit, run time in UTC), distinct within one chart.
-
-    Minutes first; seconds where two points share commit and minute; a running number where they share
-    the second too.
-    """
-    def at(p: Point, fmt: str) -> str:
-        when = _utc(p.created)
-        return when.strftime(fmt) if when else p.created
-
-    labels: list[list[str]] = []
-    for fmt in ("%m-%d %H:%M", "%m-%d %H:%M:%S"):
-        labels = [[p.git_commit[:7], at(p, fmt)] if p.git_commit else [at(p, fmt)] for p in points]
-        if len({tuple(x) for x in labels}) == len(labels):
-            return labels
-    total = Counter(tuple(x) for x in labels)
-    seen: Counter[tuple[str, ...]] = Counter()
-    out = []
-    for x in labels:
-        seen[tuple(x)] += 1
-        out.append(x[:-1] + [f"{x[-1]} #{seen[tuple(x)]}"] if total[tuple(x)] > 1 else x)
-    return out
-
-
-def _point(p: Point, x: list[str]) -> dict[str, Any]:
-    commit_url, run_url = git_links(p)
-    return {
-        "x": x, "created": p.created, "date": _short(p.created), "run": p.run, "status": p.status,
-        "commit": p.git_commit, "commit_url": commit_url, "run_url": run_url, "label": p.label,
-        "warpforthc": p.warpforthc_version,
-        "gap": p.gap, "gap_lo": p.gap_lo, "gap_hi": p.gap_hi, "gap_mad": p.gap_mad,
-        "wf": p.wf.median_us, "wf_lo": p.wf.lo_us, "wf_hi": p.wf.hi_us, "wf_mad": p.wf.mad_us, "wf_p95": p.wf.p95_us,
-        "cuda": p.cuda.median_us, "cuda_lo": p.cuda.lo_us, "cuda_hi": p.cuda.hi_us, "cuda_mad": p.cuda.mad_us,
-        "cuda_p95": p.cuda.p95_us, "noise": p.noise, "samples": p.samples,
-    }
-
-
-def _cuda_text(k: SeriesKey) -> str:
-    return f"{k.cuda_compiler} {k.cuda_compiler_version} {' '.join(k.cuda_flags)}".rstrip()
-
-
-def _signature(s: Series) -> list[list[str]]:
-    k = s.key
-    wfc = sorted({p.warpforthc_version for p in s.points})
-    timing = {KIND_AA: "A/A: CUDA against itself (the method's floor)",
-              KIND_BASEHEAD: f"base/head: two warpforthc builds interleaved in one run; this is '{k.compiler_label}'",
-              KIND_CANONICAL: "paired, interleaved"}[kind_of(k)]
-    sig = [
-        ["GPU", f"{k.gpu_name} (compute {k.compute_capability})"],
-        ["CUDA compiler", _cuda_text(k)],
-        ["case", f"{k.case_id} v{k.case_version}, fingerprint {k.fingerprint[:12]}"],
-        ["CUDA baseline", f"sha256 {k.cuda_source_sha256[:12]}"],
-        ["timing", timing],
-        ["warpforthc", ", ".join(wfc) if len(wfc) <= 3
-         else f"{len(wfc)} builds, latest {s.points[-1].warpforthc_version}"],
-        ["series", s.id],
-    ]
-    if k.compiler_label:
-        sig.insert(5, ["compiler label", k.compiler_label])
-    return sig
 
 
 def _by_run(members: Sequence[Series]) -> dict[str, list[tuple[Series, Point]]]:
@@ -159,12 +73,8 @@ def geomean_set(rows: Sequence[dict[str, Any]]) -> tuple[Optional[float], list[s
 
 def _run_facts(p: Point) -> dict[str, Any]:
     commit_url, run_url = git_links(p)
-    return {"run": p.run, "created": p.created, "date": _short(p.created), "commit": p.git_commit,
+    return {"run": p.run, "created": p.created, "date": short_date(p.created), "commit": p.git_commit,
             "commit_url": commit_url, "run_url": run_url, "warpforthc": p.warpforthc_version}
-
-
-def _platform_facts(k: SeriesKey) -> dict[str, Any]:
-    return {"gpu": k.gpu_name, "cc": k.compute_capability, "cuda": _cuda_text(k)}
 
 
 def _canonical_summary(members: Sequence[Series]) -> dict[str, Any]:
@@ -188,7 +98,7 @@ def _canonical_summary(members: Sequence[Series]) -> dict[str, Any]:
         here = {r["case"] for r in rows}
         missing = sorted({s.key.case_id for s, p in runs[order[-2]] if p.priority == "P0"} - here)
     return {
-        **_platform_facts(members[0].key), **_run_facts(anchors[-1]),
+        **platform_facts(members[0].key), **_run_facts(anchors[-1]),
         "geomean": g, "case_set": case_set,
         "left_out": [f"{r['case']} v{r['version']}" for r in rows if r["priority"] == "P0" and r["status"] != OK],
         "missing": missing,
@@ -221,7 +131,7 @@ def _comparisons(members: Sequence[Series]) -> list[dict[str, Any]]:
         per_label = {lb: geomean_set([r for r in case_rows if r["label"] == lb]) for lb in labels}
         sets = {tuple(names) for _, names in per_label.values()}
         out.append({
-            **_platform_facts(entries[0][0].key), **_run_facts(entries[0][1]),
+            **platform_facts(entries[0][0].key), **_run_facts(entries[0][1]),
             "labels": labels, "builds": builds, "rows": rows,
             # one case set for every build, or None: means over different sets are not set side by side
             "case_set": list(next(iter(sets))) if len(sets) == 1 else None,
@@ -236,7 +146,7 @@ def _floor(members: Sequence[Series]) -> dict[str, Any]:
     entries = runs[list(runs)[-1]]
     rows = _case_rows(entries)
     stable = [abs(r["gap"] - 1.0) for r in rows if r["status"] == OK]
-    return {**_platform_facts(entries[0][0].key), **_run_facts(entries[0][1]), "rows": rows,
+    return {**platform_facts(entries[0][0].key), **_run_facts(entries[0][1]), "rows": rows,
             "spread": max(stable) if stable else None}
 
 
@@ -337,6 +247,17 @@ def diagnostics(raw: dict[str, Any], rows: Sequence[dict[str, Any]]) -> dict[str
 # the page's data
 
 
+def _headline_first(canonical: list[list[Series]], gpu: str, root: Path) -> None:
+    """Move the canonical platform of ``gpu`` first (``--headline-gpu``)."""
+    chosen = [m for m in canonical if m[0].key.gpu_name == gpu]
+    if not chosen:
+        gpus = sorted({m[0].key.gpu_name for m in canonical})
+        raise WfbenchError(f"--headline-gpu {gpu!r}: no canonical (paired, unlabelled) series on that "
+                           f"GPU in {root}; GPUs there: {', '.join(gpus) or 'none'}")
+    canonical.remove(chosen[0])
+    canonical.insert(0, chosen[0])
+
+
 def build_data(history: History, *, title: str = "WarpForth vs CUDA",
                headline_gpu: Optional[str] = None) -> dict[str, Any]:
     """Everything the page shows, as plain JSON-able data.
@@ -354,13 +275,7 @@ def build_data(history: History, *, title: str = "WarpForth vs CUDA",
     canonical = sorted((m for m in platforms.values() if kind_of(m[0].key) == KIND_CANONICAL), key=newest,
                        reverse=True)
     if headline_gpu is not None:
-        chosen = [m for m in canonical if m[0].key.gpu_name == headline_gpu]
-        if not chosen:
-            gpus = sorted({m[0].key.gpu_name for m in canonical})
-            raise WfbenchError(f"--headline-gpu {headline_gpu!r}: no canonical (paired, unlabelled) series on that "
-                               f"GPU in {history.root}; GPUs there: {', '.join(gpus) or 'none'}")
-        canonical.remove(chosen[0])
-        canonical.insert(0, chosen[0])
+        _headline_first(canonical, headline_gpu, history.root)
     summaries = [_canonical_summary(m) for m in canonical]
     headline = summaries[0] if summaries else None
     if headline is not None:
@@ -387,24 +302,9 @@ def build_data(history: History, *, title: str = "WarpForth vs CUDA",
     grouped = ([(KIND_CANONICAL, m) for m in canonical] + [(KIND_BASEHEAD, m) for m in basehead.values()]
                + [(KIND_AA, m) for m in aa])
     for kind, group_members in grouped:
-        latest_run = max((p for s in group_members for p in s.points), key=point_order).run
-        newest_version = {}
-        for s in group_members:
-            newest_version[s.key.case_id] = max(newest_version.get(s.key.case_id, 0), s.key.case_version)
-        order = sorted(group_members, key=lambda s: (not any(p.run == latest_run for p in s.points), s.key.case_id,
-                                                     -s.key.case_version, s.key.compiler_label, s.id))
-        k = group_members[0].key
-        groups.append({"kind": kind, **_platform_facts(k), "series": [s.id for s in order]})
-        for s in order:
-            current = any(p.run == latest_run for p in s.points)
-            superseded = newest_version[s.key.case_id] if newest_version[s.key.case_id] > s.key.case_version else None
-            out_series.append({
-                "id": s.id, "kind": kind, "case": s.key.case_id, "version": s.key.case_version,
-                "mode": s.key.mode, "label": s.key.compiler_label, "priority": s.points[-1].priority,
-                "current": current, "superseded_by": superseded,
-                "signature": _signature(s),
-                "points": [_point(p, x) for p, x in zip(s.points, x_labels(s.points))],
-            })
+        group_entry, entries = group(kind, group_members)
+        groups.append(group_entry)
+        out_series += entries
     return {
         "title": title,
         "generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),

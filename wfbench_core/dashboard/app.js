@@ -222,7 +222,7 @@
           yRange(trend.map(function (t) { return { g: t.geomean }; }), ["g"])),
         },
       },
-      plugins: [parityLine],
+      plugins: [parityLine, changeMarks],
     });
     charts.push(chart);
   }
@@ -407,6 +407,43 @@
     },
   };
 
+  // the steps of the gap (E-divisive, wfbench_core.changepoints): a dashed line just before the first point
+  // after each step, labelled with the change
+  var changeMarks = {
+    id: "changeMarks",
+    afterDatasetsDraw: function (chart, args, opts) {
+      if (!opts || !opts.marks || !opts.marks.length) return;
+      var x = chart.scales.x, area = chart.chartArea, ctx = chart.ctx;
+      ctx.save();
+      opts.marks.forEach(function (m) {
+        var px = (x.getPixelForValue(m.index - 1) + x.getPixelForValue(m.index)) / 2;
+        ctx.strokeStyle = opts.color;
+        ctx.setLineDash([2, 3]);
+        ctx.lineWidth = 1.5;
+        ctx.beginPath();
+        ctx.moveTo(px, area.top);
+        ctx.lineTo(px, area.bottom);
+        ctx.stroke();
+        ctx.fillStyle = opts.color;
+        ctx.font = "11px system-ui, sans-serif";
+        ctx.textAlign = "left";
+        ctx.fillText("step " + fmtPct(m.change), px + 3, area.top + 11);
+      });
+      ctx.restore();
+    },
+  };
+
+  function stepsLine(s) {
+    if (!s.change_points || !s.change_points.length) return null;
+    return el("p", { class: "steps", dataset: { steps: String(s.change_points.length) } }, ["Steps in the gap: "].concat(
+      [].concat.apply([], s.change_points.map(function (m, i) {
+        var text = fmtGap(m.gap_before) + " → " + fmtGap(m.gap_after) + " (" + fmtPct(m.change) + ")";
+        var where = m.commits ? (m.compare_url ? link(m.compare_url, m.commits) : el("span", { class: "mono", text: m.commits }))
+          : document.createTextNode("between two runs");
+        return (i ? ["; "] : []).concat([text + " at ", where]);
+      }))));
+  }
+
   function pick(points, field, stable) {
     return points.map(function (p) { return (p.status === "ok") === stable ? p[field] : null; });
   }
@@ -502,6 +539,7 @@
         legend: { display: false },
         tooltip: tooltip(s, kind),
         parityLine: { enabled: kind === "gap", color: colors.faint },
+        changeMarks: { marks: kind === "gap" ? s.change_points || [] : [], color: colors.text },
       },
       scales: {
         x: { grid: { display: false }, ticks: { color: colors.muted, maxRotation: 0, autoSkip: true, autoSkipPadding: 14 },
@@ -536,7 +574,7 @@
         unstableSet("unstable", pick(pts, "gap", false), colors.unstable),
       ] },
       options: chartOptions(s, "gap", colors, s.mode === "aa" ? "A / A′" : "× CUDA"),
-      plugins: [parityLine],
+      plugins: [parityLine, changeMarks],
     });
     var wfLine = ringSet(sideName(s, "wf"), pick(pts, "wf", true), colors.wf); wfLine.side = "wf";
     var cuLine = lineSet(sideName(s, "cuda"), pick(pts, "cuda", true), colors.cuda); cuLine.side = "cuda";
@@ -610,7 +648,7 @@
       el("header", null, [title, latest]),
       el("div", { class: "charts" }, [
         el("figure", null, [gapCaption, el("div", { class: "chart-box" }, [el("canvas", { class: "chart-gap", role: "img",
-          "aria-label": s.case + " gap over time" })])]),
+          "aria-label": s.case + " gap over time" })]), stepsLine(s)]),
         el("figure", null, [timeCaption, el("div", { class: "chart-box" }, [el("canvas", { class: "chart-time", role: "img",
           "aria-label": s.case + " kernel times over time" })])]),
       ]),
@@ -697,6 +735,7 @@
         if (o.scales.y.title) o.scales.y.title.color = c.muted;
         o.scales.y.grid.color = c.grid;
         o.plugins.parityLine.color = c.faint;
+        if (o.plugins.changeMarks) o.plugins.changeMarks.color = c.text;
         ch.data.datasets.forEach(function (ds) {
           var base = ds.unstable ? c.unstable : ds.side === "cuda" || /^_cuda/.test(ds.label) ? c.cuda
             : ds.side === "wf" || /^_wf/.test(ds.label) ? c.wf : c.gap;
