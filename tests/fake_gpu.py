@@ -9,7 +9,9 @@ Loaded into the executor's worker process through ``WFBENCH_PLUGINS=fake_gpu`` (
 - ``hang``: a wait on the "GPU" that never returns, under the watchdog (a kernel that never terminates);
 - ``quiet-hang``: never returns, outside any watchdog wait;
 - ``raise``: the timer raises an unexpected exception (a plugin bug);
-- ``launch``: a launch fails with a sticky CUDA error (a WfbenchError, as the real timer raises).
+- ``launch``: a launch fails with a sticky CUDA error (a WfbenchError, as the real timer raises);
+- ``barriers``: a correct measurement whose times come from the code: each ``bar.sync`` in a side's canonical
+  PTX costs 2 %, and every sample jitters by 0.1 % (seeded), so a compiler that adds a barrier is slower.
 
 Every worker appends its pid to ``FAKE_GPU_PIDS`` (a file), so tests can see that each one is gone. With
 ``FAKE_GPU_PREFETCH`` (a file), each measurement appends its pid, its case and the cases whose CUDA compile the
@@ -71,11 +73,24 @@ class FakeTimer:
         elif what == "launch":
             raise WfbenchError(f"{case.id}[check] wf: launch failed: [700] CUDA_ERROR_ILLEGAL_ADDRESS")
         n = self.protocol.samples
+        samples = {s.label: (3.0 if s.label.startswith("wf") else 2.0,) * n for s in sides}
+        if what == "barriers":
+            samples = {s.label: _barrier_cost(case.id, s, n) for s in sides}
         check = Check("check", "wf", "reference", "out", True, 0.0, 0.0, 0, 100)
         return Measurement(
             passed=True, message="", checks=(check,), kernel_attrs={s.label: KernelAttrs(16, 0, 0, 1024) for s in sides},
-            costs=Costs(), samples_us={s.label: (3.0 if s.label.startswith("wf") else 2.0,) * n for s in sides},
+            costs=Costs(), samples_us=samples,
             first=tuple(sides[i % len(sides)].label for i in range(n)), launches_per_sample=1)
+
+
+def _barrier_cost(case_id: str, side, n: int) -> tuple[float, ...]:  # type: ignore[no-untyped-def]
+    import zlib
+
+    import numpy as np
+
+    base = (3.0 if side.label.startswith("wf") else 2.0) * (1.0 + 0.02 * side.ptx["canonical"].count("bar.sync"))
+    rng = np.random.default_rng(zlib.crc32(f"{case_id} {side.label}".encode()))
+    return tuple(float(x) for x in base * (1.0 + rng.normal(0.0, 0.001, n)))
 
 
 @hookimpl(tryfirst=True)

@@ -173,3 +173,18 @@ def test_explain_bundle_with_a_stand_in_ncu_shows_metric_deltas(nvcc: Path, bh_b
     assert r.exit_code == 0, r.stderr
     section = r.stdout.split("#### Head against base", 1)[1].split("#### Findings", 1)[0]
     assert "| duration (us) | 101.63 | 101.63 | +0.00% |" in section
+
+
+@pytest.mark.gpu
+def test_explain_bundle_with_profile_on_the_gpu(nvcc: Path, bh_bundle: Path) -> None:
+    """On a GPU host with Nsight Compute: the head-against-base section holds the measured metric deltas."""
+    from wfbench_core.cudatools import find_tool
+
+    if find_tool("ncu") is None:
+        pytest.skip("Nsight Compute (ncu) not installed")
+    r = invoke("explain", CASE, "--bundle", str(bh_bundle), "--profile", "-q")
+    assert r.exit_code == 0, r.stderr
+    section = r.stdout.split("#### Head against base", 1)[1].split("#### Findings", 1)[0]
+    assert "Nsight Compute, one launch at the canonical size:" in section
+    row = next(ln for ln in section.splitlines() if ln.startswith("| duration (us) |"))
+    assert re.fullmatch(r"\| duration \(us\) \| [\d.]+ \| [\d.]+ \| [+-][\d.]+% \|", row), row

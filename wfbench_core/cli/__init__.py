@@ -41,11 +41,11 @@ def main() -> None:
 
 
 def _register_commands() -> None:
-    from wfbench_core.cli import (build, cases, check, compare, crosscheck, dashboard, execute, explain, export,
-                                  history, prcomment, run, transports)
+    from wfbench_core.cli import (bisect, build, cases, check, compare, crosscheck, dashboard, execute, explain,
+                                  export, history, prcomment, run, transports)
 
     for module in (cases, transports, build, run, execute, history, check, compare, dashboard, export, explain,
-                   prcomment, crosscheck):
+                   prcomment, bisect, crosscheck):
         for command in module.COMMANDS:
             main.add_command(command)
 
