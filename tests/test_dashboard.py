@@ -732,3 +732,36 @@ def test_a_step_in_the_gap_is_marked_in_the_browser(browser: Any, tmp_path: Path
         assert not errors, errors
     finally:
         page.close()
+
+
+def test_gap_per_gpu_model_side_by_side(tmp_path: Path) -> None:
+    """Each model's newest canonical run, case by case: a case one model's run lacks is None there."""
+    runs = make_history(tmp_path)
+    data = build_data(History.open(tmp_path))
+    models = data["models"]
+    assert [c["name"] for c in models["columns"]] == ["NVIDIA H200", H100]
+    h200, h100 = runs[f"h200-{NEWEST}"], runs["h100-2"]
+    assert [c["run"] for c in models["columns"]] == [data["headline"]["run"], data["other_gpus"][0]["run"]]
+    rows = {(r["case"], r["version"]): r for r in models["rows"]}
+    assert set(rows) == {(c.id, c.version) for c in h200.cases} | {(c.id, c.version) for c in h100.cases}
+    for run, name in ((h200, "NVIDIA H200"), (h100, H100)):
+        for c in run.cases:
+            assert rows[(c.id, c.version)]["gaps"][name] == pytest.approx(c.timing.gap)
+    assert rows[("scale_i64", 2)]["gaps"]["NVIDIA H200"] is None and rows[("scale_i64", 1)]["gaps"][H100] is None
+    single = tmp_path / "one"
+    add_run(single, runs["h200-0"])
+    assert build_data(History.open(single))["models"] is None  # one model: nothing to set side by side
+
+
+def test_gap_per_gpu_model_in_the_browser(browser: Any, tmp_path: Path) -> None:
+    runs = make_history(tmp_path / "history")
+    page, errors, _ = _open(browser, build_site(History.open(tmp_path / "history"), tmp_path / "site"))
+    try:
+        table = page.locator("article.models table")
+        assert table.locator("thead th").all_inner_texts() == ["case", "NVIDIA H200", H100]
+        axpy = {c.id: c.timing.gap for c in runs["h100-2"].cases}["axpy_f64"]
+        row = table.locator("tbody tr", has_text="axpy_f64").all_inner_texts()[0]
+        assert f"{axpy:.3f}×" in row
+        assert not errors, errors
+    finally:
+        page.close()

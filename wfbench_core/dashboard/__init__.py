@@ -24,6 +24,7 @@ from wfbench_core import __version__
 from wfbench_core.dashboard.series import (  # noqa: F401 - x_labels and kind_of are part of this module's API
     KIND_AA, KIND_BASEHEAD, KIND_CANONICAL, platform_facts, short_date, group, kind_of, x_labels,
 )
+from wfbench_core.dashboard.models import gpu_matrix
 from wfbench_core.errors import WfbenchError
 from wfbench_core.fsutil import atomic_write
 from wfbench_core.history import History, Point, Series, git_links, point_order, utc_sortable
@@ -247,6 +248,11 @@ def diagnostics(raw: dict[str, Any], rows: Sequence[dict[str, Any]]) -> dict[str
 # the page's data
 
 
+def newest(members: Sequence[Series]) -> tuple[str, str]:
+    """The newest point of a group of series (groups sort by it)."""
+    return max(point_order(p) for s in members for p in s.points)
+
+
 def _headline_first(canonical: list[list[Series]], gpu: str, root: Path) -> None:
     """Move the canonical platform of ``gpu`` first (``--headline-gpu``)."""
     chosen = [m for m in canonical if m[0].key.gpu_name == gpu]
@@ -268,10 +274,6 @@ def build_data(history: History, *, title: str = "WarpForth vs CUDA",
     platforms: dict[tuple[str, ...], list[Series]] = {}
     for s in history.series.values():
         platforms.setdefault(s.key.platform, []).append(s)
-
-    def newest(members: Sequence[Series]) -> tuple[str, str]:
-        return max(point_order(p) for s in members for p in s.points)
-
     canonical = sorted((m for m in platforms.values() if kind_of(m[0].key) == KIND_CANONICAL), key=newest,
                        reverse=True)
     if headline_gpu is not None:
@@ -313,6 +315,7 @@ def build_data(history: History, *, title: str = "WarpForth vs CUDA",
         "problems": [str(p) for p in history.problems],
         "headline": headline,
         "other_gpus": summaries[1:],
+        "models": gpu_matrix(summaries),
         "comparisons": comparisons,
         "floors": floors,
         "groups": groups,

@@ -304,6 +304,31 @@
     ]);
   }
 
+  // each case's gap on every GPU model (the newest canonical run of each), side by side
+  function renderModels(m) {
+    var head = [el("th", { text: "case" })].concat(m.columns.map(function (c) {
+      return el("th", { class: "num", text: c.name }); }));
+    var rows = m.rows.map(function (r) {
+      return el("tr", null, [el("td", null, [r.case + " ", badge("version", "v" + r.version), " ", badge("priority", r.priority)])]
+        .concat(m.columns.map(function (c) {
+          var g = r.gaps[c.name];
+          return el("td", { class: "num case-gap " + (g === null ? "" : gapClass(g)) + (r.status[c.name] === "unstable" ? " unstable" : ""),
+            text: g === null ? "–" : fmtGap(g) });
+        })));
+    });
+    var gm = el("tr", { class: "total" }, [el("td", { text: "geometric mean over each model's P0 cases (none unless all are stable)" })]
+      .concat(m.columns.map(function (c) { return el("td", { class: "num", text: fmtGap(c.geomean) }); })));
+    return el("article", { class: "card section-card models" }, [
+      el("div", { class: "section-head" }, [
+        el("div", { class: "eyebrow", text: "Gap per GPU model" }),
+        el("p", { class: "explain", text: "Each model's newest canonical run, case by case: " + m.columns.map(function (c) {
+          return c.name + " " + c.date + " UTC"; }).join(", ") + ". Every model is its own series." }),
+      ]),
+      el("div", { class: "table-scroll" }, [el("table", { class: "cases models" }, [
+        el("thead", null, [el("tr", null, head)]), el("tbody", null, rows.concat([gm]))])]),
+    ]);
+  }
+
   // ---------------------------------------------------------------------------------------------- base/head, A/A
 
   function renderComparison(c) {
@@ -687,6 +712,7 @@
         "history yet: nothing to headline. The base/head and A/A runs it has are below." }));
     }
     var more = document.getElementById("more");
+    if (DATA.models) more.appendChild(renderModels(DATA.models));
     if (DATA.other_gpus.length) {
       more.appendChild(el("h2", { class: "group", text: "Other GPUs and toolchains (canonical series, not the headline)" }));
       DATA.other_gpus.forEach(function (p) { more.appendChild(renderOtherGpu(p)); });

@@ -1,0 +1,35 @@
+"""The dashboard's GPU-model view: the newest canonical run of every GPU model (each its own series), case by
+case side by side, so one case's gap can be read across models."""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+
+def _column_names(summaries: Sequence[dict[str, Any]]) -> list[str]:
+    """One name per canonical platform: the GPU model, with its toolchain where two share a model."""
+    models = [s["gpu"] for s in summaries]
+    return [s["gpu"] if models.count(s["gpu"]) == 1 else f"{s['gpu']} ({s['cuda']})" for s in summaries]
+
+
+def gpu_matrix(summaries: Sequence[dict[str, Any]]) -> Optional[dict[str, Any]]:
+    """Columns: the canonical platforms (headline first), each with its newest run; rows: every case of those
+    runs, with its gap and status per column (None where a model's newest run does not have the case).
+    None with fewer than two models: there is nothing to set side by side."""
+    if len(summaries) < 2:
+        return None
+    names = _column_names(summaries)
+    columns = [{"name": n, "gpu": s["gpu"], "cc": s["cc"], "cuda": s["cuda"], "run": s["run"], "date": s["date"],
+                "commit": s["commit"], "geomean": s["geomean"], "case_set": s["case_set"]}
+               for n, s in zip(names, summaries)]
+    rows: dict[tuple[str, int], dict[str, Any]] = {}
+    for n, s in zip(names, summaries):
+        for r in s["cases"]:
+            if r["label"]:
+                continue
+            row = rows.setdefault((r["case"], r["version"]), {
+                "case": r["case"], "version": r["version"], "priority": r["priority"],
+                "gaps": {m: None for m in names}, "status": {m: None for m in names}})
+            row["gaps"][n], row["status"][n] = r["gap"], r["status"]
+    ordered = sorted(rows.values(), key=lambda r: (r["priority"], r["case"], r["version"]))
+    return {"columns": columns, "rows": ordered}
