@@ -25,13 +25,15 @@ runs: the newest point alone is judged by ``wfbench check``'s own alert.
 from __future__ import annotations
 
 from itertools import pairwise
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 import attrs
-import numpy as np
 
 from wfbench_core import stats
 from wfbench_core.history import Point, Series
+
+if TYPE_CHECKING:  # numpy loads when a series is first searched, not when check or the CLI is imported
+    import numpy as np
 
 
 @attrs.frozen
@@ -100,6 +102,8 @@ class ChangePoint:
 def best_split(z: np.ndarray, min_size: int) -> tuple[int, float]:
     """The split of one window with the largest energy statistic: ``(τ, q)``; ``(0, 0.0)`` when the window
     is too short to split."""
+    import numpy as np
+
     size = len(z)
     min_size = max(2, min_size)
     if size < 2 * min_size:
@@ -118,6 +122,8 @@ def best_split(z: np.ndarray, min_size: int) -> tuple[int, float]:
 
 def e_divisive(values: Sequence[float], settings: Settings = Settings(), *, seed: int = 0) -> list[Split]:
     """Every significant split of ``values``, in index order."""
+    import numpy as np
+
     z = np.asarray(values, dtype=np.float64)
     rng = np.random.default_rng(seed)
     found: list[Split] = []
