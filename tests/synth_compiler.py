@@ -84,8 +84,8 @@ def make_history(repo: Path, *, commits: int = 8, slow: int = 5, case: str = "re
 
 def bundle(repo: Path, good: str, bad: str, case: str, out: Path) -> None:
     """The base/head bundle of ``case``: base built by GOOD's compiler, head by BAD's (really run)."""
-    from wfbench_core.bundle import build_bundle
-    from wfbench_core.registry import Registry
+    from wfbench_core.build.bundle import build_bundle
+    from wfbench_core.discover.registry import Registry
 
     compilers = {}
     for label, commit in (("base", good), ("head", bad)):

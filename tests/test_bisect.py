@@ -16,12 +16,12 @@ import pytest
 from click.testing import CliRunner
 
 from synth_compiler import make_history
-from wfbench_core import bisect
-from wfbench_core import diagnostics as dg
-from wfbench_core.case_verdict import SAME, SLOWER
+from wfbench_core.run import bisect
+from wfbench_core.build import diagnostics as dg
+from wfbench_core.review.case_verdict import SAME, SLOWER
 from wfbench_core.cli import main
-from wfbench_core.compile import compile_warpforth
-from wfbench_core.registry import Registry
+from wfbench_core.build.compile import compile_warpforth
+from wfbench_core.discover.registry import Registry
 
 TESTS = Path(__file__).parent
 CASE = "reduce_sum_f64"

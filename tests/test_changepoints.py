@@ -10,11 +10,11 @@ import pytest
 from click.testing import CliRunner
 
 from synth_runs import commit_of, synth_run
-from wfbench_core import alerts
-from wfbench_core.changepoints import Settings, best_split, change_points, e_divisive
+from wfbench_core.review import alerts
+from wfbench_core.review.changepoints import Settings, best_split, change_points, e_divisive
 from wfbench_core.cli import main
 from wfbench_core.dashboard import build_data
-from wfbench_core.history import History, add_run
+from wfbench_core.review.history import History, add_run
 
 STEP = 8  # the first run of the slower compiler
 CASE = "axpy_f64"

@@ -11,12 +11,12 @@ import attrs
 import pytest
 from click.testing import CliRunner
 
-from wfbench_core import diagnostics as dg
-from wfbench_core import sassdiff
+from wfbench_core.build import diagnostics as dg
+from wfbench_core.review import sassdiff
 from wfbench_core.cli import main
-from wfbench_core.headbase import Variant, profile_rows, render, variant
-from wfbench_core.profile import parse_raw_csv, to_profile
-from wfbench_core.registry import Registry
+from wfbench_core.review.headbase import Variant, profile_rows, render, variant
+from wfbench_core.gpu.profile import parse_raw_csv, to_profile
+from wfbench_core.discover.registry import Registry
 from wfbench_core.testing import base_head_bundle_from_ptx, inject_at_entry, ptx_dir_loader
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -178,7 +178,7 @@ def test_explain_bundle_with_a_stand_in_ncu_shows_metric_deltas(nvcc: Path, bh_b
 @pytest.mark.gpu
 def test_explain_bundle_with_profile_on_the_gpu(nvcc: Path, bh_bundle: Path) -> None:
     """On a GPU host with Nsight Compute: the head-against-base section holds the measured metric deltas."""
-    from wfbench_core.cudatools import find_tool
+    from wfbench_core.build.cudatools import find_tool
 
     if find_tool("ncu") is None:
         pytest.skip("Nsight Compute (ncu) not installed")

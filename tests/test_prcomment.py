@@ -10,12 +10,12 @@ import attrs
 import pytest
 from click.testing import CliRunner
 
-from wfbench_core import compare, prcomment
-from wfbench_core import diagnostics as dg
-from wfbench_core.case_verdict import AMBIGUOUS, FASTER, SAME, SLOWER, base_head, case_verdict
+from wfbench_core.review import compare, prcomment
+from wfbench_core.build import diagnostics as dg
+from wfbench_core.review.case_verdict import AMBIGUOUS, FASTER, SAME, SLOWER, base_head, case_verdict
 from wfbench_core.cli import main
-from wfbench_core.registry import Registry
-from wfbench_core.results import load_result, write_result
+from wfbench_core.discover.registry import Registry
+from wfbench_core.record.results import load_result, write_result
 from wfbench_core.testing import base_head_bundle_from_ptx, inject_at_entry, ptx_dir_loader
 from synth_runs import evolve_case
 

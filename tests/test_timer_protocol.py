@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 from wfbench_core.case import Case, Launch, Param, Tolerance, Work
-from wfbench_core.faults import ILLEGAL_ADDRESS, KernelFault
-from wfbench_core.results import TimingProtocol
+from wfbench_core.build.faults import ILLEGAL_ADDRESS, KernelFault
+from wfbench_core.record.results import TimingProtocol
 from wfbench_core.contracts import Side
-from wfbench_core.timer import CudaEventTimer
+from wfbench_core.gpu.timer import CudaEventTimer
 
 N = 64
 
@@ -28,7 +28,7 @@ class FakeDriver:
     """Device memory, modules, one stream and events; errors as numba-cuda raises them."""
 
     def __init__(self, kernels: dict[str, Callable[..., None]]) -> None:
-        from wfbench_core.gpu_rounds import GATE_KERNEL
+        from wfbench_core.gpu.gpu_rounds import GATE_KERNEL
 
         self.kernels = {GATE_KERNEL: self.gate, **kernels}  # the clean rounds' gate kernel
         self.gate_misses = 0  # the next this many gates open by themselves (the host "missed" them)

@@ -10,7 +10,7 @@ timer, the transports) import these interfaces from here; nothing here imports a
   cuda_compiler="auto"|"nvcc"|"nvrtc", progress=callable, **options)``, where ``options`` are the user's
   ``--transport-opt KEY=VALUE`` strings (``-`` in keys becomes ``_``) checked against the class attribute
   ``OPTIONS`` (:class:`Option` specs, parsed by :func:`parse_options`), and calls :meth:`Transport.execute` with a bundle
-  built on this machine and the run's :class:`~wfbench_core.request.ExecuteRequest`.
+  built on this machine and the run's :class:`~wfbench_core.record.request.ExecuteRequest`.
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Mapping, Op
 import attrs
 
 from wfbench_core.errors import WfbenchError
-from wfbench_core.results import TIMING_EVENTS, Check, Costs, Environment, KernelAttrs, NvmlSummary, RunResult
+from wfbench_core.record.results import TIMING_EVENTS, Check, Costs, Environment, KernelAttrs, NvmlSummary, RunResult
 
 if TYPE_CHECKING:
     from wfbench_core.case import Case
-    from wfbench_core.request import ExecuteRequest
+    from wfbench_core.record.request import ExecuteRequest
 
 
 @attrs.frozen

@@ -45,8 +45,8 @@ def bisect_cmd(repo: Path, good: str, bad: str, case_id: str, build_cmd: str, bi
     """Find the first commit between GOOD and BAD whose warpforthc makes CASE slower: GOOD against BAD
     first (it must be SLOWER), then a binary search, each step one base/head run (base = GOOD) on this
     machine's GPU. Builds are cached by commit. Exit 0 when found, 1 when GOOD against BAD is not SLOWER."""
-    from wfbench_core import bisect
-    from wfbench_core.request import ExecuteRequest
+    from wfbench_core.run import bisect
+    from wfbench_core.record.request import ExecuteRequest
 
     registry = load_registry()
     registry.case(case_id)  # an unknown case is refused before anything is built
@@ -65,7 +65,7 @@ def bisect_cmd(repo: Path, good: str, bad: str, case_id: str, build_cmd: str, bi
     subjects = {c: bisect.subject(repo, c) for c in {s.head for s in found.steps}}
     text = bisect.render_markdown(found, case_id, subjects=subjects)
     if out is not None:
-        from wfbench_core.fsutil import atomic_write
+        from wfbench_core.record.fsutil import atomic_write
 
         atomic_write(out, text)
     click.echo(text, nl=False)

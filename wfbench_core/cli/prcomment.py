@@ -30,11 +30,11 @@ def pr_comment(result: Path, bundle: Path, base_label: Optional[str], head_label
     """The pull-request comment of the base/head run RESULT: verdict table, head against base of every case
     whose verdict is not SAME, artifact links. Its first line is a hidden marker, so a workflow can find the
     comment and update it."""
-    from wfbench_core import prcomment
-    from wfbench_core.case_verdict import SAME, base_head
-    from wfbench_core.diagnostics import arch_limits
+    from wfbench_core.review import prcomment
+    from wfbench_core.review.case_verdict import SAME, base_head
+    from wfbench_core.build.diagnostics import arch_limits
     from wfbench_core.errors import WfbenchError
-    from wfbench_core.results import load_result
+    from wfbench_core.record.results import load_result
 
     links = [prcomment.parse_artifact(a) for a in artifacts]
     run = load_result(result)
@@ -48,7 +48,7 @@ def pr_comment(result: Path, bundle: Path, base_label: Optional[str], head_label
     explanations = prcomment.explain_cases(load_registry(), bundle, todo, arch, progress=progress)
     text = prcomment.build(cmp, verdicts, explanations, artifacts=links, run_url=run_url)
     if out is not None:
-        from wfbench_core.fsutil import atomic_write
+        from wfbench_core.record.fsutil import atomic_write
 
         atomic_write(out, text)
         progress(f"comment: {out}")

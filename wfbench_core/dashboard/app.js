@@ -432,7 +432,7 @@
     },
   };
 
-  // the steps of the gap (E-divisive, wfbench_core.changepoints): a dashed line just before the first point
+  // the steps of the gap (E-divisive, wfbench_core.review.changepoints): a dashed line just before the first point
   // after each step, labelled with the change
   var changeMarks = {
     id: "changeMarks",

@@ -1,5 +1,5 @@
 """The series part of the dashboard's data: one entry per series, grouped by platform, with its points, its
-signature and the steps of its gap (:mod:`wfbench_core.changepoints`)."""
+signature and the steps of its gap (:mod:`wfbench_core.review.changepoints`)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import datetime as _dt
 from collections import Counter
 from typing import Any, Optional, Sequence
 
-from wfbench_core.history import Point, Series, SeriesKey, git_links, point_order
-from wfbench_core.results import MODE_AA
+from wfbench_core.review.history import Point, Series, SeriesKey, git_links, point_order
+from wfbench_core.record.results import MODE_AA
 
 KIND_CANONICAL = "canonical"  # paired, one warpforthc: the trend the headline follows
 KIND_BASEHEAD = "basehead"  # paired, two labelled warpforthc builds interleaved in one run
@@ -126,9 +126,9 @@ def group(kind: str, members: Sequence[Series]) -> tuple[dict[str, Any], list[di
 
 
 def change_marks(s: Series) -> list[dict[str, Any]]:
-    """The steps of a series' gap (E-divisive, :mod:`wfbench_core.changepoints`), each at the index of its first
+    """The steps of a series' gap (E-divisive, :mod:`wfbench_core.review.changepoints`), each at the index of its first
     point after the step among all the series' points (what the chart draws)."""
-    from wfbench_core.changepoints import change_points
+    from wfbench_core.review.changepoints import change_points
 
     where = {p.run: n for n, p in enumerate(s.points)}
     if s.key.mode == MODE_AA:

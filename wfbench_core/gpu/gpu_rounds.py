@@ -1,0 +1,380 @@
+"""The GPU edge of sampling for the default timer: placements, rotation, clean rounds and the timing modes.
+
+:class:`CudaRounds` implements :class:`wfbench_core.gpu.sampling.Rounds` on the timer's context and stream:
+
+- ``place``: fresh input and output buffers, each a new allocation padded by a random 256-byte-multiple
+  offset, the case's canonical inputs copied in again from a device-side master copy (outside any timed
+  span), and the sides' launches re-bound to them. With rotation there are :attr:`CudaRounds.sets` such
+  sets, each at its own offsets, and launch j of a sample uses set j mod sets.
+- **clean rounds**: every round starts behind a *gate*, a one-thread kernel that spins on a flag in mapped
+  host memory (as nvbench's blocking kernel does). Queued behind it are an untimed *lead-in* (up to
+  :data:`LEAD_MS` of launches of the side that goes last, so the first side starts on a busy GPU after the
+  other side's kernel, just as the second side does; none for kernels longer than that), the start event and
+  :data:`GATE_QUEUE_MS` of the first side's launches (at most :data:`GATE_MAX_QUEUED` launches in all); only
+  then is the flag set. So the first side neither carries the host's submission latency nor waits on a host
+  that falls behind (another thread holding the GIL for a few ms). The gate gives up after
+  :data:`GATE_TIMEOUT_NS` and says so; such a round is re-taken (``gate_retakes``).
+- mode ``events``: each side's launches go back to back between two events.
+- mode ``graph``: the same, but each side's launches are captured once per placement as a CUDA graph of at
+  most :data:`GRAPH_CHUNK` launches and replayed, so launch overhead is gone for kernels of a few us.
+- mode ``cold-l2``: before every launch an L2-sized buffer is overwritten (as nvbench's cold measurement
+  does), outside the timed span: each launch is timed by its own pair of events and a side's sample is the
+  sum. At most :data:`COLD_MAX_LAUNCHES` launches make a sample.
+
+numba-cuda, cuda.core and cuda.bindings are imported lazily (through the timer).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+from typing import Any, Callable, Mapping, Sequence
+
+import attrs
+import numpy as np
+
+from wfbench_core.case import Case
+from wfbench_core.gpu import watchdog
+from wfbench_core.errors import WfbenchError
+from wfbench_core.record.results import TIMING_COLD_L2, TIMING_EVENTS, TIMING_GRAPH
+from wfbench_core.gpu.sampling import buffer_sets
+
+GRAPH_CHUNK = 256  # launches per captured graph (a multiple of every rotation); a sample replays it
+COLD_MAX_LAUNCHES = 256  # cold-L2 samples: each launch has its own events and flush
+GATE_TIMEOUT_NS = 200_000_000  # the gate opens by itself after 0.2 s (the host never set the flag)
+GATE_QUEUE_MS = 10.0  # the first side's launches queued behind the gate: this much GPU work, where known
+GATE_MAX_QUEUED = 256  # launches queued behind the gate at most (the driver's launch queue stays far from full)
+LEAD_MS = 2.0  # the untimed lead-in before the start event: at most this much GPU work (no launch longer)
+COLD_GATE_QUEUED = 32  # cold-l2: flush + launch items queued behind the gate
+GATE_MAX_RETAKES = 3  # a host that keeps missing the gate is an error, not an endless loop
+
+GATE_KERNEL = "wfbench_gate"
+GATE_PTX = """\
+.version 7.5
+.target sm_75
+.address_size 64
+
+.visible .entry wfbench_gate(.param .u64 flag, .param .u64 timeout_ns)
+{
+    .reg .pred  %p<3>;
+    .reg .b32   %r<3>;
+    .reg .b64   %rd<6>;
+
+    ld.param.u64    %rd1, [flag];
+    ld.param.u64    %rd2, [timeout_ns];
+    mov.u64         %rd3, %globaltimer;
+$L_wait:
+    ld.volatile.global.u32  %r1, [%rd1];
+    setp.ne.u32     %p1, %r1, 0;
+    @%p1 bra        $L_open;
+    mov.u64         %rd4, %globaltimer;
+    sub.s64         %rd5, %rd4, %rd3;
+    setp.lt.u64     %p2, %rd5, %rd2;
+    @%p2 bra        $L_wait;
+    mov.u32         %r2, 1;
+    st.volatile.global.u32  [%rd1+4], %r2;
+$L_open:
+    ret;
+}
+"""
+
+
+@attrs.frozen
+class TimingSetup:
+    """What timing needs from the correctness phase: the case, each side's loaded canonical kernel, the
+    canonical inputs (host) and the reference outputs (their shapes and dtypes size the output buffers)."""
+
+    case: Case
+    kernels: Mapping[str, Any]  # side label -> loaded kernel (numba Function)
+    inputs: Mapping[str, Any]
+    want: Mapping[str, np.ndarray]
+
+
+def _driver_ok(result: Any, what: str) -> Any:
+    """Unpack a cuda.bindings driver call's ``(CUresult, value...)``; a failure is one clear error."""
+    from cuda.bindings import driver as cu
+
+    err = result[0] if isinstance(result, tuple) else result
+    if err != cu.CUresult.CUDA_SUCCESS:
+        name = cu.cuGetErrorName(err)[1]
+        raise WfbenchError(f"{what} failed: {name.decode() if isinstance(name, bytes) else name}")
+    if isinstance(result, tuple) and len(result) > 1:
+        return result[1]
+    return None
+
+
+class CudaRounds:
+    """Rounds of paired launches on the timer's stream (see the module docstring)."""
+
+    def __init__(self, timer: Any, setup: TimingSetup, mode: str) -> None:
+        self.timer = timer
+        self.setup = setup
+        self.cuda = timer._cuda
+        self.stream = timer._stream
+        self.labels = list(setup.kernels)
+        self.launchers: dict[str, list[Callable[[], None]]] = {}  # label -> one launcher per buffer set
+        self.set_args: list[list[Any]] = []  # the kernels' arguments of each buffer set of the placement
+        self.gate_retakes = 0
+        self._mode = mode
+        self._buffers: list[Any] = []
+        self._offsets: tuple[int, ...] = ()
+        self._graphs: dict[tuple[str, int], tuple[Any, Any]] = {}
+        self._events = [self.cuda.event(timing=True) for _ in range(len(self.labels) + 1)]
+        self._cold_events: list[tuple[Any, Any]] = []
+        self._per_launch_ms: dict[str, float] = {}  # the latest per-launch time of each side (watchdog, gate)
+        self._flush_buf: Any = None
+        case, cuda = setup.case, self.cuda
+        self._ptrs = [p for p in case.params if p.kind == "ptr"]
+        host = {p.name: np.ascontiguousarray(setup.want[p.name] if p.output else setup.inputs[p.name],
+                                             dtype=p.dtype).reshape(-1) for p in self._ptrs}
+        self._nbytes = {name: int(a.nbytes) for name, a in host.items()}
+        # the inputs stay on the GPU once, so a new placement copies device to device
+        self._master = {p.name: cuda.to_device(host[p.name], stream=self.stream)
+                        for p in self._ptrs if not p.output and self._nbytes[p.name]}
+        self.stream.synchronize()
+        free = int(timer._ctx.get_memory_info()[0])
+        self.sets = buffer_sets(sum(self._nbytes.values()), l2_bytes=self._l2_bytes(), free_bytes=free,
+                                limit=timer.protocol.rotation)
+        module, fn = timer.load("gate", GATE_PTX, GATE_KERNEL)
+        self._gate_module = module  # keeps the kernel loaded
+        self._flag = cuda.mapped_array(2, dtype=np.uint32)  # [0]: the host opens the gate, [1]: it timed out
+        cfg = timer._LaunchConfig(grid=(1, 1, 1), block=(1, 1, 1), shmem_size=0)
+        launch, stream, kernel = timer._launch, timer._launch_stream, fn.kernel
+        flag, timeout = ctypes.c_uint64(int(self._flag.device_ctypes_pointer.value or 0)), ctypes.c_uint64(GATE_TIMEOUT_NS)
+        self._gate: Callable[[], None] = lambda: launch(stream, cfg, kernel, flag, timeout)
+
+    def _l2_bytes(self) -> int:
+        return int(getattr(self.timer._ctx.device, "L2_CACHE_SIZE", 0))
+
+    @property
+    def mode(self) -> str:
+        return self._mode
+
+    @mode.setter
+    def mode(self, mode: str) -> None:
+        """Another timing mode on the same buffers (``wfbench crosscheck`` times every mode on one placement)."""
+        self._drop_graphs()
+        self._mode = mode
+
+    # -- placements -------------------------------------------------------------------------------
+
+    def place(self, index: int, offsets: Callable[[int], np.ndarray]) -> None:
+        case, cuda, stream = self.setup.case, self.cuda, self.stream
+        offs = tuple(int(o) for o in offsets(len(self._ptrs) * self.sets))
+        if offs == self._offsets and self._buffers:
+            return  # the same placement again: the same buffers
+        self._drop_graphs()
+        self.stream.synchronize()  # the previous placement's launches are done before its buffers go
+        self._buffers = []
+        self._release()
+        keep: list[Any] = []
+        self.set_args = []
+        scalars = {p.name: self.setup.inputs[p.name] for p in case.params if p.kind != "ptr"}
+        for k in range(self.sets):
+            bufs: dict[str, Any] = {}
+            for p, off in zip(self._ptrs, offs[k * len(self._ptrs):(k + 1) * len(self._ptrs)]):
+                nbytes = self._nbytes[p.name]
+                raw = cuda.device_array(off + max(nbytes, 1), dtype=np.uint8, stream=stream)
+                view = raw[off:off + nbytes].view(np.dtype(p.dtype)) if nbytes else raw[off:off + 1]
+                if p.name in self._master:
+                    view.copy_to_device(self._master[p.name], stream=stream)
+                keep.append(raw)
+                bufs[p.name] = view
+            self.set_args.append(self.timer._args(case, bufs, scalars))
+        stream.synchronize()
+        self._buffers, self._offsets = keep, offs
+        self.launchers = {label: [self.timer._launcher(fn, case, "canonical", args) for args in self.set_args]
+                          for label, fn in self.setup.kernels.items()}
+
+    def _release(self) -> None:
+        """Free dropped buffers now (numba defers frees; rotated sets of a large case add up)."""
+        deallocations = getattr(self.timer._ctx, "deallocations", None)
+        if deallocations is not None:
+            deallocations.clear()
+
+    # -- rounds -----------------------------------------------------------------------------------
+
+    def fit(self, launches: int) -> int:
+        launches = self.sets * math.ceil(max(1, int(launches)) / self.sets)  # every set equally often
+        if self.mode == TIMING_GRAPH:
+            chunk = min(launches, GRAPH_CHUNK)
+            return chunk * math.ceil(launches / chunk)  # a whole number of graph replays
+        if self.mode == TIMING_COLD_L2:
+            return min(launches, COLD_MAX_LAUNCHES)
+        return launches
+
+    def round(self, order: Sequence[str], launches: int) -> dict[str, float]:
+        if self.mode == TIMING_COLD_L2:
+            return self._seen({label: self._cold_side(label, launches) for label in order}, launches)
+        ev, stream = self._events, self.stream
+        graphs = {}
+        if self.mode == TIMING_GRAPH:  # capture and instantiate before the timed span, not inside it
+            graphs = {label: self._graph(label, self._chunk(launches)) for label in order}
+        lead = self._lead(order[-1], launches)
+        queued = self._queued(order[0], launches, GATE_MAX_QUEUED - lead)
+
+        def enqueue() -> None:
+            last = self.launchers[order[-1]]
+            for j in range(lead):  # untimed: the first side starts after the other side's kernel
+                last[j % len(last)]()
+            ev[0].record(stream)
+            for i, label in enumerate(order):
+                if self.mode == TIMING_GRAPH:
+                    times = launches // self._chunk(launches)
+                    self._replay(graphs[label], 1)
+                    if i == 0:
+                        self._open()
+                    self._replay(graphs[label], times - 1)
+                else:
+                    gos = self.launchers[label]
+                    sets = len(gos)
+                    if i == 0:
+                        for j in range(queued):
+                            gos[j % sets]()
+                        self._open()
+                        for j in range(queued, launches):
+                            gos[j % sets]()
+                    else:
+                        for j in range(launches):
+                            gos[j % sets]()
+                ev[i + 1].record(stream)
+
+        what = f"a round of {launches} launches of {', '.join(order)}"
+        self._gated(enqueue, ev[len(order)], what, self._expected_s(order, launches))  # the round's last event
+        return self._seen({label: self.timer._elapsed_ms(ev[i], ev[i + 1]) for i, label in enumerate(order)},
+                          launches)
+
+    def _lead(self, label: str, launches: int) -> int:
+        """Launches of the lead-in: as many of ``label``'s as fit in LEAD_MS (none before its time is known, or
+        when one launch is longer), at most a quarter of what the gate may hold and a sample's launches."""
+        per = self._per_launch_ms.get(label)
+        want = 0 if not per else int(LEAD_MS // per)
+        return max(0, min(want, launches, GATE_MAX_QUEUED // 4))
+
+    def _queued(self, label: str, launches: int, room: int) -> int:
+        """Launches of the first side queued behind the gate: GATE_QUEUE_MS of its GPU work (as many as there
+        is ``room`` for before its time is known), at least one."""
+        per = self._per_launch_ms.get(label)
+        want = room if not per else math.ceil(GATE_QUEUE_MS / per)
+        return max(1, min(launches, room, want))
+
+    def _open(self) -> None:
+        self._flag[0] = 1
+
+    def _gated(self, enqueue: Callable[[], None], last: Any, what: str, expected_s: float) -> None:
+        """Close the gate, queue it and then ``enqueue`` (which opens it), wait for ``last``; re-take a round
+        whose gate opened by itself (the host missed it: the GPU idled inside the timed span)."""
+        for _ in range(GATE_MAX_RETAKES + 1):
+            self._flag[0] = 0
+            self._flag[1] = 0
+            self._gate()
+            try:
+                enqueue()
+            finally:
+                self._open()  # a launch that raised must not leave the GPU waiting for the timeout
+            with watchdog.guard(what, expected_s):
+                last.synchronize()
+            if not self._flag[1]:
+                return
+            self.gate_retakes += 1
+        raise WfbenchError(f"the host did not open the start gate within {GATE_TIMEOUT_NS / 1e9:g} s in "
+                           f"{GATE_MAX_RETAKES + 1} rounds in a row; the host is too busy to time on")
+
+    def _expected_s(self, order: Sequence[str], launches: int) -> float:
+        """What a round should take from the rounds before it (0 before the first: the watchdog's floor)."""
+        return launches * sum(self._per_launch_ms.get(label, 0.0) for label in order) / 1000.0
+
+    def _seen(self, ms: dict[str, float], launches: int) -> dict[str, float]:
+        for label, value in ms.items():
+            self._per_launch_ms[label] = value / max(launches, 1)
+        return ms
+
+    def _cold_side(self, label: str, launches: int) -> float:
+        from numba.cuda.cudadrv.driver import device_memset
+
+        cuda, stream = self.cuda, self.stream
+        if self._flush_buf is None:
+            l2 = self._l2_bytes()
+            if l2 <= 0:
+                raise WfbenchError("cold-l2 timing needs the GPU's L2 size, which the driver did not report")
+            self._flush_buf = cuda.device_array(l2, dtype=np.uint8, stream=stream)
+        while len(self._cold_events) < launches:
+            self._cold_events.append((cuda.event(timing=True), cuda.event(timing=True)))
+        gos = self.launchers[label]
+        queued = min(launches, COLD_GATE_QUEUED)
+
+        def enqueue() -> None:
+            for j in range(launches):
+                device_memset(self._flush_buf, j & 0xFF, self._flush_buf.nbytes, stream=stream)
+                start, end = self._cold_events[j]
+                start.record(stream)
+                gos[j % len(gos)]()
+                end.record(stream)
+                if j + 1 == queued:
+                    self._open()
+
+        self._gated(enqueue, self._cold_events[launches - 1][1], f"{launches} cold-L2 launches of {label}",
+                    self._expected_s([label], launches))
+        return sum(self.timer._elapsed_ms(s, e) for s, e in self._cold_events[:launches])
+
+    # -- graphs -----------------------------------------------------------------------------------
+
+    @staticmethod
+    def _chunk(launches: int) -> int:
+        """Launches per captured graph for a sample of ``launches`` (a multiple of it, through fit())."""
+        chunk = min(launches, GRAPH_CHUNK)
+        if launches % chunk:
+            raise WfbenchError(f"graph timing: {launches} launches is not a multiple of {chunk} (use fit())")
+        return chunk
+
+    def _replay(self, graph_exec: Any, times: int) -> None:
+        from cuda.bindings import driver as cu
+
+        h = cu.CUstream(int(self.stream.handle))
+        for _ in range(times):
+            _driver_ok(cu.cuGraphLaunch(graph_exec, h), "cuGraphLaunch")
+
+    def _graph(self, label: str, chunk: int) -> Any:
+        key = (label, chunk)
+        if key in self._graphs:
+            return self._graphs[key][1]
+        from cuda.bindings import driver as cu
+
+        h = cu.CUstream(int(self.stream.handle))
+        gos = self.launchers[label]
+        _driver_ok(cu.cuStreamBeginCapture(h, cu.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+                   "cuStreamBeginCapture")
+        try:
+            for j in range(chunk):
+                gos[j % len(gos)]()
+        except BaseException:
+            cu.cuStreamEndCapture(h)  # leave the stream usable; the launch error is what counts
+            raise
+        graph = _driver_ok(cu.cuStreamEndCapture(h), "cuStreamEndCapture")
+        try:
+            graph_exec = _driver_ok(cu.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
+        except WfbenchError:
+            cu.cuGraphDestroy(graph)
+            raise
+        self._graphs[key] = (graph, graph_exec)
+        _driver_ok(cu.cuGraphUpload(graph_exec, h), "cuGraphUpload")  # not on the first timed replay
+        return graph_exec
+
+    def _drop_graphs(self) -> None:
+        if not self._graphs:
+            return
+        from cuda.bindings import driver as cu
+
+        self.stream.synchronize()
+        for graph, graph_exec in self._graphs.values():
+            cu.cuGraphExecDestroy(graph_exec)
+            cu.cuGraphDestroy(graph)
+        self._graphs = {}
+
+    def close(self) -> None:
+        """Graphs, buffers, master copies and the flush buffer go."""
+        self._drop_graphs()
+        self.stream.synchronize()
+        self._buffers, self._master, self._flush_buf, self._cold_events = [], {}, None, []
+        self.launchers, self.set_args, self._offsets = {}, [], ()
+        self._release()
