@@ -65,10 +65,8 @@ def test_each_bad_case_costs_itself_and_the_next_case_runs_in_a_fresh_worker(fak
     bundle = prebuilt_bundle(CASES)
     out = tmp_path / "result.json"
     lines: list[str] = []
-    t0 = time.monotonic()
     result = execute(bundle, registry=Registry.load(), progress=lines.append, out=out,
                      request=ExecuteRequest(protocol=QUICK, case_timeout_s=2.0))
-    wall = time.monotonic() - t0
     status = {c.id: (c.status, c.message) for c in result.cases}
     assert [c.id for c in result.cases] == list(CASES)
     assert status["scale_i64"][0] == ERROR and "died (SIGSEGV)" in status["scale_i64"][1]
@@ -94,7 +92,6 @@ def test_each_bad_case_costs_itself_and_the_next_case_runs_in_a_fresh_worker(fak
     assert len(firsts) == 5
     for cid, pending in firsts.values():
         assert pending == sorted(CASES[CASES.index(cid) + 1:]), (cid, pending)
-    assert wall < 60
     stored = load_result(out)
     assert stored.complete and stored == result
 

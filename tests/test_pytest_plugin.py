@@ -375,3 +375,24 @@ def test_real_gpu_through_the_plugin(pytester: pytest.Pytester, bundle: Path) ->
         assert proto.min_samples <= t.cuda.n <= proto.samples
         assert t.stop_reason in (STOP_TARGET, STOP_BUDGET, STOP_SAMPLES)
         assert (t.cuda.n == proto.samples) or t.stop_reason in (STOP_TARGET, STOP_BUDGET), (t.cuda.n, t.stop_reason)
+
+
+def test_pytest_help_works_with_the_plugin_installed(tmp_path: Path) -> None:
+    """argparse %-formats help texts: one stray % in an option's help breaks ``pytest --help`` for every project
+    in the environment. The plugin is loaded from its entry point, in a fresh interpreter."""
+    import subprocess
+    import sys
+
+    import attrs
+
+    from wfbench_core.results import TimingProtocol
+
+    proc = subprocess.run([sys.executable, "-m", "pytest", "--help"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    help_text = " ".join(proc.stdout.split())
+    assert "--run-benchmarks" in help_text and "--wfbench-target-halfwidth" in help_text
+    percent = [f for f in attrs.fields(TimingProtocol) if "%" in f.metadata.get("help", "")]
+    assert percent, "no protocol help text holds a % any more: pick another option to check"
+    for field in percent:  # shown once, as written
+        assert " ".join(field.metadata["help"].split()) in help_text, field.name

@@ -88,7 +88,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             kind = str if meta.get("choices") else int if field.type in (int, "int") else float
             group.addoption("--wfbench-" + meta["flag"][2:], dest="wfbench_protocol_" + field.name,
                             type=kind, default=field.default,
-                            help=f"{meta['help']} (default {field.default}; as '{meta['flag']}' of wfbench run).")
+                            # argparse %-formats help texts: a literal % (as in "95 % interval") must be doubled
+                            help=f"{meta['help']} (default {field.default}; as '{meta['flag']}' of wfbench "
+                                 f"run).".replace("%", "%%"))
 
 
 @attrs.frozen
