@@ -98,8 +98,14 @@ def warpforthc_info(binary: Path) -> CompilerInfo:
     digest = sha256_text(binary.read_bytes())
     if version == "unknown" or version.startswith("llvm-"):
         version = f"build-{digest[:12]}"
+    from wfbench_core.warpforth_build import read_provenance
+
+    built = read_provenance(binary) or {}
     return CompilerInfo(kind="warpforthc", version=version, llvm_version=llvm, arch_flag=arch,
-                        flags=("--arch",) if arch else (), binary_sha256=digest)
+                        flags=("--arch",) if arch else (), binary_sha256=digest,
+                        git_repo=str(built.get("git_repo", "")), git_commit=str(built.get("git_commit", "")),
+                        git_dirty=bool(built.get("git_dirty", False)), source_id=str(built.get("source_id", "")),
+                        recipe=str(built.get("recipe", "")))
 
 
 def compile_warpforth(source: str, *, binary: Path, case_id: str, arch: str | None = None) -> Compiled:

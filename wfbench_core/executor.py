@@ -514,6 +514,10 @@ def detect_source(commit: str | None = None, warpforthc: Path | None = None, lab
     run_id = env.get("GITHUB_RUN_ID", "")
     if not commit and env.get("WFBENCH_COMMIT"):
         commit = env["WFBENCH_COMMIT"]
+    built = _built_from(warpforthc)
+    dirty = bool(built.get("git_dirty")) if built and (not commit or commit == built.get("git_commit")) else False
+    if not commit and built:
+        commit = str(built.get("git_commit", ""))
     if not commit and warpforthc is not None:
         try:
             commit = subprocess.run(["git", "-C", str(Path(warpforthc).parent), "rev-parse", "HEAD"],
@@ -529,4 +533,14 @@ def detect_source(commit: str | None = None, warpforthc: Path | None = None, lab
         ci_run_id=run_id,
         ci_run_url=f"{server}/{ci_repo}/actions/runs/{run_id}" if ci_repo and run_id else "",
         label=label,
+        git_dirty=dirty,
     )
+
+
+def _built_from(warpforthc: Path | None) -> dict[str, object] | None:
+    """The provenance of a warpforthc that wfbench built (``--warpforth``), else None."""
+    if warpforthc is None:
+        return None
+    from wfbench_core.warpforth_build import read_provenance
+
+    return read_provenance(Path(warpforthc))

@@ -110,6 +110,12 @@ class CompilerInfo:
     llvm_version: str = ""
     arch_flag: bool = False  # warpforthc: whether it accepted --arch
     binary_sha256: str = ""  # warpforthc: identifies the build when it reports no version
+    # warpforthc built by wfbench (--warpforth): the WarpForth tree it was built from, and how
+    git_repo: str = ""
+    git_commit: str = ""
+    git_dirty: bool = False  # built from a working tree with changes against git_commit
+    source_id: str = ""  # the commit's git tree id, or a hash of the dirty working tree's files
+    recipe: str = ""  # toolchain and the changes made to the scratch copy
 
 
 @attrs.frozen
@@ -364,6 +370,7 @@ class Source:
     ci_run_id: str = ""
     ci_run_url: str = ""
     label: str = ""
+    git_dirty: bool = False  # the tree had uncommitted changes against git_commit (warpforthc built by wfbench)
 
 
 @attrs.frozen

@@ -40,7 +40,8 @@ def build(request: RunRequest, registry: Any, out_dir: Path, *, arch: Optional[s
     from wfbench_core.executor import detect_source
 
     cases = [registry.cases[ref.id].value for ref in request.cases]
-    first = next(iter(request.compilers.values()))
+    # the tree under test: the head compiler's in a base/head run
+    first = request.compilers.get("head") or next(iter(request.compilers.values()))
     return build_bundle(cases, out_dir, warpforthc=compiler_arg(request), arch=arch,
                         source=detect_source(request.commit, first),
                         plugins={ref.id: str(ref.origin) for ref in request.cases}, progress=progress,

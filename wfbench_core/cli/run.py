@@ -42,16 +42,16 @@ def _default_out() -> Path:
 @click.option("--json", "as_json", is_flag=True, help="Print the result JSON instead of the table.")
 @click.option("--commit", default=None, help="Commit of the WarpForth tree being benchmarked (recorded).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
-def run(case_ids: tuple[str, ...], priorities: tuple[str, ...], warpforthc: tuple[str, ...], check_cuda: bool,
-        transport: str, transport_opts: tuple[str, ...], max_cost: float | None, out: Path | None, as_json: bool,
+def run(case_ids: tuple[str, ...], priorities: tuple[str, ...], warpforthc: tuple[str, ...],
+        warpforth: tuple[str, ...], check_cuda: bool, transport: str, transport_opts: tuple[str, ...], max_cost: float | None, out: Path | None, as_json: bool,
         commit: str | None, quiet: bool, **options: Any) -> None:
     """Build the bundle here and execute it on a GPU: check, time, print the table, write JSON."""
     from wfbench_core import runner
 
     reg = load_registry()
-    request = run_request(reg, case_ids, priorities, warpforthc, commit=commit, check_cuda=check_cuda,
-                          transport=transport, transport_opts=transport_opts,
-                          execute=execute_request((), options))
+    request = run_request(reg, case_ids, priorities, warpforthc, warpforth=warpforth, commit=commit,
+                          check_cuda=check_cuda, transport=transport, transport_opts=transport_opts,
+                          execute=execute_request((), options), progress=progress_printer(quiet))
     transport_options: dict[str, Any] = dict(request.transport_options)
     transport_class = reg.transport(transport)
     if max_cost is not None:
