@@ -496,3 +496,62 @@ def test_venv_path_errors_are_clear(sshd, registry, bundle, tmp_path) -> None:  
         t.close()
     assert (venv / "bin" / "python").exists()  # the venv is kept for the next run; the work dir is not
     assert_nothing_left(sshd)
+
+
+# -------------------------------------------------------------------------------------------------
+# wfbench's GPU tests on the host, before the bundle (gpu_tests=CHECKOUT)
+# -------------------------------------------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_gpu_tests_run_on_the_host_first_and_their_counts_are_in_the_result(sshd, registry, bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """pytest is shipped as a wheel with wfbench, the GPU test modules run there with -m gpu (here they skip:
+    this host has no GPU), and the counts land in the result; the work directory is removed afterwards."""
+    from wfbench_transports import host_tests
+
+    result_file = tmp_path / "gpu-result.json"
+    result_file.write_text(gpu_result(PROTOCOL))
+    order = tmp_path / "order"
+    py = fake_gpu_python(tmp_path / "host", f'echo execute >> {shlex.quote(str(order))}; '
+                                            f'cp {shlex.quote(str(result_file))} "$out"; exit 0')
+    lines: list[str] = []
+    t = transport(sshd, registry, lines, python=str(py), gpu_tests=str(ROOT))
+    try:
+        result = t.execute(bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL), progress=lines.append)
+    finally:
+        t.close()
+    data = json.loads(result.environment.extra["gpu_tests"])
+    modules = host_tests.gpu_modules(ROOT)
+    assert {"tests/test_gpu.py", "tests/test_timing_gpu.py", "tests/test_gpu_faults.py"} <= set(modules)
+    assert data["skipped"] >= len(modules) and data["passed"] == data["failed"] == data["errors"] == 0, data
+    said = next(i for i, ln in enumerate(lines) if "GPU tests: " in ln)
+    assert lines[said].endswith(f"GPU tests: {host_tests.describe(data)}")
+    assert said < next(i for i, ln in enumerate(lines) if "executing the bundle" in ln)  # tests first
+    assert order.read_text() == "execute\n"
+    assert_nothing_left(sshd)
+
+
+def test_gpu_tests_option_is_checked_before_anything_is_shipped(sshd, registry, bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    t = transport(sshd, registry, gpu_tests=str(tmp_path))
+    try:
+        with pytest.raises(WfbenchError, match=r"^gpu_tests=.*: not a wfbench checkout \(no tests/conftest.py"):
+            t.execute(bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL))
+    finally:
+        t.close()
+    assert_nothing_left(sshd)
+
+
+def test_junit_counts_name_the_failed_tests() -> None:
+    from wfbench_transports import host_tests
+
+    xml = ('<testsuites><testsuite name="pytest"><testcase classname="tests.test_gpu" name="test_a"/>'
+           '<testcase classname="tests.test_gpu" name="test_b"><failure message="x"/></testcase>'
+           '<testcase classname="tests.test_gpu" name="test_c"><skipped message="no GPU"/></testcase>'
+           '<testcase classname="tests.test_timing_gpu" name="test_d"><error message="fixture"/></testcase>'
+           '</testsuite></testsuites>')
+    data = host_tests.counts(xml)
+    assert host_tests.describe(data) == "1 passed, 1 failed, 1 errors, 1 skipped"
+    assert data["failed_tests"] == ["tests.test_gpu::test_b", "tests.test_timing_gpu::test_d"]
+    with pytest.raises(WfbenchError, match="not JUnit XML"):
+        host_tests.counts("Traceback")

@@ -135,6 +135,8 @@ VAST_OPTIONS = (
     Option("remote_tmp", "folder on the instance that holds the per-run work directory"),
     Option("wheels", "folder of prebuilt wheels to ship instead of the ones made here"),
     Option("connect_timeout", "seconds for each SSH connection attempt", 20.0, "float"),
+    Option("gpu_tests", "as for the ssh transport: a wfbench checkout whose GPU tests (pytest -m gpu) run on the "
+           "rented GPU before the bundle"),
 )
 
 
@@ -628,7 +630,7 @@ class VastSession:
                 raise VastError(f"Vast.ai refused to attach the SSH key to instance {self.instance_id}: "
                                 f"{self._said(reply)}")
         opts = {k: self.cfg[k] for k in ("user", "python", "env", "venv", "remote_tmp", "wheels", "key_file",
-                                         "connect_timeout") if self.cfg[k] is not None}
+                                         "connect_timeout", "gpu_tests") if self.cfg[k] is not None}
         t = SshTransport(registry=self.registry, cuda_compiler=self.cuda_compiler, progress=self.progress,
                          pkey=pkey, bootstrap=BOOTSTRAP if self.cfg["python"] == "python3" else None,
                          facts=self.facts(), deadline=self._deadline,

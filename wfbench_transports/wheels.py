@@ -331,11 +331,20 @@ def _prebuilt(folder: str | None) -> dict[str, Path]:
 
 
 def prepare(registry: Any, case_ids: Iterable[str], *, prebuilt: str | None = None,
-            progress: Callable[[str], None] = lambda msg: None) -> Shipment:
-    """Wheels for everything the GPU host needs from here (see the module docstring)."""
+            progress: Callable[[str], None] = lambda msg: None, extra: Iterable[str] = ()) -> Shipment:
+    """Wheels for everything the GPU host needs from here (see the module docstring); ``extra`` names more
+    installed distributions to ship with their requirements (pytest, for the GPU tests)."""
     ids = list(case_ids)
     dists = select_distributions(registry, ids)
-    deps, _missing = dependency_closure(dists)
+    installed = _installed()
+    more = []
+    for name in extra:
+        if canonical_name(name) not in installed:
+            raise WfbenchError(f"{name} is not installed here, so it cannot be shipped to the GPU host; "
+                               f"pip install {name}")
+        more.append(installed[canonical_name(name)])
+    deps, _missing = dependency_closure(dists + more)
+    deps = [*more, *(d for d in deps if d not in more)]
     given = _prebuilt(prebuilt)
     wheels: list[Path] = []
     plugin_wheels: list[str] = []
