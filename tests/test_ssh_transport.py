@@ -522,7 +522,7 @@ def test_gpu_tests_run_on_the_host_first_and_their_counts_are_in_the_result(sshd
     finally:
         t.close()
     data = json.loads(result.environment.extra["gpu_tests"])
-    modules = host_tests.gpu_modules(ROOT)
+    modules = host_tests.modules_marked(ROOT, "gpu")
     assert {"tests/test_gpu.py", "tests/test_timing_gpu.py", "tests/test_gpu_faults.py"} <= set(modules)
     assert data["skipped"] >= len(modules) and data["passed"] == data["failed"] == data["errors"] == 0, data
     said = next(i for i, ln in enumerate(lines) if "GPU tests: " in ln)

@@ -299,3 +299,15 @@ def test_the_real_recipe_builds_a_warpforthc_that_compiles_a_case(tmp_path: Path
     assert status(checkout) == ""
     ptx = (tmp_path / "bundle" / "axpy_f64" / "canonical.ptx").read_text()
     assert ".entry axpy_f64" in ptx
+
+
+def test_a_cache_entry_moved_elsewhere_is_rebuilt_not_used(warpforth: Path, tmp_path: Path, tools, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """warpforthc reads libdevice at the absolute path it was built at: a cache restored under another folder
+    (another home, a renamed runner user) would hold binaries that cannot compile anything."""
+    log = tools()
+    assert build("--warpforth", str(warpforth), "-o", str(tmp_path / "a"))[0] == 0
+    shutil.copytree(tmp_path / "cache", tmp_path / "moved")
+    monkeypatch.setenv("WFBENCH_CACHE_DIR", str(tmp_path / "moved"))
+    rc, _, err = build("--warpforth", str(warpforth), "-o", str(tmp_path / "b"))
+    assert rc == 0 and "holds no finished build made there; building it again" in err, err
+    assert len(calls(log)) == 2

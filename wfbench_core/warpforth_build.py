@@ -189,8 +189,12 @@ def read_provenance(binary: Path) -> Optional[dict[str, object]]:
 
 
 def _complete(entry: Path) -> bool:
-    return (entry / BINARY).is_file() and (entry / LIBDEVICE).is_file() and (entry / BINARY).with_name(
-        PROVENANCE).is_file()
+    """A finished build, at the path it was built at (a cache restored elsewhere, say under another home,
+    holds binaries that read libdevice from the old path: they are rebuilt)."""
+    if not ((entry / BINARY).is_file() and (entry / LIBDEVICE).is_file()):
+        return False
+    built = read_provenance(entry / BINARY)
+    return built is not None and built.get("built_at") == str(entry)
 
 
 @contextlib.contextmanager
@@ -214,6 +218,8 @@ def build(snap: Snapshot, *, label: str = "", toolchain: Optional[Toolchain] = N
     name = f"warpforthc{' ' + label if label else ''}"
     with _locked(root / f"{key}.lock"):
         if not _complete(entry):
+            if (entry / BINARY).exists():
+                progress(f"{name}: {entry} holds no finished build made there; building it again")
             shutil.rmtree(entry, ignore_errors=True)
             entry.mkdir(parents=True)
             progress(f"{name}: building {snap.short} with WarpForth's recipe, {tc.describe()} (minutes; log: "
@@ -222,6 +228,7 @@ def build(snap: Snapshot, *, label: str = "", toolchain: Optional[Toolchain] = N
             cached = False
         else:
             progress(f"{name}: {snap.short}, cached build ({entry / BINARY})")
+            os.utime(entry)  # used now (CI prunes the entries a run did not use before caching them)
             cached = True
     binary = entry / BINARY
     return Built(binary, read_provenance(binary) or {}, cached)
@@ -248,6 +255,15 @@ def prepare_tree(src: Path, mlir_major: int) -> list[str]:
     return done
 
 
+def configure_argv(tc: Toolchain, src: Path, build_dir: Path) -> list[str]:
+    """WarpForth CI's configure (Release, its MLIR_DIR), with Ninja and the tools found here."""
+    argv = [tc.cmake, "-S", str(src), "-B", str(build_dir), "-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={tc.ninja}",
+            "-DCMAKE_BUILD_TYPE=Release", f"-DMLIR_DIR={tc.mlir_dir}", f"-DCMAKE_CXX_COMPILER={tc.cxx}"]
+    if tc.ccache:
+        argv += [f"-DCMAKE_CXX_COMPILER_LAUNCHER={tc.ccache}", f"-DCMAKE_C_COMPILER_LAUNCHER={tc.ccache}"]
+    return argv
+
+
 def _run(argv: list[str], log: Path, env: dict[str, str], timeout: float, step: str) -> None:
     with open(log, "a") as fh:
         fh.write(f"$ {' '.join(argv)}\n")
@@ -270,11 +286,7 @@ def _build_entry(entry: Path, root: Path, snap: Snapshot, tc: Toolchain) -> None
     try:
         materialize(snap, src)
         edits = prepare_tree(src, tc.mlir_major)
-        configure = [tc.cmake, "-S", str(src), "-B", str(build_dir), "-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={tc.ninja}",
-                     "-DCMAKE_BUILD_TYPE=Release", f"-DMLIR_DIR={tc.mlir_dir}", f"-DCMAKE_CXX_COMPILER={tc.cxx}"]
-        if tc.ccache:
-            configure += [f"-DCMAKE_CXX_COMPILER_LAUNCHER={tc.ccache}", f"-DCMAKE_C_COMPILER_LAUNCHER={tc.ccache}"]
-        _run(configure, log, env, CONFIGURE_TIMEOUT_S, "cmake configure")
+        _run(configure_argv(tc, src, build_dir), log, env, CONFIGURE_TIMEOUT_S, "cmake configure")
         _run([tc.cmake, "--build", str(build_dir), "--target", "warpforthc"], log, env, BUILD_TIMEOUT_S,
              "cmake --build --target warpforthc")
         for needed in (BINARY, LIBDEVICE):
@@ -289,7 +301,8 @@ def _build_entry(entry: Path, root: Path, snap: Snapshot, tc: Toolchain) -> None
         raise
     release(snap, src)
     _trim(build_dir)
-    atomic_write(entry / BINARY.with_name(PROVENANCE), json.dumps(_provenance(snap, tc, edits), indent=1) + "\n")
+    atomic_write(entry / BINARY.with_name(PROVENANCE),
+                 json.dumps({**_provenance(snap, tc, edits), "built_at": str(entry)}, indent=1) + "\n")
 
 
 def _trim(build_dir: Path) -> None:

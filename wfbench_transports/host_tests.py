@@ -21,7 +21,6 @@ from wfbench_core.errors import WfbenchError
 SHIPPED = ("tests", "examples", "pyproject.toml")
 EXTRA_KEY = "gpu_tests"
 PYTEST_DISTRIBUTIONS = ("pytest",)
-_GPU_MARK = re.compile(r"pytest\.mark\.gpu\b|pytestmark\s*=\s*pytest\.mark\.gpu\b")
 #: pytest's exit codes that still produced a report: all passed, some failed, none selected
 _REPORTED = (0, 1, 5)
 
@@ -34,10 +33,11 @@ def checkout_of(option: str) -> Path:
     return root
 
 
-def gpu_modules(root: Path) -> list[str]:
-    """Test modules with GPU tests, relative to ``root`` (only those are collected: the others may import what
-    the GPU host lacks, such as paramiko or yaml)."""
-    return [f"tests/{p.name}" for p in sorted((root / "tests").glob("test_*.py")) if _GPU_MARK.search(p.read_text())]
+def modules_marked(root: Path, mark: str) -> list[str]:
+    """Test modules of a checkout holding tests marked ``mark``, relative to ``root`` (only those are collected:
+    the others may import what the machine lacks, such as paramiko or yaml on a GPU host)."""
+    pattern = re.compile(rf"pytest\.mark\.{re.escape(mark)}\b")
+    return [f"tests/{p.name}" for p in sorted((root / "tests").glob("test_*.py")) if pattern.search(p.read_text())]
 
 
 def files_to_ship(root: Path) -> Iterable[tuple[Path, str]]:
@@ -82,7 +82,7 @@ def describe(data: dict[str, Any]) -> str:
 def run_on_host(run: Any, root: Path, progress: Callable[[str], None]) -> str:
     """Upload, run ``pytest -m gpu`` with the run's Python, return the counts as JSON (for the result)."""
     remote = run.path("wfbench-src")
-    modules = gpu_modules(root)
+    modules = modules_marked(root, "gpu")
     if not modules:
         raise WfbenchError(f"gpu_tests={root}: no test module there holds GPU tests")
     run.upload_files(files_to_ship(root), remote)

@@ -7,6 +7,9 @@ from typing import Optional
 
 import click
 
+from wfbench_core.cli.common import warpforthc_option
+from wfbench_core.errors import WfbenchError
+
 
 @click.command("toolchain")
 @click.argument("warpforth", required=False, type=click.Path(exists=True, file_okay=False, path_type=Path))
@@ -25,6 +28,10 @@ def toolchain(warpforth: Optional[Path], packages: bool) -> None:
     if warpforth is not None:
         ci = warpforth / ".github" / "workflows" / "ci.yml"
         llvm = wb.ci_llvm_version(ci.read_text(errors="replace") if ci.is_file() else None)
+        if llvm is None:
+            raise WfbenchError(f"{ci}: no single LLVM_VERSION in WarpForth's CI workflow, so the LLVM/MLIR to "
+                               f"install is unknown: its recipe changed (name the packages yourself, or set "
+                               f"{wb.MLIR_ENV})")
     if packages:
         click.echo(" ".join(wb.packages(llvm)))
         return
@@ -36,4 +43,21 @@ def toolchain(warpforth: Optional[Path], packages: bool) -> None:
         click.echo(f"{name:7} {value}")
 
 
-COMMANDS = [toolchain]
+@click.command("compilers")
+@warpforthc_option
+@click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
+def compilers(warpforthc: tuple[str, ...], warpforth: tuple[str, ...], quiet: bool) -> None:
+    """The warpforthc binaries that ``build`` and ``run`` would use with these options, built first where
+    ``--warpforth`` asks for it: one line each, ``LABEL=PATH`` (``PATH`` alone for one compiler), ready to
+    be given back as ``--warpforthc``."""
+    from wfbench_core.cli.common import progress_printer, resolve_warpforthc
+
+    found = resolve_warpforthc(warpforthc, warpforth, progress_printer(quiet))
+    if isinstance(found, Path):
+        click.echo(str(found))
+        return
+    for label, path in found.items():
+        click.echo(f"{label}={path}")
+
+
+COMMANDS = [toolchain, compilers]
