@@ -218,9 +218,27 @@ def test_missing_tool_says_what_to_install(monkeypatch: pytest.MonkeyPatch, tmp_
     assert cudatools.find_tool("cuobjdump") is None
     with pytest.raises(dg.WfbenchError, match=r"cuobjdump not found .*nvidia-cuda-cuobjdump"):
         cudatools.require_tool("cuobjdump", why="static diagnostics read the SASS")
+    # both binary tools missing: one message naming both (not one, then after installing it, the other)
+    monkeypatch.delenv("NVDISASM_PATH", raising=False)
+    with pytest.raises(dg.WfbenchError) as err:
+        dg.assemble(".version 8.0\n", "k", "sm_90")
+    message = str(err.value)
+    assert "\n" not in message and message.startswith("ptxas, cuobjdump, nvdisasm not found")
+    assert "pip install 'wfbench[gpu]'" in message and "'nvidia-cuda-nvdisasm>=13,<14'" in message
     monkeypatch.setenv("WFBENCH_PTXAS", str(tmp_path / "nope"))
     with pytest.raises(dg.WfbenchError, match="WFBENCH_PTXAS"):
         cudatools.find_tool("ptxas")
+
+
+def test_the_gpu_extra_brings_every_binary_tool_the_diagnostics_run() -> None:
+    import tomllib
+
+    from wfbench_core import cudatools
+
+    gpu = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]["gpu"]
+    for tool in ("cuobjdump", "nvdisasm"):
+        assert cudatools.WHEEL[tool] in gpu, tool
 
 
 @needs_tools

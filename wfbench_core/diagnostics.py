@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 
 import attrs
 
-from wfbench_core.cudatools import find_tool, require_tool
+from wfbench_core.cudatools import find_tool, require_tools
 from wfbench_core.errors import WfbenchError
 from wfbench_core.results import SideDiagnostics
 
@@ -387,9 +387,9 @@ class Assembled:
 def assemble(ptx: str, kernel: str, arch: str, *, what: str = "") -> Assembled:
     """``ptxas -v`` then ``cuobjdump -sass`` on the cubin (no GPU needed)."""
     what = what or kernel
-    ptxas = require_tool("ptxas", why="static diagnostics assemble the PTX")
-    cuobjdump = require_tool("cuobjdump", why="static diagnostics read the SASS")
-    nvdisasm = require_tool("nvdisasm", why="cuobjdump -sass runs it")
+    tools = require_tools(("ptxas", "cuobjdump", "nvdisasm"), why="static diagnostics assemble the PTX and read "
+                                                                   "its SASS")
+    ptxas, cuobjdump, nvdisasm = tools["ptxas"], tools["cuobjdump"], tools["nvdisasm"]
     env = dict(os.environ)
     env["NVDISASM_PATH"] = str(nvdisasm)
     env["PATH"] = f"{nvdisasm.parent}{os.pathsep}{env.get('PATH', '')}"

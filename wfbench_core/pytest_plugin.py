@@ -381,7 +381,8 @@ class GpuSession:
             request = ExecuteRequest(case_ids=tuple(case_ids), protocol=protocol or self.settings.protocol)
             return self.transport.execute(bundle, request, progress=self.progress)
         except NoGpuError as exc:
-            no_gpu = str(exc)
+            no_gpu = str(exc if self.settings.transport != "local" else
+                         exc.with_hint("benchmark where the GPU is: --wfbench-transport ssh or vast"))
         except WfbenchError as exc:
             self._broken = problem = str(exc)
         if no_gpu:

@@ -60,7 +60,7 @@ def gpu_unavailable_reason() -> str | None:
         return "numba-cuda is not installed here: pip install 'wfbench[gpu]' on the GPU host"
     try:
         if not cuda.is_available():
-            return "no NVIDIA GPU or CUDA driver found on this machine; run on a GPU host (--transport ssh/vast)"
+            return "no NVIDIA GPU or CUDA driver found on this machine"  # each command adds where to go instead
     except Exception as exc:  # noqa: BLE001 - any driver failure means no GPU for us
         return f"the CUDA driver is not usable here ({type(exc).__name__}: {exc})"
     return None

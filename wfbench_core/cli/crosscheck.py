@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from wfbench_core.cli.common import case_options, load_registry, progress_printer
-from wfbench_core.errors import CaseFailed, WfbenchError
+from wfbench_core.errors import CaseFailed, NoGpuError, WfbenchError
 from wfbench_core.results import TIMING_EVENTS, TIMING_MODES, TimingProtocol, load_result
 
 
@@ -47,11 +47,14 @@ def crosscheck_cmd(bundle, case_ids, priorities, against, modes, small, samples,
     if against is not None and modes:
         raise WfbenchError("--mode times with wfbench here; with --against the stored run's mode is used")
     stored = load_result(against) if against is not None else None
-    with tempfile.TemporaryDirectory(prefix="wfbench-nvbench-") as tmp:
-        kernels, gaps = xc.crosscheck(
-            bundle, registry=reg, case_ids=case_ids, against=stored, modes=modes or (TIMING_EVENTS,), small=small,
-            protocol=TimingProtocol(samples=samples), cuda_compiler_kind=cuda_compiler,
-            json_path=nvbench_json or Path(tmp) / "nvbench.json", progress=progress_printer(quiet))
+    try:
+        with tempfile.TemporaryDirectory(prefix="wfbench-nvbench-") as tmp:
+            kernels, gaps = xc.crosscheck(
+                bundle, registry=reg, case_ids=case_ids, against=stored, modes=modes or (TIMING_EVENTS,),
+                small=small, protocol=TimingProtocol(samples=samples), cuda_compiler_kind=cuda_compiler,
+                json_path=nvbench_json or Path(tmp) / "nvbench.json", progress=progress_printer(quiet))
+    except NoGpuError as exc:
+        raise exc.with_hint("copy the bundle to a GPU host and cross-check it there") from None
     if as_json:
         click.echo(json.dumps(xc.as_json(kernels, gaps, tolerance), indent=1))
     else:

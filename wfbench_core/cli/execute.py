@@ -10,7 +10,7 @@ import attrs
 import click
 
 from wfbench_core.cli.common import case_options, execute_options, execute_request, finish, load_registry, progress_printer
-from wfbench_core.errors import WfbenchError
+from wfbench_core.errors import NoGpuError, WfbenchError
 
 
 @click.command("execute")
@@ -45,7 +45,11 @@ def execute_cmd(bundle: Path, case_ids: tuple[str, ...], priorities: tuple[str, 
         ids = validate(bundle, reg, request.case_ids)
         click.echo(json.dumps({"valid": True, "cases": ids}) if as_json else f"bundle ok: {', '.join(ids)}")
         return
-    result = execute(bundle, registry=reg, request=request, progress=progress_printer(quiet), out=out)
+    try:
+        result = execute(bundle, registry=reg, request=request, progress=progress_printer(quiet), out=out)
+    except NoGpuError as exc:
+        raise exc.with_hint("copy the bundle to a GPU host and execute it there (or let 'wfbench run "
+                            "--transport ssh|vast' ship it)") from None
     finish(result, out, as_json)
 
 

@@ -19,7 +19,7 @@ from wfbench_core.cli.common import (
     run_request,
     warpforthc_option,
 )
-from wfbench_core.errors import WfbenchError
+from wfbench_core.errors import NoGpuError, WfbenchError
 
 
 def _default_out() -> Path:
@@ -64,6 +64,11 @@ def run(case_ids: tuple[str, ...], priorities: tuple[str, ...], warpforthc: tupl
                         **transport_options)
     try:
         result = runner.run(request, reg, t, progress=progress, out=out)
+    except NoGpuError as exc:
+        if transport != "local":
+            raise
+        raise exc.with_hint("run it where the GPU is: --transport ssh or --transport vast "
+                            "('wfbench transports' lists them)") from None
     finally:
         t.close()
     finish(result, out, as_json)
