@@ -371,6 +371,8 @@
     document.querySelectorAll("main [data-badge]").forEach(function (b) { shown[b.dataset.badge] = true; });
     var items = Object.keys(BADGES).filter(function (k) { return shown[k]; });
     var legend = document.getElementById("legend");
+    legend.hidden = false;  // an empty page has nothing to explain, so no card either
+    legend.classList.add("card");
     legend.appendChild(el("h2", { text: "Reading this page" }));
     legend.appendChild(el("p", { class: "explain" }, ["Times are per kernel launch; dates are UTC. Chart x labels are the " +
       "commit and the run time. In the kernel-time charts ", el("span", { class: "ring" }), " is WarpForth (CUDA A in an A/A run) " +
@@ -468,13 +470,16 @@
     };
   }
 
-  // never zoom in so far that run-to-run noise of a fraction of a percent looks like a cliff
-  var MIN_SPAN = 0.04;
+  // never zoom in so far that noise looks like a cliff: the y axis spans at least 20 % of its middle value,
+  // so a 3 % move reads as a 3 % move (and the axis still grows to fit whatever the data span)
+  var MIN_SPAN = 0.2;
 
+  // ``fields`` are drawn for stable points; an unstable point is drawn at its first field only (no band)
   function yRange(points, fields) {
     var lo = Infinity, hi = -Infinity;
     points.forEach(function (p) {
-      fields.forEach(function (f) {
+      var drawn = !p.status || p.status === "ok" ? fields : fields.filter(function (f) { return !/_(lo|hi)$/.test(f); });
+      drawn.forEach(function (f) {
         if (p[f] !== null && p[f] !== undefined) { lo = Math.min(lo, p[f]); hi = Math.max(hi, p[f]); }
       });
     });
@@ -620,6 +625,41 @@
     return section;
   }
 
+  // A series with one point has no trend to draw yet: it is one row of its group's table, not two charts.
+  function singleRow(s) {
+    var p = s.points[0];
+    var commit = p.commit ? link(p.commit_url, p.commit.slice(0, 10)) : document.createTextNode("–");
+    var sig = el("dl", { class: "sig" }, [].concat.apply([], s.signature.map(function (kv) {
+      return [el("dt", { text: kv[0] }), el("dd", { class: kv[0] === "series" || kv[0] === "CUDA compiler" ? "mono" : null, text: kv[1] })];
+    })));
+    var name = el("td", { class: "case" }, [caseName(s) + " ", badge("priority", s.priority), " ", kindBadge(s),
+      s.superseded_by ? badge("superseded", "superseded by v" + s.superseded_by)
+        : s.current ? null : badge("not-latest", "not in latest run")]);
+    var gapCell = el("td", { class: "num" + (s.mode === "aa" ? "" : " " + gapClass(p.gap)), text: fmtGap(p.gap) });
+    return el("tr", { class: "series-row " + p.status, id: "s-" + s.id,
+      dataset: { series: s.id, kind: s.kind, points: "1", unstable: p.status === "ok" ? "0" : "1" } }, [
+      name, gapCell, el("td", { class: "num", text: fmtUs(p.wf) }), el("td", { class: "num", text: fmtUs(p.cuda) }),
+      el("td", { class: "num", text: (p.noise * 100).toFixed(2) + "%" }), el("td", null, [statusBadge(p.status)]),
+      el("td", { text: p.date }), el("td", { class: "mono" }, [commit]), el("td", { class: "mono", text: p.warpforthc }),
+      el("td", null, [el("details", null, [el("summary", { text: "signature" }), sig])]),
+    ]);
+  }
+
+  function singlesTable(kind, series) {
+    var aa = kind === "aa";
+    var head = ["case", aa ? "A / A′" : "gap", aa ? "A µs" : "WF µs", aa ? "A′ µs" : "CUDA µs", "noise", "status",
+      "date (UTC)", "commit", "warpforthc", ""];
+    return el("section", { class: "card singles", dataset: { kind: kind } }, [
+      el("p", { class: "explain", text: plural(series.length, "series", "series") + " with one point so far: a row " +
+        "each here; a series gets its charts with its second point." }),
+      el("div", { class: "table-scroll" }, [el("table", { class: "points singles" }, [
+        el("thead", null, [el("tr", null, head.map(function (h, i) {
+          return el("th", { class: i >= 1 && i <= 4 ? "num" : null, text: h }); }))]),
+        el("tbody", null, series.map(singleRow)),
+      ])]),
+    ]);
+  }
+
   var GROUP_TITLES = {
     canonical: "Canonical series",
     basehead: "Base/head runs: two warpforthc builds in one run",
@@ -669,15 +709,19 @@
       var title = GROUP_TITLES[g.kind] + " · " + g.gpu + " (" + g.cc + ") · " + g.cuda;
       list.appendChild(el("h2", { class: "group sub", text: title }));
       var chips = el("div", { class: "toc-group" }, [el("span", { class: "toc-title", text: GROUP_TITLES[g.kind] + " · " + g.gpu })]);
+      var singles = g.series.map(function (id) { return byId[id]; }).filter(function (s) { return s.points.length === 1; });
       g.series.forEach(function (id) {
         var s = byId[id];
-        var section = renderSeries(s);
-        list.appendChild(section);
-        drawCharts(section, s);
+        if (s.points.length > 1) {
+          var section = renderSeries(s);
+          list.appendChild(section);
+          drawCharts(section, s);
+        }
         var last = s.points[s.points.length - 1];
         chips.appendChild(el("a", { href: "#s-" + s.id }, [caseName(s) + (s.label ? " · " + s.label : ""),
           el("span", { class: "g " + (s.mode === "aa" ? "" : gapClass(last.gap)), text: fmtGap(last.gap) })]));
       });
+      if (singles.length) list.appendChild(singlesTable(g.kind, singles));
       toc.appendChild(chips);
     });
     if (hl) drawHeadlineTrend(hl.card, hl.trend);
