@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from typing import TYPE_CHECKING, Iterable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence
 
 import attrs
 
@@ -126,6 +126,29 @@ def first_minus_second(wf_samples_us: Sequence[float], cuda_samples_us: Sequence
     if not (wf.size == cu.size == len(order)):
         raise ValueError("first_minus_second needs one sample per side and one order entry per pair")
     return np.where(np.array([o == "wf" for o in order], dtype=bool), wf - cu, cu - wf)
+
+
+@attrs.frozen
+class PositionEffect:
+    """Within the pairs of an A/A timing, the first side's sample minus the second's, in us per sample."""
+
+    median_us: float
+    lo_us: float  # its 95 % percentile-bootstrap interval (fixed seed: a function of the data)
+    hi_us: float
+    first_slower: int  # pairs whose first side was slower
+    pairs: int
+
+
+def position_effect(timing: Any, *, seed: int = 0) -> PositionEffect:
+    """The position effect of an A/A timing (:func:`first_minus_second`, scaled to whole samples)."""
+    import numpy as np
+    from scipy import stats as sps
+
+    d = first_minus_second(timing.warpforth.samples_us, timing.cuda.samples_us, timing.order) \
+        * timing.launches_per_sample
+    ci = sps.bootstrap((d,), np.median, confidence_level=0.95, method="percentile", n_resamples=4000,
+                       random_state=np.random.default_rng(seed)).confidence_interval
+    return PositionEffect(float(np.median(d)), float(ci.low), float(ci.high), int((d > 0).sum()), int(d.size))
 
 
 def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:
