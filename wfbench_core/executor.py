@@ -514,7 +514,9 @@ def detect_source(commit: str | None = None, warpforthc: Path | None = None, lab
     run_id = env.get("GITHUB_RUN_ID", "")
     if not commit and env.get("WFBENCH_COMMIT"):
         commit = env["WFBENCH_COMMIT"]
-    built = _built_from(warpforthc)
+    from wfbench_core.warpforth_build import read_provenance  # a warpforthc wfbench built (--warpforth)
+
+    built = read_provenance(Path(warpforthc)) if warpforthc is not None else None
     dirty = bool(built.get("git_dirty")) if built and (not commit or commit == built.get("git_commit")) else False
     if not commit and built:
         commit = str(built.get("git_commit", ""))
@@ -535,12 +537,3 @@ def detect_source(commit: str | None = None, warpforthc: Path | None = None, lab
         label=label,
         git_dirty=dirty,
     )
-
-
-def _built_from(warpforthc: Path | None) -> dict[str, object] | None:
-    """The provenance of a warpforthc that wfbench built (``--warpforth``), else None."""
-    if warpforthc is None:
-        return None
-    from wfbench_core.warpforth_build import read_provenance
-
-    return read_provenance(Path(warpforthc))

@@ -79,13 +79,27 @@ def describe(data: dict[str, Any]) -> str:
     return ", ".join(f"{data.get(k, 0)} {k}" for k in ("passed", "failed", "errors", "skipped"))
 
 
+def _upload(run: Any, files: Iterable[tuple[Path, str]], remote_root: str) -> None:
+    """Upload (local file, relative path) pairs under ``remote_root``, inside the run's work directory."""
+    sftp = run.t._client.open_sftp()
+    try:
+        for local, rel in files:
+            remote = str(PurePosixPath(remote_root, rel))
+            run._mkdirs(sftp, str(PurePosixPath(remote).parent))
+            sftp.put(str(local), remote)
+    except OSError as exc:
+        raise WfbenchError(f"{run.t.label}: upload to {remote_root} failed: {exc.strerror or exc}") from None
+    finally:
+        sftp.close()
+
+
 def run_on_host(run: Any, root: Path, progress: Callable[[str], None]) -> str:
     """Upload, run ``pytest -m gpu`` with the run's Python, return the counts as JSON (for the result)."""
     remote = run.path("wfbench-src")
     modules = modules_marked(root, "gpu")
     if not modules:
         raise WfbenchError(f"gpu_tests={root}: no test module there holds GPU tests")
-    run.upload_files(files_to_ship(root), remote)
+    _upload(run, files_to_ship(root), remote)
     junit = run.path("gpu-tests.xml")
     progress(f"{run.t.label}: running wfbench's GPU tests there ({len(modules)} modules)")
     done = run.run(pytest_argv(run.env(run.python), remote, modules, junit), timeout=run.t.cfg["setup_timeout"],

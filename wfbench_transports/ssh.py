@@ -33,7 +33,7 @@ import sys
 import time
 from collections import deque
 from pathlib import Path, PurePosixPath
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import attrs
 
@@ -658,19 +658,6 @@ class RemoteRun:
         try:
             with sftp.open(remote, "rb") as fh:
                 return fh.read().decode("utf-8", "replace")  # type: ignore[no-any-return]
-        finally:
-            sftp.close()
-
-    def upload_files(self, files: Iterable[tuple[Path, str]], remote_root: str) -> None:
-        """Upload (local file, relative path) pairs under ``remote_root`` (inside the work directory)."""
-        sftp = self.t._client.open_sftp()
-        try:
-            for local, rel in files:
-                remote = str(PurePosixPath(remote_root, rel))
-                self._mkdirs(sftp, str(PurePosixPath(remote).parent))
-                sftp.put(str(local), remote)
-        except OSError as exc:
-            raise SshError(f"{self.t.label}: upload to {remote_root} failed: {exc.strerror or exc}") from None
         finally:
             sftp.close()
 
