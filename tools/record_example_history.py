@@ -7,10 +7,12 @@ Three steps, because warpforthc is built where its toolchain is and the runs nee
     python3 tools/record_example_history.py build OUT --base REPO@OLDER --head REPO@NEWER
 
     # 2. on the GPU host, from the repository root (each step about a minute; 'all' runs them in order)
-    python3 tools/record_example_history.py run OUT base|basehead|aa|plugin|head-1|head-2|all
+    python3 tools/record_example_history.py run OUT base|basehead|aa|plugin|head-1|head-2|all [--results DIR]
 
     # 3. anywhere: replace examples/history with these runs, store the figures' sources, check the result
-    python3 tools/record_example_history.py assemble OUT
+    python3 tools/record_example_history.py assemble OUT [--results DIR]
+
+The results go to OUT/results, or to ``--results DIR`` (where a GPU host's results are collected).
 
 The history it makes, oldest first: a suite run of the older compiler, a base/head run (older = base, newer
 = head), an A/A run, a P0 run made through the pytest plugin, then two suite runs of the newer compiler.
@@ -54,16 +56,16 @@ def build(out: Path, base: str, head: str) -> None:
     wfbench("build", "--warpforth", f"base={base}", "--warpforth", f"head={head}", "-o", str(out / "basehead"))
 
 
-def result_path(out: Path, step: str) -> Path:
-    return out / "results" / f"{STEPS.index(step) + 1}-{step}.json"
+def result_path(results: Path, step: str) -> Path:
+    return results / f"{STEPS.index(step) + 1}-{step}.json"
 
 
-def run(out: Path, step: str) -> None:
+def run(out: Path, step: str, results: Path) -> None:
     if step == "all":
         for s in STEPS:
-            run(out, s)
+            run(out, s, results)
         return
-    dest = result_path(out, step)
+    dest = result_path(results, step)
     dest.parent.mkdir(parents=True, exist_ok=True)
     bundle = {"base": "suite-base", "basehead": "basehead"}.get(step, "suite-head")
     if step == "plugin":
@@ -84,7 +86,8 @@ GATE_AA = ("docs/timing.md", "<!-- figure: aa-position docs/results/h200-aa-2026
 
 
 def assemble(out: Path, root: Path = ROOT) -> int:
-    """examples/history from the runs (oldest first), the figures' sources, the figures; exit as check does."""
+    """examples/history from the runs in ``out`` (the results folder; oldest first), the figures' sources, the figures; exit as
+    check does."""
     missing = [str(result_path(out, s)) for s in STEPS if not result_path(out, s).is_file()]
     if missing:
         raise SystemExit(f"record_example_history: results missing (run step 2 first): {', '.join(missing)}")
@@ -118,16 +121,19 @@ def main(argv: list[str]) -> int:
     r = sub.add_parser("run", help="one run step on the GPU host")
     r.add_argument("out", type=Path)
     r.add_argument("step", choices=(*STEPS, "all"))
+    r.add_argument("--results", type=Path, default=None, help="where the results go [OUT/results]")
     a = sub.add_parser("assemble", help="examples/history and docs/results from the runs; exit as check does")
     a.add_argument("out", type=Path)
+    a.add_argument("--results", type=Path, default=None, help="where the results are [OUT/results]")
     args = parser.parse_args(argv)
     if args.command == "build":
         build(args.out, args.base, args.head)
         return 0
+    results = args.results or args.out / "results"
     if args.command == "run":
-        run(args.out, args.step)
+        run(args.out, args.step, results)
         return 0
-    return assemble(args.out)
+    return assemble(results)
 
 
 if __name__ == "__main__":
