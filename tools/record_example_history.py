@@ -126,10 +126,11 @@ def main(argv: list[str]) -> int:
     a.add_argument("out", type=Path)
     a.add_argument("--results", type=Path, default=None, help="where the results are [OUT/results]")
     args = parser.parse_args(argv)
+    args.out = args.out.resolve()  # the steps run in other folders (the plugin run in a temporary one)
     if args.command == "build":
         build(args.out, args.base, args.head)
         return 0
-    results = args.results or args.out / "results"
+    results = (args.results or args.out / "results").resolve()
     if args.command == "run":
         run(args.out, args.step, results)
         return 0
