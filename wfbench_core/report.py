@@ -81,7 +81,7 @@ def footer(result: RunResult) -> str:
 
 def base_head_notes(result: RunResult) -> list[str]:
     """For a base/head run: per case, whether the two WarpForth builds assemble to the same machine code."""
-    from wfbench_core.diagnostics import sass_note
+    from wfbench_core.code_identity import sass_note
 
     by_case: dict[str, list[CaseResult]] = {}
     for c in result.cases:

@@ -158,6 +158,12 @@ class SideDiagnostics:
     sass_sha256: str = ""  # of the normalised SASS: equal hashes mean identical machine code
     loop_instructions: int = 0  # length of the innermost loop (0: straight-line code)
     loop_mix: dict[str, int] = attrs.Factory(dict)
+    # resources as the cubin holds them (wfbench_core.code_identity): cuobjdump -res-usage and the kernel's
+    # launch attributes (.nv.info: max threads / launch bounds, register cap ...); part of the code's identity
+    local_bytes: int = 0
+    max_threads: int = 0  # threads per block the launch bounds allow (0: unbounded)
+    resources: dict[str, int] = attrs.Factory(dict)
+    launch_attrs: tuple[str, ...] = ()
 
 
 @attrs.frozen
