@@ -38,8 +38,6 @@ SHARED = "same samples"
 class Settings:
     margin: float = verdicts.DEFAULT_MARGIN  # the stated default; a wider measured A/A floor replaces it
     min_effect: Optional[float] = None  # SLOWER / FASTER need the interval beyond this (default: the margin)
-    process_sd: float = evidence.DEFAULT_PROCESS_SD  # between-run components until measured
-    board_sd: float = evidence.DEFAULT_BOARD_SD
 
 
 @attrs.frozen
@@ -159,15 +157,16 @@ def _gap_between_runs(b: Timing, h: Timing, comps: evidence.Components, other_bo
             parts.append(extra)
             added.append(extra.basis)
     what = "its board and process" if other_board else "its process"
-    basis = (f"each run's own {_units(b)} resampled; per run, {what} added: "
+    basis = (f"each run's own {_units(b)} / {_units(h)} resampled; per run, {what} added: "
              f"{'; '.join(dict.fromkeys(added)) or 'covered by its own processes'}")
     return stats.combine(parts, eh.value - eb.value, basis)
 
 
 def _units(t: Timing) -> str:
     if len(t.placement_of) != len(t.warpforth.samples_us):
-        return "pairs (no placements recorded)"
-    return "processes, then placements" if _processes(t) > 1 else "placements"
+        return f"{len(t.warpforth.samples_us)} pairs (no placements recorded)"
+    k = _processes(t)
+    return f"{k} processes, then placements" if k > 1 else f"{len(set(t.placement_of))} placements"
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -369,7 +368,8 @@ def _run_pair(base: RunResult, head: RunResult, b: CaseResult, h: CaseResult, s:
         p = point_of(run, c, "")
         extra += evidence.repeat_observations(f"{p.code}/{p.cuda_code}", run.environment.gpu_uuid,
                                               c.timing.repeat_gaps if c.timing else ())
-    comps = evidence.components(points, extra, process_sd=s.process_sd, board_sd=s.board_sd)
+    one = any(c.timing is not None and len(c.timing.placement_of) < 2 for c in (b, h))
+    comps = evidence.components(points, extra, one_placement=one)
     floor, where = evidence.board_aa_floor(history, key, uh)
     margin = verdicts.margin_of(floor, where, default=s.margin, min_effect=s.min_effect)
     quals = [verdicts.OTHER_BOARD if ub and uh else verdicts.UNKNOWN_BOARD] if other else []

@@ -25,8 +25,13 @@ if TYPE_CHECKING:  # pragma: no cover
     from wfbench_core.history import History
 
 
-DEFAULT_PROCESS_SD = 0.001  # a fresh process on one board, until measured (docs/history.md, "Verdicts")
-DEFAULT_BOARD_SD = 0.003  # another board of one GPU model beyond that, until measured
+# Stated defaults of the components until measured (docs/history.md, "Verdicts"): what a fresh process on one
+# board, and another board of one GPU model beyond that, move a gap by (standard deviations, log terms). Runs
+# timed at a single placement (the protocol before placements; placement_of not recorded) moved far more.
+DEFAULT_PROCESS_SD = 0.001
+DEFAULT_BOARD_SD = 0.003
+ONE_PLACEMENT_PROCESS_SD = 0.003
+ONE_PLACEMENT_BOARD_SD = 0.02
 MIN_COMPONENT_DF = 3  # a measured variance component replaces its default from this many degrees of freedom
 
 
@@ -73,6 +78,12 @@ def _mean_squares(obs: Sequence[Observation]) -> tuple[float, int, float, int, f
     return (ssw / dfw if dfw else 0.0), dfw, (ssb / dfb if dfb else 0.0), dfb, (n0_sum / dfb if dfb else 1.0)
 
 
+def _trusted(var: float, df: float, default_sd: float, min_df: int) -> bool:
+    """A measured component replaces its default when it is larger (a conservative change on any evidence),
+    or, smaller, once it has ``min_df`` degrees of freedom."""
+    return df >= 1 and (var > default_sd ** 2 or df >= min_df)
+
+
 def variance_components(obs: Sequence[Observation], *, process_sd: float = DEFAULT_PROCESS_SD,
                         board_sd: float = DEFAULT_BOARD_SD, min_df: int = MIN_COMPONENT_DF) -> Components:
     """The between-run variance components of one kernel family, from observations of several codes, boards and
@@ -81,31 +92,30 @@ def variance_components(obs: Sequence[Observation], *, process_sd: float = DEFAU
     The process component is the spread of processes of one code on one board (runs repeated there, the
     processes of a --repeat run). The new-board component is what a run on an unseen board deviates by: the
     board's effect plus its process's, (MSB - MSW) / n0 + MSW, with Welch-Satterthwaite degrees of freedom;
-    where no board was measured twice it is the spread between boards itself. A component with fewer than
-    ``min_df`` degrees of freedom is replaced by its stated default (known, infinite df); the new-board one is
-    never taken below the process one.
+    where no board was measured twice it is the spread between boards itself. A measured component replaces
+    its stated default (known, infinite df) when it is larger, or once it has ``min_df`` degrees of freedom;
+    the new-board one is never taken below the process one.
     """
     msw, dfw, msb, dfb, n0 = _mean_squares(obs)
-    if dfw >= min_df:
+    if _trusted(msw, dfw, process_sd, min_df):
         process = stats.LogEstimate(0.0, math.sqrt(msw), float(dfw),
-                              f"process {math.sqrt(msw):.3%} measured ({dfw} degrees of freedom)")
+                                    f"process {math.sqrt(msw):.3%} measured ({dfw} degrees of freedom)")
     else:
         process = stats.LogEstimate(0.0, process_sd, math.inf, f"process {process_sd:.2%} default")
-    if dfb >= min_df:
-        if dfw:
-            a, b = 1.0 / n0, 1.0 - 1.0 / n0
-            var = max(a * msb + b * msw, msw)
-            den = (a * msb) ** 2 / dfb + (b * msw) ** 2 / dfw
-            df = min(var ** 2 / den, float(dfb + dfw)) if den > 0 else float(dfb)
-        else:
-            var, df = msb, float(dfb)
+    var, df = msb, float(dfb)
+    if dfb and dfw:
+        a, b = 1.0 / n0, 1.0 - 1.0 / n0
+        var = max(a * msb + b * msw, msw)
+        den = (a * msb) ** 2 / dfb + (b * msw) ** 2 / dfw
+        df = min(var ** 2 / den, float(dfb + dfw)) if den > 0 else float(dfb)
+    if _trusted(var, float(dfb), math.hypot(board_sd, process.se), min_df):
         var = max(var, process.se ** 2)
         new_board = stats.LogEstimate(0.0, math.sqrt(var), df,
-                                f"board and process {math.sqrt(var):.3%} measured ({dfb} degrees of freedom "
-                                f"between boards)")
+                                      f"board and process {math.sqrt(var):.3%} measured ({dfb} degrees of freedom "
+                                      f"between boards)")
     else:
         new_board = stats.combine([stats.LogEstimate(0.0, board_sd, math.inf), process], 0.0,
-                            f"board {board_sd:.2%} default, {process.basis}")
+                                  f"board {board_sd:.2%} default, {process.basis}")
     return Components(process=process, new_board=new_board)
 
 
@@ -166,12 +176,14 @@ def observations(points: Iterable[Point]) -> list[Observation]:
     return out
 
 
-def components(points: Sequence[Point], extra: Sequence[Observation] = (), *,
-               process_sd: float = DEFAULT_PROCESS_SD, board_sd: float = DEFAULT_BOARD_SD
+def components(points: Sequence[Point], extra: Sequence[Observation] = (), *, one_placement: bool = False
                ) -> Components:
     """The family's variance components from its points (and ``extra`` observations, such as the processes of
-    a --repeat run being compared); defaults where too few were measured."""
-    return variance_components(observations(points) + list(extra), process_sd=process_sd, board_sd=board_sd)
+    a --repeat run being compared); the stated defaults where too few were measured, those of single-placement
+    runs when a run judged was timed at one placement."""
+    sds = (ONE_PLACEMENT_PROCESS_SD, ONE_PLACEMENT_BOARD_SD) if one_placement else (DEFAULT_PROCESS_SD,
+                                                                                  DEFAULT_BOARD_SD)
+    return variance_components(observations(points) + list(extra), process_sd=sds[0], board_sd=sds[1])
 
 
 def board_aa_floor(history: Optional["History"], key: SeriesKey, board: str) -> tuple[Optional[float], str]:
