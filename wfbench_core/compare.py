@@ -117,8 +117,7 @@ def _side_change(b: Sequence[float], h: Sequence[float], wb: Sequence[int], wh: 
     if same_rounds:
         import numpy as np
 
-        est = stats.cluster_estimate([b, h], wb, lambda m: np.log(np.nanmedian(m[1], axis=1)
-                                                                  / np.nanmedian(m[0], axis=1)))
+        est = stats.cluster_estimate([b, h], wb, lambda m: np.log(stats.row_medians(m[1]) / stats.row_medians(m[0])))
     else:
         eb, eh = stats.side_estimate(b, wb), stats.side_estimate(h, wh)
         est = None if eb is None or eh is None else stats.combine(

@@ -325,13 +325,15 @@ def merge_repeats(passes: list[list[CaseResult]], unstable_noise: float) -> list
     """One result per case from ``--repeat`` passes, each made in a fresh process.
 
     A case that failed or could not run in any pass is that pass's result. Otherwise the passes' samples
-    are pooled, their placements numbered on across passes (so the interval of the gap covers what changes
-    between processes too), and each pass's own gap is kept in ``timing.repeat_gaps``.
+    are pooled, the placements of pass k numbered from k x :data:`~wfbench_core.stats.PROCESS_STRIDE` on (so
+    the interval of the gap resamples processes, then placements: :func:`wfbench_core.stats.run_gap_interval`),
+    and each pass's own gap is kept in ``timing.repeat_gaps``.
     """
     if len(passes) == 1:
         return list(passes[0])
     from wfbench_core.contracts import Measurement
     from wfbench_core.results import FAILED, Costs
+    from wfbench_core.stats import PROCESS_STRIDE
     from wfbench_core.worker import timed_status
 
     by_pass = [{(r.id, r.compiler_label): r for r in p} for p in passes]
@@ -345,10 +347,9 @@ def merge_repeats(passes: list[list[CaseResult]], unstable_noise: float) -> list
             continue
         timings = [r.timing for _, r in runs]
         placement_of: list[int] = []
-        for t in timings:
+        for k, t in enumerate(timings):
             where = t.placement_of or (0,) * len(t.warpforth.samples_us)
-            base = max(placement_of) + 1 if placement_of else 0
-            placement_of.extend(base + w for w in where)
+            placement_of.extend(k * PROCESS_STRIDE + w for w in where)
         throttled = [t.nvml for t in timings if t.throttled]
         m = Measurement(
             passed=True, message="", checks=(), kernel_attrs={}, costs=Costs(),

@@ -294,12 +294,12 @@ def timed_status(m: Any, side: str, *, work_bytes: int, work_flops: int, unstabl
 def _timing_fields(m: Any, label: str, reference: str = "cuda") -> dict[str, Any]:
     """The Timing fields of placement-aware sampling, NVML and the mode, for side ``label``."""
     from wfbench_core import nvml
-    from wfbench_core.stats import GAP_INTERVAL_METHOD, gap_interval, placement_noise
+    from wfbench_core.stats import placement_noise, run_gap_interval
 
     wf, cu = m.samples_us[label], m.samples_us[reference]
     where = m.placement_of or (0,) * len(wf)
     within, between = placement_noise(wf, cu, where)
-    interval = gap_interval(wf, cu, where)
+    interval, method = run_gap_interval(wf, cu, where)
     return {
         "timing_mode": m.timing_mode,
         "placements": len(set(where)),
@@ -309,7 +309,7 @@ def _timing_fields(m: Any, label: str, reference: str = "cuda") -> dict[str, Any
         "between_placement_noise": between,
         "gap_lo": interval[0] if interval else None,
         "gap_hi": interval[1] if interval else None,
-        "gap_interval": GAP_INTERVAL_METHOD if interval else "",
+        "gap_interval": method,
         "stop_reason": m.stop_reason,
         "short_retakes": m.short_retakes,
         "buffer_sets": m.buffer_sets,
