@@ -75,18 +75,19 @@ def test_throttled_points_and_depressed_hosts_are_kept_but_out_of_trends() -> No
     assert not point_of(depressed, case, "r.json").stable
 
 
-def test_a_base_head_run_names_identical_code() -> None:
+def test_a_base_head_run_table_gives_the_verdicts() -> None:
     from wfbench_core.report import render
 
-    run = synth_run(0)
+    run = synth_run(0, placements=15)
     case = run.case("axpy_f64")
     base = attrs.evolve(case, compiler_label="base", diag_wf=sass("d"))
     same = attrs.evolve(case, compiler_label="head", diag_wf=sass("d"))
     text = render(attrs.evolve(run, cases=(base, same)))
-    assert f"axpy_f64 (base vs head): {IDENTICAL_NOTE}" in text
+    assert f"axpy_f64 (base vs head): SAME (identical code), gap +0.00% [+0.00, +0.00]; {IDENTICAL_NOTE}" in text
     other = attrs.evolve(same, diag_wf=sass("d", shared_static=2048))
-    assert "axpy_f64 (base vs head): code differs (static shared 0 -> 2048 B): see wfbench explain axpy_f64" \
-        in render(attrs.evolve(run, cases=(base, other)))
+    text = render(attrs.evolve(run, cases=(base, other)))
+    assert "axpy_f64 (base vs head): SAME, gap +0.00%" in text
+    assert "; code differs (static shared 0 -> 2048 B): see wfbench explain axpy_f64" in text
 
 
 # -- with the real tools ------------------------------------------------------------------------------------

@@ -173,8 +173,10 @@ def _units(t: Timing) -> str:
 
 
 def _same_code(b: CaseResult, h: CaseResult) -> bool:
+    """Identical WarpForth code: the code identities (SASS and resources) where both sides have one, else
+    byte-identical PTX."""
     ib, ih = code_identity(b.diag_wf), code_identity(h.diag_wf)
-    return (bool(ib) and ib == ih) or _same_ptx(b.compile_wf, h.compile_wf)
+    return ib == ih if ib and ih else _same_ptx(b.compile_wf, h.compile_wf)
 
 
 def _same_ptx(a: Optional[CompileRecord], b: Optional[CompileRecord]) -> bool:
@@ -380,7 +382,7 @@ def _run_pair(base: RunResult, head: RunResult, b: CaseResult, h: CaseResult, s:
 # rendering
 
 
-def _pct(c: Change) -> str:
+def pct(c: Change) -> str:
     if c.shared:
         return "shared"
     if math.isnan(c.ci_low):
@@ -405,9 +407,9 @@ def _rows(cmp: Comparison, bold: bool) -> list[list[str]]:
             rows.append([name, "-", "-", "-", "-", "-", "-", "not compared"])
             continue
         rows.append([
-            name, f"{c.gap.base:.3f}x -> {c.gap.head:.3f}x", _pct(c.gap),
-            f"{c.warpforth.base:.2f} -> {c.warpforth.head:.2f}", _pct(c.warpforth),
-            f"{c.cuda.base:.2f} -> {c.cuda.head:.2f}", _pct(c.cuda), verdict_cell(c, bold),
+            name, f"{c.gap.base:.3f}x -> {c.gap.head:.3f}x", pct(c.gap),
+            f"{c.warpforth.base:.2f} -> {c.warpforth.head:.2f}", pct(c.warpforth),
+            f"{c.cuda.base:.2f} -> {c.cuda.head:.2f}", pct(c.cuda), verdict_cell(c, bold),
         ])
     return rows
 

@@ -80,20 +80,20 @@ def footer(result: RunResult) -> str:
 
 
 def base_head_notes(result: RunResult) -> list[str]:
-    """For a base/head run: per case, whether the two WarpForth builds assemble to the same machine code."""
-    from wfbench_core.code_identity import sass_note
+    """For a base/head run: per case, the verdict on each head against the base (``wfbench compare``'s rule),
+    the change of the gap with its interval, and what the two builds' code says."""
+    from wfbench_core.compare import compare_labels, labels_of, pct, verdict_cell
 
-    by_case: dict[str, list[CaseResult]] = {}
-    for c in result.cases:
-        if c.compiler_label:
-            by_case.setdefault(c.id, []).append(c)
+    labels = labels_of(result)
+    if len(labels) < 2:
+        return []
+    base = "base" if "base" in labels else labels[0]
     notes = []
-    for cid, sides in by_case.items():
-        if len(sides) == 2:
-            note = sass_note(sides[0].diag_wf, sides[1].diag_wf)
-            if note:
-                notes.append(f"  {cid} ({sides[0].compiler_label} vs {sides[1].compiler_label}): {note}"
-                             + (f" {cid}" if note.endswith("wfbench explain") else ""))
+    for head in (lb for lb in labels if lb != base):
+        for c in compare_labels(result, base, head).cases:
+            what = f"{verdict_cell(c)}, gap {pct(c.gap)}" if c.compared and c.gap else f"not compared: {c.reason}"
+            sass = f"; {c.sass}" + (f" {c.case_id}" if c.sass.endswith("wfbench explain") else "") if c.sass else ""
+            notes.append(f"  {c.case_id} ({base} vs {head}): {what}{sass}")
     return notes
 
 
