@@ -52,7 +52,8 @@ def parse_nv_info(listing: str, kernel: str) -> tuple[str, ...]:
         if text.startswith("Attribute:"):
             name = text.split(":", 1)[1].strip().replace(" ", "_")
         elif text.startswith("Value:") and name:
-            out.append(f"{name}={' '.join(text.split(':', 1)[1].split())}")
+            if not name.endswith("_INSTR_OFFSETS"):  # where instructions sit: the SASS already says
+                out.append(f"{name}={' '.join(text.split(':', 1)[1].split())}")
             name = None
     return tuple(sorted(out))
 
