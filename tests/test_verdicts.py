@@ -163,8 +163,8 @@ def test_a_verdict_rule_that_ignores_placements_or_intervals_fails_this_test() -
         return rates[V.SLOWER] + rates[V.FASTER]
 
     assert false(FIG.verdict_rates(FIG.real_rule, 0.0, "few placements", 80)) <= 0.05
-    assert false(FIG.verdict_rates(FIG.pairs_rule, 0.0, "few placements", 80)) > 0.05
-    assert false(FIG.verdict_rates(FIG.point_rule, 0.0, "few placements", 80)) > 0.2
+    assert false(FIG.verdict_rates(FIG.pairs_rule, 0.0, "few placements", 80)) > 0.08
+    assert false(FIG.verdict_rates(FIG.point_rule, 0.0, "few placements", 80)) > 0.3
     assert FIG.verdict_rates(FIG.real_rule, 0.005, "default protocol", 40)[V.SLOWER] >= 0.95
 
 

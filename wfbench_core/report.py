@@ -110,11 +110,17 @@ def render(result: RunResult) -> str:
 
 
 def nvml_notes(result: RunResult) -> str:
-    """Lines for throttled cases (kept, out of trends) and a depressed host; "" when there are none."""
+    """Lines for throttled cases (whether the throttle rule leaves them out of trends) and a depressed host;
+    "" when there are none."""
     from wfbench_core.nvml import describe
+    from wfbench_core.throttle import judge_throttle
 
-    lines = [f"  {c.id}: throttled while timed ({describe(c.timing.nvml)}): kept, left out of trends"
-             for c in result.cases if c.timing is not None and c.timing.throttled]
+    lines = []
+    for c in result.cases:
+        if c.timing is not None and c.timing.throttled:
+            call = judge_throttle(c.timing)
+            lines.append(f"  {c.id}: throttled while timed ({describe(c.timing.nvml)}): {call.why}; "
+                         f"{'left out of trends' if call.leaves_trends else 'kept in trends'}")
     if result.environment.depressed_host:
         lines.append(f"depressed host: {result.environment.depressed_why}; this run's deltas are not trusted")
     return "".join("\n" + line for line in lines)

@@ -18,6 +18,7 @@ import attrs
 from wfbench_core import stats
 from wfbench_core.code_identity import code_identity
 from wfbench_core.results import OK, CaseResult, RunResult, SideStats, TimingProtocol, converter
+from wfbench_core.throttle import judge_throttle
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -112,7 +113,7 @@ class Point:
     gpu_uuid: str = ""  # the board
     ptx_sha256: str = ""  # the WarpForth PTX of the timed configuration: equal PTX, equal kernel
     sass_sha256: str = ""  # its machine code (static diagnostics): equal SASS, equal kernel
-    throttled: bool = False  # the GPU throttled (power, thermal) while it was timed
+    throttled: bool = False  # throttled while timed, and the throttle rule leaves it out (wfbench_core.throttle)
     depressed_host: bool = False  # the run's memory clock or power sat below the board's healthy band
     code_sha256: str = ""  # the WarpForth kernel's code identity: SASS and resources (wfbench_core.code_identity)
     cuda_code_sha256: str = ""  # the CUDA kernel's
@@ -234,7 +235,7 @@ def point_of(result: RunResult, case: CaseResult, run_file: str) -> Point:
         gpu_uuid=result.environment.gpu_uuid,
         ptx_sha256=case.compile_wf.ptx_sha256 if case.compile_wf is not None else "",
         sass_sha256=case.diag_wf.sass_sha256 if case.diag_wf is not None else "",
-        throttled=t.throttled, depressed_host=result.environment.depressed_host,
+        throttled=judge_throttle(t).leaves_trends, depressed_host=result.environment.depressed_host,
         code_sha256=code_identity(case.diag_wf), cuda_code_sha256=code_identity(case.diag_cuda),
         cuda_ptx_sha256=case.compile_cuda.ptx_sha256 if case.compile_cuda is not None else "",
         repeat_gaps=t.repeat_gaps, placements=t.placements, gap_ci_lo=t.gap_lo or 0.0, gap_ci_hi=t.gap_hi or 0.0,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import warnings
 from typing import TYPE_CHECKING, Iterable, Optional, Sequence
 
 import attrs
@@ -364,7 +365,9 @@ def cluster_estimate(columns: Sequence[Sequence[float]], placement_of: Sequence[
                      *, resamples: int = VERDICT_RESAMPLES, seed: int = 0) -> Optional[LogEstimate]:
     """``statistic`` (a function of one NaN-padded matrix per column, row = resample, giving log values) on
     the data, with its bootstrap standard error over the top level of units (processes, else placements),
-    t-scaled: the bootstrap variance times n / (n - 1), and n - 1 degrees of freedom. None with one unit."""
+    t-scaled: the bootstrap variance times n / (n - 1), and n - 1 degrees of freedom. Resamples whose statistic
+    is not finite (a group absent from them) are dropped. None with one unit, or when the statistic cannot be
+    had on the data or on half the resamples."""
     import numpy as np
 
     cols = [_array(c) for c in columns]
@@ -381,8 +384,13 @@ def cluster_estimate(columns: Sequence[Sequence[float]], placement_of: Sequence[
         g = m[np.where(valid, pick, 0)]
         g[~valid] = np.nan
         boots.append(g.reshape(resamples, -1))
-    value = float(statistic([c[None, :] for c in cols])[0])
-    boot = np.asarray(statistic(boots), dtype=np.float64)
+    with warnings.catch_warnings():  # a resample may hold none of a group's pairs (all-NaN rows): dropped
+        warnings.simplefilter("ignore", RuntimeWarning)
+        value = float(statistic([c[None, :] for c in cols])[0])
+        boot = np.asarray(statistic(boots), dtype=np.float64)
+    boot = boot[np.isfinite(boot)]
+    if not math.isfinite(value) or boot.size < resamples // 2:
+        return None
     se = float(boot.std(ddof=1)) * math.sqrt(n / (n - 1))
     levels = "processes, then placements" if np.unique(procs).size >= 2 else "placements"
     return LogEstimate(value=value, se=se, df=float(n - 1), basis=f"bootstrap over {n} {levels}")
