@@ -1,5 +1,5 @@
 """Identical code is SAME by rule, and identical means the SASS *and* the resources (real ptxas and cuobjdump
-on real PTX); throttled points and runs on a depressed host stay out of trends."""
+on real PTX); runs on a depressed host, and throttled points the throttle rule takes out, stay out of trends."""
 
 from __future__ import annotations
 
@@ -69,8 +69,11 @@ def test_throttled_points_and_depressed_hosts_are_kept_but_out_of_trends() -> No
     run = synth_run(0)
     case = run.case("axpy_f64")
     assert point_of(run, case, "r.json").stable
-    throttled = attrs.evolve(case, timing=attrs.evolve(case.timing, throttled=True))
+    # throttled with no clock readings to tell dipped pairs from clean ones: out (wfbench_core.throttle)
+    throttled = attrs.evolve(case, timing=attrs.evolve(case.timing, throttled=True, clocks_sm_mhz=()))
     assert not point_of(run, throttled, "r.json").stable
+    # throttled, but every reading at the full clock: no pair dipped, nothing to take it out for
+    assert point_of(run, attrs.evolve(case, timing=attrs.evolve(case.timing, throttled=True)), "r.json").stable
     depressed = attrs.evolve(run, environment=attrs.evolve(run.environment, depressed_host=True))
     assert not point_of(depressed, case, "r.json").stable
 
