@@ -46,7 +46,9 @@ class FakeTimer:
                 fh.write(f"{os.getpid()}\n")
 
     def environment(self) -> Environment:
-        return Environment(gpu_name="Fake GPU", gpu_uuid="GPU-fake", compute_capability="9.0")
+        board = os.environ.get("CUDA_VISIBLE_DEVICES", "")  # one board per visible device, as on a real host
+        return Environment(gpu_name="Fake GPU", gpu_uuid=f"GPU-fake-{board}" if board else "GPU-fake",
+                           compute_capability="9.0")
 
     def copy_gbps(self) -> None:
         return None

@@ -174,11 +174,14 @@ def p0_cases() -> list[object]:
 # -- running on the GPU host ----------------------------------------------------------------------------------
 
 
-def execute(bundle: Path, out: Path, extra: Sequence[str] = ()) -> float:
-    """``wfbench execute`` in a fresh process; returns its wall time."""
+def execute(bundle: Path, out: Path, extra: Sequence[str] = (), gpu: str | None = None) -> float:
+    """``wfbench execute`` in a fresh process (on GPU ``gpu`` of the host when given); returns its wall time."""
+    import os
+
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES=gpu) if gpu is not None else None
     t0 = time.monotonic()
     cmd = [sys.executable, "-m", "wfbench_core", "execute", str(bundle), "-o", str(out), "-q", *extra]
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env)
     if proc.returncode != 0 or not out.exists():
         raise SystemExit(f"power study: {bundle.name}: wfbench execute exited {proc.returncode}: "
                          f"{(proc.stderr or proc.stdout).strip().splitlines()[-1:] or ''}")
@@ -204,11 +207,11 @@ def changes(result_path: Path, heads: Sequence[str]) -> dict[str, dict[str, obje
     return out
 
 
-def calibrate(ptx: PtxFn, cases: Sequence[object], work: Path) -> dict[str, dict[int, float]]:
+def calibrate(ptx: PtxFn, cases: Sequence[object], work: Path, gpu: str | None = None) -> dict[str, dict[int, float]]:
     """One short run of K = 64, 512, 4096 chain iterations against the base: {case: {K: change}}."""
     variants = {"base": ptx} | {f"cal{k}": chain_of(ptx, {c.id: k for c in cases}) for k in CALIBRATION}  # type: ignore[attr-defined]
     bundle = write_bundle(work / "calibration-bundle", cases, variants)
-    wall = execute(bundle, work / "calibration.json", CAL_PROTOCOL)
+    wall = execute(bundle, work / "calibration.json", CAL_PROTOCOL, gpu)
     got = changes(work / "calibration.json", [f"cal{k}" for k in CALIBRATION])
     curve = {c.id: {k: float(got[f"cal{k}"][c.id].get("change", 0.0)) for k in CALIBRATION} for c in cases}  # type: ignore[attr-defined]
     (work / "calibration-curve.json").write_text(json.dumps({"wall_s": wall, "curve": curve}, indent=1) + "\n")
