@@ -95,33 +95,8 @@ def test_a_base_head_run_table_gives_the_verdicts() -> None:
 
 # -- with the real tools ------------------------------------------------------------------------------------
 
-SHARED_PTX = """\
-.version 8.0
-.target sm_90
-.address_size 64
-
-.visible .entry stage(
-\t.param .u64 p_out
-)
-.maxntid {threads}, 1, 1
-{{
-\t.reg .b32 %r<3>;
-\t.reg .b64 %rd<6>;
-\t.shared .align 8 .b8 tile[{shared}];
-\tld.param.u64 %rd1, [p_out];
-\tmov.u32 %r1, %tid.x;
-\tmul.wide.u32 %rd2, %r1, 4;
-\tmov.u64 %rd3, tile;
-\tadd.s64 %rd4, %rd3, %rd2;
-\tst.shared.u32 [%rd4], %r1;
-\tbar.sync 0;
-\tld.shared.u32 %r2, [%rd4];
-\tcvta.to.global.u64 %rd5, %rd1;
-\tadd.s64 %rd5, %rd5, %rd2;
-\tst.global.u32 [%rd5], %r2;
-\tret;
-}}
-"""
+# one kernel, {threads} threads of launch bounds and {shared} bytes of static shared memory (str.format)
+SHARED_PTX = (Path(__file__).parent / "fixtures" / "shared_stage.ptx.template").read_text()
 
 
 @needs_tools

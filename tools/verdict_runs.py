@@ -14,6 +14,12 @@ AMBIGUOUS everywhere and exit 0. Every result, every report and ``summary.json``
 
 ``basehead``: one base/head run of the P0 cases, the head with a 512-step chain in reduce_sum_f64 (a real
 slowdown, uncalibrated) and an inert change in axpy_f64: its wall time and ``wfbench compare``'s table.
+
+``suite``: one plain run of every case with stored PTX: per case, whether NVML saw it throttled (such a case
+used to leave the trends) and what the throttle rule says now (``wfbench_core/throttle.py``).
+
+``identity``: the two kernels of ``tests/test_identical_code.py`` that differ only in static shared memory
+(1 KiB, 48 KiB) through ptxas and cuobjdump: same SASS, not identical code, occupancy and blocks per SM.
 """
 
 from __future__ import annotations
@@ -111,15 +117,61 @@ def cmd_basehead(args: argparse.Namespace) -> None:
                       "total_s": time.monotonic() - t0}, indent=1))
 
 
+def cmd_suite(args: argparse.Namespace) -> None:
+    """Every case with stored PTX, one plain run: per case, throttled or not, and what the throttle rule says."""
+    from wfbench_core.registry import Registry
+    from wfbench_core.results import load_result
+    from wfbench_core.throttle import judge_throttle
+
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    cases = [c for c in Registry.load().select(()) if (args.ptx / f"{c.id}.canonical.ptx").exists()]
+    wall = ps.execute(plain_bundle(out / "bundle", cases, ps.base_loader(args.ptx), "suite"), out / "suite.json")
+    rows = {}
+    for c in load_result(out / "suite.json").cases:
+        if c.timing is None:
+            continue
+        call = judge_throttle(c.timing)
+        nv = c.timing.nvml
+        rows[c.id] = {"throttled": c.timing.throttled, "leaves_trends": call.leaves_trends, "why": call.why,
+                      "dipped": call.dipped, "clean": call.clean, "gap": c.timing.gap,
+                      "sm_mhz": [nv.sm_mhz_min, nv.sm_mhz_max] if nv else None,
+                      "reasons": list(nv.reasons) if nv else []}
+    summary = {"wall_s": wall, "throttled": sum(r["throttled"] for r in rows.values()),
+               "left_out_before": sum(r["throttled"] for r in rows.values()),
+               "left_out_now": sum(r["leaves_trends"] for r in rows.values()), "cases": rows}
+    (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    print(json.dumps(summary, indent=1))
+
+
+SHARED_PTX = ROOT / "tests" / "fixtures" / "shared_stage.ptx.template"  # {threads}, {shared}: str.format
+
+
+def cmd_identity(args: argparse.Namespace) -> None:
+    """Two kernels that differ only in static shared memory (1 KiB, 48 KiB), through ptxas and cuobjdump."""
+    from wfbench_core.code_identity import identical, sass_note
+    from wfbench_core.diagnostics import diagnose
+
+    template = SHARED_PTX.read_text()
+    sides = {n: diagnose(template.format(threads=256, shared=n), "stage", "sm_90", 256, 0) for n in (1024, 49152)}
+    a, b = sides[1024], sides[49152]
+    print(json.dumps({"same_sass": a.sass_sha256 == b.sass_sha256, "identical_code": identical(a, b),
+                      "note": sass_note(a, b), **{str(n): {"shared_static": d.shared_static,
+                                                           "res_usage_shared": d.resources.get("SHARED"),
+                                                           "occupancy": d.occupancy, "blocks_per_sm": d.blocks_per_sm}
+                                                       for n, d in sides.items()}}, indent=1))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
-    for name in ("boards", "basehead"):
+    for name in ("boards", "basehead", "suite"):
         p = sub.add_parser(name)
         p.add_argument("--out", type=Path, required=True)
         p.add_argument("--ptx", type=Path, default=ROOT / "tests" / "fixtures" / "ptx")
+    sub.add_parser("identity")
     args = ap.parse_args()
-    {"boards": cmd_boards, "basehead": cmd_basehead}[args.command](args)
+    {"boards": cmd_boards, "basehead": cmd_basehead, "suite": cmd_suite, "identity": cmd_identity}[args.command](args)
 
 
 if __name__ == "__main__":
