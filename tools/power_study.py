@@ -2,7 +2,7 @@
 """Measure what a base/head run can tell apart: inject real slowdowns of chosen sizes, and inert changes, into
 the head side's PTX, time them against the base on a GPU, and count the verdicts.
 
-    python3 tools/power_study.py run --out DIR [--ptx tests/fixtures/ptx] [--budget-s 440]   # on the GPU host
+    python3 tools/power_study.py run --out DIR [--ptx tests/fixtures/ptx] [--budget-s 400]   # on the GPU host
     python3 tools/power_study.py table DIR                                                  # anywhere
     python3 tools/power_study.py ptx --warpforthc PATH --out DIR                            # fresh base PTX
     python3 tools/power_study.py check [--ptx DIR]                                          # SASS, no GPU
@@ -14,7 +14,7 @@ Heads (each a compiler label of one multi-build bundle, all timed in the same ro
   alive by a store that no launch makes (it is predicated on a pointer argument being null), so results are
   unchanged and ptxas keeps the chain (``check`` reads the SASS). K is calibrated per case on the GPU first:
   one short run times K = 64, 512 and 4096, and K for each size is read off that curve.
-* ``eq_tid``, ``eq_ctaid``, ``eq_ntid``, ``eq_laneid``: inert changes. The same never-taken store of one
+* ``eq_tid``, ``eq_ctaid``, ``eq_ntid``, ``eq_nctaid``, ``eq_laneid``: inert changes. The same never-taken store of one
   special register: the SASS differs from the base (another S2R, a compare, a predicated store), the cost is
   a few instructions per thread, nothing measurable. Identical code would be SAME by rule and prove nothing.
 
@@ -41,7 +41,8 @@ sys.path.insert(0, str(ROOT))
 from wfbench_core import verdicts  # noqa: E402
 
 SIZES = {"s025": 0.0025, "s050a": 0.005, "s050b": 0.005, "s100": 0.01, "s200": 0.02}
-EQUALS = {"eq_tid": "%tid.x", "eq_ctaid": "%ctaid.x", "eq_ntid": "%ntid.x", "eq_laneid": "%laneid"}
+EQUALS = {"eq_tid": "%tid.x", "eq_ctaid": "%ctaid.x", "eq_ntid": "%ntid.x", "eq_nctaid": "%nctaid.x",
+          "eq_laneid": "%laneid"}
 CALIBRATION = (64, 512, 4096)
 ARCH = "sm_90"
 CAL_PROTOCOL = ("--placements", "5", "--samples", "10", "--min-samples", "10", "--warmup-s", "0.5")
@@ -380,7 +381,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     run = sub.add_parser("run", help="calibrate, then time the study bundle until the budget is spent (GPU host)")
     run.add_argument("--out", type=Path, required=True)
     run.add_argument("--ptx", type=Path, default=ROOT / "tests" / "fixtures" / "ptx")
-    run.add_argument("--budget-s", type=float, default=440.0)
+    run.add_argument("--budget-s", type=float, default=400.0)
     run.add_argument("--case", action="append", default=[], help="only this P0 case (repeatable)")
     table = sub.add_parser("table", help="the table of a study folder")
     table.add_argument("folder", type=Path)
