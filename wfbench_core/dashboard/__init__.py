@@ -363,6 +363,31 @@ def diagnostics(raw: dict[str, Any], rows: Sequence[dict[str, Any]]) -> dict[str
 # the page's data
 
 
+def _series_groups(grouped: Sequence[tuple[str, Sequence[Series]]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(groups, series) of the page: per platform group, its series in order (those of the group's newest run
+    first), each with its signature and points."""
+    groups, out_series = [], []
+    for kind, group_members in grouped:
+        latest_run = max((p for s in group_members for p in s.points), key=point_order).run
+        newest_version: dict[str, int] = {}
+        for s in group_members:
+            newest_version[s.key.case_id] = max(newest_version.get(s.key.case_id, 0), s.key.case_version)
+        order = sorted(group_members, key=lambda s: (not any(p.run == latest_run for p in s.points), s.key.case_id,
+                                                     -s.key.case_version, s.key.compiler_label, s.id))
+        groups.append({"kind": kind, **_platform_facts(group_members[0].key), "series": [s.id for s in order]})
+        for s in order:
+            current = any(p.run == latest_run for p in s.points)
+            superseded = newest_version[s.key.case_id] if newest_version[s.key.case_id] > s.key.case_version else None
+            out_series.append({
+                "id": s.id, "kind": kind, "case": s.key.case_id, "version": s.key.case_version,
+                "mode": s.key.mode, "label": s.key.compiler_label, "priority": s.points[-1].priority,
+                "current": current, "superseded_by": superseded,
+                "signature": _signature(s),
+                "points": [_point(p, x) for p, x in zip(s.points, x_labels(s.points))],
+            })
+    return groups, out_series
+
+
 def build_data(history: History, *, title: str = "WarpForth vs CUDA",
                headline_gpu: Optional[str] = None) -> dict[str, Any]:
     """Everything the page shows, as plain JSON-able data.
@@ -409,28 +434,8 @@ def build_data(history: History, *, title: str = "WarpForth vs CUDA",
         headline["floor"] = same_gpu[0]["spread"] if same_gpu else None
 
     # the series, one group per platform: canonical (headline first), base/head, A/A
-    groups, out_series = [], []
-    grouped = ([(KIND_CANONICAL, m) for m in canonical] + [(KIND_BASEHEAD, m) for m in basehead.values()]
-               + [(KIND_AA, m) for m in aa])
-    for kind, group_members in grouped:
-        latest_run = max((p for s in group_members for p in s.points), key=point_order).run
-        newest_version = {}
-        for s in group_members:
-            newest_version[s.key.case_id] = max(newest_version.get(s.key.case_id, 0), s.key.case_version)
-        order = sorted(group_members, key=lambda s: (not any(p.run == latest_run for p in s.points), s.key.case_id,
-                                                     -s.key.case_version, s.key.compiler_label, s.id))
-        k = group_members[0].key
-        groups.append({"kind": kind, **_platform_facts(k), "series": [s.id for s in order]})
-        for s in order:
-            current = any(p.run == latest_run for p in s.points)
-            superseded = newest_version[s.key.case_id] if newest_version[s.key.case_id] > s.key.case_version else None
-            out_series.append({
-                "id": s.id, "kind": kind, "case": s.key.case_id, "version": s.key.case_version,
-                "mode": s.key.mode, "label": s.key.compiler_label, "priority": s.points[-1].priority,
-                "current": current, "superseded_by": superseded,
-                "signature": _signature(s),
-                "points": [_point(p, x) for p, x in zip(s.points, x_labels(s.points))],
-            })
+    groups, out_series = _series_groups([(KIND_CANONICAL, m) for m in canonical]
+                                        + [(KIND_BASEHEAD, m) for m in basehead.values()] + [(KIND_AA, m) for m in aa])
     return {
         "title": title,
         "generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
