@@ -388,6 +388,18 @@ def _series_groups(grouped: Sequence[tuple[str, Sequence[Series]]]) -> tuple[lis
     return groups, out_series
 
 
+def _headline_first(canonical: list[list[Series]], headline_gpu: Optional[str], root: Path) -> list[list[Series]]:
+    """The canonical platforms with the one of ``headline_gpu`` first (when named)."""
+    if headline_gpu is None:
+        return canonical
+    chosen = [m for m in canonical if m[0].key.gpu_name == headline_gpu]
+    if not chosen:
+        gpus = sorted({m[0].key.gpu_name for m in canonical})
+        raise WfbenchError(f"--headline-gpu {headline_gpu!r}: no canonical (paired, unlabelled) series on that "
+                           f"GPU in {root}; GPUs there: {', '.join(gpus) or 'none'}")
+    return chosen[:1] + [m for m in canonical if m is not chosen[0]]
+
+
 def build_data(history: History, *, title: str = "WarpForth vs CUDA",
                headline_gpu: Optional[str] = None) -> dict[str, Any]:
     """Everything the page shows, as plain JSON-able data.
@@ -402,16 +414,8 @@ def build_data(history: History, *, title: str = "WarpForth vs CUDA",
     def newest(members: Sequence[Series]) -> tuple[str, str]:
         return max(point_order(p) for s in members for p in s.points)
 
-    canonical = sorted((m for m in platforms.values() if kind_of(m[0].key) == KIND_CANONICAL), key=newest,
-                       reverse=True)
-    if headline_gpu is not None:
-        chosen = [m for m in canonical if m[0].key.gpu_name == headline_gpu]
-        if not chosen:
-            gpus = sorted({m[0].key.gpu_name for m in canonical})
-            raise WfbenchError(f"--headline-gpu {headline_gpu!r}: no canonical (paired, unlabelled) series on that "
-                               f"GPU in {history.root}; GPUs there: {', '.join(gpus) or 'none'}")
-        canonical.remove(chosen[0])
-        canonical.insert(0, chosen[0])
+    canonical = _headline_first(sorted((m for m in platforms.values() if kind_of(m[0].key) == KIND_CANONICAL),
+                                       key=newest, reverse=True), headline_gpu, history.root)
     summaries = [_canonical_summary(m, history) for m in canonical]
     headline = summaries[0] if summaries else None
     if headline is not None:
