@@ -73,7 +73,7 @@ def test_the_process_component_is_measured_from_the_series(tmp_path: Path) -> No
 
 def test_ten_boards_then_a_regression_on_an_eleventh_is_slower(tmp_path: Path) -> None:
     """The issue's case: 10 runs on 10 boards, then +20 % (new PTX) on a board the series has never seen."""
-    build(tmp_path / "h", 10, run_noise=0.003, boards=True)
+    runs = build(tmp_path / "h", 10, run_noise=0.003, boards=True)
     moved = synth_run(10, wf_scale={"axpy_f64": 1.20}, placements=15, gpu_uuid="GPU-board-new")
     report = alerts.check(History.open(tmp_path / "h"), moved)
     f = finding(report, "axpy_f64")
@@ -87,10 +87,16 @@ def test_ten_boards_then_a_regression_on_an_eleventh_is_slower(tmp_path: Path) -
                                                                    gpu_uuid="GPU-board-new"))
     assert finding(small, "axpy_f64").verdict == V.AMBIGUOUS and small.exit_code == alerts.EXIT_OK
     runner = CliRunner()
-    path = tmp_path / "moved.json"
+    path, last = tmp_path / "moved.json", tmp_path / "last.json"
     write_result(moved, path)
     res = runner.invoke(main, ["check", str(path), "--history", str(tmp_path / "h")])
     assert res.exit_code == 1 and "SLOWER (other board)" in res.stdout
+    # compare: the newest stored run (board 9) against the moved one, the history measuring the boards
+    write_result(runs[-1], last)
+    cmp = runner.invoke(main, ["compare", str(last), str(path), "--history", str(tmp_path / "h"),
+                               "--fail-on-regression"])
+    assert cmp.exit_code == 1 and "SLOWER (other board)" in cmp.stdout
+    assert runner.invoke(main, ["compare", str(last), str(path), "--history", str(tmp_path / "h")]).exit_code == 0
 
 
 def test_a_changed_cuda_side_is_baseline_changed(tmp_path: Path) -> None:
