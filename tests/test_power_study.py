@@ -109,3 +109,16 @@ def test_two_boards_a_two_percent_regression_is_slower_and_inert_changes_are_not
     axpy = next(line for line in slow["compare"] if line.startswith("axpy_f64"))
     assert axpy.endswith("SLOWER (other board)")
     assert not any("SLOWER" in line or "FASTER" in line for line in same["compare"] + same["check"])
+
+
+@pytest.mark.gpu
+def test_on_the_gpu_a_calibrated_two_percent_regression_is_slower(tmp_path: Path) -> None:
+    """On a real GPU, one P0 case: the calibration slows the kernel in proportion to the chain, and the
+    study's 2 % head measures about 2 % and is SLOWER (a short budget: the calibration and one study run)."""
+    PS.main(["run", "--out", str(tmp_path), "--budget-s", "1", "--case", "axpy_f64"])
+    curve = json.loads((tmp_path / "calibration-curve.json").read_text())["curve"]["axpy_f64"]
+    assert curve["4096"] > curve["512"] > 0, curve
+    rows = {r["kind"]: r for r in json.loads((tmp_path / "table.json").read_text())["rows"]}
+    assert rows["2.00% slower"]["slower"] == 1
+    assert 0.01 < rows["2.00% slower"]["mean_change"] < 0.03
+    assert rows["inert (SASS differs)"]["not_compared"] == 0
