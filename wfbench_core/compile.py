@@ -51,6 +51,16 @@ def ptx_target(ptx: str) -> str:
     return m.group(1).split(",")[0] if m else ""
 
 
+def ptx_problem(ptx: str, kernel: str) -> str:
+    """Why text is not PTX holding ``kernel`` ("" when it is): what a user-given PTX file is checked for."""
+    if not re.search(r"^\s*\.version\s+\d+\.\d+", ptx, re.MULTILINE):
+        return "not PTX: no .version directive"
+    entries = re.findall(r"\.entry\s+([\w$]+)", ptx)
+    if kernel not in entries:
+        return f"no kernel {kernel!r} in the PTX (its entries: {', '.join(entries) or 'none'})"
+    return ""
+
+
 def _first_line(text: str) -> str:
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
     return "; ".join(lines[:6]) if lines else "(no output)"

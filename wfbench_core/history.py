@@ -36,7 +36,8 @@ import attrs
 
 from wfbench_core import stats
 from wfbench_core.errors import WfbenchError
-from wfbench_core.fsutil import atomic_write, create_exclusive
+from wfbench_core.fsutil import atomic_write, create_exclusive, read_json
+from wfbench_core.result_rules import index_problem
 from wfbench_core.results import (
     ERROR, FAILED, OK, CaseResult, TimingProtocol, RunResult, SideStats, converter, dumps, parse_result,
 )
@@ -468,12 +469,15 @@ class History:
         if not path.exists():
             return None
         try:
-            data = json.loads(path.read_text())
+            data = read_json(path, "a wfbench history index")  # any bytes: data or one WfbenchError
             if not isinstance(data, dict) or data.get("index_version") != INDEX_VERSION \
                     or data.get("protocol_defaults") != protocol_defaults():
                 return None  # written by another wfbench version: derived data, so rebuild it
-            return converter().structure(data, Index)  # type: ignore[no-any-return]
-        except (OSError, ValueError, TypeError, KeyError, _validation_error()):
+            index: Index = converter().structure(data, Index)
+            if index_problem(index):  # derived data that no run file gives: rebuilt from the runs
+                raise ValueError(index_problem(index))
+            return index
+        except (WfbenchError, ValueError, TypeError, KeyError, _validation_error()):
             self.problems.append(Problem(str(path), "unreadable; it is derived, so it was rebuilt from runs/ "
                                          "('wfbench history reindex' rewrites it)"))
             return None
