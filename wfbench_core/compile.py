@@ -20,6 +20,7 @@ from typing import Iterable
 import attrs
 
 from wfbench_core.case import sha256_text
+from wfbench_core.childenv import child_env
 from wfbench_core.errors import WfbenchError
 from wfbench_core.results import CompileRecord, CompilerInfo
 
@@ -93,10 +94,10 @@ def warpforthc_info(binary: Path) -> CompilerInfo:
     """Version, LLVM version and whether this build accepts ``--arch``."""
     try:
         help_text = subprocess.run(
-            [str(binary), "--help"], capture_output=True, text=True, timeout=60, check=False
+            [str(binary), "--help"], capture_output=True, text=True, timeout=60, check=False, env=child_env()
         ).stdout
         version_text = subprocess.run(
-            [str(binary), "--version"], capture_output=True, text=True, timeout=60, check=False
+            [str(binary), "--version"], capture_output=True, text=True, timeout=60, check=False, env=child_env()
         ).stdout
     except OSError as exc:
         raise WfbenchError(f"cannot run warpforthc at {binary}: {exc.strerror}") from None
@@ -125,7 +126,8 @@ def compile_warpforth(source: str, *, binary: Path, case_id: str, arch: str | No
         cmd += [str(src), "-o", str(out)]
         t0 = time.perf_counter()
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S, check=False)
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S, check=False,
+                                  env=child_env())
         except subprocess.TimeoutExpired:
             raise CompileError(f"{case_id}: warpforthc took over {COMPILE_TIMEOUT_S} s") from None
         wall = time.perf_counter() - t0
@@ -156,7 +158,7 @@ def find_nvcc() -> Path | None:
 
 @functools.lru_cache(maxsize=4)
 def nvcc_version(nvcc: Path) -> str:
-    out = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True, timeout=60).stdout
+    out = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True, timeout=60, env=child_env()).stdout
     m = re.search(r"release\s+([\d.]+),\s*V([\d.]+)", out)
     return m.group(2) if m else "unknown"
 
@@ -238,7 +240,7 @@ def _compile_nvcc(source: str, *, case_id: str, arch: str, flags: tuple[str, ...
         t0 = time.perf_counter()
         try:
             proc = subprocess.run([str(nvcc), *args], cwd=tmp, capture_output=True, text=True,
-                                  timeout=COMPILE_TIMEOUT_S, check=False)
+                                  timeout=COMPILE_TIMEOUT_S, check=False, env=child_env())
         except subprocess.TimeoutExpired:
             raise CompileError(f"{case_id}: nvcc took over {COMPILE_TIMEOUT_S} s") from None
         wall = time.perf_counter() - t0
@@ -292,7 +294,8 @@ def ptxas_check(ptx: str, *, arch: str, case_id: str) -> str:
         src = Path(tmp) / f"{case_id}.ptx"
         src.write_text(ptx)
         proc = subprocess.run([ptxas, f"-arch={arch}", "-v", str(src), "-o", str(Path(tmp) / "out.cubin")],
-                              capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S, check=False)
+                              capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S, check=False,
+                              env=child_env())
     if proc.returncode != 0:
         raise CompileError(f"{case_id}: ptxas rejected the PTX: {_first_line(proc.stderr)}")
     return proc.stderr

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 
 import attrs
 
+from wfbench_core.childenv import child_env
 from wfbench_core.cudatools import find_tool, require_tool
 from wfbench_core.errors import WfbenchError
 from wfbench_core.results import SideDiagnostics
@@ -358,7 +359,8 @@ def tools_available() -> str | None:
 
 def _run(cmd: list[str], what: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S, check=False, env=env)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S, check=False,
+                              env=child_env(env))
     except subprocess.TimeoutExpired:
         raise DiagnosticsError(f"{what}: {Path(cmd[0]).name} took over {TOOL_TIMEOUT_S} s") from None
     except OSError as exc:
@@ -370,7 +372,7 @@ def _run(cmd: list[str], what: str, env: dict[str, str] | None = None) -> subpro
 
 
 def tool_version(binary: Path) -> str:
-    out = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60).stdout
+    out = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60, env=child_env()).stdout
     m = re.search(r"V(\d+\.\d+\.\d+)", out)
     return m.group(1) if m else ""
 
@@ -390,9 +392,7 @@ def assemble(ptx: str, kernel: str, arch: str, *, what: str = "") -> Assembled:
     ptxas = require_tool("ptxas", why="static diagnostics assemble the PTX")
     cuobjdump = require_tool("cuobjdump", why="static diagnostics read the SASS")
     nvdisasm = require_tool("nvdisasm", why="cuobjdump -sass runs it")
-    env = dict(os.environ)
-    env["NVDISASM_PATH"] = str(nvdisasm)
-    env["PATH"] = f"{nvdisasm.parent}{os.pathsep}{env.get('PATH', '')}"
+    env = {"NVDISASM_PATH": str(nvdisasm), "PATH": f"{nvdisasm.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     with tempfile.TemporaryDirectory(prefix="wfbench-diag-") as tmp:
         src, cubin = Path(tmp) / "kernel.ptx", Path(tmp) / "kernel.cubin"
         src.write_text(ptx)

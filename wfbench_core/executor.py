@@ -20,6 +20,7 @@ import attrs
 from wfbench_core import SUITE_VERSION, __version__, watchdog
 from wfbench_core.bundle import BundleManifest, LoadedConfig, load_case_files, read_manifest, read_variants, utcnow
 from wfbench_core.case import Case
+from wfbench_core.childenv import child_env
 from wfbench_core.errors import WfbenchError
 from wfbench_core.nvml import mark_host
 from wfbench_core.registry import Registry
@@ -204,7 +205,7 @@ class Supervisor:
         read_fd, write_fd = os.pipe()
         try:
             # the worker imports what this process can import (plugins named by module included)
-            env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+            env = child_env({"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)})
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "wfbench_core.worker", str(write_fd)],
                 stdin=subprocess.PIPE, stdout=_stderr_fd(), pass_fds=(write_fd,), text=True, env=env,
@@ -517,7 +518,8 @@ def detect_source(commit: str | None = None, warpforthc: Path | None = None, lab
     if not commit and warpforthc is not None:
         try:
             commit = subprocess.run(["git", "-C", str(Path(warpforthc).parent), "rev-parse", "HEAD"],
-                                    capture_output=True, text=True, timeout=10, check=False).stdout.strip()
+                                    capture_output=True, text=True, timeout=10, check=False,
+                                    env=child_env()).stdout.strip()
         except OSError:
             commit = ""
     repo = env.get("WFBENCH_REPO", "") or ci_repo

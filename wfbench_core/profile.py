@@ -23,6 +23,7 @@ from typing import Mapping, Sequence
 
 import click
 
+from wfbench_core.childenv import child_env
 from wfbench_core.cudatools import require_tool
 from wfbench_core.errors import WfbenchError
 from wfbench_core.results import KernelProfile
@@ -157,7 +158,8 @@ def top_stalls(p: KernelProfile, n: int = 3) -> list[tuple[str, float]]:
 
 def ncu_version(ncu: Path) -> str:
     try:
-        out = subprocess.run([str(ncu), "--version"], capture_output=True, text=True, timeout=60).stdout
+        out = subprocess.run([str(ncu), "--version"], capture_output=True, text=True, timeout=60,
+                             env=child_env()).stdout
     except OSError:
         return ""
     m = re.search(r"Version\s+([\d.]+)", out)
@@ -173,7 +175,8 @@ def profile_side(*, case_id: str, ptx: str, kernel: str, label: str, ncu: str | 
         ptx_path.write_text(ptx)
         cmd = ncu_command(binary, case_id=case_id, ptx=ptx_path, kernel=kernel, plugins=plugins)
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=NCU_TIMEOUT_S, check=False)
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=NCU_TIMEOUT_S, check=False,
+                                  env=child_env())
         except subprocess.TimeoutExpired:
             raise ProfileError(f"{case_id} ({label}): ncu took over {NCU_TIMEOUT_S} s") from None
     out = proc.stdout + "\n" + proc.stderr

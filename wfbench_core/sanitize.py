@@ -32,6 +32,7 @@ from typing import Optional, Sequence
 import attrs
 
 from wfbench_core.case import Case
+from wfbench_core.childenv import child_env
 from wfbench_core.errors import WfbenchError
 from wfbench_core.faults import HANG, Fault, KernelFault, side_name
 
@@ -164,7 +165,7 @@ def sanitize_case(case: Case, side: str, ptx: str, kernel: str, *, config: str =
 def _run(cmd: list[str], timeout_s: float) -> tuple[Optional[int], str]:
     """Run in its own process group; on timeout kill the whole group. (None, stderr) on timeout."""
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
-                            start_new_session=True)
+                            start_new_session=True, env=child_env())
     try:
         _, err = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
