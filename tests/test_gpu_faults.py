@@ -48,7 +48,7 @@ MODULES = ("oob_store", "misaligned_store", "hang", "skip_tail", "no_write", "sm
 # 30 placements, one pair each: a kernel that is wrong in half of them is wrong in one with odds 1 - 2**-30
 PROTOCOL = ["--samples", "30", "--placements", "30", "--warmup-s", "0.1", "--min-sample-ms", "5"]
 CORPUS = [*PROTOCOL, "--case-timeout", "10"]  # the hang ends after 10 s
-SANITIZED = ("fault_oob_read", "fault_smem_race", "fault_good_scale")
+SANITIZED = ("fault_oob_read",)  # the race and a good case under the sanitizer: the last test below
 TIMED = (OK, UNSTABLE)
 
 
@@ -150,7 +150,7 @@ def test_good_case_is_timed_and_checked_per_side_after_timing(corpus: dict[str, 
     assert all(c["passed"] for c in case["checks"])
 
 
-def test_the_sanitizer_catches_the_out_of_bounds_read_and_the_race(bundle: Path, tmp_path: Path) -> None:
+def test_the_sanitizer_catches_the_out_of_bounds_read(bundle: Path, tmp_path: Path) -> None:
     from wfbench_core import sanitize
 
     if sanitize.find_compute_sanitizer() is None:
@@ -161,8 +161,6 @@ def test_the_sanitizer_catches_the_out_of_bounds_read_and_the_race(bundle: Path,
     assert cases["fault_oob_read"]["status"] == FAILED
     assert re.match(r"fault_oob_read\[check\] WarpForth: compute-sanitizer memcheck: Invalid __global__ read of "
                     r"size \d+ bytes", cases["fault_oob_read"]["message"]), cases["fault_oob_read"]["message"]
-    assert cases["fault_smem_race"]["status"] == FAILED and "racecheck" in cases["fault_smem_race"]["message"]
-    assert cases["fault_good_scale"]["status"] in TIMED
 
 
 def test_sanitizer_finds_the_bad_store_and_the_race(bundle: Path, monkeypatch: pytest.MonkeyPatch) -> None:
