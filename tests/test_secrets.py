@@ -22,7 +22,7 @@ from wfbench_core.childenv import child_env, is_secret
 from wfbench_core.cli import main
 
 FIXTURES = Path(__file__).parent / "fixtures"
-SECRETS = {"VAST_API_KEY": "vast-s3cret", "VASTAI_API_KEY": "vast-s3cret-2", "GITHUB_TOKEN": "ghs_s3cret",
+SECRETS = {"VAST_API_KEY": "vast-s3cret", "NGC_API_KEY": "ngc-s3cret", "GITHUB_TOKEN": "ghs_s3cret",
            "AWS_SECRET_ACCESS_KEY": "aws-s3cret", "SSH_AUTH_SOCK": "/tmp/agent.sock"}
 
 

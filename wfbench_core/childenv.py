@@ -19,7 +19,7 @@ from typing import Mapping, Optional
 _SECRET_WORD = re.compile(r"(^|_)(API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?|AUTH)(_|$)",
                           re.IGNORECASE)
 #: credentials by name, whatever their words
-SECRET_NAMES = frozenset({"VAST_API_KEY", "VASTAI_API_KEY", "SSH_AUTH_SOCK"})
+SECRET_NAMES = frozenset({"VAST_API_KEY", "SSH_AUTH_SOCK"})
 
 
 def is_secret(name: str) -> bool:
