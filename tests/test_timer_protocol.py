@@ -19,6 +19,7 @@ from wfbench_core.case import Case, Launch, Param, Tolerance, Work
 from wfbench_core.faults import ILLEGAL_ADDRESS, KernelFault
 from wfbench_core.results import TimingProtocol
 from wfbench_core.contracts import Side
+from wfbench_core.device import Device, Driver
 from wfbench_core.timer import CudaEventTimer
 
 N = 64
@@ -192,11 +193,9 @@ class FakeDriver:
 
 
 def make_timer(driver: FakeDriver) -> CudaEventTimer:
-    timer = CudaEventTimer(TimingProtocol(warmup_s=0.0, min_sample_ms=1.0, samples=5))
-    timer._cuda, timer._ctx, timer._stream = driver.cuda, driver.ctx, driver.stream
-    timer._launch, timer._launch_stream = driver.launch, driver.stream
-    timer._LaunchConfig = lambda grid, block, shmem_size: (grid, block, shmem_size)
-    return timer
+    parts = Driver(cuda=driver.cuda, context=driver.ctx, stream=driver.stream, launch=driver.launch,
+                   launch_config=lambda grid, block, shmem_size: (grid, block, shmem_size), launch_stream=driver.stream)
+    return CudaEventTimer(TimingProtocol(warmup_s=0.0, min_sample_ms=1.0, samples=5), Device(parts))
 
 
 CASE = Case(
@@ -231,7 +230,7 @@ def test_correct_sides_pass_with_every_check_per_side() -> None:
         assert {("check", side, "reference"), ("check", side, "idempotent"), ("canonical", side, "reference"),
                 ("canonical", side, "after-timing")} <= whats
     assert ("canonical", "wf~cuda", "cross") in whats
-    assert len(m.samples_us["wf"]) == 5
+    assert len(m.sampled.samples_us["wf"]) == 5
 
 
 def test_a_second_launch_that_skips_the_tail_is_caught() -> None:
@@ -239,7 +238,7 @@ def test_a_second_launch_that_skips_the_tail_is_caught() -> None:
         y[: n - (3 if launch == 2 else 0)] = k * x[: n - (3 if launch == 2 else 0)]
 
     m, _ = measure(second_skips)
-    assert not m.passed and m.samples_us == {}
+    assert not m.passed and m.sampled is None
     assert m.message.startswith("scale[check] WarpForth: output Y changes on a second launch into re-poisoned "
                                 "outputs: 3 of 64 elements differ (3 not written by the second launch)")
 
@@ -339,8 +338,8 @@ def test_launches_rotate_over_buffer_sets_each_holding_the_inputs() -> None:
     driver = FakeDriver({"wf_scale": counting, "cu_scale": good})
     m = _timed(driver)
     assert m.passed, m.message
-    assert m.buffer_sets == 8  # 1 KiB of buffers: 8 sets fit in half the stand-in's 1 MiB L2
-    assert m.launches_per_sample % 8 == 0 and len(m.samples_us["wf"]) == 6
+    assert m.sampled.buffer_sets == 8  # 1 KiB of buffers: 8 sets fit in half the stand-in's 1 MiB L2
+    assert m.sampled.launches_per_sample % 8 == 0 and len(m.sampled.samples_us["wf"]) == 6
     # 3 placements x 8 sets of timing buffers, plus the correctness phase's own inputs
     assert len(seen) == 3 * 8 + 2
     # every timing set was launched equally often inside its placement (the correctness buffers aside)
@@ -351,14 +350,14 @@ def test_launches_rotate_over_buffer_sets_each_holding_the_inputs() -> None:
 def test_one_placement_sits_at_offset_zero_and_rotation_one_is_one_set() -> None:
     driver = FakeDriver({"wf_scale": good, "cu_scale": good})
     m = _timed(driver, placements=1, rotation=1)
-    assert m.passed and m.buffer_sets == 1 and set(m.placement_of) == {0}
+    assert m.passed and m.sampled.buffer_sets == 1 and set(m.sampled.placement_of) == {0}
 
 
 def test_a_gate_the_host_missed_is_retaken_and_counted() -> None:
     driver = FakeDriver({"wf_scale": good, "cu_scale": good})
     driver.gate_misses = 2
     m = _timed(driver)
-    assert m.passed and m.gate_retakes == 2
+    assert m.passed and m.sampled.gate_retakes == 2
 
 
 def test_a_host_that_keeps_missing_the_gate_is_an_error_naming_the_case() -> None:

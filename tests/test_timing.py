@@ -108,7 +108,7 @@ def test_samples_spread_over_fresh_placements() -> None:
                     clock=rounds.clock)
     assert [i for i, _ in rounds.placed] == list(range(6))
     assert s.placement_of == tuple(p for p in range(6) for _ in range(5))
-    assert s.placements == 6 and s.stop_reason == sampling.STOP_SAMPLES and s.seed == 42
+    assert len(set(s.placement_of)) == 6 and s.stop_reason == sampling.STOP_SAMPLES and s.placement_seed == 42
     assert len(s.samples_us["wf"]) == len(s.samples_us["cuda"]) == 30
     # every placement draws its own offsets, and the same seed draws the same ones again
     offsets = [o for _, o in rounds.placed]
@@ -157,7 +157,7 @@ def test_adaptive_stopping_stops_at_the_minimum_when_placements_agree() -> None:
     rounds = FakeRounds({"wf": 0.2, "cuda": 0.18}, placement_sd=0.0, noise=0.0005)
     s = sample_case(rounds, ["wf", "cuda"], FAST, reference="cuda", seed=3, clock=rounds.clock)
     assert s.stop_reason == sampling.STOP_TARGET
-    assert len(s.placement_of) == 20 and s.placements == 4  # the first block boundary at >= 20 pairs
+    assert len(s.placement_of) == 20 and len(set(s.placement_of)) == 4  # the first block boundary at >= 20 pairs
 
 
 def test_adaptive_stopping_runs_on_when_placements_disagree() -> None:
@@ -183,7 +183,7 @@ def test_a_case_too_long_for_the_limit_is_refused() -> None:
 def test_three_sides_stop_only_when_every_warpforth_side_is_narrow() -> None:
     rounds = FakeRounds({"wf:base": 0.2, "wf:head": 0.21, "cuda": 0.18}, placement_sd=0.0, noise=0.0005)
     s = sample_case(rounds, ["wf:base", "wf:head", "cuda"], FAST, reference="cuda", seed=3, clock=rounds.clock)
-    assert s.stop_reason == sampling.STOP_TARGET and set(s.first) == {"wf:base", "wf:head", "cuda"}
+    assert s.stop_reason == sampling.STOP_TARGET and set(s.order) == {"wf:base", "wf:head", "cuda"}
 
 
 # -- the placement interval ----------------------------------------------------------------------------
@@ -284,9 +284,7 @@ class _SamplingFakeTimer:
                          mem_mhz_median=2619, reasons=("sw_power_cap",) if throttle else (),
                          power_throttled=bool(throttle))
         return Measurement(passed=True, message="", checks=(), kernel_attrs={}, costs=Costs(),
-                           samples_us=s.samples_us, first=s.first, launches_per_sample=s.launches_per_sample,
-                           warmup_busy_s=s.warmup_busy_s, placement_of=s.placement_of, placement_seed=s.seed,
-                           short_retakes=s.short_retakes, stop_reason=s.stop_reason, nvml=nv)
+                           sampled=attrs.evolve(s, nvml=nv))
 
 
 def test_a_run_records_placements_interval_nvml_and_a_depressed_host(prebuilt_bundle) -> None:  # type: ignore[no-untyped-def]
@@ -335,7 +333,7 @@ def test_warm_up_ends_on_wall_time_where_launches_are_capped() -> None:
     rounds = FakeRounds({"wf": 0.003, "cuda": 0.003}, cap=256, clock_step_s=0.02)
     proto = attrs.evolve(FAST, warmup_s=1.0)
     s = sample_case(rounds, ["wf", "cuda"], proto, reference="cuda", seed=1, clock=rounds.clock)
-    warm_rounds = len(rounds.rounds) - len(s.placement_of) - (s.placements - 1) - 1  # minus samples, untimed, probe
+    warm_rounds = len(rounds.rounds) - len(s.placement_of) - (len(set(s.placement_of)) - 1) - 1  # minus samples, untimed, probe
     assert warm_rounds == pytest.approx(2.0 / 0.02, abs=2)
     assert s.warmup_busy_s < proto.warmup_s  # kernel time: the flushes are not counted
 

@@ -196,10 +196,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--ptx", required=True, type=Path)
     parser.add_argument("--config", default="check", choices=("check", "canonical"))
     args = parser.parse_args(argv)
-    from wfbench_core.registry import Registry
-    from wfbench_core.results import TimingProtocol
     from wfbench_core.contracts import Side
-    from wfbench_core.timer import CudaEventTimer
+    from wfbench_core.correctness import Checker
+    from wfbench_core.device import Device
+    from wfbench_core.registry import Registry
 
     try:
         case = Registry.load().case(args.case)
@@ -207,7 +207,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             ptx = args.ptx.read_text()
         except OSError as exc:
             raise WfbenchError(f"{args.ptx}: cannot read ({exc.strerror})") from None
-        CudaEventTimer(TimingProtocol()).launch_once(case, args.config, Side(args.side, args.kernel, {args.config: ptx}))
+        Checker(Device()).launch_once(case, args.config, Side(args.side, args.kernel, {args.config: ptx}))
     except WfbenchError as exc:
         print(f"wfbench: error: {exc}", file=sys.stderr)
         return exc.exit_code

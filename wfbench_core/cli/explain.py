@@ -77,10 +77,9 @@ def explain(case_id: str, bundle: Path | None, wf_ptx: Path | None, warpforthc: 
     reg = load_registry()
     case = reg.case(case_id)
     if arch is None and profile:
-        from wfbench_core.results import TimingProtocol
-        from wfbench_core.timer import CudaEventTimer
+        from wfbench_core.device import Device
 
-        arch = CudaEventTimer(TimingProtocol()).arch()  # NoGpuError (one line) without a GPU
+        arch = Device().arch()  # NoGpuError (one line) without a GPU
     if arch is None and bundle is not None:
         from wfbench_core.bundle import read_manifest
 
