@@ -13,12 +13,18 @@ NVML = NvmlSummary(n=3, sm_mhz_min=1900, sm_mhz_median=1980, sm_mhz_max=1980)
 THROTTLED = attrs.evolve(NVML, reasons=("sw_power_cap",), power_throttled=True)
 
 
+# fields the record gained after --repeat first pooled it (left out where Timing lacks them, so that the test
+# below runs, and fails, on code from before them)
+LATER = {"launch_floor_us": (lambda k: 0.5 + k, 1.5), "placement_checks": (lambda k: 4, 12)}
+
+
 def _pass(k: int, nvml: NvmlSummary) -> CaseResult:
     """One --repeat pass of a case whose record has a non-default value in every field."""
+    later = {name: value(k) for name, (value, _) in LATER.items() if name in attrs.fields_dict(Timing)}
     timing = Timing(launches_per_sample=64, warmup_busy_s=1.0 + k, order=("wf", "cuda", "wf", "cuda"),
                     clocks_sm_mhz=(1980 + k,), timing_mode="graph", placement_of=(0, 0, 1, 1),
                     placement_seed=7 + k, stop_reason=("target", "budget")[k % 2], short_retakes=1, buffer_sets=8,
-                    gate_retakes=2, nvml=nvml, warpforth=STATS, cuda=STATS, gap=1.0)
+                    gate_retakes=2, nvml=nvml, warpforth=STATS, cuda=STATS, gap=1.0, **later)
     return CaseResult(id="c", version=1, priority="P0", fingerprint="f", status=OK, timing=timing)
 
 
@@ -37,6 +43,8 @@ def test_repeat_keeps_every_field_of_the_timing_record() -> None:
         "placement_seed": 7, "stop_reason": "target", "short_retakes": 3, "buffer_sets": 8, "gate_retakes": 6,
         "nvml": THROTTLED,
     }
+    later = {name: value for name, (_, value) in LATER.items() if name in attrs.fields_dict(Timing)}
+    assert {name: getattr(t, name) for name in later} == later
     assert t.throttled and t.placements == 6 and t.repeat_gaps == (1.0, 1.0, 1.0) and t.warpforth.n == 12
 
 
@@ -73,7 +81,7 @@ class _RecordTimer:
 
         _RecordTimer.calls += 1
         k = _RecordTimer.calls
-        record = attrs.evolve(_pass(k, NVML).timing, stop_reason="samples")
+        record = attrs.evolve(_pass(k, NVML).timing, stop_reason="samples", launch_floor_us=0.5)
         sampled = Sampled(samples_us={s.label: (3.0 + k if s.label.startswith("wf") else 2.0,) * 4 for s in sides},
                           **sampling_fields(record))
         return Measurement(passed=True, message="", checks=(), kernel_attrs={}, costs=Costs(), sampled=sampled)

@@ -14,6 +14,7 @@ Everything GPU-side goes through :class:`wfbench_core.device.Device`.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import math
 import sys
 import time
@@ -150,7 +151,10 @@ def idempotence(first: np.ndarray, second: np.ndarray) -> Comparison:
 
 
 _WHAT = {"reference": "differs from the numpy reference", "idempotent": "changes on a second launch",
-         "cross": "WarpForth and CUDA disagree", "after-timing": "is wrong after timing"}
+         "cross": "WarpForth and CUDA disagree", "after-timing": "is wrong after timing",
+         "left-by-timing": "is wrong as the timed launches left it",
+         "timed-buffers": "is wrong on a verifying launch into the re-poisoned timed buffers",
+         "relaunch": "is wrong when launched again over its own output in the timed buffers"}
 
 
 def describe_check(case: Case, check: Check) -> str:
@@ -164,6 +168,8 @@ def describe_check(case: Case, check: Check) -> str:
     else:
         side = side_name(side)
     head = f"{case.id}[{check.config}] {side}: output {check.output}"
+    if check.placement is not None:
+        head += f" of timed placement {check.placement} (buffer set {check.buffer_set})"
     if check.what == "idempotent":
         text = (f"{head} changes on a second launch into re-poisoned outputs: {check.mismatches} of "
                 f"{check.total} elements differ")
@@ -341,3 +347,133 @@ def _cross(case: Case, config: str, label: str, reference_label: str,
         checks.append(compare(got[label][p.name], got[reference_label][p.name], tol.rtol, tol.atol)
                       .check(config, f"{label}~{reference_label}", "cross", p.name))
     return checks
+
+
+# -- the timed buffers --------------------------------------------------------------------------------------
+
+DIFFER_KERNEL = "wfbench_differ"
+DIFFER_BLOCK = 256
+# count the 32-bit words in which a and b differ (one atomic add per thread that found any)
+DIFFER_PTX = """\
+.version 7.5
+.target sm_75
+.address_size 64
+
+.visible .entry wfbench_differ(.param .u64 a, .param .u64 b, .param .u64 words, .param .u64 count)
+{
+    .reg .pred  %p<4>;
+    .reg .b32   %r<8>;
+    .reg .b64   %rd<16>;
+
+    ld.param.u64    %rd1, [a];
+    ld.param.u64    %rd2, [b];
+    ld.param.u64    %rd3, [words];
+    ld.param.u64    %rd4, [count];
+    mov.u32         %r1, %ctaid.x;
+    mov.u32         %r2, %ntid.x;
+    mov.u32         %r3, %tid.x;
+    mov.u32         %r4, %nctaid.x;
+    mul.wide.u32    %rd5, %r1, %r2;
+    cvt.u64.u32     %rd6, %r3;
+    add.u64         %rd5, %rd5, %rd6;
+    mul.wide.u32    %rd7, %r4, %r2;
+    mov.u64         %rd8, 0;
+$L_loop:
+    setp.ge.u64     %p1, %rd5, %rd3;
+    @%p1 bra        $L_done;
+    shl.b64         %rd9, %rd5, 2;
+    add.u64         %rd10, %rd1, %rd9;
+    add.u64         %rd11, %rd2, %rd9;
+    ld.global.u32   %r5, [%rd10];
+    ld.global.u32   %r6, [%rd11];
+    setp.ne.u32     %p2, %r5, %r6;
+    @%p2 add.u64    %rd8, %rd8, 1;
+    add.u64         %rd5, %rd5, %rd7;
+    bra             $L_loop;
+$L_done:
+    setp.eq.u64     %p3, %rd8, 0;
+    @%p3 bra        $L_end;
+    atom.global.add.u64 %rd12, [%rd4], %rd8;
+$L_end:
+    ret;
+}
+"""
+
+
+class WrongOnTimedBuffers(Exception):
+    """The outputs of a timed placement are wrong: the case fails with this check (not timed)."""
+
+    def __init__(self, check: Check) -> None:
+        super().__init__(f"{check.side}: output {check.output} is wrong on timed placement {check.placement}")
+        self.check = check
+
+
+class TimedBuffers:
+    """Verifies the outputs of the buffers that were timed, on the device.
+
+    Each side's output from the correctness phase (checked against the reference, and bit-identical on a
+    second launch) is kept on the device; a timed buffer set's output is compared with it word for word by a
+    small kernel. Only where the bits differ is the output read back and compared with the reference under
+    the case's tolerance (a kernel may round differently at another address and still be right). A wrong
+    output raises :class:`WrongOnTimedBuffers` naming the placement and buffer set.
+    """
+
+    def __init__(self, device: Device, case: Case, want: Mapping[str, np.ndarray],
+                 good: Mapping[str, Mapping[str, np.ndarray]]) -> None:
+        self.device, self.case, self.want = device, case, want
+        flat = {name: np.ascontiguousarray(w).reshape(-1) for name, w in want.items()}
+        self._poison = {name: device.to_device(np.full(w.size, poison_value(w.dtype)[0], dtype=w.dtype))
+                        for name, w in flat.items()}
+        self._good = {label: {name: device.to_device(np.ascontiguousarray(out[name], dtype=flat[name].dtype)
+                                                     .reshape(-1)) for name in flat}
+                      for label, out in good.items()}
+        self._count = device.empty(1, np.uint64)
+        self._zero = np.zeros(1, dtype=np.uint64)
+        self._kernel = device.load(DIFFER_PTX, DIFFER_KERNEL, case_id=case.id, label="check")
+        self.launches: dict[str, int] = dict.fromkeys(good, 0)  # verifying launches of each side
+        device.synchronize()
+
+    def poison(self, outs: Mapping[str, Any]) -> None:
+        """Overwrite a buffer set's outputs with the poison (device to device)."""
+        for name, buf in outs.items():
+            self.device.copy_in(buf, self._poison[name])
+
+    def verify_launch(self, go: Callable[[], None], outs: Mapping[str, Any], label: str, *, placement: int,
+                      buffer_set: int) -> None:
+        """Re-poison the outputs, launch side ``label`` once (``go``) and check what it wrote; then launch it
+        again over its own output and check again (a kernel right only on a poisoned output fails there)."""
+        self.poison(outs)
+        for what in ("timed-buffers", "relaunch"):
+            go()
+            self.launches[label] += 1
+            self.expect(outs, label, placement=placement, buffer_set=buffer_set, what=what)
+
+    def expect(self, outs: Mapping[str, Any], label: str, *, placement: int, buffer_set: int,
+               what: str = "left-by-timing") -> None:
+        """The outputs hold what side ``label`` wrote in the correctness phase, or are right within tolerance."""
+        for name, buf in outs.items():
+            if self._differ(buf, self._good[label][name]) == 0:
+                continue
+            got = self.device.read({name: buf})[name].reshape(self.want[name].shape)
+            tol = self.case.tolerances[name]
+            check = compare(got, self.want[name], tol.rtol, tol.atol).check("canonical", label, what, name)
+            if not check.passed:
+                raise WrongOnTimedBuffers(attrs.evolve(check, placement=placement, buffer_set=buffer_set))
+
+    def _differ(self, a: Any, b: Any) -> int:
+        """Words in which two device buffers differ (1 where the size is not whole words: checked on the host)."""
+        if a.nbytes % 4 or a.nbytes != b.nbytes:
+            return 1
+        device, words = self.device, a.nbytes // 4
+        device.copy_in(self._count, self._zero)
+        blocks = min(math.ceil(words / DIFFER_BLOCK), max(1, 8 * device.sm_count)) or 1
+        args = (ctypes.c_uint64(device.address(a)), ctypes.c_uint64(device.address(b)), ctypes.c_uint64(words),
+                ctypes.c_uint64(device.address(self._count)))
+        device.launch(self._kernel, device.config((blocks, 1, 1), (DIFFER_BLOCK, 1, 1)), args)
+        return int(device.read({"count": self._count})["count"][0])
+
+    def checks(self) -> list[Check]:
+        """One passing check per side and output: how many elements the verifying launches wrote right (a
+        buffer set's output is checked after each launch)."""
+        return [Check("canonical", label, "timed-buffers", name, True, 0.0, 0.0, 0, int(w.size) * n)
+                for label, n in self.launches.items() if n for name, w in self.want.items()]

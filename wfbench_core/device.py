@@ -63,6 +63,7 @@ class Driver:
     launch_config: Callable[..., Any]
     launch_stream: Any
     wrap_stream: Callable[[int], Any] = lambda handle: handle
+    jit_log: Callable[[str, str], str] = lambda ptx, arch: ""  # what the JIT says about PTX that did not load
 
     @classmethod
     def open(cls) -> "Driver":
@@ -78,7 +79,7 @@ class Driver:
         stream = cuda.stream()
         # cuda.core launches go to the same stream numba's events are recorded on (numba owns it)
         return cls(cuda, cuda.current_context(), stream, launch, LaunchConfig, Stream.from_handle(int(stream.handle)),
-                   Stream.from_handle)
+                   Stream.from_handle, jit_log)
 
 
 @attrs.frozen(eq=False)
@@ -166,17 +167,34 @@ class Device:
     # -- modules and faults ------------------------------------------------------------------------
 
     def load(self, ptx: str, kernel: str, *, case_id: str, config: str = "canonical", label: str = "") -> Kernel:
-        """Load ``kernel`` from ``ptx`` into the context; a failure is a :class:`KernelFault` naming the side."""
-        with self.faults(case_id, config, label, "load"):
+        """Load ``kernel`` from ``ptx`` into the context; a failure is a :class:`KernelFault` naming the side, with
+        the JIT's own words where the PTX did not load (cuda.core loads a module lazily: at its first kernel)."""
+        try:
             module = self._d.context.create_module_ptx(ptx)
+        except Exception as exc:  # noqa: BLE001 - only CUDA errors are converted; anything else propagates
+            fault = classify(exc)
+            if fault is None:
+                raise
+            raise KernelFault(case_id, config, label, self._load_fault(fault, ptx, kernel), "load") from None
         try:
             fn = module.get_function(kernel)
         except Exception as exc:  # noqa: BLE001 - name the side and kernel, keep the driver's words
-            fault = classify(exc) or Fault(LOAD_FAILURE, False)
-            raise KernelFault(case_id, config, label, Fault(LOAD_FAILURE, fault.sticky, fault.code, fault.name,
-                                                            f"kernel {kernel!r} not found in its PTX"),
-                              "load") from None
+            fault = attrs.evolve(classify(exc) or Fault(LOAD_FAILURE, False), kind=LOAD_FAILURE)
+            raise KernelFault(case_id, config, label, self._load_fault(fault, ptx, kernel), "load") from None
         return Kernel(kernel, module, fn)
+
+    def _load_fault(self, fault: Fault, ptx: str, kernel: str) -> Fault:
+        """The fault of a load, with what it means: the kernel is not in the PTX, or what the JIT said."""
+        if fault.name == "CUDA_ERROR_NOT_FOUND":
+            return attrs.evolve(fault, detail=f"kernel {kernel!r} not found in its PTX")
+        if fault.kind != LOAD_FAILURE:
+            return fault
+        try:
+            log = jit_errors(self._d.jit_log(ptx, self.arch()))
+        except Exception:  # noqa: BLE001 - the JIT's words are a courtesy; the class stands without them
+            log = ""
+        detail = f"the JIT says: {log}" if log else f"kernel {kernel!r}: the driver did not load its PTX (no JIT log)"
+        return attrs.evolve(fault, detail=detail)
 
     @contextlib.contextmanager
     def faults(self, case_id: str, config: str, label: str, action: str, kernel: Optional[Kernel] = None,
@@ -335,6 +353,58 @@ class Device:
 
         cu.cuGraphExecDestroy(graph_exec)
         cu.cuGraphDestroy(graph)
+
+
+def jit_errors(log: str, most: int = 3) -> str:
+    """The error lines of a JIT or ptxas log, one line ("ptxas error : Entry function 'k' uses too much shared
+    data (0x40000 bytes, 0xe000 max)"); its first lines where none says error."""
+    lines = [" ".join(ln.split()) for ln in log.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if "error" in ln.lower()] or lines
+    return "; ".join(errors[:most]) + (f"; and {len(errors) - most} more" if len(errors) > most else "")
+
+
+def jit_log(ptx: str, arch: str) -> str:
+    """What the driver's JIT says about PTX that does not load ("" when it loads, or says nothing).
+
+    The module is loaded once more with error-log buffers (``cuModuleLoadDataEx``); where that gives no
+    words, cuda.core's linker assembles the PTX for ``arch`` and its error log is taken.
+    """
+    from cuda.bindings import driver as cu
+
+    size = 1 << 16
+    errors = bytearray(size)
+    opt = cu.CUjit_option
+    options = {opt.CU_JIT_ERROR_LOG_BUFFER: errors, opt.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES: size,
+               opt.CU_JIT_LOG_VERBOSE: 1}
+    image = ctypes.create_string_buffer(ptx.encode())
+    log = ""
+    try:
+        err, module = cu.cuModuleLoadDataEx(ctypes.addressof(image), len(options), list(options),
+                                            list(options.values()))
+        if err == cu.CUresult.CUDA_SUCCESS:
+            cu.cuModuleUnload(module)
+            return ""
+        log = errors.split(b"\0", 1)[0].decode(errors="replace").strip()
+    except Exception:  # noqa: BLE001 - this binding would not take the buffers: the linker's log instead
+        pass
+    return log or _linker_log(ptx, arch)
+
+
+def _linker_log(ptx: str, arch: str) -> str:
+    try:
+        from cuda.core import Linker, LinkerOptions, ObjectCode
+    except ImportError:  # cuda-core < 0.4
+        from cuda.core.experimental import Linker, LinkerOptions, ObjectCode  # type: ignore[no-redef]
+    linker = Linker(ObjectCode.from_ptx(ptx), options=LinkerOptions(arch=arch))
+    failure = ""
+    try:
+        linker.link("cubin")
+    except Exception as exc:  # noqa: BLE001 - the failure is expected; its log is what is wanted
+        failure = str(exc)
+    try:
+        return str(linker.get_error_log() or "").strip() or failure
+    finally:
+        linker.close()
 
 
 def _driver_ok(result: Any, what: str) -> Any:

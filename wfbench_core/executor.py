@@ -198,6 +198,7 @@ class Supervisor:
         self.replies: Any = None
         self.quiet_limit_s = watchdog.quiet_limit_s(request.protocol.max_case_s)
         self.upcoming: list[str] = []  # the cases still to run in this pass: a new worker compiles their CUDA ahead
+        self.yardsticks: dict[str, Any] = {}  # what the run's first worker measured: later ones judge cases by it
 
     # -- process handling -------------------------------------------------------------------------
 
@@ -289,13 +290,17 @@ class Supervisor:
 
         self._spawn()
         self._send({"op": "init", "bundle": str(self.bundle), "request": converter().unstructure(self.request),
-                    "copy": copy, "plugins": self.registry.recipe, "prefetch": list(self.upcoming)})
+                    "copy": copy, "plugins": self.registry.recipe, "prefetch": list(self.upcoming),
+                    "yardsticks": self.yardsticks})
         try:
             reply = self._await("init")["init"]
         except _Lost as lost:
             raise WfbenchError(f"the GPU worker did not start: {lost}") from None
         c = converter()
-        return c.structure(reply["environment"], Environment), c.structure(reply["cuda"], CompilerInfo), reply["arch"]
+        environment = c.structure(reply["environment"], Environment)
+        if copy:
+            self.yardsticks = {"copy_gbps": environment.copy_gbps, "fp64_peak_gflops": environment.fp64_peak_gflops}
+        return environment, c.structure(reply["cuda"], CompilerInfo), reply["arch"]
 
     def run_case(self, case_id: str, variants: dict[str, Prepared]) -> list[CaseResult]:
         from wfbench_core.results import converter

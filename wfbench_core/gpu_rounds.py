@@ -28,13 +28,15 @@ from __future__ import annotations
 
 import ctypes
 import math
-from typing import Any, Callable, Mapping, Sequence
+import time
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 import attrs
 import numpy as np
 
 from wfbench_core import watchdog
 from wfbench_core.case import Case
+from wfbench_core.correctness import TimedBuffers
 from wfbench_core.device import Device, Kernel
 from wfbench_core.errors import WfbenchError
 from wfbench_core.results import TIMING_COLD_L2, TIMING_EVENTS, TIMING_GRAPH
@@ -48,6 +50,20 @@ GATE_MAX_QUEUED = 256  # launches queued behind the gate at most (the driver's l
 LEAD_MS = 2.0  # the untimed lead-in before the start event: at most this much GPU work (no launch longer)
 COLD_GATE_QUEUED = 32  # cold-l2: flush + launch items queued behind the gate
 GATE_MAX_RETAKES = 3  # a host that keeps missing the gate is an error, not an endless loop
+FLOOR_LAUNCHES = 1024  # launches of the empty kernel per round of the launch floor (the mode may cap them)
+FLOOR_ROUNDS = 5  # rounds of the launch floor after one untimed one; the floor is their median
+
+EMPTY = "wfbench_empty"  # the empty kernel's label in the rounds (the launch floor)
+EMPTY_PTX = """\
+.version 7.5
+.target sm_75
+.address_size 64
+
+.visible .entry wfbench_empty()
+{
+    ret;
+}
+"""
 
 GATE_KERNEL = "wfbench_gate"
 GATE_PTX = """\
@@ -89,6 +105,9 @@ class TimingSetup:
     kernels: Mapping[str, Kernel]  # side label -> loaded kernel
     inputs: Mapping[str, Any]
     want: Mapping[str, np.ndarray]
+    # side label -> each output as the correctness phase checked it: the timed buffers are verified against
+    # these after every placement (none: not verified, as in ``wfbench crosscheck``)
+    good: Optional[Mapping[str, Mapping[str, np.ndarray]]] = None
 
 
 class CudaRounds:
@@ -124,6 +143,12 @@ class CudaRounds:
         self._flag = device.mapped(2, np.uint32)  # [0]: the host opens the gate, [1]: it timed out
         self._gate = device.launcher(self._gate_kernel, device.config((1, 1, 1), (1, 1, 1)),
                                      (ctypes.c_uint64(device.address(self._flag)), ctypes.c_uint64(GATE_TIMEOUT_NS)))
+        self._empty = device.launcher(device.load(EMPTY_PTX, EMPTY, case_id="floor", label="floor"),
+                                      device.config((1, 1, 1), (1, 1, 1)), ())
+        self.check = None if setup.good is None else TimedBuffers(device, case, setup.want, setup.good)
+        self.check_s = 0.0  # wall time of re-poisoning and verifying the timed buffers
+        self._outs: list[dict[str, Any]] = []  # each buffer set's output buffers
+        self._last_writer = ""  # the side whose launches came last (its output is what the buffers hold)
 
     @property
     def mode(self) -> str:
@@ -147,7 +172,7 @@ class CudaRounds:
         self._buffers = []
         device.release()
         keep: list[Any] = []
-        self.set_args = []
+        self.set_args, self._outs = [], []
         scalars = {p.name: self.setup.inputs[p.name] for p in case.params if p.kind != "ptr"}
         for k in range(self.sets):
             bufs: dict[str, Any] = {}
@@ -160,10 +185,12 @@ class CudaRounds:
                 keep.append(raw)
                 bufs[p.name] = view
             self.set_args.append(device.args(case, bufs, scalars))
+            self._outs.append({p.name: bufs[p.name] for p in case.outputs})
         device.synchronize()
         self._buffers, self._offsets = keep, offs
         self.launchers = {label: [device.case_launcher(kernel, case, "canonical", args) for args in self.set_args]
                           for label, kernel in self.setup.kernels.items()}
+        self.launchers[EMPTY] = [self._empty] * self.sets
 
     # -- rounds -----------------------------------------------------------------------------------
 
@@ -177,6 +204,7 @@ class CudaRounds:
         return launches
 
     def round(self, order: Sequence[str], launches: int) -> dict[str, float]:
+        self._last_writer = order[-1]
         if self.mode == TIMING_COLD_L2:
             return self._seen({label: self._cold_side(label, launches) for label in order}, launches)
         ev, device = self._events, self.device
@@ -216,6 +244,40 @@ class CudaRounds:
         self._gated(enqueue, ev[len(order)], what, self._expected_s(order, launches))  # the round's last event
         return self._seen({label: device.elapsed_ms(ev[i], ev[i + 1]) for i, label in enumerate(order)},
                           launches)
+
+    # -- the timed buffers' checks and the launch floor ----------------------------------------------
+
+    def repoison(self) -> None:
+        if self.check is None:
+            return
+        t0 = time.perf_counter()
+        for outs in self._outs:
+            self.check.poison(outs)
+        self.check_s += time.perf_counter() - t0
+
+    def verify(self, placement: int) -> None:
+        """Every buffer set's outputs as the timed launches left them (the last side's output), then after one
+        launch of each side into the re-poisoned outputs; a wrong one raises WrongOnTimedBuffers."""
+        if self.check is None:
+            return
+        t0 = time.perf_counter()
+        expected_s = sum(self._per_launch_ms.values()) / 1000.0 * 2
+        for k, outs in enumerate(self._outs):
+            with watchdog.guard(f"verifying buffer set {k} of placement {placement}", expected_s):
+                if self._last_writer in self.setup.kernels:
+                    self.check.expect(outs, self._last_writer, placement=placement, buffer_set=k)
+                for label in self.setup.kernels:
+                    self.check.verify_launch(self.launchers[label][k], outs, label, placement=placement,
+                                             buffer_set=k)
+        self.check_s += time.perf_counter() - t0
+
+    def launch_floor_us(self) -> float:
+        """Per-launch time of an empty kernel, timed as the sides are (this mode, behind the gate), in us."""
+        from wfbench_core.stats import median
+
+        launches = self.fit(FLOOR_LAUNCHES)
+        self.round([EMPTY], launches)  # untimed: the graph is captured, the launch path is warm
+        return median([self.round([EMPTY], launches)[EMPTY] / launches for _ in range(FLOOR_ROUNDS)]) * 1000.0
 
     def _lead(self, label: str, launches: int) -> int:
         """Launches of the lead-in: as many of ``label``'s as fit in LEAD_MS (none before its time is known, or
@@ -325,5 +387,5 @@ class CudaRounds:
         self._drop_graphs()
         self.device.synchronize()
         self._buffers, self._master, self._flush_buf, self._cold_events = [], {}, None, []
-        self.launchers, self.set_args, self._offsets = {}, [], ()
+        self.launchers, self.set_args, self._offsets, self._outs, self.check = {}, [], (), [], None
         self.device.release()

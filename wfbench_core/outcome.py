@@ -18,7 +18,9 @@ from typing import Any, Callable, Optional, Sequence
 
 import attrs
 
-from wfbench_core.results import ERROR, FAILED, OK, UNSTABLE, CaseResult, CompileRecord, Sampled, Timing
+from wfbench_core.plausibility import Yardsticks, implausible, launch_bound, launch_bound_note
+from wfbench_core.results import (ERROR, FAILED, FAILING, IMPLAUSIBLE, OK, UNSTABLE, CaseResult, CompileRecord, Sampled,
+                                  Timing)
 from wfbench_core.timing_record import sampled_of, sampling_fields
 
 
@@ -42,17 +44,25 @@ def error_result(case_id: str, case: Any, plugin: str, label: str, mode: str, wh
                       plugin=plugin, compiler_label=label)
 
 
-def measured(base: CaseResult, m: Any, side: str, *, unstable_noise: float) -> CaseResult:
+def measured(base: CaseResult, m: Any, side: str, *, unstable_noise: float,
+             yardsticks: Optional[Yardsticks] = None) -> CaseResult:
     """``base`` with what the timer measured of WarpForth side ``side`` against ``"cuda"``: its checks, kernel
-    attributes and costs, then FAILED (with the first failed check's line) or timed."""
+    attributes and costs, then FAILED (with the first failed check's line), IMPLAUSIBLE (faster than the run's
+    yardsticks allow: the figure, no timing) or timed."""
     base = attrs.evolve(base, checks=m.checks, attrs_wf=m.kernel_attrs.get(side),
                         attrs_cuda=m.kernel_attrs.get("cuda"))
     if not m.passed:
         return attrs.evolve(base, status=FAILED, message=m.message)
     if m.sampled is None:
         return attrs.evolve(base, message=f"{base.id}: the timer passed the case but returned no samples")
-    return attrs.evolve(base, **timed_status(m.sampled, side, work_bytes=base.work_bytes, work_flops=base.work_flops,
-                                             unstable_noise=unstable_noise))
+    fields = timed_status(m.sampled, side, work_bytes=base.work_bytes, work_flops=base.work_flops,
+                          unstable_noise=unstable_noise)
+    why = implausible(fields["timing"], work_bytes=base.work_bytes, work_flops=base.work_flops,
+                      yardsticks=yardsticks or Yardsticks())
+    if why:
+        return attrs.evolve(base, status=IMPLAUSIBLE,
+                            message=f"{base.id}[canonical] {why}: faster than this GPU can run it; not kept")
+    return attrs.evolve(base, **fields)
 
 
 def timing_of(sampled: Sampled, side: str, *, work_bytes: int, work_flops: int, reference: str = "cuda",
@@ -64,13 +74,14 @@ def timing_of(sampled: Sampled, side: str, *, work_bytes: int, work_flops: int, 
     wf, cu = sampled.samples_us[side], sampled.samples_us[reference]
     where = sampled.placement_of or (0,) * len(wf)
     figures = paired_statistics(wf, cu, where)
-    return Timing(
+    timing = Timing(
         **{**sampling_fields(sampled), "placement_of": tuple(where)}, **figures,
         gbps_wf=rate(work_bytes, figures["warpforth"].median_us), gbps_cuda=rate(work_bytes, figures["cuda"].median_us),
         gflops_wf=rate(work_flops, figures["warpforth"].median_us),
         gflops_cuda=rate(work_flops, figures["cuda"].median_us),
         throttled=throttled(sampled.nvml), repeat_gaps=repeat_gaps,
     )
+    return attrs.evolve(timing, launch_bound=launch_bound(timing))
 
 
 def timed_status(sampled: Sampled, side: str, *, work_bytes: int, work_flops: int, unstable_noise: float,
@@ -84,8 +95,11 @@ def timed_status(sampled: Sampled, side: str, *, work_bytes: int, work_flops: in
     timing = timing_of(sampled, side, work_bytes=work_bytes, work_flops=work_flops, repeat_gaps=repeat_gaps)
     wf, cu = timing.warpforth, timing.cuda
     unstable = is_unstable(wf, cu, unstable_noise)
-    message = (f"noisy: MAD/median {wf.noise:.1%} (WarpForth), {cu.noise:.1%} (CUDA) > "
-               f"{unstable_noise:.0%}") if unstable else ""
+    notes = [f"noisy: MAD/median {wf.noise:.1%} (WarpForth), {cu.noise:.1%} (CUDA) > {unstable_noise:.0%}"] \
+        if unstable else []
+    if timing.launch_bound:
+        notes.append(launch_bound_note(timing))
+    message = "; ".join(notes)
     return {"timing": timing, "status": UNSTABLE if unstable else OK, "message": message}
 
 
@@ -124,6 +138,14 @@ def _throttled_first(values: Sequence[Any]) -> Any:
     return next((v for v in values if throttled(v)), values[0])
 
 
+def _median_known(values: Sequence[Optional[float]]) -> Optional[float]:
+    """The median of the passes' values that were measured (None when none was)."""
+    from wfbench_core.stats import median
+
+    known = [v for v in values if v is not None]
+    return median(known) if known else None
+
+
 # how each field of the timing record is pooled over --repeat passes (a field without a rule is an error)
 POOL: dict[str, Callable[[Sequence[Any]], Any]] = {
     "launches_per_sample": _first,
@@ -138,6 +160,8 @@ POOL: dict[str, Callable[[Sequence[Any]], Any]] = {
     "buffer_sets": _first,
     "gate_retakes": _sum,
     "nvml": _throttled_first,
+    "launch_floor_us": _median_known,
+    "placement_checks": _sum,
 }
 
 
@@ -162,7 +186,7 @@ def merge_repeats(passes: list[list[CaseResult]], unstable_noise: float) -> list
     out = []
     for key in dict.fromkeys(k for p in by_pass for k in p):
         runs = [(n, p[key]) for n, p in enumerate(by_pass) if key in p]
-        bad = next(((n, r) for n, r in runs if r.status in (FAILED, ERROR) or r.timing is None), None)
+        bad = next(((n, r) for n, r in runs if r.status in FAILING or r.timing is None), None)
         if bad is not None:
             n, r = bad
             out.append(attrs.evolve(r, message=f"repeat {n + 1} of {len(passes)}: {r.message}"))

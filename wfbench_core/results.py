@@ -29,17 +29,20 @@ from wfbench_core.timing_record import (  # noqa: F401 - the timing record is pa
     Timing,
 )
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # how a result of an older schema is read: version -> function that rewrites its JSON to the next version
 # (2: Timing.warmup_s, the measured busy time of the warm-up, became warmup_busy_s, apart from the setting;
-# 3: the protocol gained ``rotation``, which runs before it did not do: they read as rotation 1)
+# 3: the protocol gained ``rotation``, which runs before it did not do: they read as rotation 1;
+# 4: the launch floor, the checks of the timed buffers and the IMPLAUSIBLE status, none of which older runs had)
 
 # status of a case in a run
 OK = "ok"  # correct, timed, stable
 UNSTABLE = "unstable"  # correct and timed, but MAD/median above the threshold on a side
 FAILED = "failed"  # a correctness check failed: not timed
 ERROR = "error"  # could not compile, load or launch
-STATUSES = (OK, UNSTABLE, FAILED, ERROR)
+IMPLAUSIBLE = "implausible"  # correct, but timed faster than the GPU can run it: no timing kept
+STATUSES = (OK, UNSTABLE, FAILED, ERROR, IMPLAUSIBLE)
+FAILING = (FAILED, ERROR, IMPLAUSIBLE)  # a case with one of these failed the run (exit status 1, never in history)
 
 # timing modes: the paired WarpForth/CUDA comparison, or the CUDA PTX against itself (the method's floor)
 MODE_PAIRED = "paired"
@@ -191,7 +194,8 @@ class Check:
 
     config: str  # "check" | "canonical"
     side: str  # "wf" | "cuda" | "wf~cuda" (the two sides against each other)
-    what: str  # "reference" | "idempotent" | "cross" | "after-timing"
+    # "reference" | "idempotent" | "cross" | "after-timing" | "left-by-timing" | "timed-buffers" | "relaunch"
+    what: str
     output: str
     passed: bool
     max_abs_err: float  # over the written elements with finite values on both sides
@@ -200,6 +204,8 @@ class Check:
     total: int
     unwritten: int = 0  # elements still holding the poison (NaN / integer sentinel): never written
     nonfinite: int = 0  # written elements that are NaN or inf where the reference is finite
+    placement: Optional[int] = None  # a check of the timed buffers: which placement and buffer set failed
+    buffer_set: Optional[int] = None
 
 
 @attrs.frozen
@@ -214,6 +220,7 @@ class Costs:
     alloc_copy_s: float = 0.0
     correctness_s: float = 0.0
     timing_s: float = 0.0
+    placement_checks_s: float = 0.0  # verifying the timed buffers (part of timing_s)
 
 
 @attrs.frozen
@@ -409,7 +416,12 @@ def _from_2(raw: dict) -> dict:
     return {**raw, "schema_version": 3}
 
 
-_UPGRADES = {1: _from_1, 2: _from_2}
+def _from_3(raw: dict) -> dict:
+    """Schema 3 -> 4: the fields schema 4 added (launch floor, checks of the timed buffers) read as not measured."""
+    return {**raw, "schema_version": 4}
+
+
+_UPGRADES = {1: _from_1, 2: _from_2, 3: _from_3}
 
 
 def parse_result(data: str | bytes, where: str = "result") -> RunResult:

@@ -20,6 +20,9 @@ Rules, each written once here:
   together (each stays resident, as one set would), or where one set is at least the L2's size (one set
   could only partly stay resident between launches, by an amount its layout decides; rotated, no launch
   finds its own data left in the L2). Launches per sample are a multiple of the sets.
+- **Checked buffers**: before the last pair of every placement the outputs are poisoned again (work a kernel
+  skips on an already-written output then shows as a wrong result), and after the placement's last pair
+  its outputs are verified (:meth:`Rounds.verify`) before its buffers go.
 - **Adaptive stopping**: after each block, from ``min_samples`` pairs on, sampling stops once every
   WarpForth side's gap interval (:func:`wfbench_core.stats.gap_interval`) is narrower than
   ``target_halfwidth``, or ``case_budget_s`` of sampling is spent; never beyond ``samples`` pairs.
@@ -63,6 +66,13 @@ class Rounds(TypingProtocol):
 
     def round(self, order: Sequence[str], launches: int) -> Mapping[str, float]:
         """One round: every side in ``order``, ``launches`` launches each; kernel ms of each side."""
+
+    def repoison(self) -> None:
+        """Overwrite every output buffer of the placement with the poison (untimed, before a round)."""
+
+    def verify(self, placement: int) -> None:
+        """Check the placement's outputs: as the timed launches left them, then after one launch of each side
+        into re-poisoned outputs; a wrong output raises (naming the placement)."""
 
 
 def placement_blocks(samples: int, placements: int) -> list[int]:
@@ -155,8 +165,9 @@ def sample_case(rounds: Rounds, labels: Sequence[str], protocol: TimingProtocol,
         rounds.place(p, lambda n: placement_offsets(rng, n))
 
     place(0)
-    busy_ms, k = _warm_up(rounds, labels, protocol, clock)
-    launches = _calibrate(rounds, labels, protocol, k)
+    seen: dict[str, list[float]] = {label: [] for label in labels}  # per-launch ms of each warm-up round
+    busy_ms, k = _warm_up(rounds, labels, protocol, clock, seen)
+    launches = _calibrate(rounds, labels, protocol, k, seen)
     pairs = _Pairs(rounds, protocol, labels, launches)
     reason = ""
     t0 = clock()
@@ -165,8 +176,11 @@ def sample_case(rounds: Rounds, labels: Sequence[str], protocol: TimingProtocol,
             place(p)
             rounds.round([reference], rounds.fit(1))  # untimed: every new buffer set touched once (one side
             # suffices: both sides' launches take the same buffers)
-        for _ in range(block):
+        for n in range(block):
+            if n == block - 1:
+                rounds.repoison()
             pairs.take(p)
+        rounds.verify(p)
         reason = stop_reason(pairs.samples, pairs.where, reference, clock() - t0, protocol)
         if reason:
             break
@@ -182,30 +196,41 @@ def sample_case(rounds: Rounds, labels: Sequence[str], protocol: TimingProtocol,
     )
 
 
-def _warm_up(rounds: Rounds, labels: Sequence[str], protocol: TimingProtocol,
-             clock: Callable[[], float]) -> tuple[float, int]:
+def _warm_up(rounds: Rounds, labels: Sequence[str], protocol: TimingProtocol, clock: Callable[[], float],
+             seen: dict[str, list[float]]) -> tuple[float, int]:
     """Alternate the sides until the kernels have kept the GPU busy for warmup_s (clocks ramp up), or for
     WARMUP_WALL_FACTOR x warmup_s of wall time where launches are capped (cold-l2: the flushes between
-    launches keep the GPU busy too, and are not kernel time); the busy ms and the launches a round reached."""
+    launches keep the GPU busy too, and are not kernel time); the busy ms and the launches a round reached.
+    Each side's per-launch ms of every round is added to ``seen``."""
     busy_ms, k = 0.0, 1
     t_warm = clock()
     while busy_ms < protocol.warmup_s * 1000.0 and clock() - t_warm < WARMUP_WALL_FACTOR * protocol.warmup_s:
-        ms = rounds.round(labels, rounds.fit(k))
+        n = rounds.fit(k)
+        ms = rounds.round(labels, n)
+        for label, value in ms.items():
+            seen[label].append(value / n)
         busy_ms += sum(ms.values())
         if max(ms.values()) < WARMUP_STEP_MS:
             k *= 2
     return busy_ms, rounds.fit(k)
 
 
-def _calibrate(rounds: Rounds, labels: Sequence[str], protocol: TimingProtocol, k: int) -> int:
-    """Launches per sample from a probe round of ``k`` launches; a case too slow for max_case_s is refused."""
+def _calibrate(rounds: Rounds, labels: Sequence[str], protocol: TimingProtocol, k: int,
+               seen: dict[str, list[float]]) -> int:
+    """Launches per sample from a probe round of ``k`` launches; a case too slow for max_case_s is refused with
+    what was measured: each side's per-launch time across the warm-up and probe rounds (``seen``)."""
     probe = rounds.round(labels, k)
     launches = rounds.fit(launches_for(min(probe.values()) / k, protocol.min_sample_ms))
     predicted_s = protocol.samples * launches * max(probe.values()) / k * len(labels) / 1000.0
     if predicted_s > protocol.max_case_s:
+        for label, value in probe.items():
+            seen[label].append(value / k)
+        ranges = ", ".join(f"{label} {min(v) * 1e3:.3g} to {max(v) * 1e3:.3g} us" for label, v in seen.items())
         raise WfbenchError(
-            f"timing would take about {predicted_s:.0f} s, over the {protocol.max_case_s:.0f} s per-case limit; "
-            f"the case's canonical size is too large for this GPU"
+            f"timing would take about {predicted_s:.0f} s, over the {protocol.max_case_s:.0f} s per-case limit "
+            f"(--max-case-s): per-launch time across the warm-up and probe launches: {ranges}; a sample is "
+            f"{launches} launches, {launches * min(probe.values()) / k:.0f} ms of the fastest side, "
+            f"{launches * max(probe.values()) / k:.0f} ms of the slowest"
         )
     return launches
 

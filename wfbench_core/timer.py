@@ -13,8 +13,12 @@ Protocol for one case (every side's PTX is loaded into the same context):
    taken; each round times every side back to back with CUDA events on one explicit stream, queued behind
    a gate kernel the host opens only once launches are waiting (no side starts on an idle GPU), rotating
    which side goes first. NVML is read on a thread meanwhile.
-3. After timing, each side's outputs are re-poisoned and each side is launched once more and compared
-   with the reference again.
+3. The timed buffers are checked: before the last pair of every placement the outputs are poisoned again,
+   and after it every buffer set's outputs are compared with what the sides wrote in step 1, first as the
+   timed launches left them, then after one launch of each side into re-poisoned outputs (a mismatch fails
+   the case, naming the placement). The per-launch time of an empty kernel, timed the same way, is the
+   launch floor the result is judged by. After timing, each side's own canonical outputs are re-poisoned
+   and each side is launched once more and compared with the reference again.
 
 Every CUDA error while loading, launching or waiting is raised as a classified
 :class:`~wfbench_core.faults.KernelFault` (class, side, configuration, and whether the context is dead).
@@ -31,7 +35,7 @@ import attrs
 
 from wfbench_core.case import CONFIGS, Case
 from wfbench_core.contracts import Measurement, Side
-from wfbench_core.correctness import Checked, Checker, describe_failures
+from wfbench_core.correctness import Checked, Checker, WrongOnTimedBuffers, describe_check, describe_failures
 from wfbench_core.device import Device, gpu_unavailable_reason  # noqa: F401 - gpu_unavailable_reason: its old home
 from wfbench_core.errors import WfbenchError
 from wfbench_core.faults import KernelFault, as_kernel_fault
@@ -66,8 +70,8 @@ class CudaEventTimer:
 
     def measure(self, case: Case, sides: Sequence[Side], *, reference_label: str) -> Measurement:
         self.device.open()
-        costs = dict.fromkeys(("load_s", "inputs_s", "reference_s", "alloc_copy_s", "correctness_s", "timing_s"),
-                              0.0)
+        costs = dict.fromkeys(("load_s", "inputs_s", "reference_s", "alloc_copy_s", "correctness_s", "timing_s",
+                               "placement_checks_s"), 0.0)
         checker = Checker(self.device)
         checks: list[Check] = []
         kattrs: dict[str, KernelAttrs] = {}
@@ -81,19 +85,26 @@ class CudaEventTimer:
                 return Measurement(False, describe_failures(case, failed), tuple(checks), kattrs, Costs(**costs))
 
         t0 = time.perf_counter()
-        sampled = self._time(checked, case, reference_label)  # canonical size, the sides on the same buffers
+        try:
+            sampled, timed_checks, costs["placement_checks_s"] = self._time(checked, case, reference_label)
+        except WrongOnTimedBuffers as wrong:  # a timed placement's outputs are wrong: the case fails
+            costs["timing_s"] = time.perf_counter() - t0
+            return Measurement(False, describe_check(case, wrong.check), (*checks, wrong.check), kattrs,
+                               Costs(**costs))
         costs["timing_s"] = time.perf_counter() - t0
 
+        checks.extend(timed_checks)
         checks.extend(checker.after_timing(case, checked))
         failed = [c for c in checks if not c.passed]
         return Measurement(passed=not failed, message=describe_failures(case, failed) if failed else "",
                            checks=tuple(checks), kernel_attrs=kattrs, costs=Costs(**costs), sampled=sampled)
 
-    def _time(self, checked: Checked, case: Case, reference_label: str) -> Sampled:
-        """Warm up, calibrate and sample over placements (errors name the case)."""
+    def _time(self, checked: Checked, case: Case, reference_label: str) -> tuple[Sampled, list[Check], float]:
+        """Warm up, calibrate and sample over placements (errors name the case): the record, the passing
+        checks of the timed buffers and the wall time they took."""
         try:
             return self._sample(checked, case, reference_label)
-        except KernelFault:
+        except (KernelFault, WrongOnTimedBuffers):
             raise
         except WfbenchError as exc:
             raise WfbenchError(f"{case.id}: {exc}") from None
@@ -103,7 +114,7 @@ class CudaEventTimer:
                 raise
             raise fault from None
 
-    def _sample(self, checked: Checked, case: Case, reference_label: str) -> Sampled:
+    def _sample(self, checked: Checked, case: Case, reference_label: str) -> tuple[Sampled, list[Check], float]:
         from wfbench_core import nvml
         from wfbench_core.gpu_rounds import CudaRounds, TimingSetup
         from wfbench_core.sampling import sample_case
@@ -111,14 +122,20 @@ class CudaEventTimer:
         mode = self.protocol.timing_mode
         if mode not in TIMING_MODES:
             raise WfbenchError(f"unknown timing mode {mode!r}; use one of {', '.join(TIMING_MODES)}")
-        setup = TimingSetup(case=case, kernels=checked.kernels, inputs=checked.inputs, want=checked.want)
+        setup = TimingSetup(case=case, kernels=checked.kernels, inputs=checked.inputs, want=checked.want,
+                            good=checked.got)
         rounds = CudaRounds(self.device, setup, mode, rotation=self.protocol.rotation)
         sampler = nvml.NvmlSampler(self.device.pci_bus_id()).start()
         try:
             sampled = sample_case(rounds, list(setup.kernels), self.protocol, reference=reference_label)
+            floor_us = rounds.launch_floor_us()
+            verified = rounds.check.checks() if rounds.check is not None else []
+            launches = sum(rounds.check.launches.values()) if rounds.check is not None else 0
         finally:
             readings = sampler.stop()
+            check_s = rounds.check_s
             rounds.close()
-        return attrs.evolve(sampled, clocks_sm_mhz=tuple(r.sm_mhz for r in readings if r.sm_mhz),
-                            buffer_sets=rounds.sets, gate_retakes=rounds.gate_retakes, timing_mode=mode,
-                            nvml=nvml.summarize(readings))
+        sampled = attrs.evolve(sampled, clocks_sm_mhz=tuple(r.sm_mhz for r in readings if r.sm_mhz),
+                               buffer_sets=rounds.sets, gate_retakes=rounds.gate_retakes, timing_mode=mode,
+                               nvml=nvml.summarize(readings), launch_floor_us=floor_us, placement_checks=launches)
+        return sampled, verified, check_s

@@ -68,6 +68,9 @@ class Sampling:
     buffer_sets: int = 1  # buffer sets each placement's launches rotated over (see TimingProtocol.rotation)
     gate_retakes: int = 0  # rounds re-taken because the host did not release the start gate in time
     nvml: Optional[NvmlSummary] = None
+    # per-launch time of an empty kernel, timed the same way in the same process (None: not measured)
+    launch_floor_us: Optional[float] = None
+    placement_checks: int = 0  # verifying launches on the timed buffers (every placement, buffer set and side)
 
 
 @attrs.frozen(kw_only=True)
@@ -99,6 +102,9 @@ class Timing(Sampling):
     gap_hi: Optional[float] = None
     gap_interval: str = ""  # how gap_lo/gap_hi were made
     throttled: bool = False  # power or thermal throttling during timing: kept, marked, out of trends
+    # events mode, a side's per-launch time within LAUNCH_BOUND_FACTOR of the launch floor: what was measured
+    # is the host's launch rate, not the kernel; kept, marked, out of trends (graph mode times such kernels)
+    launch_bound: bool = False
     # --repeat K: the gap of each fresh process (the headline pools their samples; placements are numbered
     # across processes, so the interval covers what changes between processes too)
     repeat_gaps: tuple[float, ...] = ()

@@ -31,6 +31,7 @@ from wfbench_core import watchdog
 from wfbench_core.case import CONFIGS
 from wfbench_core.errors import WfbenchError
 from wfbench_core.outcome import case_result, measured
+from wfbench_core.plausibility import Yardsticks
 from wfbench_core.results import FAILED, MODE_AA, CaseResult, CompilerInfo, converter, sm_arch
 
 
@@ -59,6 +60,7 @@ class Worker:
         self.bundle = Path()
         self.cuda: CompilerInfo | None = None
         self.arch = ""
+        self.yardsticks = Yardsticks()  # what the run's cases are judged by (wfbench_core.plausibility)
 
     def send(self, message: dict) -> None:
         self.out.write(json.dumps(message) + "\n")
@@ -68,7 +70,7 @@ class Worker:
         self.send({"progress": line})
 
     def init(self, bundle: str, request: dict, copy: bool, plugins: Any = None,
-             prefetch: Any = ()) -> dict:
+             prefetch: Any = (), yardsticks: Any = None) -> dict:
         from wfbench_core.compile import cuda_compiler
         from wfbench_core.registry import Registry
         from wfbench_core.request import ExecuteRequest
@@ -92,6 +94,9 @@ class Worker:
         if copy:  # the run's yardsticks, measured once by its first worker
             environment = attrs.evolve(environment, copy_gbps=self.timer.copy_gbps(),
                                        fp64_peak_gflops=self._fp64_peak())
+        given = environment if copy else attrs.evolve(environment, **(yardsticks or {}))  # later workers are told
+        self.yardsticks = Yardsticks(copy_gbps=given.copy_gbps, fp64_peak_gflops=given.fp64_peak_gflops,
+                                     l2_bytes=environment.l2_bytes)
         c = converter()
         return {"environment": c.unstructure(environment), "cuda": c.unstructure(self.cuda), "arch": self.arch}
 
@@ -128,7 +133,7 @@ class Worker:
         _, by_case = prepare_all(self.bundle, self.registry, [case_id])
         results = run_case(by_case[case_id], timer=self.timer, protocol=self.request.protocol, cuda=self.cuda,
                            arch=self.arch, mode=self.request.mode, sanitize=self.request.sanitize,
-                           progress=self.progress)
+                           progress=self.progress, yardsticks=self.yardsticks)
         return [converter().unstructure(r) for r in results]
 
     def serve(self, requests: IO[str]) -> None:
@@ -143,7 +148,7 @@ class Worker:
             if op == "init":
                 watchdog.install(self.send, msg["request"].get("case_timeout_s"))
                 self.send({"init": self.init(msg["bundle"], msg["request"], msg.get("copy", False),
-                                             msg.get("plugins"), msg.get("prefetch", ()))})
+                                             msg.get("plugins"), msg.get("prefetch", ()), msg.get("yardsticks"))})
             elif op == "case":
                 self.send({"results": self.case(msg["id"])})
             elif op == "exit":
@@ -169,7 +174,8 @@ def _wf_label(label: str) -> str:
 
 
 def run_case(variants: dict[str, Any], *, timer: Any, protocol: Any, cuda: Any, arch: str,
-             mode: str, sanitize: bool = False, progress: Any = lambda line: None) -> list[CaseResult]:
+             mode: str, sanitize: bool = False, progress: Any = lambda line: None,
+             yardsticks: Any = None) -> list[CaseResult]:
     """Check and time one case: every WarpForth variant (one, or base and head) against the CUDA side.
 
     With ``sanitize``, each side's check configuration is first launched once under compute-sanitizer;
@@ -221,7 +227,7 @@ def run_case(variants: dict[str, Any], *, timer: Any, protocol: Any, cuda: Any, 
         costs = attrs.evolve(m.costs, compile_cuda_s=compile_s,
                              compile_wf_s=sum(prep.files[c].compile_wf.wall_s for c in CONFIGS))
         out.append(measured(attrs.evolve(base, costs=costs), m, _wf_label(label),
-                            unstable_noise=protocol.unstable_noise))
+                            unstable_noise=protocol.unstable_noise, yardsticks=yardsticks))
     return out
 
 
