@@ -37,10 +37,14 @@ HALF_ELSEWHERE = r"""
 __device__ unsigned long long seen_y[2];
 extern "C" __global__ void scale_half(long long k, const long long* __restrict__ x, long long* __restrict__ y,
                                       long long n) {
-    unsigned long long a = (unsigned long long)y;
-    unsigned long long prev = atomicCAS(&seen_y[0], 0ULL, a);
-    bool known = prev == 0ULL || prev == a;
-    if (!known) { prev = atomicCAS(&seen_y[1], 0ULL, a); known = prev == 0ULL || prev == a; }
+    __shared__ int known;
+    if (threadIdx.x == 0) {  // one thread per block registers y among the first two outputs it sees
+        unsigned long long a = (unsigned long long)y;
+        unsigned long long prev = atomicCAS(&seen_y[0], 0ULL, a);
+        known = prev == 0ULL || prev == a;
+        if (!known) { prev = atomicCAS(&seen_y[1], 0ULL, a); known = prev == 0ULL || prev == a; }
+    }
+    __syncthreads();
     const long long m = known ? n : n / 2;
     const long long stride = (long long)gridDim.x * blockDim.x;
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < m; i += stride) y[i] = k * x[i];

@@ -59,9 +59,22 @@ class KernelRow:
     side: str  # "wf" | "cuda"
     wfbench_us: Mapping[str, float]  # timing mode -> wfbench median, us per launch
     nvbench: NvbenchTimes
+    launch_floor_us: Optional[float] = None  # an empty kernel, launched back to back (events mode)
+
+    @property
+    def nvbench_launch_bound(self) -> bool:
+        """nvbench's batch figure is its launcher's rate, not the kernel's (within LAUNCH_BOUND_FACTOR of the
+        floor): nothing that times the kernel compares with it."""
+        from wfbench_core.plausibility import LAUNCH_BOUND_FACTOR
+
+        batch = self.nvbench.batch_mean_us
+        return bool(batch and self.launch_floor_us and batch <= LAUNCH_BOUND_FACTOR * self.launch_floor_us)
 
     def diff(self, mode: str = TIMING_EVENTS) -> Optional[float]:
-        """wfbench median in ``mode`` over the nvbench figure that measures the same thing, minus 1."""
+        """wfbench median in ``mode`` over the nvbench figure that measures the same thing, minus 1 (None where
+        there is none, or nvbench's batch figure is its launcher's rate)."""
+        if mode != TIMING_COLD_L2 and self.nvbench_launch_bound:
+            return None
         ref = self.nvbench.cold_mean_us if mode == TIMING_COLD_L2 else self.nvbench.batch_mean_us
         have = self.wfbench_us.get(mode)
         return None if ref is None or have is None or ref <= 0 else have / ref - 1.0
@@ -124,15 +137,16 @@ def bench_name(case_id: str, side: str) -> str:
     return f"{case_id}/{side}"
 
 
-def compare(wfbench_us: Mapping[str, Mapping[str, Mapping[str, float]]], nvbench: Mapping[str, NvbenchTimes]
-            ) -> tuple[list[KernelRow], list[GapRow]]:
-    """``wfbench_us``: case -> side -> mode -> median us; ``nvbench``: benchmark name -> figures."""
+def compare(wfbench_us: Mapping[str, Mapping[str, Mapping[str, float]]], nvbench: Mapping[str, NvbenchTimes],
+            floors: Mapping[str, float] = {}) -> tuple[list[KernelRow], list[GapRow]]:
+    """``wfbench_us``: case -> side -> mode -> median us; ``nvbench``: benchmark name -> figures; ``floors``:
+    case -> the launch floor in events mode (us), where measured."""
     kernels: list[KernelRow] = []
     gaps: list[GapRow] = []
     for case_id, sides in wfbench_us.items():
         for side, by_mode in sides.items():
             kernels.append(KernelRow(case_id, side, dict(by_mode),
-                                     nvbench.get(bench_name(case_id, side), NvbenchTimes())))
+                                     nvbench.get(bench_name(case_id, side), NvbenchTimes()), floors.get(case_id)))
         if "wf" in sides and "cuda" in sides:
             mode = next(iter(sides["cuda"]))
             nv_wf = nvbench.get(bench_name(case_id, "wf"), NvbenchTimes())
@@ -173,6 +187,13 @@ def render(kernels: Sequence[KernelRow], gaps: Sequence[GapRow], tolerance: floa
             g_rows.append([g.case, f"{g.wfbench_gap:.4f}x",
                            "-" if g.nvbench_gap is None else f"{g.nvbench_gap:.4f}x", _pct(g.diff)])
         text += "\n\n" + render_table(g_rows)
+    bound = [f"{k.case}/{k.side} ({_us(k.nvbench.batch_mean_us)} us, floor {_us(k.launch_floor_us)} us)"
+             for k in kernels if k.nvbench_launch_bound]
+    if bound:
+        from wfbench_core.plausibility import LAUNCH_BOUND_FACTOR
+
+        text += (f"\n\nnvbench's launcher is the bottleneck (its batch figure within {LAUNCH_BOUND_FACTOR:g}x of an "
+                 f"empty kernel launched back to back), so its batch figure is not compared: " + ", ".join(bound))
     worst = worst_disagreement(kernels)
     if worst is not None:
         text += f"\n\nworst per-kernel disagreement {worst:.2%} (target <= {tolerance:.0%})"
@@ -185,7 +206,8 @@ def as_json(kernels: Sequence[KernelRow], gaps: Sequence[GapRow], tolerance: flo
 
     conv = converter()
     return {
-        "kernels": [{**conv.unstructure(k), "diff": {m: k.diff(m) for m in k.wfbench_us}} for k in kernels],
+        "kernels": [{**conv.unstructure(k), "diff": {m: k.diff(m) for m in k.wfbench_us},
+                     "nvbench_launch_bound": k.nvbench_launch_bound} for k in kernels],
         "gaps": [{**conv.unstructure(g), "diff": g.diff} for g in gaps],
         "worst": worst_disagreement(kernels),
         "tolerance": tolerance,
@@ -289,6 +311,7 @@ def crosscheck(bundle: Path, *, registry: Any, case_ids: Sequence[str] = (), aga
     wfbench_us: dict[str, dict[str, dict[str, float]]] = (
         medians_from_result(against, [p.case.id for p in prepared]) if against is not None else {})
     launchers: dict[str, Callable[[Any], None]] = {}
+    floors: dict[str, float] = {}  # case -> launch floor in events mode
     keep: list[Any] = []
     for prep in prepared:
         case = small_case(prep.case) if small else prep.case
@@ -300,6 +323,7 @@ def crosscheck(bundle: Path, *, registry: Any, case_ids: Sequence[str] = (), aga
             progress(f"{case.id}: wfbench, {mode} mode{' (check sizes)' if small else ''}")
             wfbench_us.setdefault(case.id, {}).update(
                 _medians(rounds, attrs.evolve(protocol, placements=1, timing_mode=mode), case.id, device))
+        floors[case.id] = _floor(rounds, case.id, device)
         geo = case.launch(case.sizes["canonical"])
         config = device.config(geo.grid, geo.block, geo.shared_bytes)
         for label, kernel in rounds.setup.kernels.items():
@@ -307,7 +331,7 @@ def crosscheck(bundle: Path, *, registry: Any, case_ids: Sequence[str] = (), aga
     progress(f"nvbench: timing {len(launchers)} kernels")
     nv = run_nvbench(launchers, json_path, device)
     del keep
-    return compare(wfbench_us, nv)
+    return compare(wfbench_us, nv, floors)
 
 
 def _case_rounds(device: Device, prep: Any, case: Any, small: bool, cuda: Any, rotation: int) -> Any:
@@ -339,6 +363,13 @@ def _medians(rounds: Any, protocol: TimingProtocol, case_id: str, device: Device
     with device.faults(case_id, "canonical", "", "timing"):
         sampled = sample_case(rounds, list(rounds.setup.kernels), protocol, reference="cuda")
     return {label: {protocol.timing_mode: median(values)} for label, values in sampled.samples_us.items()}
+
+
+def _floor(rounds: Any, case_id: str, device: Device) -> float:
+    """The launch floor in events mode: an empty kernel launched back to back, as nvbench's batch launches."""
+    rounds.mode = TIMING_EVENTS
+    with device.faults(case_id, "canonical", "", "timing"):
+        return float(rounds.launch_floor_us())
 
 
 def _rotating(device: Device, kernel: Any, config: Any, set_args: Sequence[Sequence[Any]]) -> Callable[[Any], None]:
