@@ -421,7 +421,8 @@ class TimedBuffers:
     def __init__(self, device: Device, case: Case, want: Mapping[str, np.ndarray],
                  good: Mapping[str, Mapping[str, np.ndarray]]) -> None:
         self.device, self.case, self.want = device, case, want
-        flat = {name: np.ascontiguousarray(w).reshape(-1) for name, w in want.items()}
+        # as the timed buffers hold them: flat, in each output parameter's type
+        flat = {p.name: np.ascontiguousarray(want[p.name], dtype=p.dtype).reshape(-1) for p in case.outputs}
         self._poison = {name: device.to_device(np.full(w.size, poison_value(w.dtype)[0], dtype=w.dtype))
                         for name, w in flat.items()}
         self._good = {label: {name: device.to_device(np.ascontiguousarray(out[name], dtype=flat[name].dtype)
