@@ -22,9 +22,10 @@ import os
 import signal
 import time
 
-from wfbench_core import hookimpl, watchdog
+from wfbench_core import hookimpl
+from wfbench_core.gpu import watchdog
 from wfbench_core.errors import WfbenchError
-from wfbench_core.results import Check, Costs, Environment, KernelAttrs, Sampled
+from wfbench_core.record.results import Check, Costs, Environment, KernelAttrs, Sampled
 
 
 def _behaviour(case_id: str) -> str:
@@ -51,7 +52,7 @@ class FakeTimer:
 
         ahead = os.environ.get("FAKE_GPU_PREFETCH")
         if ahead:
-            from wfbench_core.compile import _PREFETCHED
+            from wfbench_core.build.compile import _PREFETCHED
 
             pending = sorted({key[0].split("[")[0] for key in _PREFETCHED})
             with open(ahead, "a") as fh:

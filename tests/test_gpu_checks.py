@@ -11,10 +11,10 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from wfbench_core.executor import execute
-from wfbench_core.registry import Registry
-from wfbench_core.request import ExecuteRequest
-from wfbench_core.results import FAILED, IMPLAUSIBLE, OK, TIMING_EVENTS, TIMING_GRAPH, UNSTABLE, TimingProtocol
+from wfbench_core.run.executor import execute
+from wfbench_core.discover.registry import Registry
+from wfbench_core.record.request import ExecuteRequest
+from wfbench_core.record.results import FAILED, IMPLAUSIBLE, OK, TIMING_EVENTS, TIMING_GRAPH, UNSTABLE, TimingProtocol
 
 pytestmark = pytest.mark.gpu
 
@@ -53,9 +53,9 @@ extern "C" __global__ void scale_half(long long k, const long long* __restrict__
 
 
 def _timer_and_sides(source: str, kernel: str, protocol: TimingProtocol = QUICK):  # type: ignore[no-untyped-def]
-    from wfbench_core.compile import compile_cuda, cuda_compiler
+    from wfbench_core.build.compile import compile_cuda, cuda_compiler
     from wfbench_core.contracts import Side
-    from wfbench_core.timer import CudaEventTimer
+    from wfbench_core.gpu.timer import CudaEventTimer
 
     case = Registry.load().case("scale_i64")
     timer = CudaEventTimer(protocol)
@@ -85,8 +85,8 @@ def test_timed_buffers_are_verified_and_the_launch_floor_is_measured(prebuilt_bu
 
 
 def test_a_kernel_that_skips_work_it_finds_done_is_implausible() -> None:
-    from wfbench_core.outcome import case_result, measured
-    from wfbench_core.plausibility import Yardsticks
+    from wfbench_core.gpu.outcome import case_result, measured
+    from wfbench_core.gpu.plausibility import Yardsticks
 
     case, timer, sides = _timer_and_sides(SKIPS_WHEN_ANSWERED, "scale_skip")
     m = timer.measure(case, sides, reference_label="cuda")
@@ -111,8 +111,8 @@ def test_half_the_work_on_buffers_it_was_not_checked_on_fails_naming_the_placeme
 
 @pytest.mark.parametrize("mode", [TIMING_EVENTS, TIMING_GRAPH])
 def test_small_kernels_in_events_mode_are_launch_bound(mode: str) -> None:
-    from wfbench_core.crosscheck import small_case
-    from wfbench_core.outcome import case_result, measured
+    from wfbench_core.run.crosscheck import small_case
+    from wfbench_core.gpu.outcome import case_result, measured
 
     scale = Registry.load().case("scale_i64")
     case, timer, sides = _timer_and_sides(scale.render("check")[1], scale.cuda_kernel,
@@ -130,8 +130,8 @@ def test_small_kernels_in_events_mode_are_launch_bound(mode: str) -> None:
 
 
 def test_a_load_failure_keeps_the_jit_log() -> None:
-    from wfbench_core.device import Device
-    from wfbench_core.faults import KernelFault
+    from wfbench_core.gpu.device import Device
+    from wfbench_core.build.faults import KernelFault
 
     ptx = """\
 .version 7.5

@@ -5,9 +5,9 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from wfbench_core.plausibility import (LAUNCH_BOUND_FACTOR, MARGIN, Yardsticks, implausible, launch_bound,
+from wfbench_core.gpu.plausibility import (LAUNCH_BOUND_FACTOR, MARGIN, Yardsticks, implausible, launch_bound,
                                        must_move_bytes)
-from wfbench_core.results import IMPLAUSIBLE, OK, CaseResult, SideStats, Timing
+from wfbench_core.record.results import IMPLAUSIBLE, OK, CaseResult, SideStats, Timing
 
 MIB = 1 << 20
 
@@ -64,8 +64,8 @@ def test_launch_bound_only_in_events_mode_within_the_factor_of_the_floor() -> No
 
 def _measured(wf_us: float, cuda_us: float, floor: float, yardsticks: Yardsticks) -> CaseResult:
     from wfbench_core.contracts import Measurement
-    from wfbench_core.outcome import measured
-    from wfbench_core.results import Costs, Sampled
+    from wfbench_core.gpu.outcome import measured
+    from wfbench_core.record.results import Costs, Sampled
 
     sampled = Sampled(samples_us={"wf": (wf_us,) * 6, "cuda": (cuda_us,) * 6}, order=("wf", "cuda") * 3,
                       launches_per_sample=100, buffer_sets=8, launch_floor_us=floor)
@@ -86,8 +86,8 @@ def test_an_implausible_case_fails_with_the_figure_and_keeps_no_timing() -> None
 def test_an_implausible_run_is_never_stored_and_exits_1() -> None:
     from wfbench_core.cli.common import finish
     from wfbench_core.errors import CaseFailed
-    from wfbench_core.history import refusal
-    from wfbench_core.results import CompilerInfo, Environment, RunResult, TimingProtocol
+    from wfbench_core.review.history import refusal
+    from wfbench_core.record.results import CompilerInfo, Environment, RunResult, TimingProtocol
 
     run = RunResult(schema_version=4, suite_version=1, wfbench_version="t", created="2026-01-01T00:00:00Z",
                     mode="paired", protocol=TimingProtocol(), environment=Environment(),
@@ -100,10 +100,10 @@ def test_an_implausible_run_is_never_stored_and_exits_1() -> None:
 
 
 def test_a_launch_bound_case_is_kept_marked_and_left_out_of_trends() -> None:
-    from wfbench_core.export import _trend
-    from wfbench_core.history import point_of
-    from wfbench_core.report import table_rows
-    from wfbench_core.results import CompilerInfo, Environment, RunResult, TimingProtocol
+    from wfbench_core.review.export import _trend
+    from wfbench_core.review.history import point_of
+    from wfbench_core.review.report import table_rows
+    from wfbench_core.record.results import CompilerInfo, Environment, RunResult, TimingProtocol
 
     r = _measured(5.0, 4.0, 2.5, Yardsticks())  # 512 MiB in 5 us would be implausible: no copy figure here
     assert r.status == OK and r.timing is not None and r.timing.launch_bound
@@ -124,7 +124,7 @@ def test_results_of_schema_3_still_load_and_schema_4_round_trips() -> None:
     import json
     from pathlib import Path
 
-    from wfbench_core.results import SCHEMA_VERSION, dumps, load_result, parse_result
+    from wfbench_core.record.results import SCHEMA_VERSION, dumps, load_result, parse_result
 
     new_in_4 = {"launch_floor_us", "placement_checks", "launch_bound", "placement_checks_s", "placement", "buffer_set"}
 

@@ -12,8 +12,8 @@ import attrs
 import pytest
 
 from wfbench_core.errors import WfbenchError
-from wfbench_core import results
-from wfbench_core.results import SCHEMA_VERSION, RunResult, converter, dumps, load_result, loads, write_result
+from wfbench_core.record import results
+from wfbench_core.record.results import SCHEMA_VERSION, RunResult, converter, dumps, load_result, loads, write_result
 
 FIXTURES = Path(__file__).parent / "fixtures"
 RUNS = sorted(FIXTURES.glob("h200-*.json"))

@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 
 from wfbench_core.case import Case, Launch, Param, Tolerance, Work
-from wfbench_core.faults import ILLEGAL_ADDRESS, KernelFault
-from wfbench_core.results import TimingProtocol
+from wfbench_core.build.faults import ILLEGAL_ADDRESS, KernelFault
+from wfbench_core.record.results import TimingProtocol
 from wfbench_core.contracts import Side
-from wfbench_core.device import Device, Driver
-from wfbench_core.timer import CudaEventTimer
+from wfbench_core.gpu.device import Device, Driver
+from wfbench_core.gpu.timer import CudaEventTimer
 
 N = 64
 
@@ -29,8 +29,8 @@ class FakeDriver:
     """Device memory, modules, one stream and events; errors as numba-cuda raises them."""
 
     def __init__(self, kernels: dict[str, Callable[..., None]]) -> None:
-        from wfbench_core.correctness import DIFFER_KERNEL
-        from wfbench_core.gpu_rounds import EMPTY, GATE_KERNEL
+        from wfbench_core.gpu.correctness import DIFFER_KERNEL
+        from wfbench_core.gpu.gpu_rounds import EMPTY, GATE_KERNEL
 
         # the clean rounds' gate kernel, the timed buffers' comparison and the empty kernel of the launch floor
         self.kernels = {GATE_KERNEL: self.gate, DIFFER_KERNEL: self.differ, EMPTY: lambda launch: 0.001, **kernels}
@@ -209,7 +209,7 @@ def ptxas_log(ptx: str, arch: str) -> str:
     import subprocess
     import tempfile
 
-    from wfbench_core.cudatools import require_tool
+    from wfbench_core.build.cudatools import require_tool
 
     with tempfile.NamedTemporaryFile("w", suffix=".ptx") as f:
         f.write(ptx)
@@ -339,7 +339,7 @@ def test_every_placement_set_and_side_is_verified_and_counted() -> None:
 
 
 def test_a_kernel_that_outputs_right_only_into_poison_is_wrong_as_timing_left_it() -> None:
-    from wfbench_core.correctness import poison_value
+    from wfbench_core.gpu.correctness import poison_value
 
     sentinel = poison_value("int64")[0]
 
@@ -357,9 +357,9 @@ def test_a_kernel_that_outputs_right_only_into_poison_is_wrong_as_timing_left_it
 
 
 def test_a_kernel_that_skips_work_on_an_answered_output_is_implausible() -> None:
-    from wfbench_core.outcome import case_result, measured
-    from wfbench_core.plausibility import Yardsticks
-    from wfbench_core.results import IMPLAUSIBLE
+    from wfbench_core.gpu.outcome import case_result, measured
+    from wfbench_core.gpu.plausibility import Yardsticks
+    from wfbench_core.record.results import IMPLAUSIBLE
 
     def skips_when_answered(launch: int, k: int, x: np.ndarray, y: np.ndarray, n: int) -> float:
         if np.array_equal(y[:n], k * x[:n]):
@@ -425,7 +425,7 @@ BIG_SHARED_PTX = """\
 
 
 def test_a_load_failure_keeps_the_jit_log() -> None:
-    from wfbench_core.cudatools import find_tool
+    from wfbench_core.build.cudatools import find_tool
 
     if find_tool("ptxas") is None:
         pytest.skip("no ptxas here (the stand-in's JIT)")

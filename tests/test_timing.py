@@ -10,10 +10,10 @@ import attrs
 import numpy as np
 import pytest
 
-from wfbench_core import sampling
+from wfbench_core.gpu import sampling
 from wfbench_core.errors import WfbenchError
-from wfbench_core.results import TimingProtocol
-from wfbench_core.sampling import (
+from wfbench_core.record.results import TimingProtocol
+from wfbench_core.gpu.sampling import (
     PLACEMENT_MAX_OFFSET,
     PLACEMENT_STEP,
     SAMPLE_MARGIN,
@@ -24,7 +24,7 @@ from wfbench_core.sampling import (
     buffer_sets,
     sample_case,
 )
-from wfbench_core.stats import gap_interval, placement_gaps, placement_noise, relative_halfwidth
+from wfbench_core.record.stats import gap_interval, placement_gaps, placement_noise, relative_halfwidth
 
 
 class FakeRounds:
@@ -291,7 +291,7 @@ class _SamplingFakeTimer:
         self.protocol = protocol
 
     def environment(self):  # type: ignore[no-untyped-def]
-        from wfbench_core.results import Environment
+        from wfbench_core.record.results import Environment
 
         return Environment(gpu_name="Fake GPU", compute_capability="9.0", max_mem_clock_mhz=3201,
                            power_limit_w=700.0, default_power_limit_w=700.0)
@@ -300,7 +300,7 @@ class _SamplingFakeTimer:
         return None
 
     def measure(self, case, sides, *, reference_label):  # type: ignore[no-untyped-def]
-        from wfbench_core.results import Costs, NvmlSummary
+        from wfbench_core.record.results import Costs, NvmlSummary
         from wfbench_core.contracts import Measurement
 
         labels = [s.label for s in sides]
@@ -317,16 +317,16 @@ class _SamplingFakeTimer:
 
 def test_a_run_records_placements_interval_nvml_and_a_depressed_host(prebuilt_bundle) -> None:  # type: ignore[no-untyped-def]
     from wfbench_core import hookimpl
-    from wfbench_core.executor import execute
-    from wfbench_core.registry import Registry
-    from wfbench_core.results import RunResult, dumps, loads
+    from wfbench_core.run.executor import execute
+    from wfbench_core.discover.registry import Registry
+    from wfbench_core.record.results import RunResult, dumps, loads
 
     class Plugin:
         @hookimpl(tryfirst=True)
         def wfbench_make_timer(self, protocol):  # type: ignore[no-untyped-def]
             return _SamplingFakeTimer(protocol)
 
-    from wfbench_core.request import ExecuteRequest
+    from wfbench_core.record.request import ExecuteRequest
 
     reg = Registry.load(plugins=[Plugin()])  # an in-process plugin: the executor runs the cases in-process
     run = execute(prebuilt_bundle(), registry=reg,
@@ -348,7 +348,7 @@ def test_a_run_records_placements_interval_nvml_and_a_depressed_host(prebuilt_bu
 def test_results_written_before_placements_still_load() -> None:
     from pathlib import Path
 
-    from wfbench_core.results import load_result
+    from wfbench_core.record.results import load_result
 
     run = load_result(Path(__file__).parent / "fixtures" / "h200-run1.json")
     t = next(c.timing for c in run.cases if c.timing is not None)
@@ -370,8 +370,8 @@ def test_warm_up_ends_on_wall_time_where_launches_are_capped() -> None:
 def test_the_gate_kernel_assembles_and_polls_with_volatile_loads(arch: str) -> None:
     import shutil
 
-    from wfbench_core.compile import find_nvcc, ptxas_check
-    from wfbench_core.gpu_rounds import GATE_KERNEL, GATE_PTX
+    from wfbench_core.build.compile import find_nvcc, ptxas_check
+    from wfbench_core.gpu.gpu_rounds import GATE_KERNEL, GATE_PTX
 
     if not shutil.which("ptxas") and not find_nvcc():
         pytest.skip("ptxas is not installed")

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from wfbench_core import crosscheck as xc
+from wfbench_core.run import crosscheck as xc
 from wfbench_core.cli import main
 from wfbench_core.errors import WfbenchError
-from wfbench_core.results import load_result
+from wfbench_core.record.results import load_result
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -104,7 +104,7 @@ def test_cli_errors_are_one_line(prebuilt_bundle, tmp_path: Path) -> None:  # ty
     assert "Traceback" not in r.output
     r = runner.invoke(main, ["crosscheck", str(bundle), "--case", "nope"])
     assert r.exit_code == 2 and "case 'nope' is not in bundle" in r.output
-    from wfbench_core.timer import gpu_unavailable_reason
+    from wfbench_core.gpu.timer import gpu_unavailable_reason
 
     if gpu_unavailable_reason() is not None:
         r = runner.invoke(main, ["crosscheck", str(bundle), "--quiet"])

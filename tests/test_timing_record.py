@@ -6,7 +6,7 @@ from typing import Any
 
 import attrs
 
-from wfbench_core.results import OK, CaseResult, NvmlSummary, SideStats, Timing
+from wfbench_core.record.results import OK, CaseResult, NvmlSummary, SideStats, Timing
 
 STATS = SideStats(2.0, 2.0, 0.0, 0.0, 4, (2.0, 2.0, 2.0, 2.0))
 NVML = NvmlSummary(n=3, sm_mhz_min=1900, sm_mhz_median=1980, sm_mhz_max=1980)
@@ -29,7 +29,7 @@ def _pass(k: int, nvml: NvmlSummary) -> CaseResult:
 
 
 def test_repeat_keeps_every_field_of_the_timing_record() -> None:
-    from wfbench_core.executor import merge_repeats
+    from wfbench_core.run.executor import merge_repeats
 
     (merged,) = merge_repeats([[_pass(0, NVML)], [_pass(1, THROTTLED)], [_pass(2, NVML)]], 0.03)
     t = merged.timing
@@ -49,8 +49,8 @@ def test_repeat_keeps_every_field_of_the_timing_record() -> None:
 
 
 def test_every_field_of_the_record_has_a_pooling_rule_and_is_set_above() -> None:
-    from wfbench_core.outcome import POOL
-    from wfbench_core.timing_record import Sampling
+    from wfbench_core.gpu.outcome import POOL
+    from wfbench_core.record.timing_record import Sampling
 
     names = [f.name for f in attrs.fields(Sampling)]
     assert sorted(POOL) == sorted(names)  # a new field needs its rule for --repeat
@@ -67,7 +67,7 @@ class _RecordTimer:
         self.protocol = protocol
 
     def environment(self) -> Any:
-        from wfbench_core.results import Environment
+        from wfbench_core.record.results import Environment
 
         return Environment(gpu_name="Fake GPU", gpu_uuid="GPU-fake", compute_capability="9.0")
 
@@ -76,8 +76,8 @@ class _RecordTimer:
 
     def measure(self, case: Any, sides: Any, *, reference_label: str) -> Any:
         from wfbench_core.contracts import Measurement
-        from wfbench_core.results import Costs, Sampled
-        from wfbench_core.timing_record import sampling_fields
+        from wfbench_core.record.results import Costs, Sampled
+        from wfbench_core.record.timing_record import sampling_fields
 
         _RecordTimer.calls += 1
         k = _RecordTimer.calls
@@ -89,10 +89,10 @@ class _RecordTimer:
 
 def test_a_repeat_run_stores_every_field_the_timer_recorded(prebuilt_bundle) -> None:  # type: ignore[no-untyped-def]
     from wfbench_core import hookimpl
-    from wfbench_core.executor import execute
-    from wfbench_core.registry import Registry
-    from wfbench_core.request import ExecuteRequest
-    from wfbench_core.results import RunResult, dumps, loads
+    from wfbench_core.run.executor import execute
+    from wfbench_core.discover.registry import Registry
+    from wfbench_core.record.request import ExecuteRequest
+    from wfbench_core.record.results import RunResult, dumps, loads
 
     class Plugin:
         @hookimpl(tryfirst=True)

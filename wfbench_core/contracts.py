@@ -10,7 +10,7 @@ timer, the transports) import these interfaces from here; nothing here imports a
   cuda_compiler="auto"|"nvcc"|"nvrtc", progress=callable, **options)``, where ``options`` are the user's
   ``--transport-opt KEY=VALUE`` strings (``-`` in keys becomes ``_``) checked against the class attribute
   ``OPTIONS`` (:class:`Option` specs, parsed by :func:`parse_options`), and calls :meth:`Transport.execute` with a bundle
-  built on this machine and the run's :class:`~wfbench_core.request.ExecuteRequest`.
+  built on this machine and the run's :class:`~wfbench_core.record.request.ExecuteRequest`.
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Mapping, Op
 import attrs
 
 from wfbench_core.errors import WfbenchError
-from wfbench_core.results import Check, Costs, Environment, KernelAttrs, RunResult
-from wfbench_core.timing_record import Sampled
+from wfbench_core.record.results import Check, Costs, Environment, KernelAttrs, RunResult
+from wfbench_core.record.timing_record import Sampled
 
 if TYPE_CHECKING:
     from wfbench_core.case import Case
-    from wfbench_core.request import ExecuteRequest
+    from wfbench_core.record.request import ExecuteRequest
 
 
 @attrs.frozen
@@ -42,7 +42,7 @@ class Side:
 class Measurement:
     """What the timer observed for one case: the checks, and for a correct case its samples (``sampled``).
 
-    ``sampled`` is the one timing record (:class:`~wfbench_core.timing_record.Sampled`): the result's
+    ``sampled`` is the one timing record (:class:`~wfbench_core.record.timing_record.Sampled`): the result's
     ``timing`` is made from it whole, so every field a timer fills in reaches the result file.
     """
 

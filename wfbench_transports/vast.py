@@ -34,8 +34,8 @@ import attrs
 
 from wfbench_core import hookimpl
 from wfbench_core.errors import WfbenchError
-from wfbench_core.request import ExecuteRequest
-from wfbench_core.results import RunResult, sm_arch
+from wfbench_core.record.request import ExecuteRequest
+from wfbench_core.record.results import RunResult, sm_arch
 from wfbench_core.contracts import Option, describe_options, parse_options
 
 Progress = Callable[[str], None]

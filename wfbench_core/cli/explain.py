@@ -17,7 +17,7 @@ def _wf_sides(case, bundle: Path | None, wf_ptx: Path | None, warpforthc: str | 
     if wf_ptx is not None:
         return {"": wf_ptx.read_text()}, [f"WarpForth PTX: {wf_ptx.name}."]
     if bundle is not None:
-        from wfbench_core.bundle import load_case_files, read_variants
+        from wfbench_core.build.bundle import load_case_files, read_variants
 
         out, lines = {}, []
         for label, (manifest, folder) in read_variants(bundle).items():
@@ -30,7 +30,7 @@ def _wf_sides(case, bundle: Path | None, wf_ptx: Path | None, warpforthc: str | 
             lines.append(f"WarpForth PTX{f' ({label})' if label else ''}: bundle {bundle.name}, warpforthc "
                          f"{manifest.warpforthc.version}.")
         return out, lines
-    from wfbench_core.compile import compile_warpforth, find_warpforthc, warpforthc_info
+    from wfbench_core.build.compile import compile_warpforth, find_warpforthc, warpforthc_info
 
     binary = find_warpforthc(warpforthc)
     progress(f"compiling {case.id} with {binary}")
@@ -67,9 +67,9 @@ def explain(case_id: str, bundle: Path | None, wf_ptx: Path | None, warpforthc: 
             loop_lines: int, quiet: bool) -> None:
     """Explain CASE's gap: static diagnostics of both sides (ptxas, SASS mix, occupancy), the largest SASS
     differences, each side's hottest loop, and with --profile Nsight Compute metrics. Markdown output."""
-    from wfbench_core import compile as comp
-    from wfbench_core.diagnostics import arch_limits
-    from wfbench_core.explain import Side, analyse, render_markdown
+    from wfbench_core.build import compile as comp
+    from wfbench_core.build.diagnostics import arch_limits
+    from wfbench_core.review.explain import Side, analyse, render_markdown
 
     if bundle is not None and wf_ptx is not None:
         raise WfbenchError("give the WarpForth PTX one way: --bundle or --wf-ptx (or neither, to compile it here)")
@@ -77,11 +77,11 @@ def explain(case_id: str, bundle: Path | None, wf_ptx: Path | None, warpforthc: 
     reg = load_registry()
     case = reg.case(case_id)
     if arch is None and profile:
-        from wfbench_core.device import Device
+        from wfbench_core.gpu.device import Device
 
         arch = Device().arch()  # NoGpuError (one line) without a GPU
     if arch is None and bundle is not None:
-        from wfbench_core.bundle import read_manifest
+        from wfbench_core.build.bundle import read_manifest
 
         arch = read_manifest(bundle).arch or None
     arch = arch or "sm_90"
@@ -96,7 +96,7 @@ def explain(case_id: str, bundle: Path | None, wf_ptx: Path | None, warpforthc: 
     progress(f"assembling {len(sides)} side(s) for {arch}")
     reports = analyse(case, sides, arch)
     if profile:
-        from wfbench_core.profile import profile_side
+        from wfbench_core.gpu.profile import profile_side
 
         profiled = []
         for r in reports:
@@ -108,7 +108,7 @@ def explain(case_id: str, bundle: Path | None, wf_ptx: Path | None, warpforthc: 
 
     result = environment = None
     if result_path is not None:
-        from wfbench_core.results import load_result, write_result
+        from wfbench_core.record.results import load_result, write_result
 
         run = load_result(result_path)
         environment = run.environment
@@ -128,7 +128,7 @@ def explain(case_id: str, bundle: Path | None, wf_ptx: Path | None, warpforthc: 
     text = render_markdown(case, reports, arch=arch, provenance=provenance, result=result, environment=environment,
                            loop_lines=loop_lines)
     if out is not None:
-        from wfbench_core.fsutil import atomic_write
+        from wfbench_core.record.fsutil import atomic_write
 
         atomic_write(out, text)
         progress(f"report: {out}")

@@ -46,7 +46,7 @@ def run(case_ids: tuple[str, ...], priorities: tuple[str, ...], warpforthc: tupl
         transport: str, transport_opts: tuple[str, ...], max_cost: float | None, out: Path | None, as_json: bool,
         commit: str | None, quiet: bool, **options: Any) -> None:
     """Build the bundle here and execute it on a GPU: check, time, print the table, write JSON."""
-    from wfbench_core import runner
+    from wfbench_core.run import runner
 
     reg = load_registry()
     request = run_request(reg, case_ids, priorities, warpforthc, commit=commit, check_cuda=check_cuda,
