@@ -27,7 +27,7 @@ ADVERSARIAL = ("fault_nan_only", "fault_accumulate", "fault_launch_count", "faul
 
 @pytest.fixture
 def registry(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
-    from wfbench_core.registry import Registry
+    from wfbench_core.discover.registry import Registry
 
     monkeypatch.syspath_prepend(str(PLUGIN))
     for name in list(sys.modules):
@@ -130,7 +130,7 @@ def test_every_adversarial_case_is_registered_and_well_formed(registry) -> None:
 
 @pytest.mark.parametrize("cid", ADVERSARIAL)
 def test_prebuilt_ptx_is_fresh_does_the_thing_and_assembles(registry, cid: str) -> None:  # type: ignore[no-untyped-def]
-    from wfbench_core.compile import find_nvcc, ptxas_check
+    from wfbench_core.build.compile import find_nvcc, ptxas_check
 
     case = registry.case(cid)
     for config in CONFIGS:
@@ -153,7 +153,7 @@ def test_the_ptx_checks_fail_on_the_correct_kernel() -> None:
 @pytest.mark.warpforthc
 @pytest.mark.parametrize("cid", ADVERSARIAL)
 def test_warpforthc_still_makes_the_adversarial_kernel(registry, warpforthc: Path, cid: str) -> None:  # type: ignore[no-untyped-def]
-    from wfbench_core.compile import compile_warpforth
+    from wfbench_core.build.compile import compile_warpforth
 
     case = registry.case(cid)
     for config in CONFIGS:
@@ -165,7 +165,7 @@ def test_the_reference_is_what_the_kernel_computes_on_poisoned_outputs(registry)
     twin's: a numpy model of each kernel's rule, applied to the check inputs, gives the reference."""
     import numpy as np
 
-    from wfbench_core.timer import poison_value
+    from wfbench_core.gpu.timer import poison_value
 
     for cid in ADVERSARIAL:
         case = registry.case(cid)
@@ -204,7 +204,7 @@ def test_the_whole_corpus_bundle_validates_without_a_gpu(tmp_path: Path, monkeyp
     from click.testing import CliRunner
 
     from wfbench_core.cli import main
-    from wfbench_core.registry import Registry
+    from wfbench_core.discover.registry import Registry
     from wfbench_core.testing import bundle_from_ptx, ptx_dir_loader
 
     from test_gpu_faults import MODULES, _env  # tests/ is on sys.path, as for conftest

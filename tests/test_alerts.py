@@ -11,11 +11,11 @@ import pytest
 from click.testing import CliRunner
 
 from synth_runs import created_at, real_run, synth_run, with_case
-from wfbench_core import alerts
+from wfbench_core.review import alerts
 from wfbench_core.cli import main
 from wfbench_core.errors import WfbenchError
-from wfbench_core.history import History, add_run
-from wfbench_core.results import ERROR, FAILED, load_result, write_result
+from wfbench_core.review.history import History, add_run
+from wfbench_core.record.results import ERROR, FAILED, load_result, write_result
 
 
 def build(root: Path, n: int, run_noise: float, seed: int = 7, **kw) -> list:  # type: ignore[no-untyped-def]
@@ -269,7 +269,7 @@ def test_the_stored_same_ptx_runs_never_alert_against_each_other(tmp_path: Path)
     """Each stored H200 paired run checked against a history of all the others (alerts allowed from the first
     point, on any change above 0.1 %): byte-identical PTX everywhere, so no case may be a regression or an
     improvement."""
-    from wfbench_core.compare import labels_of
+    from wfbench_core.review.compare import labels_of
 
     paths = sorted((Path(__file__).parents[1] / "examples" / "history" / "runs").rglob("*.json"))
     paths += sorted((Path(__file__).parent / "fixtures").glob("h200-*.json"))

@@ -24,7 +24,7 @@ def one_error_line(result) -> str:  # type: ignore[no-untyped-def]
 
 
 def gpu_present() -> bool:
-    from wfbench_core.timer import gpu_unavailable_reason
+    from wfbench_core.gpu.timer import gpu_unavailable_reason
 
     return gpu_unavailable_reason() is None
 
@@ -176,7 +176,7 @@ def test_compile_errors_are_recorded_and_the_others_built(warpforthc: Path, tmp_
                                                           monkeypatch: pytest.MonkeyPatch, module, case_id,
                                                           expect) -> None:
     if case_id == "broken_cuda":
-        from wfbench_core.compile import find_nvcc
+        from wfbench_core.build.compile import find_nvcc
 
         if find_nvcc() is None:
             pytest.skip("nvcc not installed")
@@ -223,7 +223,7 @@ def test_max_cost_needs_a_transport_that_rents(tmp_path: Path) -> None:
     r = invoke("run", "--warpforthc", str(fake), "--max-cost", "0.2", "-c", "axpy_f64")
     assert r.exit_code == 2
     assert "--max-cost applies to transports that rent machines; 'local' does not" in one_error_line(r)
-    from wfbench_core.registry import Registry
+    from wfbench_core.discover.registry import Registry
 
     assert "max_cost" in Registry.load().transport("vast").OPTIONS
 

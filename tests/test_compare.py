@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 from synth_runs import REAL_AA, evolve_case, real_run, synth_run, with_case
-from wfbench_core import compare
+from wfbench_core.review import compare
 from wfbench_core.cli import main
-from wfbench_core.results import write_result
+from wfbench_core.record.results import write_result
 
 
 def jittered(samples: tuple[float, ...], scale: float, seed: int, sd: float = 0.002) -> np.ndarray:
@@ -79,7 +79,7 @@ def test_only_the_same_fingerprint_is_compared() -> None:
 
 
 def test_modes_and_missing_cases_are_not_compared() -> None:
-    from wfbench_core.results import load_result
+    from wfbench_core.record.results import load_result
 
     cmp = compare.compare_runs(real_run(), load_result(REAL_AA))
     assert all(not c.compared and "timing modes" in c.reason for c in cmp.cases)
@@ -199,8 +199,8 @@ def test_another_board_is_reported_and_not_attributed() -> None:
 def test_the_history_sets_the_between_run_threshold(tmp_path: Path) -> None:
     """Run-level offsets of known spread: the threshold follows the series' own spread once it has enough
     stable runs, and a change of twice that spread is not called worse while one of six times is."""
-    from wfbench_core.history import History, add_run
-    from wfbench_core.stats import MIN_RUNS, RUN_K, relative_mad
+    from wfbench_core.review.history import History, add_run
+    from wfbench_core.record.stats import MIN_RUNS, RUN_K, relative_mad
 
     rng = np.random.default_rng(3)
     offsets = [float(1.0 + rng.normal(0.0, 0.01)) for _ in range(12)]  # 1 % sd between runs
@@ -235,7 +235,7 @@ FIXTURE_RUNS = sorted((Path(__file__).parent / "fixtures").glob("h200-*.json"))
 
 
 def _plain_paired() -> dict[str, object]:
-    from wfbench_core.results import load_result
+    from wfbench_core.record.results import load_result
 
     runs = {p.name: load_result(p) for p in EXAMPLE_RUNS + FIXTURE_RUNS}
     return {name: r for name, r in runs.items() if r.mode == "paired" and not compare.labels_of(r)}
@@ -275,7 +275,7 @@ def test_the_stored_same_ptx_runs_give_no_verdict_for_any_case() -> None:
 def test_repeat_processes_set_the_threshold_when_there_is_no_history() -> None:
     """A --repeat run carries one gap per process: without a history, their spread is the between-run
     variation, so a change inside it is not called worse, while the same change with quiet processes is."""
-    from wfbench_core.stats import RUN_K, relative_mad
+    from wfbench_core.record.stats import RUN_K, relative_mad
 
     base = synth_run(0, jitter=0.0005)
     head = synth_run(1, jitter=0.0005, wf_scale={"axpy_f64": 1.03})  # +3 %, a compiler change

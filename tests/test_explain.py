@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from wfbench_core import diagnostics as dg
+from wfbench_core.build import diagnostics as dg
 from wfbench_core.cli import main
-from wfbench_core.results import load_result
+from wfbench_core.record.results import load_result
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PTX = FIXTURES / "ptx"

@@ -177,13 +177,13 @@ def tally(command: str, file: str, was_refused: bool) -> None:
 
 
 def _valid_result() -> bytes:
-    from wfbench_core.results import dumps, load_result
+    from wfbench_core.record.results import dumps, load_result
 
     return dumps(load_result(FIXTURES / "h200-run1.json")).encode()
 
 
 def test_result_files(tmp_path: Path) -> None:
-    from wfbench_core.results import parse_result
+    from wfbench_core.record.results import parse_result
 
     rng = random.Random(SEED)
     good = str(FIXTURES / "h200-run1.json")
@@ -240,8 +240,8 @@ def _bundle_commands(b: Path) -> dict[str, list[str]]:
 
 
 def test_bundle_manifests_and_files(bundle: Path, tmp_path: Path) -> None:
-    from wfbench_core.executor import validate
-    from wfbench_core.registry import Registry
+    from wfbench_core.run.executor import validate
+    from wfbench_core.discover.registry import Registry
 
     rng = random.Random(SEED + 1)
     reg = Registry.load()
@@ -271,7 +271,7 @@ def test_bundle_manifests_and_files(bundle: Path, tmp_path: Path) -> None:
 
 
 def test_request_files(bundle: Path, tmp_path: Path) -> None:
-    from wfbench_core.request import ExecuteRequest
+    from wfbench_core.record.request import ExecuteRequest
 
     rng = random.Random(SEED + 2)
     for n, (kind, data) in enumerate(broken_json(rng, ExecuteRequest().to_json().encode())):

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import pytest
 
-from wfbench_core.results import ERROR, FAILED, OK, UNSTABLE
+from wfbench_core.record.results import ERROR, FAILED, OK, UNSTABLE
 
 pytestmark = pytest.mark.gpu
 
@@ -63,7 +63,7 @@ def _env() -> dict[str, str]:
 def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     sys.path.insert(0, str(PLUGIN))
     try:
-        from wfbench_core.registry import Registry
+        from wfbench_core.discover.registry import Registry
         from wfbench_core.testing import bundle_from_ptx, ptx_dir_loader
 
         reg = Registry.load([f"wfbench_broken_cases.{m}" for m in MODULES if m != "syntax"], autoload=False)
@@ -151,7 +151,7 @@ def test_good_case_is_timed_and_checked_per_side_after_timing(corpus: dict[str, 
 
 
 def test_the_sanitizer_catches_the_out_of_bounds_read(bundle: Path, tmp_path: Path) -> None:
-    from wfbench_core import sanitize
+    from wfbench_core.gpu import sanitize
 
     if sanitize.find_compute_sanitizer() is None:
         pytest.skip("compute-sanitizer not installed")
@@ -164,16 +164,16 @@ def test_the_sanitizer_catches_the_out_of_bounds_read(bundle: Path, tmp_path: Pa
 
 
 def test_sanitizer_finds_the_bad_store_and_the_race(bundle: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from wfbench_core import sanitize
+    from wfbench_core.gpu import sanitize
 
     if sanitize.find_compute_sanitizer() is None:
         pytest.skip("compute-sanitizer not installed")
     for key in ("PYTHONPATH", "WFBENCH_PLUGINS"):  # the sanitizer's child finds the plugin the same way
         monkeypatch.setenv(key, _env()[key])
     monkeypatch.syspath_prepend(str(PLUGIN))
-    from wfbench_core.compile import compile_cuda, cuda_compiler
-    from wfbench_core.registry import Registry
-    from wfbench_core.timer import gpu_unavailable_reason
+    from wfbench_core.build.compile import compile_cuda, cuda_compiler
+    from wfbench_core.discover.registry import Registry
+    from wfbench_core.gpu.timer import gpu_unavailable_reason
 
     assert gpu_unavailable_reason() is None
     reg = Registry.load()

@@ -8,10 +8,10 @@ from pathlib import Path
 import attrs
 
 from synth_runs import synth_run, with_case
-from wfbench_core import alerts, compare
-from wfbench_core.diagnostics import IDENTICAL_NOTE
-from wfbench_core.history import History, add_run, point_of
-from wfbench_core.results import SideDiagnostics
+from wfbench_core.review import alerts, compare
+from wfbench_core.build.diagnostics import IDENTICAL_NOTE
+from wfbench_core.review.history import History, add_run, point_of
+from wfbench_core.record.results import SideDiagnostics
 
 
 def sass(digest: str) -> SideDiagnostics:
@@ -55,7 +55,7 @@ def test_throttled_points_and_depressed_hosts_are_kept_but_out_of_trends() -> No
 
 
 def test_a_base_head_run_names_identical_machine_code() -> None:
-    from wfbench_core.report import render
+    from wfbench_core.review.report import render
 
     run = synth_run(0)
     case = run.case("axpy_f64")

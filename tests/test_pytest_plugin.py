@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from wfbench_core.registry import Registry
-from wfbench_core.results import FAILED, OK, load_result
-from wfbench_core.sampling import STOP_BUDGET, STOP_SAMPLES, STOP_TARGET
+from wfbench_core.discover.registry import Registry
+from wfbench_core.record.results import FAILED, OK, load_result
+from wfbench_core.gpu.sampling import STOP_BUDGET, STOP_SAMPLES, STOP_TARGET
 from wfbench_core.testing import bundle_from_ptx, ptx_dir_loader
 
 pytest_plugins = ["pytester"]
@@ -33,7 +33,7 @@ FAKE_GPU_CONFTEST = f"""
 
     from wfbench_core import hookimpl
     from wfbench_core.errors import WfbenchError
-    from wfbench_core.results import Check, Costs, Environment, KernelAttrs
+    from wfbench_core.record.results import Check, Costs, Environment, KernelAttrs, Sampled
     from wfbench_core.contracts import Measurement
     from wfbench_transports.local import LocalTransport
 
@@ -62,9 +62,9 @@ FAKE_GPU_CONFTEST = f"""
             return Measurement(
                 passed=passed, message="" if passed else "7 of 100 elements differ from the reference",
                 checks=(check,), kernel_attrs={{s.label: KernelAttrs(16, 0, 0, 1024) for s in sides}},
-                costs=Costs(), samples_us={{s.label: ({WF_US} if s.label.startswith("wf") else {CUDA_US},) * n
-                                           for s in sides}},
-                first=tuple(sides[i % len(sides)].label for i in range(n)), launches_per_sample=1)
+                costs=Costs(), sampled=Sampled(
+                    samples_us={{s.label: ({WF_US} if s.label.startswith("wf") else {CUDA_US},) * n for s in sides}},
+                    order=tuple(sides[i % len(sides)].label for i in range(n)), launches_per_sample=1))
 
 
     class CountingLocal(LocalTransport):
@@ -140,7 +140,7 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def cuda_side() -> None:
     """The executor compiles the CUDA side on the 'GPU host' (here): nvcc or NVRTC must exist."""
-    from wfbench_core.compile import cuda_compiler
+    from wfbench_core.build.compile import cuda_compiler
     from wfbench_core.errors import WfbenchError
 
     try:
@@ -278,7 +278,7 @@ def test_transport_error_is_not_retried(pytester: pytest.Pytester, counts, bundl
 
 
 def test_no_gpu_skips_with_the_reason(pytester: pytest.Pytester, bundle) -> None:
-    from wfbench_core.timer import gpu_unavailable_reason
+    from wfbench_core.gpu.timer import gpu_unavailable_reason
 
     if gpu_unavailable_reason() is None:
         pytest.skip("this machine has a GPU: test_real_gpu_through_the_plugin covers it")

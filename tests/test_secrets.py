@@ -1,5 +1,5 @@
 """No program wfbench starts sees a credential: warpforthc, nvcc, ptxas and the GPU worker are handed the
-environment of :func:`wfbench_core.childenv.child_env`, which drops ``VAST_API_KEY`` and every other secret.
+environment of :func:`wfbench_core.record.childenv.child_env`, which drops ``VAST_API_KEY`` and every other secret.
 
 Each program is a real executable standing in for the tool (it writes the environment it was given to a
 file, then does the tool's job well enough for wfbench to go on), reached through the real code path: the
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from wfbench_core.childenv import child_env, is_secret
+from wfbench_core.record.childenv import child_env, is_secret
 from wfbench_core.cli import main
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -96,7 +96,7 @@ def test_the_stand_in_would_see_an_inherited_secret(tmp_path: Path) -> None:
 
 
 def test_ptxas_sees_no_secret(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from wfbench_core.compile import ptxas_check
+    from wfbench_core.build.compile import ptxas_check
 
     _stand_in(tmp_path, "ptxas", "print('ptxas info    : 0 bytes gmem', file=sys.stderr)\n")
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
@@ -110,16 +110,16 @@ def test_ptxas_sees_no_secret(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
 def test_the_gpu_worker_sees_no_secret(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, prebuilt_bundle,  # type: ignore[no-untyped-def]
                                        nvcc: Path) -> None:
     """The executor's worker runs third-party case plugins: a timer plugin there writes out what it was given."""
-    from wfbench_core.executor import execute
-    from wfbench_core.registry import Registry
-    from wfbench_core.request import ExecuteRequest
+    from wfbench_core.run.executor import execute
+    from wfbench_core.discover.registry import Registry
+    from wfbench_core.record.request import ExecuteRequest
 
     seen = tmp_path / "worker.env"
     (tmp_path / "env_timer.py").write_text(textwrap.dedent(f"""\
         import json, os
         from wfbench_core import hookimpl
         from wfbench_core.errors import WfbenchError
-        from wfbench_core.results import Environment
+        from wfbench_core.record.results import Environment
 
         class Timer:
             def __init__(self, protocol):
@@ -157,7 +157,7 @@ def test_run_with_a_prebuilt_bundle_runs_no_compiler(tmp_path: Path, monkeypatch
                                                      prebuilt_bundle, nvcc: Path) -> None:
     """``wfbench run --bundle``: the bundle built in a step without the key is executed by the step with it,
     which starts no warpforthc (the stand-in on PATH and in WFBENCH_WARPFORTHC would record a call)."""
-    from wfbench_core.results import OK, load_result
+    from wfbench_core.record.results import OK, load_result
 
     tests = Path(__file__).parent
     tools = tmp_path / "bin"

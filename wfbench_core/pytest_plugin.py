@@ -49,7 +49,7 @@ import attrs
 import pytest
 
 from wfbench_core.errors import NoGpuError, WfbenchError
-from wfbench_core.results import ERROR, FAILED, CaseResult, TimingProtocol, RunResult, setting_problem
+from wfbench_core.record.results import FAILING, CaseResult, TimingProtocol, RunResult, setting_problem
 
 log = logging.getLogger("wfbench")
 
@@ -185,7 +185,7 @@ class State:
     def registry(self) -> Any:
         """wfbench's registry: installed plugins plus the wfbench hooks of conftests (built on first use)."""
         if self._registry is None:
-            from wfbench_core.registry import Registry
+            from wfbench_core.discover.registry import Registry
 
             self._registry = Registry.load(wfbench_plugins_of(self.config.pluginmanager))
         return self._registry
@@ -289,7 +289,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     merged = state.merged(state.unfinished)
     if merged is None:
         return
-    from wfbench_core.results import write_result
+    from wfbench_core.record.results import write_result
 
     state.settings.json_path.parent.mkdir(parents=True, exist_ok=True)
     write_result(merged, state.settings.json_path)
@@ -307,7 +307,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         if path is not None and state.settings.run_benchmarks:
             terminalreporter.write_line(f"wfbench: no case was benchmarked; {path} not written")
         return
-    from wfbench_core.report import render
+    from wfbench_core.review.report import render
 
     terminalreporter.section("wfbench")
     terminalreporter.write_line(render(merged))
@@ -367,9 +367,9 @@ class GpuSession:
         if self.settings.bundle is not None:
             return self.settings.bundle
         if case_id not in self._bundles:
-            from wfbench_core import runner
-            from wfbench_core.compile import find_warpforthc
-            from wfbench_core.request import ExecuteRequest, RunRequest
+            from wfbench_core.run import runner
+            from wfbench_core.build.compile import find_warpforthc
+            from wfbench_core.record.request import ExecuteRequest, RunRequest
 
             reg = self.state.registry
             request = RunRequest(cases=reg.refs([reg.case(case_id)]), execute=ExecuteRequest(),
@@ -405,7 +405,7 @@ class GpuSession:
             pytest.fail(problem, pytrace=False)
         no_gpu = ""
         try:
-            from wfbench_core.request import ExecuteRequest
+            from wfbench_core.record.request import ExecuteRequest
 
             request = ExecuteRequest(case_ids=tuple(case_ids), protocol=protocol or self.settings.protocol)
             return self.transport.execute(bundle, request, progress=self.progress)
@@ -424,7 +424,7 @@ class GpuSession:
         return result
 
     def bench(self, case_id: str, *, strict: bool = True) -> CaseResult:
-        """Check and time a case; the result joins the session JSON. ``strict`` fails the test on FAILED/ERROR."""
+        """Check and time a case; the result joins the session JSON. ``strict`` fails the test on a failing status."""
         run = self.execute([case_id])
         self.state.runs.append(run)
         result = _the_case(run, case_id)
@@ -435,7 +435,7 @@ class GpuSession:
 
 def _require_cases(bundle: Path, case_ids: Sequence[str]) -> None:
     """Refuse, before anything is shipped, a case the bundle does not hold."""
-    from wfbench_core.bundle import read_variants
+    from wfbench_core.build.bundle import read_variants
 
     for label, (manifest, _) in read_variants(bundle).items():
         held = {c.id for c in manifest.cases} | set(manifest.failures)
@@ -457,7 +457,7 @@ def _the_case(run: RunResult, case_id: str) -> CaseResult:
 
 
 def _fail_unless_correct(result: CaseResult) -> None:
-    if result.status in (FAILED, ERROR):
+    if result.status in FAILING:
         pytest.fail(f"{result.id}: {result.status.upper()}: {result.message}", pytrace=False)
 
 

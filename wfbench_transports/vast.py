@@ -34,9 +34,9 @@ import attrs
 
 from wfbench_core import hookimpl
 from wfbench_core.errors import WfbenchError
-from wfbench_core.fsutil import read_text
-from wfbench_core.request import ExecuteRequest
-from wfbench_core.results import RunResult, sm_arch
+from wfbench_core.record.fsutil import read_text
+from wfbench_core.record.request import ExecuteRequest
+from wfbench_core.record.results import RunResult, sm_arch
 from wfbench_core.contracts import Option, describe_options, parse_options
 
 Progress = Callable[[str], None]

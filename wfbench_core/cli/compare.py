@@ -37,8 +37,8 @@ def compare_cmd(base: Path, head: Optional[Path], base_label: Optional[str], hea
     Between two runs a change counts only beyond the between-run variation of its series (from --history,
     else a 1% floor), and never when the WarpForth PTX is identical or the boards differ.
     """
-    from wfbench_core import compare
-    from wfbench_core.results import converter, load_result
+    from wfbench_core.review import compare
+    from wfbench_core.record.results import converter, load_result
 
     settings = compare.Settings(alpha=alpha, min_effect=min_effect)
     if head is None:
@@ -49,7 +49,7 @@ def compare_cmd(base: Path, head: Optional[Path], base_label: Optional[str], hea
         runs = load_result(base), load_result(head)
         history = None
         if history_dir is not None:
-            from wfbench_core.history import History
+            from wfbench_core.review.history import History
 
             history = History.open(history_dir)
         cmp = compare.compare_runs(*runs, base_name=str(base), head_name=str(head), settings=settings,

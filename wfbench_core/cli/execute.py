@@ -27,12 +27,12 @@ from wfbench_core.errors import WfbenchError
 def execute_cmd(bundle: Path, case_ids: tuple[str, ...], priorities: tuple[str, ...], request_file: Path | None,
                 out: Path | None, as_json: bool, validate_only: bool, quiet: bool, **options: Any) -> None:
     """Execute a bundle on this host's GPU (what every transport runs on the GPU host)."""
-    from wfbench_core.executor import execute, validate
-    from wfbench_core.request import ExecuteRequest
+    from wfbench_core.run.executor import execute, validate
+    from wfbench_core.record.request import ExecuteRequest
 
     reg = load_registry()
     if request_file is not None:
-        from wfbench_core.fsutil import decode_text, read_bytes
+        from wfbench_core.record.fsutil import decode_text, read_bytes
 
         text = decode_text(read_bytes(request_file, "a wfbench request"), str(request_file), "a wfbench request",
                            kind="JSON text")

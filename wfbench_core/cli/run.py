@@ -50,7 +50,7 @@ def run(case_ids: tuple[str, ...], priorities: tuple[str, ...], warpforthc: tupl
         transport: str, transport_opts: tuple[str, ...], max_cost: float | None, out: Path | None, as_json: bool,
         commit: str | None, bundle: Path | None, quiet: bool, **options: Any) -> None:
     """Build the bundle here (or take --bundle) and execute it on a GPU: check, time, print the table, write JSON."""
-    from wfbench_core import runner
+    from wfbench_core.run import runner
 
     reg = load_registry()
     if bundle is not None:
@@ -84,8 +84,8 @@ def _prebuilt_request(reg: Any, bundle: Path, case_ids: tuple[str, ...], priorit
     is rented; cases as selected (every case of the bundle, its compile failures included, by default)."""
     import attrs
 
-    from wfbench_core.executor import validate
-    from wfbench_core.request import RunRequest
+    from wfbench_core.run.executor import validate
+    from wfbench_core.record.request import RunRequest
 
     if warpforthc or commit:
         raise WfbenchError("--bundle runs no compiler and records the bundle's own source: leave out "

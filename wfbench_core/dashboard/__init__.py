@@ -23,9 +23,9 @@ from typing import Any, Optional, Sequence
 
 from wfbench_core import __version__
 from wfbench_core.errors import WfbenchError
-from wfbench_core.fsutil import atomic_write
-from wfbench_core.history import History, Point, Series, SeriesKey, git_links, point_order, utc_sortable
-from wfbench_core.results import MODE_AA, OK
+from wfbench_core.record.fsutil import atomic_write
+from wfbench_core.review.history import History, Point, Series, SeriesKey, git_links, point_order, utc_sortable
+from wfbench_core.record.results import MODE_AA, OK
 
 ASSETS = ("chart.umd.js", "LICENSE-chart.js.md", "app.js", "style.css")
 
@@ -149,7 +149,7 @@ def geomean_set(rows: Sequence[dict[str, Any]]) -> tuple[Optional[float], list[s
     shrinks the set silently. A run without some P0 case has a smaller set, and a mean over another set is
     never compared with this one.
     """
-    from wfbench_core.stats import SetMember, suite_geomean
+    from wfbench_core.record.stats import SetMember, suite_geomean
 
     p0 = sorted((r for r in rows if r["priority"] == "P0"), key=lambda r: (r["case"], r["version"]))
     names = [f"{r['case']} v{r['version']}" for r in p0]
@@ -301,11 +301,11 @@ def diagnostics(raw: dict[str, Any], rows: Sequence[dict[str, Any]]) -> dict[str
     """Per case of one run (the rows shown), what both kernels look like and what the GPU did while timed.
 
     Reads, per case: ``attrs_wf``/``attrs_cuda`` (``registers``, ``local_bytes``, ``shared_bytes``),
-    ``diag_wf``/``diag_cuda`` (:class:`~wfbench_core.results.SideDiagnostics`: ``registers``, ``spill_stores``
+    ``diag_wf``/``diag_cuda`` (:class:`~wfbench_core.record.results.SideDiagnostics`: ``registers``, ``spill_stores``
     + ``spill_loads``, ``occupancy``, ``mix`` {class: count}), ``timing.gbps_wf``/``gbps_cuda`` against
     ``environment.copy_gbps`` and ``timing.gflops_wf``/``gflops_cuda`` against
     ``environment.fp64_peak_gflops`` (the roofline), ``timing.clocks_sm_mhz`` and ``timing.nvml``
-    (:class:`~wfbench_core.results.NvmlSummary`: SM clock, power and temperature ranges, throttle
+    (:class:`~wfbench_core.record.results.NvmlSummary`: SM clock, power and temperature ranges, throttle
     ``reasons``). Anything absent or of another shape is left out; a case with nothing to show has no entry.
     """
     env = raw.get("environment") if isinstance(raw.get("environment"), dict) else {}

@@ -1,0 +1,389 @@
+"""Every statistic wfbench computes, in one place (numpy and scipy, imported when first used).
+
+Within a run: the per-side summary, the gap, the per-pair ratios and their spread, the bootstrap intervals
+and rank test of ``compare``. Across runs: the between-run variation of a series and the threshold a change
+must pass, the geometric mean of a case set. Importing this module is cheap: ``wfbench --help`` and
+``wfbench list`` must not load numpy or scipy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence
+
+import attrs
+
+from wfbench_core.record.results import SideStats
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+
+def _array(values: Sequence[float]) -> "np.ndarray":
+    import numpy as np
+
+    return np.asarray(values, dtype=np.float64)
+
+
+# --------------------------------------------------------------------------------------------------------
+# one sample set
+
+
+def median(values: Sequence[float]) -> float:
+    import numpy as np
+
+    return float(np.median(_array(values)))
+
+
+def mad(values: Sequence[float]) -> float:
+    """Median absolute deviation, unscaled."""
+    from scipy import stats as sps
+
+    return float(sps.median_abs_deviation(_array(values), scale=1.0))
+
+
+def relative_mad(values: Sequence[float]) -> float:
+    """MAD / median (unscaled): the noise measure used throughout."""
+    m = median(values)
+    return mad(values) / m if m > 0 else float("inf")
+
+
+def percentiles(values: Sequence[float], qs: Sequence[float]) -> tuple[float, ...]:
+    import numpy as np
+
+    return tuple(float(v) for v in np.percentile(_array(values), list(qs)))
+
+
+def summarize(samples_us: Sequence[float]) -> SideStats:
+    """Median, 95th percentile, MAD (unscaled), MAD/median and n of per-launch times."""
+    x = _array(samples_us)
+    if x.size == 0:
+        raise ValueError("no samples")
+    med = median(x)
+    m = mad(x)
+    return SideStats(
+        median_us=med,
+        p95_us=percentiles(x, [95])[0],
+        mad_us=m,
+        noise=m / med if med > 0 else float("inf"),
+        n=int(x.size),
+        samples_us=tuple(float(v) for v in x),
+    )
+
+
+def band(stats: SideStats, lo: float = 5.0, hi: float = 95.0) -> tuple[float, float]:
+    """The ``lo``-``hi`` percentile band of a side's samples (its median twice when it has none)."""
+    if not stats.samples_us:
+        return stats.median_us, stats.median_us
+    a, b = percentiles(stats.samples_us, [lo, hi])
+    return a, b
+
+
+# --------------------------------------------------------------------------------------------------------
+# paired samples of one run
+
+
+def gap(wf: SideStats, cuda: SideStats) -> float:
+    """The headline: median WarpForth time over median CUDA time (1.0 = parity, lower is better)."""
+    return wf.median_us / cuda.median_us
+
+
+def is_unstable(wf: SideStats, cuda: SideStats, threshold: float) -> bool:
+    return wf.noise > threshold or cuda.noise > threshold
+
+
+def pair_ratios(wf_samples_us: Sequence[float], cuda_samples_us: Sequence[float]) -> Optional["np.ndarray"]:
+    """``wf[i] / cuda[i]`` (sample i of both sides was taken back to back); None unless both sides pair up."""
+    wf, cu = _array(wf_samples_us), _array(cuda_samples_us)
+    if not wf.size or wf.size != cu.size:
+        return None
+    return wf / cu
+
+
+def pair_ratio_mad(wf_samples_us: Sequence[float], cuda_samples_us: Sequence[float]) -> float:
+    """MAD (unscaled) of the per-pair ratios: the noise of the gap; 0.0 when the samples do not pair up."""
+    r = pair_ratios(wf_samples_us, cuda_samples_us)
+    return mad(r) if r is not None else 0.0
+
+
+def pair_ratio_noise(wf_samples_us: Sequence[float], cuda_samples_us: Sequence[float]) -> float:
+    """MAD/median of the per-pair ratios ``wf[i] / cuda[i]``."""
+    r = pair_ratios(wf_samples_us, cuda_samples_us)
+    if r is None:
+        raise ValueError("pair_ratio_noise needs paired samples of equal count on each side")
+    return relative_mad(r)
+
+
+def first_minus_second(wf_samples_us: Sequence[float], cuda_samples_us: Sequence[float],
+                       order: Sequence[str]) -> "np.ndarray":
+    """Per pair, the sample of the side that went first (``order[i]``: ``"wf"`` or ``"cuda"``) minus the other
+    side's. In an A/A run both sides are one kernel, so this is the position effect alone, free of what
+    varies between pairs (placements), which a difference of two medians over different pairs would carry."""
+    import numpy as np
+
+    wf, cu = _array(wf_samples_us), _array(cuda_samples_us)
+    if not (wf.size == cu.size == len(order)):
+        raise ValueError("first_minus_second needs one sample per side and one order entry per pair")
+    return np.where(np.array([o == "wf" for o in order], dtype=bool), wf - cu, cu - wf)
+
+
+def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:
+    """Two-sided Mann-Whitney U test p-value of two sample sets."""
+    from scipy import stats as sps
+
+    return float(sps.mannwhitneyu(_array(a), _array(b), alternative="two-sided").pvalue)
+
+
+def _boot_medians(x: "np.ndarray", idx: "np.ndarray") -> "np.ndarray":
+    import numpy as np
+
+    return np.median(x[idx], axis=1)
+
+
+def _interval(stat: "np.ndarray", confidence: float) -> tuple[float, float]:
+    tail = (1.0 - confidence) / 2.0 * 100.0
+    lo, hi = percentiles(stat, [tail, 100.0 - tail])
+    return lo, hi
+
+
+def bootstrap_median_ratio(base: Sequence[float], head: Sequence[float], *, resamples: int, seed: int,
+                           confidence: float) -> tuple[float, float]:
+    """Percentile-bootstrap interval of median(head) / median(base), independent resampling of each."""
+    import numpy as np
+
+    b, h = _array(base), _array(head)
+    rng = np.random.default_rng(seed)
+    boot = (_boot_medians(h, rng.integers(0, h.size, (resamples, h.size)))
+            / _boot_medians(b, rng.integers(0, b.size, (resamples, b.size))))
+    return _interval(boot, confidence)
+
+
+def bootstrap_gap_ratio(wf_base: Sequence[float], cuda_base: Sequence[float], wf_head: Sequence[float],
+                        cuda_head: Sequence[float], *, shared_cuda: bool, resamples: int, seed: int,
+                        confidence: float) -> tuple[float, float]:
+    """Percentile-bootstrap interval of gap(head) / gap(base); each run's (WarpForth, CUDA) pairs are resampled
+    together, and with ``shared_cuda`` (one base/head run against the same CUDA samples) the triples."""
+    import numpy as np
+
+    wb, cb, wh, ch = (_array(v) for v in (wf_base, cuda_base, wf_head, cuda_head))
+    rng = np.random.default_rng(seed)
+    ib = rng.integers(0, wb.size, (resamples, wb.size))
+    ih = ib if shared_cuda and wh.size == wb.size else rng.integers(0, wh.size, (resamples, wh.size))
+    boot = (_boot_medians(wh, ih) / _boot_medians(ch, ih)) / (_boot_medians(wb, ib) / _boot_medians(cb, ib))
+    return _interval(boot, confidence)
+
+
+# -- placement-aware statistics (the samples of a case are spread over several fresh buffer placements) ----
+
+GAP_INTERVAL_METHOD = "t-scaled bootstrap over placements"
+GAP_INTERVAL_RESAMPLES = 1000  # resamples of the placements (a fixed seed: the interval is a function of the data)
+
+
+def placement_gaps(wf_samples_us: Sequence[float], cuda_samples_us: Sequence[float],
+                   placement_of: Sequence[int]) -> "np.ndarray":
+    """The gap of each placement (median WarpForth / median CUDA of its pairs), in placement order."""
+    import numpy as np
+
+    wf = _array(wf_samples_us)
+    cu = _array(cuda_samples_us)
+    where = np.asarray(placement_of)
+    if not (wf.shape == cu.shape == where.shape):
+        raise ValueError("placement_of needs one placement index per pair")
+    return np.array([np.median(wf[where == p]) / np.median(cu[where == p]) for p in np.unique(where)])
+
+
+def gap_interval(wf_samples_us: Sequence[float], cuda_samples_us: Sequence[float], placement_of: Sequence[int],
+                 level: float = 0.95) -> tuple[float, float] | None:
+    """Interval of the reported gap (median WarpForth / median CUDA of all pairs) that covers the placement
+    effect; None with fewer than two placements.
+
+    Placements are the independent replicates (pairs inside one placement share its buffers and are strongly
+    correlated), so the bootstrap resamples whole placements and recomputes the reported gap from the pooled
+    pairs of each resample. With so few units (15 to 30) a percentile bootstrap under-covers: its variance is
+    biased low by (P - 1) / P, and it uses a normal quantile where t with P - 1 degrees of freedom is wider. So
+    the interval is the reported gap times/divided by exp(t_{P-1} x s), s the bootstrap standard deviation of
+    the log gap scaled by sqrt(P / (P - 1)): symmetric in log terms around the gap it belongs to. Where both
+    sides' times move together from one placement to the next by much more than their ratio, the ratio of
+    the medians is set by the few placements at the median rank, and this is the interval that sees it.
+    """
+    import numpy as np
+    from scipy import stats as sps
+
+    wf = _array(wf_samples_us)
+    cu = _array(cuda_samples_us)
+    where = np.asarray(placement_of)
+    if not (wf.shape == cu.shape == where.shape):
+        raise ValueError("placement_of needs one placement index per pair")
+    units = np.unique(where)
+    p = units.size
+    if p < 2:
+        return None
+    # pairs by placement, padded with NaN to the largest block: a resample is a (P x block) pick of rows
+    block = int(max(np.count_nonzero(where == u) for u in units))
+    w = np.full((p, block), np.nan)
+    c = np.full((p, block), np.nan)
+    for i, u in enumerate(units):
+        m = where == u
+        w[i, :m.sum()] = wf[m]
+        c[i, :m.sum()] = cu[m]
+    pick = np.random.default_rng(0).integers(0, p, size=(GAP_INTERVAL_RESAMPLES, p))
+    boot = np.log(np.nanmedian(w[pick].reshape(GAP_INTERVAL_RESAMPLES, -1), axis=1)
+                  / np.nanmedian(c[pick].reshape(GAP_INTERVAL_RESAMPLES, -1), axis=1))
+    s = float(boot.std(ddof=1)) * math.sqrt(p / (p - 1))
+    half = float(sps.t.ppf(0.5 + level / 2.0, p - 1)) * s
+    centre = math.log(float(np.median(wf)) / float(np.median(cu)))
+    return math.exp(centre - half), math.exp(centre + half)
+
+
+def relative_halfwidth(interval: tuple[float, float]) -> float:
+    """Half the width of an interval of a ratio, relative (in log terms: 0.0025 = +/- 0.25 %)."""
+    lo, hi = interval
+    return math.log(hi / lo) / 2.0
+
+
+def placement_noise(wf_samples_us: Sequence[float], cuda_samples_us: Sequence[float],
+                    placement_of: Sequence[int]) -> tuple[float | None, float | None]:
+    """(within, between): the median over placements of the pair ratios' MAD/median, and the standard
+    deviation of the log per-placement gaps (None with fewer than two placements)."""
+    import numpy as np
+
+    wf = _array(wf_samples_us)
+    cu = _array(cuda_samples_us)
+    where = np.asarray(placement_of)
+    within = [pair_ratio_noise(wf[where == p], cu[where == p]) for p in np.unique(where)]
+    g = np.log(placement_gaps(wf, cu, where))
+    return (float(np.median(within)) if within else None,
+            float(g.std(ddof=1)) if g.size >= 2 else None)
+
+
+def rate(amount: int, median_us: float) -> Optional[float]:
+    """Bytes or FLOPs per launch at a median time, in G/s (None where the operation has no such amount)."""
+    return amount / (median_us * 1e-6) / 1e9 if amount else None
+
+
+def paired_statistics(wf_samples_us: Sequence[float], cuda_samples_us: Sequence[float],
+                      placement_of: Sequence[int]) -> dict[str, Any]:
+    """What a stored timing says about its paired samples, by field: each side's summary, the gap, the noise of
+    the pair ratios, and the placement-aware noise and interval of the gap."""
+    wf, cu = summarize(wf_samples_us), summarize(cuda_samples_us)
+    within, between = placement_noise(wf_samples_us, cuda_samples_us, placement_of)
+    interval = gap_interval(wf_samples_us, cuda_samples_us, placement_of)
+    return {
+        "warpforth": wf, "cuda": cu, "gap": gap(wf, cu),
+        "pair_ratio_noise": pair_ratio_noise(wf.samples_us, cu.samples_us),
+        "placements": len(set(placement_of)),
+        "within_placement_noise": within, "between_placement_noise": between,
+        "gap_lo": interval[0] if interval else None, "gap_hi": interval[1] if interval else None,
+        "gap_interval": GAP_INTERVAL_METHOD if interval else "",
+    }
+
+
+# --------------------------------------------------------------------------------------------------------
+# across runs
+
+# Between-run variation: a run's gap moves from one process (and one buffer placement) to the next by more
+# than its own samples show, and from one board of a GPU model to another by more still. A series' own
+# stable points measure it; until a series has MIN_RUNS of them, RUN_FLOOR stands in.
+MIN_RUNS = 5
+MIN_REPEATS = 3  # a --repeat run's own processes stand in for a series once they are at least this many
+RUN_FLOOR = 0.01
+RUN_K = 3.0
+
+
+@attrs.frozen
+class RunVariation:
+    """How much a quantity moves between runs of one setup, and the relative change that counts beyond it."""
+
+    runs: int  # values it was estimated from
+    spread: Optional[float]  # MAD/median of those values (unscaled); None below ``min_runs``
+    threshold: float  # a relative change must exceed this to count
+    basis: str  # how the threshold was found, for reports
+
+    def exceeded(self, change: float) -> bool:
+        return abs(change) > self.threshold
+
+
+def run_variation(values: Sequence[float], *, floor: float = RUN_FLOOR, k: float = RUN_K,
+                  min_runs: int = MIN_RUNS, unit: str = "runs") -> RunVariation:
+    """The between-run threshold of one series: ``max(floor, k x MAD/median)`` of its values (one per run) once
+    it has ``min_runs`` of them, the ``floor`` alone before that. ``unit`` names the values in the basis."""
+    vals = [v for v in values if math.isfinite(v)]
+    if len(vals) < min_runs:
+        return RunVariation(runs=len(vals), spread=None, threshold=floor,
+                            basis=f"{floor:.1%} floor ({len(vals)} of {min_runs} {unit} to estimate from)")
+    spread = relative_mad(vals)
+    threshold = max(floor, k * spread)
+    basis = (f"{k:g} x the run-to-run MAD {spread:.2%} of {len(vals)} {unit}" if threshold > floor
+             else f"{floor:.1%} floor (run-to-run MAD {spread:.2%} of {len(vals)} {unit})")
+    return RunVariation(runs=len(vals), spread=spread, threshold=threshold, basis=basis)
+
+
+def between_run_variation(series: Sequence[float], repeats: Sequence[Sequence[float]], *, floor: float = RUN_FLOOR,
+                          k: float = RUN_K, min_runs: int = MIN_RUNS) -> RunVariation:
+    """The between-run threshold of a quantity, from the best source there is: the series' own stable points
+    once there are ``min_runs`` of them; else the per-process values of a ``--repeat`` run among the runs
+    compared (the one with most processes, at least :data:`MIN_REPEATS`); else the ``floor``."""
+    from_series = run_variation(series, floor=floor, k=k, min_runs=min_runs)
+    usable = [r for r in repeats if len(r) >= MIN_REPEATS]
+    if from_series.spread is not None or not usable:
+        return from_series
+    v = run_variation(max(usable, key=len), floor=floor, k=k, min_runs=MIN_REPEATS, unit="--repeat processes")
+    return attrs.evolve(v, basis=f"{v.basis} (the series has {len(series)} of {min_runs} runs)")
+
+
+def geomean(values: Sequence[float]) -> float:
+    from scipy import stats as sps
+
+    return float(sps.gmean(_array(values)))
+
+
+def geomean_noise(values: Sequence[float], mads: Sequence[float]) -> float:
+    """Noise of a geometric mean: the members' relative noises add in quadrature, divided by their count."""
+    rel = [m / v for v, m in zip(values, mads)]
+    return geomean(values) * math.sqrt(sum(r * r for r in rel)) / len(rel)
+
+
+def case_set_id(members: Iterable[tuple[str, int]]) -> str:
+    """A short name for a set of (case ID, version): a geomean over another set is another series."""
+    text = "\n".join(sorted(f"{cid}/v{version}" for cid, version in set(members)))
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+@attrs.frozen
+class SetMember:
+    case_id: str
+    version: int
+    gap: float
+    stable: bool  # correct, timed and stable in this run
+
+
+@attrs.frozen
+class SuiteGeomean:
+    """The geometric-mean gap over a complete, stable case set, named by that set."""
+
+    value: float
+    set_id: str
+    members: tuple[tuple[str, int], ...]
+
+
+def suite_geomean(members: Sequence[SetMember], *, complete: bool = True) -> Optional[SuiteGeomean]:
+    """The geomean of the gaps, or None unless the run is complete and every member is stable.
+
+    A failed, unstable or missing member never shrinks the set silently: the geomean is withheld, and a
+    smaller (or larger) set has another ``set_id``.
+    """
+    if not complete or not members or not all(m.stable and m.gap > 0 for m in members):
+        return None
+    ids = tuple(sorted((m.case_id, m.version) for m in members))
+    return SuiteGeomean(value=geomean([m.gap for m in members]), set_id=case_set_id(ids), members=ids)
+
+
+def spread(values: Sequence[float]) -> float:
+    """(max - min) / median of a few values (e.g. one gap per process of ``--repeat``); 0 for fewer than 2."""
+    if len(values) < 2:
+        return 0.0
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    median = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+    return (ordered[-1] - ordered[0]) / median

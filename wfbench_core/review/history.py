@@ -1,0 +1,637 @@
+"""The history store: append-only run files plus a derived index, one series per comparable setup.
+
+Layout of a history directory (commit it to a data branch as it is)::
+
+    runs/<year>/<created>-<sha256 prefix>.json   one RunResult per file, never rewritten
+    index.json                                   derived from runs/ (``wfbench history reindex``)
+
+A **series** is every point measured under one :class:`SeriesKey`: the same GPU model and compute
+capability, the same case (ID, version, fingerprint), the same CUDA baseline source, the same CUDA compiler
+and flags, the same timing mode, compiler label and measuring protocol. The WarpForth compiler is
+deliberately not part of the key: its change over time is what a series shows. A run that differs in any key
+field starts a new series; nothing is ever merged across keys.
+
+Nothing of a failed run becomes history: a run with a failed or error case, or an incomplete run, is refused
+whole. Unstable cases are stored and marked; trends, alerts and the headline leave them out.
+
+Writers take an exclusive lock (``.lock``) around "store the run file, rewrite the index", so two writers
+at once cannot lose each other's runs. Run files are created with an exclusive link, so an existing file is
+never replaced. Readers never lock: they trust the index for the files it lists and parse any file it does
+not list, so a stale or missing index costs time, never data. A corrupt or foreign file is reported with its
+path and skipped; everything else stays usable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+from typing import Iterator, Optional, Sequence
+
+import attrs
+
+from wfbench_core.record import stats
+from wfbench_core.errors import WfbenchError
+from wfbench_core.record.fsutil import atomic_write, create_exclusive, read_json
+from wfbench_core.record.result_rules import index_problem
+from wfbench_core.record.results import (
+    ERROR, FAILED, OK, CaseResult, TimingProtocol, RunResult, SideStats, converter, dumps, parse_result,
+)
+
+HISTORY_ENV = "WFBENCH_HISTORY"
+DEFAULT_DIR = "wfbench-history"
+INDEX_VERSION = 4  # 2: points carry the board and the PTX hash, keys the protocol; 3: SASS hash, throttling, host
+# health; 4: launch-bound points
+RUNS_DIR = "runs"
+INDEX_FILE = "index.json"
+LOCK_FILE = ".lock"
+RUN_NAME = re.compile(r"^(\d{8}T\d{6}Z)-([0-9a-f]{16})\.json$")
+
+_GITIGNORE = ".lock\n.*.tmp\n"
+_README = """\
+This directory is a wfbench history (https://pypi.org/project/wfbench/ -- see docs/history.md).
+
+runs/        one result file per run, named <created>-<sha256 prefix>.json; never edited or rewritten
+index.json   derived from runs/; rebuild it with `wfbench history reindex --history DIR`
+
+Add a run with `wfbench history add RESULT.json --history DIR`; list the series with
+`wfbench history list --history DIR`; build the dashboard with `wfbench dashboard --history DIR --out SITE`.
+"""
+
+
+# --------------------------------------------------------------------------------------------------------
+# records
+
+
+@attrs.frozen
+class SeriesKey:
+    """Everything that must be equal for two measurements to share one trend line."""
+
+    gpu_name: str
+    compute_capability: str
+    case_id: str
+    case_version: int
+    fingerprint: str
+    cuda_source_sha256: str
+    cuda_compiler: str
+    cuda_compiler_version: str
+    cuda_flags: tuple[str, ...]
+    mode: str
+    compiler_label: str = ""
+    protocol: str = ""  # the measuring protocol's settings that differ from the defaults; "" = the canonical one
+
+    @property
+    def id(self) -> str:
+        """A short, stable name for the series: a hash over every key field (an empty protocol is left out,
+        so the canonical series keep the names they had before the protocol joined the key)."""
+        data = converter().unstructure(self)
+        if not self.protocol:
+            del data["protocol"]
+        text = json.dumps(data, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+    @property
+    def platform(self) -> tuple[str, ...]:
+        """The hardware, toolchain and protocol part of the key (what a suite-wide headline may combine).
+
+        The compiler label comes last, so ``platform[:-1]`` is what the labels of one base/head run share."""
+        return (self.gpu_name, self.compute_capability, self.cuda_compiler, self.cuda_compiler_version,
+                " ".join(self.cuda_flags), self.mode, self.protocol, self.compiler_label)
+
+    @property
+    def canonical(self) -> bool:
+        """Measured with the default protocol: the series that may be published."""
+        return not self.protocol
+
+    def describe(self) -> str:
+        label = f" [{self.compiler_label}]" if self.compiler_label else ""
+        protocol = f", protocol {self.protocol}" if self.protocol else ""
+        return (f"{self.case_id} v{self.case_version}{label} on {self.gpu_name} ({self.compute_capability}), "
+                f"{self.cuda_compiler} {self.cuda_compiler_version} {' '.join(self.cuda_flags)}, {self.mode}"
+                f"{protocol}")
+
+    def differences(self, other: "SeriesKey") -> list[str]:
+        """Key fields that differ from ``other`` (why two measurements are not one series)."""
+        return [f.name for f in attrs.fields(SeriesKey) if getattr(self, f.name) != getattr(other, f.name)]
+
+
+@attrs.frozen
+class SideSummary:
+    """One side at one point: the run's statistics and the 5th-95th percentile band of its samples."""
+
+    median_us: float
+    p95_us: float
+    mad_us: float
+    noise: float
+    lo_us: float
+    hi_us: float
+
+
+@attrs.frozen
+class Point:
+    """One case of one stored run, as a series sees it."""
+
+    run: str  # run file, relative to the history directory
+    created: str
+    status: str  # ok | unstable
+    priority: str
+    warpforthc_version: str
+    warpforthc_sha256: str
+    wf: SideSummary
+    cuda: SideSummary
+    gap: float
+    gap_mad: float  # MAD of the per-pair ratios WarpForth/CUDA
+    gap_lo: float  # 5th-95th percentile of the per-pair ratios
+    gap_hi: float
+    samples: int
+    git_commit: str = ""
+    git_repo: str = ""
+    ci_run_url: str = ""
+    label: str = ""
+    gpu_uuid: str = ""  # the board
+    ptx_sha256: str = ""  # the WarpForth PTX of the timed configuration: equal PTX, equal kernel
+    sass_sha256: str = ""  # its machine code (static diagnostics): equal SASS, equal kernel
+    throttled: bool = False  # the GPU throttled (power, thermal) while it was timed
+    depressed_host: bool = False  # the run's memory clock or power sat below the board's healthy band
+    launch_bound: bool = False  # events mode timed the host's launch rate, not the kernel
+
+    @property
+    def stable(self) -> bool:
+        """Counted in trends and alerts: stable, measured on a healthy, unthrottled GPU, and not launch-bound
+        (others are kept and shown, marked)."""
+        return self.status == OK and not self.throttled and not self.depressed_host and not self.launch_bound
+
+    @property
+    def noise(self) -> float:
+        return max(self.wf.noise, self.cuda.noise)
+
+
+@attrs.frozen
+class Series:
+    id: str
+    key: SeriesKey
+    points: tuple[Point, ...]
+
+    @property
+    def stable_points(self) -> tuple[Point, ...]:
+        return tuple(p for p in self.points if p.stable)
+
+
+@attrs.frozen
+class RunEntry:
+    """One stored run file."""
+
+    file: str
+    sha256: str
+    created: str
+    gpu_name: str
+    mode: str
+    cases: int
+    git_commit: str = ""
+
+
+@attrs.frozen
+class Index:
+    """The derived index: every stored run and every series with its points."""
+
+    index_version: int
+    runs: tuple[RunEntry, ...]
+    series: tuple[Series, ...]
+    # the default protocol the keys were derived against: series keys name the settings that differ from it,
+    # so an index written under other defaults is rebuilt
+    protocol_defaults: str = ""
+
+
+def protocol_defaults() -> str:
+    """The default protocol's settings, as the index records them."""
+    return json.dumps(converter().unstructure(TimingProtocol()), sort_keys=True, separators=(",", ":"))
+
+
+@attrs.frozen
+class Problem:
+    """A file in the history that could not be used, and why."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}"
+
+
+@attrs.frozen
+class AddOutcome:
+    """What adding one run did."""
+
+    path: Path  # the stored run file
+    added: bool  # False: the same run was already stored
+    series: tuple[tuple[str, SeriesKey, bool], ...]  # (series id, key, new series?) per stored case
+
+
+# --------------------------------------------------------------------------------------------------------
+# points from a run
+
+
+# protocol settings that never change a measurement (they only refuse or stop cases): not part of the key
+PROTOCOL_NOT_IN_KEY = frozenset({"max_case_s", "suite_budget_s"})
+
+
+def protocol_tag(protocol: TimingProtocol) -> str:
+    """The protocol's settings that differ from the defaults, as ``name=value`` (``""`` for the canonical one).
+
+    Any setting that changes what is measured is part of a series' key, so a run with ``--samples 5`` starts
+    its own series and never joins the published one.
+    """
+    default = type(protocol)()
+    parts = []
+    for f in attrs.fields(type(protocol)):
+        value = getattr(protocol, f.name)
+        if f.name in PROTOCOL_NOT_IN_KEY or value == getattr(default, f.name):
+            continue
+        parts.append(f"{f.name}={value:g}" if isinstance(value, float) else f"{f.name}={value}")
+    return ",".join(parts)
+
+
+def timing_mode(result: RunResult, case: CaseResult) -> str:
+    """The timing mode of a case as keyed: the case's, joined by the run's when the run names another."""
+    if not result.mode or result.mode == case.mode:
+        return case.mode
+    return f"{case.mode}+{result.mode}"
+
+
+def case_name(case: CaseResult) -> str:
+    return f"{case.id}[{case.compiler_label}]" if case.compiler_label else case.id
+
+
+def series_key(result: RunResult, case: CaseResult) -> SeriesKey:
+    env = result.environment
+    cc = result.cuda_compiler
+    return SeriesKey(
+        gpu_name=env.gpu_name,
+        compute_capability=env.compute_capability,
+        case_id=case.id,
+        case_version=case.version,
+        fingerprint=case.fingerprint,
+        cuda_source_sha256=case.cuda_source_sha256,
+        cuda_compiler=cc.kind,
+        cuda_compiler_version=cc.version,
+        cuda_flags=tuple(cc.flags),
+        mode=timing_mode(result, case),
+        compiler_label=case.compiler_label,
+        protocol=protocol_tag(result.protocol),
+    )
+
+
+def _side(side: SideStats) -> SideSummary:
+    lo, hi = stats.band(side)
+    return SideSummary(median_us=side.median_us, p95_us=side.p95_us, mad_us=side.mad_us, noise=side.noise,
+                       lo_us=lo, hi_us=hi)
+
+
+def point_of(result: RunResult, case: CaseResult, run_file: str) -> Point:
+    """One timed case of a run as its series sees it."""
+    t = case.timing
+    assert t is not None and case.timed
+    ratios = stats.pair_ratios(t.warpforth.samples_us, t.cuda.samples_us)
+    if ratios is not None:
+        gap_mad = stats.mad(ratios)
+        gap_lo, gap_hi = stats.percentiles(ratios, [5, 95])
+    else:
+        gap_mad, gap_lo, gap_hi = 0.0, t.gap, t.gap
+    compiler = result.compilers.get(case.compiler_label, result.warpforthc)
+    src = result.source
+    return Point(
+        run=run_file, created=result.created, status=case.status, priority=case.priority,
+        warpforthc_version=compiler.version, warpforthc_sha256=compiler.binary_sha256,
+        wf=_side(t.warpforth), cuda=_side(t.cuda), gap=t.gap, gap_mad=gap_mad, gap_lo=gap_lo,
+        gap_hi=gap_hi, samples=min(t.warpforth.n, t.cuda.n), git_commit=src.git_commit,
+        git_repo=src.git_repo, ci_run_url=src.ci_run_url, label=src.label,
+        gpu_uuid=result.environment.gpu_uuid,
+        ptx_sha256=case.compile_wf.ptx_sha256 if case.compile_wf is not None else "",
+        sass_sha256=case.diag_wf.sass_sha256 if case.diag_wf is not None else "",
+        throttled=t.throttled, depressed_host=result.environment.depressed_host, launch_bound=t.launch_bound,
+    )
+
+
+def points_from_run(result: RunResult, run_file: str) -> list[tuple[SeriesKey, Point]]:
+    """The series points of the timed cases of one run."""
+    return [(series_key(result, case), point_of(result, case, run_file)) for case in result.cases if case.timed]
+
+
+def refusal(result: RunResult, *, allow_incomplete: bool = False) -> Optional[str]:
+    """Why this run must not become history, or None: nothing of a failed run is stored."""
+    bad = [c for c in result.cases if c.status in FAILING]
+    if bad:
+        what = "; ".join(f"{case_name(c)} {c.status.upper()}" + (f": {c.message}" if c.message else "")
+                         for c in bad)
+        return f"{len(bad)} case{'s' if len(bad) != 1 else ''} did not pass ({what}); a failed run is never stored"
+    if not result.complete and not allow_incomplete:
+        return (f"an incomplete run ({len(result.cases)} case{'s' if len(result.cases) != 1 else ''} finished "
+                f"before it stopped); not stored (--allow-incomplete stores the finished cases)")
+    untimed = [case_name(c) for c in result.cases if not c.timed]
+    if untimed or not result.cases:
+        return f"no timing for {', '.join(untimed) or 'any case'}; nothing to store"
+    return None
+
+
+# --------------------------------------------------------------------------------------------------------
+# the store
+
+
+def default_dir() -> Path:
+    return Path(os.environ.get(HISTORY_ENV) or DEFAULT_DIR)
+
+
+def _content_hash(data: bytes) -> str:
+    # line endings normalised, so a checkout with CRLF conversion still matches its name
+    return hashlib.sha256(data.replace(b"\r\n", b"\n")).hexdigest()
+
+
+def _stamp(created: str, where: str) -> str:
+    try:
+        when = _dt.datetime.fromisoformat(created.replace("Z", "+00:00"))
+    except ValueError:
+        raise WfbenchError(f"{where}: 'created' is {created!r}, not an ISO 8601 time; is this a wfbench result?") \
+            from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=_dt.timezone.utc)
+    return when.astimezone(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+
+
+def point_order(p: Point) -> tuple[str, str]:
+    """Points sort by their UTC time, then by run file."""
+    return (utc_sortable(p.created), p.run)
+
+
+def utc_sortable(created: str) -> str:
+    """``created`` as a string that sorts in time order whatever its UTC offset."""
+    try:
+        return _stamp(created, "")
+    except WfbenchError:
+        return created
+
+
+@contextlib.contextmanager
+def _locked(root: Path) -> Iterator[None]:
+    """Exclusive writer lock on the history directory (advisory; POSIX ``flock``)."""
+    root.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - no flock on this platform; the index heals itself on read
+        yield
+        return
+    with open(root / LOCK_FILE, "a+b") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+@attrs.define
+class History:
+    """A history directory as read now: its runs, its series and the files it could not use."""
+
+    root: Path
+    runs: dict[str, RunEntry] = attrs.Factory(dict)
+    series: dict[str, Series] = attrs.Factory(dict)
+    problems: list[Problem] = attrs.Factory(list)
+    index_fresh: bool = False
+
+    # ---- reading
+
+    @classmethod
+    def open(cls, root: str | Path, *, rebuild: bool = False, must_exist: bool = True) -> "History":
+        """Read the history at ``root``; ``rebuild`` ignores the index and parses every run file."""
+        root = Path(root)
+        if not root.exists():
+            if must_exist:
+                raise WfbenchError(f"{root}: no such history directory; add a run with "
+                                   f"'wfbench history add RESULT.json --history {root}'")
+            return cls(root=root, index_fresh=False)
+        if not root.is_dir():
+            raise WfbenchError(f"{root}: not a directory; --history takes the history directory")
+        h = cls(root=root)
+        listed = h._scan()
+        index = None if rebuild else h._read_index()
+        points: dict[str, list[Point]] = {}
+        keys: dict[str, SeriesKey] = {}
+        known: set[str] = set()
+        if index is not None:
+            for entry in index.runs:
+                if entry.file in listed:
+                    h.runs[entry.file] = entry
+                    known.add(entry.file)
+                else:
+                    h.problems.append(Problem(str(root / entry.file),
+                                              "listed in index.json but missing; run files are never removed, "
+                                              "restore it from version control"))
+            for s in index.series:
+                kept = [p for p in s.points if p.run in known]
+                if kept:
+                    keys[s.id] = s.key
+                    points.setdefault(s.id, []).extend(kept)
+        for rel in sorted(listed - known):
+            loaded = h._parse(rel)
+            if loaded is None:
+                continue
+            entry, result = loaded
+            h.runs[rel] = entry
+            for key, point in points_from_run(result, rel):
+                keys[key.id] = key
+                points.setdefault(key.id, []).append(point)
+        h.series = {sid: Series(sid, keys[sid], tuple(sorted(pts, key=point_order))) for sid, pts in points.items()}
+        h.index_fresh = index is not None and known == listed
+        return h
+
+    def _scan(self) -> set[str]:
+        """Every plain file under runs/ (relative paths), minus a writer's temporary files."""
+        base = self.root / RUNS_DIR
+        found: set[str] = set()
+        if not base.is_dir():
+            return found
+        for path in base.rglob("*"):
+            if not path.is_file():
+                continue
+            rel = path.relative_to(self.root).as_posix()
+            if path.name.startswith(".") and path.name.endswith(".tmp"):
+                continue  # a write in progress (or one that was interrupted): not a run yet
+            if not RUN_NAME.match(path.name):
+                self.problems.append(Problem(str(path), "not a wfbench run file (expected "
+                                             "<YYYYMMDDTHHMMSSZ>-<hash>.json); move it out of runs/"))
+                continue
+            found.add(rel)
+        return found
+
+    def _read_index(self) -> Optional[Index]:
+        path = self.root / INDEX_FILE
+        if not path.exists():
+            return None
+        try:
+            data = read_json(path, "a wfbench history index")  # any bytes: data or one WfbenchError
+            if not isinstance(data, dict) or data.get("index_version") != INDEX_VERSION \
+                    or data.get("protocol_defaults") != protocol_defaults():
+                return None  # written by another wfbench version: derived data, so rebuild it
+            index: Index = converter().structure(data, Index)
+            if index_problem(index):  # derived data that no run file gives: rebuilt from the runs
+                raise ValueError(index_problem(index))
+            return index
+        except (WfbenchError, ValueError, TypeError, KeyError, _validation_error()):
+            self.problems.append(Problem(str(path), "unreadable; it is derived, so it was rebuilt from runs/ "
+                                         "('wfbench history reindex' rewrites it)"))
+            return None
+
+    def _parse(self, rel: str) -> Optional[tuple[RunEntry, RunResult]]:
+        path = self.root / rel
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            self.problems.append(Problem(str(path), f"cannot read ({exc.strerror})"))
+            return None
+        digest = _content_hash(data)
+        m = RUN_NAME.match(path.name)
+        assert m is not None
+        try:
+            result = parse_result(data, str(path))
+        except WfbenchError as exc:
+            self.problems.append(Problem(str(path), str(exc).removeprefix(f"{path}: ") + "; skipped"))
+            return None
+        if not digest.startswith(m.group(2)):
+            self.problems.append(Problem(str(path), "content does not match the hash in its name (changed after "
+                                         "it was stored?); restore it from version control; skipped"))
+            return None
+        entry = RunEntry(file=rel, sha256=digest, created=result.created, gpu_name=result.environment.gpu_name,
+                         mode=result.mode, cases=len(result.cases), git_commit=result.source.git_commit)
+        return entry, result
+
+    def load_run(self, rel: str) -> RunResult:
+        from wfbench_core.record.results import load_result
+
+        return load_result(self.root / rel)
+
+    # ---- views
+
+    def index(self) -> Index:
+        runs = tuple(sorted(self.runs.values(), key=lambda e: (utc_sortable(e.created), e.file)))
+        series = tuple(sorted(self.series.values(),
+                              key=lambda s: (s.key.case_id, s.key.case_version, s.key.gpu_name, s.key.mode, s.id)))
+        return Index(index_version=INDEX_VERSION, runs=runs, series=series, protocol_defaults=protocol_defaults())
+
+    def newest_run(self) -> Optional[RunEntry]:
+        if not self.runs:
+            return None
+        return max(self.runs.values(), key=lambda e: (utc_sortable(e.created), e.file))
+
+    def points_of_run(self, rel: str) -> list[tuple[Series, Point]]:
+        return [(s, p) for s in self.series.values() for p in s.points if p.run == rel]
+
+    def find_series(self, key: SeriesKey) -> Optional[Series]:
+        return self.series.get(key.id)
+
+    # ---- writing
+
+    def write_index(self) -> None:
+        text = json.dumps(converter().unstructure(self.index()), indent=1, allow_nan=False) + "\n"
+        atomic_write(self.root / INDEX_FILE, text)
+        self.index_fresh = True
+
+
+def add_run(root: str | Path, result: RunResult, *, where: str = "result",
+            allow_incomplete: bool = False) -> AddOutcome:
+    """Store one run whole and refresh the index; the same run twice is a no-op.
+
+    A run with a failed or error case, or an incomplete one (unless ``allow_incomplete``), is refused and
+    nothing is written: see :func:`refusal`.
+    """
+    root = Path(root)
+    why = refusal(result, allow_incomplete=allow_incomplete)
+    if why:
+        raise WfbenchError(f"{where}: {why}")
+    stored = result
+    data = dumps(stored).encode()
+    digest = _content_hash(data)
+    stamp = _stamp(result.created, where)
+    rel = f"{RUNS_DIR}/{stamp[:4]}/{stamp}-{digest[:16]}.json"
+    path = root / rel
+    with _locked(root):
+        for name, text in ((".gitignore", _GITIGNORE), ("README.txt", _README)):
+            if not (root / name).exists():
+                atomic_write(root / name, text)
+        h = History.open(root)
+        duplicate = _same_run(h, stored, rel)
+        added = False
+        if duplicate is None:
+            added = create_exclusive(path, data)
+            if added:
+                h.runs[rel] = RunEntry(file=rel, sha256=digest, created=stored.created,
+                                       gpu_name=stored.environment.gpu_name, mode=stored.mode,
+                                       cases=len(stored.cases), git_commit=stored.source.git_commit)
+            if rel in h.runs:
+                known = {p.run for s in h.series.values() for p in s.points}
+                if rel not in known:
+                    _merge(h, points_from_run(stored, rel))
+        else:
+            path = root / duplicate
+        series_info = []
+        for key, _point in points_from_run(stored, rel):
+            s = h.series.get(key.id)
+            is_new = s is not None and all(p.run == rel for p in s.points) and added
+            series_info.append((key.id, key, is_new))
+        if added or not h.index_fresh:
+            h.write_index()
+    return AddOutcome(path=path, added=added, series=tuple(series_info))
+
+
+def _merge(h: History, new: Sequence[tuple[SeriesKey, Point]]) -> None:
+    for key, point in new:
+        old = h.series.get(key.id)
+        pts = (old.points if old else ()) + (point,)
+        h.series[key.id] = Series(key.id, key, tuple(sorted(pts, key=point_order)))
+
+
+def _same_run(h: History, stored: RunResult, rel: str) -> Optional[str]:
+    """The stored file that already holds this run, if any (same content, or same GPU at the same time)."""
+    if rel in h.runs:
+        return rel
+    uuid = stored.environment.gpu_uuid
+    for entry in h.runs.values():
+        if entry.created == stored.created and entry.gpu_name == stored.environment.gpu_name and uuid:
+            try:
+                other = h.load_run(entry.file)
+            except WfbenchError:
+                continue
+            if other.environment.gpu_uuid == uuid and other.mode == stored.mode:
+                return entry.file
+    return None
+
+
+def reindex(root: str | Path) -> History:
+    """Rebuild index.json from the run files."""
+    root = Path(root)
+    with _locked(root):
+        h = History.open(root, rebuild=True)
+        h.write_index()
+    return h
+
+
+# --------------------------------------------------------------------------------------------------------
+# helpers for the views
+
+
+def git_links(point: Point) -> tuple[str, str]:
+    """(commit URL, run URL) when the point's source carries them; empty strings otherwise."""
+    commit_url = ""
+    repo = point.git_repo.rstrip("/")
+    if point.git_commit and repo.startswith(("https://", "http://")):
+        commit_url = f"{repo}/commit/{point.git_commit}"
+    run_url = point.ci_run_url if point.ci_run_url.startswith(("https://", "http://")) else ""
+    return commit_url, run_url
+
+
+def _validation_error() -> type:
+    import cattrs
+
+    return cattrs.BaseValidationError
