@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import datetime
 import math
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
-from wfbench_core.record.results import STATUSES, CaseResult, RunResult, SideStats, Timing
+from wfbench_core.record.status import STATUSES
+
+if TYPE_CHECKING:
+    from wfbench_core.record.results import CaseResult, RunResult, SideStats, Timing
 
 # how a result of an older schema is read: version -> function that rewrites its JSON to the next version
 # (2: Timing.warmup_s, the measured busy time of the warm-up, became warmup_busy_s, apart from the setting;
-# 3: the protocol gained ``rotation``, which runs before it did not do: they read as rotation 1)
+# 3: the protocol gained ``rotation``, which runs before it did not do: they read as rotation 1;
+# 4: the launch floor, the checks of the timed buffers and the IMPLAUSIBLE status, none of which older runs had)
 
 
 def _from_1(raw: dict) -> dict:

@@ -32,14 +32,9 @@ from wfbench_core.record.timing_record import (  # noqa: F401 - the timing recor
 
 SCHEMA_VERSION = 4  # wfbench_core.record.result_rules.UPGRADES reads the older ones
 
-# status of a case in a run
-OK = "ok"  # correct, timed, stable
-UNSTABLE = "unstable"  # correct and timed, but MAD/median above the threshold on a side
-FAILED = "failed"  # a correctness check failed: not timed
-ERROR = "error"  # could not compile, load or launch
-IMPLAUSIBLE = "implausible"  # correct, but timed faster than the GPU can run it: no timing kept
-STATUSES = (OK, UNSTABLE, FAILED, ERROR, IMPLAUSIBLE)
-FAILING = (FAILED, ERROR, IMPLAUSIBLE)  # a case with one of these failed the run (exit status 1, never in history)
+from wfbench_core.record.status import (  # noqa: E402,F401 - part of the schema
+    ERROR, FAILED, FAILING, IMPLAUSIBLE, OK, STATUSES, UNSTABLE,
+)
 
 # timing modes: the paired WarpForth/CUDA comparison, or the CUDA PTX against itself (the method's floor)
 MODE_PAIRED = "paired"

@@ -39,7 +39,7 @@ from wfbench_core.errors import WfbenchError
 from wfbench_core.record.fsutil import atomic_write, create_exclusive, read_json
 from wfbench_core.record.result_rules import index_problem
 from wfbench_core.record.results import (
-    ERROR, FAILED, FAILING, OK, CaseResult, TimingProtocol, RunResult, SideStats, converter, dumps, parse_result,
+    FAILING, OK, CaseResult, TimingProtocol, RunResult, SideStats, converter, dumps, parse_result,
 )
 
 HISTORY_ENV = "WFBENCH_HISTORY"
