@@ -27,9 +27,10 @@ import re
 import signal
 import time
 
-from wfbench_core import hookimpl, watchdog
+from wfbench_core import hookimpl
+from wfbench_core.gpu import watchdog
 from wfbench_core.errors import WfbenchError
-from wfbench_core.results import Check, Costs, Environment, KernelAttrs
+from wfbench_core.record.results import Check, Costs, Environment, KernelAttrs, Sampled
 
 
 def _behaviour(case_id: str) -> str:
@@ -58,7 +59,7 @@ class FakeTimer:
 
         ahead = os.environ.get("FAKE_GPU_PREFETCH")
         if ahead:
-            from wfbench_core.compile import _PREFETCHED
+            from wfbench_core.build.compile import _PREFETCHED
 
             pending = sorted({key[0].split("[")[0] for key in _PREFETCHED})
             with open(ahead, "a") as fh:
@@ -82,10 +83,11 @@ class FakeTimer:
         cost = os.environ.get("FAKE_GPU_CHAIN_COST")
         samples = _costed(sides, n, float(cost)) if cost else {
             s.label: (3.0 if s.label.startswith("wf") else 2.0,) * n for s in sides}
+        sampled = Sampled(samples_us=samples, order=tuple(sides[i % len(sides)].label for i in range(n)),
+                          launches_per_sample=1, placement_of=tuple(i // 2 for i in range(n)) if cost else ())
         return Measurement(
             passed=True, message="", checks=(check,), kernel_attrs={s.label: KernelAttrs(16, 0, 0, 1024) for s in sides},
-            costs=Costs(), samples_us=samples, placement_of=tuple(i // 2 for i in range(n)) if cost else (),
-            first=tuple(sides[i % len(sides)].label for i in range(n)), launches_per_sample=1)
+            costs=Costs(), sampled=sampled)
 
 
 def _costed(sides, n: int, cost: float) -> dict[str, tuple[float, ...]]:  # type: ignore[no-untyped-def]

@@ -11,11 +11,11 @@ import pytest
 from click.testing import CliRunner
 
 from synth_runs import created_at, real_run, synth_run, with_case
-from wfbench_core import alerts, verdicts
+from wfbench_core.review import alerts, verdicts
 from wfbench_core.cli import main
 from wfbench_core.errors import WfbenchError
-from wfbench_core.history import History, add_run
-from wfbench_core.results import ERROR, FAILED, load_result, write_result
+from wfbench_core.review.history import History, add_run
+from wfbench_core.record.results import ERROR, FAILED, load_result, write_result
 
 
 V = verdicts
@@ -229,7 +229,7 @@ def test_a_case_missing_from_the_newest_run_is_a_regression(tmp_path: Path) -> N
 def test_the_stored_same_ptx_runs_are_never_slower_or_faster(tmp_path: Path) -> None:
     """Each stored H200 paired run checked against a history of all the others: byte-identical PTX everywhere,
     so every case is SAME by rule, on its own board or on another."""
-    from wfbench_core.compare import labels_of
+    from wfbench_core.review.compare import labels_of
 
     paths = sorted((Path(__file__).parents[1] / "examples" / "history" / "runs").rglob("*.json"))
     paths += sorted((Path(__file__).parent / "fixtures").glob("h200-*.json"))

@@ -12,10 +12,10 @@ import pytest
 from click.testing import CliRunner
 
 from synth_runs import REAL_AA, evolve_case, real_run, synth_run, with_case
-from wfbench_core.stats import summarize
-from wfbench_core import compare, verdicts
+from wfbench_core.record.stats import summarize
+from wfbench_core.review import compare, verdicts
 from wfbench_core.cli import main
-from wfbench_core.results import RunResult, write_result
+from wfbench_core.record.results import RunResult, write_result
 
 
 def jittered(samples: tuple[float, ...], scale: float, seed: int, sd: float = 0.002) -> np.ndarray:
@@ -27,7 +27,7 @@ REAL_WF = real_run().case("axpy_f64").timing.warpforth.samples_us
 V = verdicts
 
 
-def by_case(cmp: compare.Comparison) -> dict[str, compare.CaseComparison]:
+def by_case(cmp: compare.RunComparison) -> dict[str, compare.CaseComparison]:
     return {c.case_id: c for c in cmp.cases}
 
 
@@ -82,7 +82,7 @@ def test_only_the_same_fingerprint_is_compared() -> None:
 
 
 def test_modes_and_missing_cases_are_not_compared() -> None:
-    from wfbench_core.results import load_result
+    from wfbench_core.record.results import load_result
 
     cmp = compare.compare_runs(real_run(), load_result(REAL_AA))
     assert all(not c.compared and "timing modes" in c.reason for c in cmp.cases)
@@ -241,7 +241,7 @@ def test_a_changed_cuda_side_is_baseline_changed_never_a_verdict() -> None:
 def test_the_history_measures_the_board_component(tmp_path: Path) -> None:
     """A family whose boards differ by 1 % (sd): measured from the history, that component widens the interval
     of a run on a new board, so +2 % is no longer shown while +8 % still is."""
-    from wfbench_core.history import History, add_run
+    from wfbench_core.review.history import History, add_run
 
     rng = np.random.default_rng(3)
     for i in range(10):
@@ -261,8 +261,8 @@ def test_the_history_measures_the_board_component(tmp_path: Path) -> None:
 
 def test_an_a_a_run_on_the_board_widens_the_margin(tmp_path: Path) -> None:
     from synth_runs import REAL_AA
-    from wfbench_core.history import History, add_run
-    from wfbench_core.results import load_result
+    from wfbench_core.review.history import History, add_run
+    from wfbench_core.record.results import load_result
 
     aa = load_result(REAL_AA)
     board = aa.environment.gpu_uuid
@@ -280,7 +280,7 @@ FIXTURE_RUNS = sorted((Path(__file__).parent / "fixtures").glob("h200-*.json"))
 
 
 def _plain_paired() -> dict[str, object]:
-    from wfbench_core.results import load_result
+    from wfbench_core.record.results import load_result
 
     runs = {p.name: load_result(p) for p in EXAMPLE_RUNS + FIXTURE_RUNS}
     return {name: r for name, r in runs.items() if r.mode == "paired" and not compare.labels_of(r)}
@@ -291,7 +291,7 @@ def test_the_stored_same_ptx_runs_are_never_slower_or_faster(tmp_path: Path) -> 
     makes every case SAME. With the PTX hashes stripped only the statistics decide, against the components
     the other stored runs measure (their boards differ by up to 3 % under the old protocol): still no case
     may be SLOWER or FASTER."""
-    from wfbench_core.history import History, add_run
+    from wfbench_core.review.history import History, add_run
 
     runs = _plain_paired()
     assert len(runs) >= 5

@@ -20,9 +20,9 @@ import pytest
 from synth_runs import REAL_AA, created_at, evolve_case, synth_run, with_case
 from wfbench_core.dashboard import build_data, build_site, diagnostics, find_browser, x_labels
 from wfbench_core.errors import WfbenchError
-from wfbench_core.history import History, add_run
-from wfbench_core.results import RunResult, load_result
-from wfbench_core.stats import geomean
+from wfbench_core.review.history import History, add_run
+from wfbench_core.record.results import RunResult, load_result
+from wfbench_core.record.stats import geomean
 
 H100 = "NVIDIA H100 80GB HBM3"
 NEWEST = 6  # the newest H200 canonical run
@@ -170,7 +170,7 @@ def test_an_unstable_p0_case_withholds_the_mean_and_p1_cases_are_not_in_it(tmp_p
 
 
 def test_x_labels_are_distinct() -> None:
-    from wfbench_core.history import Point, SideSummary
+    from wfbench_core.review.history import Point, SideSummary
 
     side = SideSummary(1.0, 1.0, 0.0, 0.0, 1.0, 1.0)
 
@@ -717,7 +717,7 @@ def test_example_history_renders(browser: Any, tmp_path: Path) -> None:
 def test_the_change_column_shows_the_verdict_check_and_compare_give(browser: Any, tmp_path: Path) -> None:
     """The newest run: axpy_f64's gap moved +2.6 % with byte-identical PTX (SAME by rule, neutral, as compare and
     check say), scale_i64 is new code 10 % slower (SLOWER, red). A base/head run's head is 5 % faster (FASTER)."""
-    from wfbench_core import alerts, compare
+    from wfbench_core.review import alerts, compare
 
     h_dir = tmp_path / "h"
     for n in range(4):

@@ -9,11 +9,11 @@ import attrs
 import pytest
 
 from synth_runs import synth_run, with_case
-from wfbench_core import alerts, compare, verdicts
-from wfbench_core import diagnostics as dg
-from wfbench_core.code_identity import IDENTICAL_NOTE, code_identity, differences, identical, sass_note
-from wfbench_core.history import History, add_run, point_of
-from wfbench_core.results import SideDiagnostics
+from wfbench_core.review import alerts, compare, verdicts
+from wfbench_core.build import diagnostics as dg
+from wfbench_core.build.code_identity import IDENTICAL_NOTE, code_identity, differences, identical, sass_note
+from wfbench_core.review.history import History, add_run, point_of
+from wfbench_core.record.results import SideDiagnostics
 
 needs_tools = pytest.mark.skipif(dg.tools_available() is not None,
                                  reason=f"CUDA binary tools missing: {dg.tools_available()}")
@@ -69,7 +69,7 @@ def test_throttled_points_and_depressed_hosts_are_kept_but_out_of_trends() -> No
     run = synth_run(0)
     case = run.case("axpy_f64")
     assert point_of(run, case, "r.json").stable
-    # throttled with no clock readings to tell dipped pairs from clean ones: out (wfbench_core.throttle)
+    # throttled with no clock readings to tell dipped pairs from clean ones: out (wfbench_core.review.throttle)
     throttled = attrs.evolve(case, timing=attrs.evolve(case.timing, throttled=True, clocks_sm_mhz=()))
     assert not point_of(run, throttled, "r.json").stable
     # throttled, but every reading at the full clock: no pair dipped, nothing to take it out for
@@ -79,7 +79,7 @@ def test_throttled_points_and_depressed_hosts_are_kept_but_out_of_trends() -> No
 
 
 def test_a_base_head_run_table_gives_the_verdicts() -> None:
-    from wfbench_core.report import render
+    from wfbench_core.review.report import render
 
     run = synth_run(0, placements=15)
     case = run.case("axpy_f64")

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from wfbench_core import diagnostics as dg
-from wfbench_core import verdicts
+from wfbench_core.build import diagnostics as dg
+from wfbench_core.review import verdicts
 
 ROOT = Path(__file__).parents[1]
 TESTS = Path(__file__).parent

@@ -11,8 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from wfbench_core import evidence, stats, verdicts
-from wfbench_core.stats import LogEstimate
+from wfbench_core.review import evidence, verdicts
+from wfbench_core.record import stats
+from wfbench_core.record.stats import LogEstimate
 
 V = verdicts
 ROOT = Path(__file__).parents[1]

@@ -1183,9 +1183,9 @@ import json, os
 import attrs
 
 from wfbench_core import hookimpl
-from wfbench_core.bundle import read_manifest
+from wfbench_core.build.bundle import read_manifest
 from wfbench_core.errors import WfbenchError
-from wfbench_core.results import FAILED, load_result
+from wfbench_core.record.results import FAILED, load_result
 from wfbench_transports.vast import VAST_OPTIONS
 
 
@@ -1452,7 +1452,7 @@ def _history_files(world: World, repo: str) -> list[str]:
 
 
 def _result_of(world: World, artifact: str = "wfbench-result-1") -> Any:
-    from wfbench_core.results import load_result
+    from wfbench_core.record.results import load_result
 
     return load_result(world.artifacts / artifact / "wfbench-run.json")
 

@@ -38,7 +38,7 @@ from typing import Callable, Sequence
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from wfbench_core import verdicts  # noqa: E402
+from wfbench_core.review import verdicts  # noqa: E402
 
 SIZES = {"s025": 0.0025, "s050a": 0.005, "s050b": 0.005, "s100": 0.01, "s200": 0.02}
 EQUALS = {"eq_tid": "%tid.x", "eq_ctaid": "%ctaid.x", "eq_ntid": "%ntid.x", "eq_nctaid": "%nctaid.x",
@@ -126,8 +126,8 @@ def write_bundle(out: Path, cases: Sequence[object], variants: dict[str, PtxFn])
     """A multi-build bundle: one sub-bundle per label, all timed in the same rounds on the GPU host."""
     import shutil
 
-    from wfbench_core.bundle import BUNDLE_SCHEMA, BundleManifest, utcnow, write_manifest
-    from wfbench_core.results import CompilerInfo
+    from wfbench_core.build.bundle import BUNDLE_SCHEMA, BundleManifest, utcnow, write_manifest
+    from wfbench_core.record.results import CompilerInfo
     from wfbench_core.testing import bundle_from_ptx
     from wfbench_core import SUITE_VERSION, __version__
 
@@ -167,7 +167,7 @@ def inert_of(base: PtxFn, special: str) -> PtxFn:
 
 
 def p0_cases() -> list[object]:
-    from wfbench_core.registry import Registry
+    from wfbench_core.discover.registry import Registry
 
     return list(Registry.load().select((), priorities=("P0",)))
 
@@ -192,8 +192,8 @@ def execute(bundle: Path, out: Path, extra: Sequence[str] = (), gpu: str | None 
 def changes(result_path: Path, heads: Sequence[str]) -> dict[str, dict[str, object]]:
     """Per head label and case: the change of the gap against the base, its interval, the verdict, and
     whether its code differs (compare's rule)."""
-    from wfbench_core.compare import compare_labels
-    from wfbench_core.results import load_result
+    from wfbench_core.review.compare import compare_labels
+    from wfbench_core.record.results import load_result
 
     result = load_result(result_path)
     out: dict[str, dict[str, object]] = {}
@@ -333,8 +333,8 @@ def write_table(folder: Path) -> dict:  # type: ignore[type-arg]
 def check_sass(base_ptx: str, kernel: str) -> dict[str, dict[str, object]]:
     """What ptxas keeps of each injection: instructions and registers against the base, whether the SASS
     differs, and for the chains, how many dependent multiply-adds the SASS holds."""
-    from wfbench_core.code_identity import identical
-    from wfbench_core.diagnostics import assemble, summarize as diag_summary
+    from wfbench_core.build.code_identity import identical
+    from wfbench_core.build.diagnostics import assemble, summarize as diag_summary
 
     def facts(ptx: str) -> tuple[object, int]:
         a = assemble(ptx, kernel, ARCH)
@@ -363,7 +363,7 @@ def cmd_check(args: argparse.Namespace) -> None:
 
 def cmd_ptx(args: argparse.Namespace) -> None:
     from wfbench_core.case import sha256_text
-    from wfbench_core.compile import compile_warpforth
+    from wfbench_core.build.compile import compile_warpforth
 
     args.out.mkdir(parents=True, exist_ok=True)
     for case in p0_cases():

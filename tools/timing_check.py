@@ -36,7 +36,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from wfbench_core.registry import Registry  # noqa: E402
+from wfbench_core.discover.registry import Registry  # noqa: E402
 
 
 def builtin_plugins() -> list[str]:
@@ -46,11 +46,11 @@ def builtin_plugins() -> list[str]:
 
 def position_effect_us(timing) -> tuple[float, float, float, float]:  # type: ignore[no-untyped-def]
     """Within each pair, the first side's sample minus the second's (us per sample,
-    :func:`wfbench_core.stats.first_minus_second`): the median over pairs, its 95 % percentile-bootstrap
+    :func:`wfbench_core.record.stats.first_minus_second`): the median over pairs, its 95 % percentile-bootstrap
     interval, and the share of pairs whose first side was slower."""
     from scipy import stats
 
-    from wfbench_core.stats import first_minus_second
+    from wfbench_core.record.stats import first_minus_second
 
     d = first_minus_second(timing.warpforth.samples_us, timing.cuda.samples_us, timing.order) \
         * timing.launches_per_sample
@@ -84,10 +84,10 @@ def main() -> int:
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
 
-    from wfbench_core.executor import execute
-    from wfbench_core.nvml import describe
-    from wfbench_core.request import ExecuteRequest
-    from wfbench_core.results import TimingProtocol, write_result
+    from wfbench_core.run.executor import execute
+    from wfbench_core.gpu.nvml import describe
+    from wfbench_core.record.request import ExecuteRequest
+    from wfbench_core.record.results import TimingProtocol, write_result
     from wfbench_core.testing import bundle_from_ptx, ptx_dir_loader
 
     reg = Registry.load(plugins=builtin_plugins())
@@ -154,8 +154,8 @@ def main() -> int:
 
 def between_runs(args: argparse.Namespace, ids: list[str]) -> None:
     """The suite in N fresh processes: per case the gaps, their spread, and interval coverage."""
-    from wfbench_core.results import load_result
-    from wfbench_core.stats import placement_gaps
+    from wfbench_core.record.results import load_result
+    from wfbench_core.record.stats import placement_gaps
 
     print(f"\n== 5. the suite in {args.processes} fresh processes", flush=True)
     runs = []
@@ -188,7 +188,7 @@ def between_runs(args: argparse.Namespace, ids: list[str]) -> None:
 
 
 def crosschecks(args: argparse.Namespace, bundle: Path, ids: list[str]) -> None:
-    from wfbench_core.results import TIMING_MODES
+    from wfbench_core.record.results import TIMING_MODES
 
     # nvbench keeps every benchmark registered for the life of a process: one process per crosscheck
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
@@ -220,7 +220,7 @@ def crosschecks(args: argparse.Namespace, bundle: Path, ids: list[str]) -> None:
 def print_crosscheck(text: str, rc: int) -> None:
     import json
 
-    from wfbench_core import crosscheck as xc
+    from wfbench_core.run import crosscheck as xc
 
     try:
         data = json.loads(text)

@@ -16,7 +16,7 @@ AMBIGUOUS everywhere and exit 0. Every result, every report and ``summary.json``
 slowdown, uncalibrated) and an inert change in axpy_f64: its wall time and ``wfbench compare``'s table.
 
 ``suite``: one plain run of every case with stored PTX: per case, whether NVML saw it throttled (such a case
-used to leave the trends) and what the throttle rule says now (``wfbench_core/throttle.py``).
+used to leave the trends) and what the throttle rule says now (``wfbench_core/review/throttle.py``).
 
 ``identity``: the two kernels of ``tests/test_identical_code.py`` that differ only in static shared memory
 (1 KiB, 48 KiB) through ptxas and cuobjdump: same SASS, not identical code, occupancy and blocks per SM.
@@ -49,7 +49,7 @@ def wfbench(*args: str) -> tuple[int, str]:
 def plain_bundle(out: Path, cases: list[object], fn: ps.PtxFn, name: str) -> Path:
     import shutil
 
-    from wfbench_core.results import CompilerInfo
+    from wfbench_core.record.results import CompilerInfo
     from wfbench_core.testing import bundle_from_ptx
 
     if out.exists():
@@ -119,9 +119,9 @@ def cmd_basehead(args: argparse.Namespace) -> None:
 
 def cmd_suite(args: argparse.Namespace) -> None:
     """Every case with stored PTX, one plain run: per case, throttled or not, and what the throttle rule says."""
-    from wfbench_core.registry import Registry
-    from wfbench_core.results import load_result
-    from wfbench_core.throttle import judge_throttle
+    from wfbench_core.discover.registry import Registry
+    from wfbench_core.record.results import load_result
+    from wfbench_core.review.throttle import judge_throttle
 
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
@@ -149,8 +149,8 @@ SHARED_PTX = ROOT / "tests" / "fixtures" / "shared_stage.ptx.template"  # {threa
 
 def cmd_identity(args: argparse.Namespace) -> None:
     """Two kernels that differ only in static shared memory (1 KiB, 48 KiB), through ptxas and cuobjdump."""
-    from wfbench_core.code_identity import identical, sass_note
-    from wfbench_core.diagnostics import diagnose
+    from wfbench_core.build.code_identity import identical, sass_note
+    from wfbench_core.build.diagnostics import diagnose
 
     template = SHARED_PTX.read_text()
     sides = {n: diagnose(template.format(threads=256, shared=n), "stage", "sm_90", 256, 0) for n in (1024, 49152)}

@@ -9,7 +9,7 @@ from typing import Optional
 
 import click
 
-from wfbench_core.alerts import Rules
+from wfbench_core.review.alerts import Rules
 from wfbench_core.cli.history import history_option, result_argument, warn_problems
 
 _DEFAULT = Rules()
@@ -42,8 +42,8 @@ def check_cmd(result: Optional[Path], history_dir: Path, margin: float, min_effe
     Exit codes: 0 no regression; 1 regression (a failed or missing case, or a SLOWER gap); 4 identical code
     that moved, or a changed CUDA side, and no regression; 2 bad input.
     """
-    from wfbench_core import alerts
-    from wfbench_core.results import converter
+    from wfbench_core.review import alerts
+    from wfbench_core.record.results import converter
 
     history, run = alerts.load_for_check(history_dir, result)
     warn_problems(history.problems)

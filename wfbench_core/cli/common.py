@@ -11,11 +11,11 @@ import click
 from wfbench_core.errors import WfbenchError
 
 if TYPE_CHECKING:
-    from wfbench_core.registry import Registry
+    from wfbench_core.discover.registry import Registry
 
 
 def load_registry() -> Registry:
-    from wfbench_core.registry import Registry
+    from wfbench_core.discover.registry import Registry
 
     return Registry.load()
 
@@ -38,7 +38,7 @@ def warpforthc_option(f: Callable[..., Any]) -> Callable[..., Any]:
 
 def resolve_warpforthc(values: tuple[str, ...]) -> Path | dict[str, Path]:
     """One binary, or ``{label: binary}`` when several ``LABEL=PATH`` are given."""
-    from wfbench_core.compile import find_warpforthc
+    from wfbench_core.build.compile import find_warpforthc
 
     if len(values) <= 1:
         value = values[0] if values else None
@@ -74,7 +74,7 @@ def protocol_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """One option per timing-protocol setting, made from the fields of :class:`TimingProtocol` (their one home)."""
     import attrs
 
-    from wfbench_core.results import TimingProtocol
+    from wfbench_core.record.results import TimingProtocol
 
     for field in reversed(attrs.fields(TimingProtocol)):
         meta = field.metadata
@@ -93,7 +93,7 @@ def protocol_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 def protocol_from(options: dict[str, Any]) -> Any:
     """The :class:`TimingProtocol` of the ``protocol_*`` options (removed from ``options``)."""
-    from wfbench_core.results import TimingProtocol
+    from wfbench_core.record.results import TimingProtocol
 
     values = {k[len("protocol_"):]: options.pop(k) for k in list(options) if k.startswith("protocol_")}
     return TimingProtocol(**values)
@@ -118,8 +118,8 @@ def execute_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 def execute_request(case_ids: Any, options: dict[str, Any]) -> Any:
     """The :class:`ExecuteRequest` of the options made by :func:`execute_options` (removed from ``options``)."""
-    from wfbench_core.request import ExecuteRequest
-    from wfbench_core.results import MODE_AA, MODE_PAIRED
+    from wfbench_core.record.request import ExecuteRequest
+    from wfbench_core.record.results import MODE_AA, MODE_PAIRED
 
     return ExecuteRequest(
         case_ids=tuple(case_ids), protocol=protocol_from(options),
@@ -134,7 +134,7 @@ def run_request(registry: Registry, case_ids: tuple[str, ...], priorities: tuple
     """The :class:`RunRequest` of the command line: cases selected, compilers resolved, options parsed."""
     import attrs
 
-    from wfbench_core.request import ExecuteRequest, RunRequest
+    from wfbench_core.record.request import ExecuteRequest, RunRequest
 
     cases = registry.select(case_ids, priorities=priorities)
     binary = resolve_warpforthc(warpforthc)
@@ -157,8 +157,8 @@ def split_opt(text: str) -> tuple[str, str]:
 def finish(result: Any, out: Path | None, as_json: bool) -> None:
     """Print the result (the file is already written); exit 1 when a case failed or could not run."""
     from wfbench_core.errors import CaseFailed
-    from wfbench_core.report import render
-    from wfbench_core.results import ERROR, FAILED, dumps
+    from wfbench_core.review.report import render
+    from wfbench_core.record.results import FAILING, dumps
 
     if as_json:
         click.echo(dumps(result), nl=False)
@@ -166,6 +166,6 @@ def finish(result: Any, out: Path | None, as_json: bool) -> None:
         click.echo(render(result))
         if out is not None:
             click.echo(f"result: {out}")
-    bad = [c.id for c in result.cases if c.status in (FAILED, ERROR)]
+    bad = [c.id for c in result.cases if c.status in FAILING]
     if bad:
         raise CaseFailed(f"{len(bad)} case(s) failed or could not run: {', '.join(bad)}")

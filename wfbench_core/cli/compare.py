@@ -11,7 +11,7 @@ import click
 
 from wfbench_core.cli.history import HISTORY_ENV, result_argument
 from wfbench_core.errors import WfbenchError
-from wfbench_core.verdicts import DEFAULT_MARGIN
+from wfbench_core.review.verdicts import DEFAULT_MARGIN
 
 
 @click.command("compare")
@@ -41,8 +41,8 @@ def compare_cmd(base: Path, head: Optional[Path], base_label: Optional[str], hea
     "baseline changed". Between two runs the interval also carries what a fresh process and another board
     add (from --history, a --repeat run, or stated defaults).
     """
-    from wfbench_core import compare
-    from wfbench_core.results import converter, load_result
+    from wfbench_core.review import compare
+    from wfbench_core.record.results import converter, load_result
 
     settings = compare.Settings(margin=margin, min_effect=min_effect)
     if head is None:
@@ -53,7 +53,7 @@ def compare_cmd(base: Path, head: Optional[Path], base_label: Optional[str], hea
         runs = load_result(base), load_result(head)
         history = None
         if history_dir is not None:
-            from wfbench_core.history import History
+            from wfbench_core.review.history import History
 
             history = History.open(history_dir)
         cmp = compare.compare_runs(*runs, base_name=str(base), head_name=str(head), settings=settings,

@@ -24,10 +24,10 @@ from typing import Any, Optional, Sequence
 from wfbench_core import __version__
 from wfbench_core.dashboard.browser import BROWSER_ENV, BROWSER_NAMES, find_browser, screenshot  # noqa: F401
 from wfbench_core.errors import WfbenchError
-from wfbench_core.fsutil import atomic_write
-from wfbench_core.history import History, Point, Series, SeriesKey, git_links, point_order, utc_sortable
-from wfbench_core.results import MODE_AA, OK
-from wfbench_core.verdicts import aa_floor
+from wfbench_core.record.fsutil import atomic_write
+from wfbench_core.review.history import History, Point, Series, SeriesKey, git_links, point_order, utc_sortable
+from wfbench_core.record.results import MODE_AA, OK
+from wfbench_core.review.verdicts import aa_floor
 
 ASSETS = ("chart.umd.js", "LICENSE-chart.js.md", "app.js", "style.css")
 
@@ -130,7 +130,7 @@ def _by_run(members: Sequence[Series]) -> dict[str, list[tuple[Series, Point]]]:
 
 
 def _verdict_cells(v: Optional[Any]) -> dict[str, Any]:
-    """The Δ cell of a judged change (a wfbench_core.verdicts.Verdict): the change, the verdict and its label."""
+    """The Δ cell of a judged change (a wfbench_core.review.verdicts.Verdict): the change, the verdict and its label."""
     if v is None:
         return {"change": None, "verdict": None, "verdict_label": None}
     return {"change": v.change, "verdict": v.verdict, "verdict_label": v.label}
@@ -139,7 +139,7 @@ def _verdict_cells(v: Optional[Any]) -> dict[str, Any]:
 def _case_rows(entries: Sequence[tuple[Series, Point]], history: Optional[History] = None) -> list[dict[str, Any]]:
     """One row per case of one run; with ``history``, its change against the series' reference and the verdict,
     by the rule ``wfbench check`` applies."""
-    from wfbench_core.alerts import verdict_of
+    from wfbench_core.review.alerts import verdict_of
 
     rows = []
     for s, p in entries:
@@ -161,7 +161,7 @@ def geomean_set(rows: Sequence[dict[str, Any]]) -> tuple[Optional[float], list[s
     shrinks the set silently. A run without some P0 case has a smaller set, and a mean over another set is
     never compared with this one.
     """
-    from wfbench_core.stats import SetMember, suite_geomean
+    from wfbench_core.record.stats import SetMember, suite_geomean
 
     p0 = sorted((r for r in rows if r["priority"] == "P0"), key=lambda r: (r["case"], r["version"]))
     names = [f"{r['case']} v{r['version']}" for r in p0]
@@ -211,7 +211,7 @@ def _canonical_summary(members: Sequence[Series], history: Optional[History] = N
 
 def _judged(history: Optional[History], run: str) -> dict[str, Any]:
     """The verdict on each case of a stored base/head run, by ``wfbench compare``'s rule ({} when not one)."""
-    from wfbench_core.compare import compare_labels
+    from wfbench_core.review.compare import compare_labels
 
     if history is None:
         return {}
@@ -327,11 +327,11 @@ def diagnostics(raw: dict[str, Any], rows: Sequence[dict[str, Any]]) -> dict[str
     """Per case of one run (the rows shown), what both kernels look like and what the GPU did while timed.
 
     Reads, per case: ``attrs_wf``/``attrs_cuda`` (``registers``, ``local_bytes``, ``shared_bytes``),
-    ``diag_wf``/``diag_cuda`` (:class:`~wfbench_core.results.SideDiagnostics`: ``registers``, ``spill_stores``
+    ``diag_wf``/``diag_cuda`` (:class:`~wfbench_core.record.results.SideDiagnostics`: ``registers``, ``spill_stores``
     + ``spill_loads``, ``occupancy``, ``mix`` {class: count}), ``timing.gbps_wf``/``gbps_cuda`` against
     ``environment.copy_gbps`` and ``timing.gflops_wf``/``gflops_cuda`` against
     ``environment.fp64_peak_gflops`` (the roofline), ``timing.clocks_sm_mhz`` and ``timing.nvml``
-    (:class:`~wfbench_core.results.NvmlSummary`: SM clock, power and temperature ranges, throttle
+    (:class:`~wfbench_core.record.results.NvmlSummary`: SM clock, power and temperature ranges, throttle
     ``reasons``). Anything absent or of another shape is left out; a case with nothing to show has no entry.
     """
     env = raw.get("environment") if isinstance(raw.get("environment"), dict) else {}
