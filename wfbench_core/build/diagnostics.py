@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 
 import attrs
 
+from wfbench_core.record.childenv import child_env
 from wfbench_core.build.code_identity import identical, max_threads, parse_nv_info, parse_res_usage
 from wfbench_core.build.cudatools import find_tool, require_tool
 from wfbench_core.errors import WfbenchError

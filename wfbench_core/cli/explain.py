@@ -107,7 +107,7 @@ def explain(case_id: str, bundle: Path | None, wf_ptx: Path | None, warpforthc: 
     differences, each side's hottest loop, and with --profile Nsight Compute metrics. Markdown output."""
     from wfbench_core.build import compile as comp
     from wfbench_core.build.diagnostics import arch_limits
-    from wfbench_core.review.explain import ExplainedSide, analyse, render_markdown
+    from wfbench_core.review.explain import Side, analyse, render_markdown
 
     if bundle is not None and wf_ptx is not None:
         raise WfbenchError("give the WarpForth PTX one way: --bundle or --wf-ptx (or neither, to compile it here)")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import math
 import warnings
-from typing import TYPE_CHECKING, Iterable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence
 
 import attrs
 

@@ -301,7 +301,7 @@ def _rule_lines(report: CheckReport) -> list[str]:
 
 
 def render_text(report: CheckReport) -> str:
-    from wfbench_core.review.report import render_table
+    from wfbench_core.review.table import render_table
 
     rows = [HEADER] + [_cells(f) for f in report.findings]
     lines = [render_table(rows), ""]

@@ -465,7 +465,7 @@ def summary(cmp: Comparison) -> str:
 
 
 def render_text(cmp: Comparison) -> str:
-    from wfbench_core.review.report import render_table
+    from wfbench_core.review.table import render_table
 
     return "\n".join([_title(cmp), "", render_table([HEADER] + _rows(cmp, bold=False)), ""] + _footer(cmp)
                      + [summary(cmp)])

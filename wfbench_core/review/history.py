@@ -33,8 +33,9 @@ from typing import Iterator, Optional, Sequence
 import attrs
 
 from wfbench_core.errors import WfbenchError
-from wfbench_core.record.fsutil import atomic_write, create_exclusive
-from wfbench_core.record.results import ERROR, FAILED, RunResult, TimingProtocol, converter, dumps, parse_result
+from wfbench_core.record.fsutil import atomic_write, create_exclusive, read_json
+from wfbench_core.record.result_rules import index_problem
+from wfbench_core.record.results import ERROR, FAILED, FAILING, RunResult, TimingProtocol, converter, dumps, parse_result
 from wfbench_core.review.series import (  # noqa: F401 - the records of a series, re-exported where they were
     PROTOCOL_NOT_IN_KEY, Point, Series, SeriesKey, SideSummary, case_name, point_of, points_from_run,
     protocol_tag, series_key, timing_mode,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Sequence
 
-if TYPE_CHECKING:
-    from wfbench_core.record.results import CaseResult, RunResult
+from wfbench_core.record.results import CaseResult, RunResult
+from wfbench_core.review.table import render_table  # noqa: F401 - also the table of the run's report
 
 
 def _fmt(value: float | None, spec: str) -> str:
@@ -50,17 +50,6 @@ def table_rows(result: RunResult) -> list[list[str]]:
             c.status.upper() + (" LAUNCH-BOUND" if t.launch_bound else ""),
         ])
     return rows
-
-
-def render_table(rows: Sequence[Sequence[str]]) -> str:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = []
-    for n, row in enumerate(rows):
-        cells = [cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))]
-        lines.append("  ".join(cells).rstrip())
-        if n == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    return "\n".join(lines)
 
 
 def footer(result: RunResult) -> str:
