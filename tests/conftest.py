@@ -13,7 +13,7 @@ PREBUILT_PTX = FIXTURES / "ptx"
 
 
 def _gpu_reason() -> str | None:
-    from wfbench_core.timer import gpu_unavailable_reason
+    from wfbench_core.gpu.timer import gpu_unavailable_reason
 
     return gpu_unavailable_reason()
 
@@ -39,7 +39,7 @@ def warpforthc() -> Path:
 
 @pytest.fixture(scope="session")
 def nvcc() -> Path:
-    from wfbench_core.compile import find_nvcc
+    from wfbench_core.build.compile import find_nvcc
 
     path = find_nvcc()
     if path is None:
@@ -50,7 +50,7 @@ def nvcc() -> Path:
 @pytest.fixture
 def prebuilt_bundle(tmp_path: Path):  # type: ignore[no-untyped-def]
     """Make a real bundle for built-in cases from the WarpForth PTX kept in tests/fixtures/ptx."""
-    from wfbench_core.registry import Registry
+    from wfbench_core.discover.registry import Registry
     from wfbench_core.testing import bundle_from_ptx, ptx_dir_loader
 
     def make(case_ids=("axpy_f64", "scale_i64"), out: Path | None = None) -> Path:  # type: ignore[no-untyped-def]

@@ -188,7 +188,7 @@ def fake_gpu_python(folder: Path, body: str) -> Path:
 def gpu_result(protocol, gpu_name: str = "NVIDIA GeForce RTX 4090", cc: str = "8.9") -> str:  # type: ignore[no-untyped-def]
     """JSON as the executor writes it on a GPU host (no cases: the transports do not look inside)."""
     from wfbench_core import SUITE_VERSION, __version__
-    from wfbench_core.results import CompilerInfo, Environment, RunResult, dumps
+    from wfbench_core.record.results import CompilerInfo, Environment, RunResult, dumps
 
     return dumps(RunResult(
         schema_version=1, suite_version=SUITE_VERSION, wfbench_version=__version__,

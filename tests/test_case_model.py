@@ -91,7 +91,7 @@ def test_launch_normalizes_dimensions() -> None:
 
 
 def test_builtin_cases_pass_the_plugin_author_checks(nvcc) -> None:  # type: ignore[no-untyped-def]
-    from wfbench_core.registry import Registry
+    from wfbench_core.discover.registry import Registry
 
     for case in Registry.load().select():
         check_case(case, compile_cuda_side=True)

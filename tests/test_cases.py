@@ -21,8 +21,8 @@ import pytest
 
 from wfbench_core import SUITE_VERSION
 from wfbench_core.case import CONFIGS, Case
-from wfbench_core.compile import compile_cuda, compile_warpforth, cuda_compiler, ptxas_check
-from wfbench_core.registry import Registry
+from wfbench_core.build.compile import compile_cuda, compile_warpforth, cuda_compiler, ptxas_check
+from wfbench_core.discover.registry import Registry
 
 ARCH = "sm_90"
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "methodology.md"

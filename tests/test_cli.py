@@ -24,7 +24,7 @@ def one_error_line(result) -> str:  # type: ignore[no-untyped-def]
 
 
 def gpu_present() -> bool:
-    from wfbench_core.timer import gpu_unavailable_reason
+    from wfbench_core.gpu.timer import gpu_unavailable_reason
 
     return gpu_unavailable_reason() is None
 
@@ -87,7 +87,7 @@ def test_tampered_bundle_is_refused(prebuilt_bundle) -> None:  # type: ignore[no
     ptx.write_text(ptx.read_text() + "\n// edited\n")
     r = invoke("execute", str(bundle), "--validate-only")
     assert r.exit_code == 2
-    assert "axpy_f64: bundle files for 'canonical' do not match the manifest hashes" in one_error_line(r)
+    assert "does not match the hash in the bundle's manifest (case axpy_f64, canonical)" in one_error_line(r)
 
 
 def test_not_a_bundle(tmp_path: Path) -> None:
@@ -95,7 +95,10 @@ def test_not_a_bundle(tmp_path: Path) -> None:
     assert r.exit_code == 2 and "not a wfbench bundle" in one_error_line(r)
     (tmp_path / "manifest.json").write_text("{")
     r = invoke("execute", str(tmp_path), "--validate-only")
-    assert "not valid JSON" in one_error_line(r)
+    assert "manifest.json: not a wfbench bundle manifest (truncated JSON" in one_error_line(r)
+    (tmp_path / "manifest.json").write_text("{x}")
+    r = invoke("execute", str(tmp_path), "--validate-only")
+    assert "manifest.json: not a wfbench bundle manifest (not valid JSON" in one_error_line(r)
 
 
 CHANGED_AXPY = """
@@ -173,7 +176,7 @@ def test_compile_errors_are_recorded_and_the_others_built(warpforthc: Path, tmp_
                                                           monkeypatch: pytest.MonkeyPatch, module, case_id,
                                                           expect) -> None:
     if case_id == "broken_cuda":
-        from wfbench_core.compile import find_nvcc
+        from wfbench_core.build.compile import find_nvcc
 
         if find_nvcc() is None:
             pytest.skip("nvcc not installed")
@@ -223,7 +226,7 @@ def test_max_cost_needs_a_transport_that_rents(tmp_path: Path) -> None:
     r = invoke("run", "--warpforthc", str(fake), "--max-cost", "0.2", "-c", "axpy_f64")
     assert r.exit_code == 2
     assert "--max-cost applies to transports that rent machines; 'local' does not" in one_error_line(r)
-    from wfbench_core.registry import Registry
+    from wfbench_core.discover.registry import Registry
 
     assert "max_cost" in Registry.load().transport("vast").OPTIONS
 

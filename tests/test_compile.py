@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from wfbench_cases.axpy_f64 import CASE as AXPY
-from wfbench_core.compile import (
+from wfbench_core.build.compile import (
     NVCC_FLAGS,
     CompileError,
     compile_cuda,
@@ -77,7 +77,7 @@ def test_nvcc_compiles_axpy_without_fma_and_records_the_command(nvcc: Path) -> N
 
 
 def test_default_nvcc_would_fuse_which_is_why_the_flag_is_fixed(nvcc: Path) -> None:
-    from wfbench_core.results import CompilerInfo
+    from wfbench_core.record.results import CompilerInfo
 
     fused = CompilerInfo(kind="nvcc", version="x", flags=("-O3",))
     out = compile_cuda(AXPY.render("check")[1], case_id="axpy_f64", arch="sm_90", compiler=fused)
@@ -96,8 +96,8 @@ def test_prefetched_cuda_compiles_run_in_parallel_and_are_taken_once(nvcc: Path,
                                                                         ) -> None:
     import threading
 
-    from wfbench_core import compile as comp
-    from wfbench_core.results import CompilerInfo
+    from wfbench_core.build import compile as comp
+    from wfbench_core.record.results import CompilerInfo
 
     compiler = cuda_compiler("nvcc")
     ok = AXPY.render("canonical")[1]
@@ -191,6 +191,6 @@ def test_forth_compile_error_names_case_and_diagnostic(warpforthc: Path) -> None
 
 
 def _has_ptxas() -> bool:
-    from wfbench_core.compile import find_nvcc
+    from wfbench_core.build.compile import find_nvcc
 
     return find_nvcc() is not None

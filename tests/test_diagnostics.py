@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from wfbench_core import diagnostics as dg
-from wfbench_core.registry import Registry
-from wfbench_core.results import SideDiagnostics, converter
+from wfbench_core.build import diagnostics as dg
+from wfbench_core.build.code_identity import IDENTICAL_NOTE, identical, sass_note
+from wfbench_core.discover.registry import Registry
+from wfbench_core.record.results import SideDiagnostics, converter
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PTX = FIXTURES / "ptx"
@@ -39,7 +40,7 @@ def _wf(cid: str) -> SideDiagnostics:
 
 
 def _cuda(cid: str) -> SideDiagnostics:
-    from wfbench_core.compile import compile_cuda, cuda_compiler
+    from wfbench_core.build.compile import compile_cuda, cuda_compiler
 
     case = _case(cid)
     threads, dyn = _launch(case)
@@ -57,7 +58,7 @@ def test_occupancy_matches_what_ncu_reported_for_transpose_on_an_h200() -> None:
     # ncu 2025.3.1 on an H200, transpose_f64 WarpForth side: 28 registers (32 allocated), 8448 B static
     # shared memory, 256 threads: block limits registers 8, warps 8 -> 64 of 64 warps (100 %).
     text = (FIXTURES / "ncu" / "transpose_f64.wf.raw.csv").read_text()
-    from wfbench_core.profile import parse_raw_csv
+    from wfbench_core.gpu.profile import parse_raw_csv
 
     row = parse_raw_csv(text)[0]
     regs = int(row["launch__registers_per_thread"][1])
@@ -149,7 +150,7 @@ def test_every_prebuilt_warpforth_kernel(cid: str) -> None:
 
 @needs_tools
 def test_ptxas_facts_agree_with_the_ptxas_report(nvcc: Path) -> None:
-    from wfbench_core.compile import ptxas_check
+    from wfbench_core.build.compile import ptxas_check
 
     case = _case("reduce_sum_f64")
     ptx = (PTX / "reduce_sum_f64.canonical.ptx").read_text()
@@ -189,11 +190,12 @@ def test_identical_code_has_one_hash_whatever_the_kernel_is_called() -> None:
     renamed = ptx.replace(case.wf_kernel, "renamed_kernel")
     a = dg.diagnose(ptx, case.wf_kernel, ARCH, threads, dyn)
     b = dg.diagnose(renamed, "renamed_kernel", ARCH, threads, dyn)
-    assert dg.identical(a, b) and dg.compact(a, b).endswith("same SASS")
-    assert dg.sass_note(a, b) == "identical SASS: any difference is noise"
+    assert identical(a, b) and dg.compact(a, b).endswith("same code")
+    assert sass_note(a, b) == IDENTICAL_NOTE
     other = _wf("scale_i64")
-    assert not dg.identical(a, other) and dg.sass_note(a, other) == "SASS differs: see wfbench explain"
-    assert dg.sass_note(a, None) == ""
+    assert not identical(a, other) and sass_note(a, other).startswith("code differs (SASS")
+    assert sass_note(a, other).endswith("): see wfbench explain") and sass_note(a, None) == ""
+    assert a.resources["REG"] == a.registers and a.max_threads == 0  # no launch bounds in WarpForth's PTX
 
 
 @needs_tools
@@ -211,7 +213,7 @@ def test_invalid_ptx_is_one_line_naming_the_side() -> None:
 
 
 def test_missing_tool_says_what_to_install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from wfbench_core import cudatools
+    from wfbench_core.build import cudatools
 
     monkeypatch.setattr(cudatools, "candidates", lambda name: [tmp_path / name])
     monkeypatch.delenv("WFBENCH_CUOBJDUMP", raising=False)
@@ -233,7 +235,7 @@ def test_missing_tool_says_what_to_install(monkeypatch: pytest.MonkeyPatch, tmp_
 def test_the_gpu_extra_brings_every_binary_tool_the_diagnostics_run() -> None:
     import tomllib
 
-    from wfbench_core import cudatools
+    from wfbench_core.build import cudatools
 
     gpu = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())["project"][
         "optional-dependencies"]["gpu"]
@@ -243,7 +245,7 @@ def test_the_gpu_extra_brings_every_binary_tool_the_diagnostics_run() -> None:
 
 @needs_tools
 def test_diagnose_case_for_the_executor(nvcc: Path) -> None:
-    from wfbench_core.compile import compile_cuda, cuda_compiler
+    from wfbench_core.build.compile import compile_cuda, cuda_compiler
 
     case = _case("scale_i64")
     cuda_ptx = compile_cuda(case.render("canonical")[1], case_id="scale_i64", arch=ARCH,

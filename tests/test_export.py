@@ -13,9 +13,9 @@ from click.testing import CliRunner
 from synth_runs import REAL_AA, REAL_RUN, real_run, synth_run, with_case
 from wfbench_core.cli import main
 from wfbench_core.errors import WfbenchError
-from wfbench_core.export import github_action_benchmark
-from wfbench_core.results import ERROR, FAILED, load_result
-from wfbench_core.stats import case_set_id
+from wfbench_core.review.export import github_action_benchmark
+from wfbench_core.record.results import ERROR, FAILED, load_result
+from wfbench_core.record.stats import case_set_id
 
 
 def assert_action_fields(entries: object) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from wfbench_core import faults
-from wfbench_core.compile import CompileError
+from wfbench_core.build import faults
+from wfbench_core.build.compile import CompileError
 from wfbench_core.errors import WfbenchError
 
 

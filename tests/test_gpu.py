@@ -14,10 +14,10 @@ import pytest
 from click.testing import CliRunner
 
 from wfbench_core import hookimpl
-from wfbench_core.executor import execute
-from wfbench_core.registry import Registry
-from wfbench_core.request import ExecuteRequest
-from wfbench_core.results import FAILED, OK, UNSTABLE, TimingProtocol, load_result
+from wfbench_core.run.executor import execute
+from wfbench_core.discover.registry import Registry
+from wfbench_core.record.request import ExecuteRequest
+from wfbench_core.record.results import FAILED, OK, UNSTABLE, TimingProtocol, load_result
 
 pytestmark = pytest.mark.gpu
 

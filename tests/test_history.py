@@ -17,11 +17,11 @@ from click.testing import CliRunner
 from synth_runs import REAL_AA, REAL_RUN, created_at, real_run, synth_run, with_case
 from wfbench_core.cli import main
 from wfbench_core.errors import WfbenchError
-from wfbench_core.history import (
+from wfbench_core.review.history import (
     INDEX_FILE, INDEX_VERSION, RUNS_DIR, History, add_run, protocol_tag, reindex, series_key,
 )
-from wfbench_core.fsutil import create_exclusive
-from wfbench_core.results import ERROR, FAILED, UNSTABLE, dumps, load_result, write_result
+from wfbench_core.record.fsutil import create_exclusive
+from wfbench_core.record.results import ERROR, FAILED, UNSTABLE, dumps, load_result, write_result
 
 
 def run_files(root: Path) -> list[Path]:
@@ -352,7 +352,7 @@ def test_written_files_honour_the_umask(tmp_path: Path, umask: int) -> None:
     code = (
         "import os, sys; os.umask(int(sys.argv[1], 8));"
         "from pathlib import Path; from synth_runs import synth_run;"
-        "from wfbench_core.history import add_run; from wfbench_core.fsutil import atomic_write;"
+        "from wfbench_core.review.history import add_run; from wfbench_core.record.fsutil import atomic_write;"
         "out = add_run(sys.argv[2], synth_run(0)); atomic_write(Path(sys.argv[2]) / 'page.html', 'x');"
         "print(out.path)"
     )
@@ -368,7 +368,7 @@ def test_written_files_honour_the_umask(tmp_path: Path, umask: int) -> None:
         assert path.stat().st_mode & 0o777 == want, (path, oct(path.stat().st_mode))
     # folders too: a bundle is built in a temporary folder (fsutil.make_temp_dir) and renamed into place
     code = ("import os, sys; os.umask(int(sys.argv[1], 8)); from pathlib import Path;"
-            "from wfbench_core.fsutil import make_temp_dir; print(make_temp_dir('.bundle.', Path(sys.argv[2])))")
+            "from wfbench_core.record.fsutil import make_temp_dir; print(make_temp_dir('.bundle.', Path(sys.argv[2])))")
     made = subprocess.run([sys.executable, "-c", code, oct(umask)[2:], str(tmp_path)], capture_output=True,
                           text=True, env=env, check=True).stdout.strip()
     assert Path(made).stat().st_mode & 0o777 == 0o777 & ~umask
@@ -377,7 +377,7 @@ def test_written_files_honour_the_umask(tmp_path: Path, umask: int) -> None:
 def test_an_index_written_under_other_protocol_defaults_is_rebuilt(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Keys name the settings that differ from the defaults: if a wfbench release changes a default, the
     stored keys are stale and the index must be derived again, never trusted."""
-    import wfbench_core.history as history
+    import wfbench_core.review.history as history
 
     add_run(tmp_path, synth_run(0))
     assert History.open(tmp_path).index_fresh

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from wfbench_core.executor import execute
-from wfbench_core.registry import Registry
-from wfbench_core.request import ExecuteRequest
-from wfbench_core.results import ERROR, OK, TimingProtocol, load_result
+from wfbench_core.run.executor import execute
+from wfbench_core.discover.registry import Registry
+from wfbench_core.record.request import ExecuteRequest
+from wfbench_core.record.results import ERROR, OK, TimingProtocol, load_result
 
 TESTS = Path(__file__).parent
 CASES = ("scale_i64", "axpy_f64", "reduce_sum_f64", "matmul_f64_naive", "matmul_f64_tiled", "attention_f32_naive",
@@ -97,7 +97,7 @@ def test_each_bad_case_costs_itself_and_the_next_case_runs_in_a_fresh_worker(fak
 
 
 def test_a_hang_outside_any_watchdog_wait_is_caught_by_the_quiet_limit(fake_gpu, prebuilt_bundle, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from wfbench_core import watchdog
+    from wfbench_core.gpu import watchdog
 
     fake_gpu(scale_i64="quiet-hang")
     monkeypatch.setattr(watchdog, "QUIET_FLOOR_S", 15.0)  # nvcc must fit in it here
@@ -154,6 +154,8 @@ def test_no_gpu_in_the_worker_is_one_line_and_exit_3(prebuilt_bundle, monkeypatc
 
 
 def test_repeat_runs_every_case_in_fresh_processes_and_pools_them(fake_gpu, prebuilt_bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from wfbench_core.record.stats import HIERARCHICAL_INTERVAL, process_of
+
     pids = fake_gpu(axpy_f64="ok")
     out = tmp_path / "r.json"
     result = execute(prebuilt_bundle(("scale_i64", "axpy_f64")), registry=Registry.load(), out=out,
@@ -163,18 +165,20 @@ def test_repeat_runs_every_case_in_fresh_processes_and_pools_them(fake_gpu, preb
         t = c.timing
         assert c.status == OK and len(t.repeat_gaps) == 3 and t.gap == pytest.approx(1.5)
         assert t.warpforth.n == 3 * 5 and len(t.placement_of) == 15
+        assert len(set(process_of(t.placement_of).tolist())) == 3  # the process is a level above the placement
+        assert t.gap_lo is None or t.gap_interval == HIERARCHICAL_INTERVAL
     assert load_result(out) == result
 
 
 def test_a_failure_in_any_repeat_is_the_case_result() -> None:
     import attrs
 
-    from wfbench_core.executor import merge_repeats
-    from wfbench_core.results import FAILED, CaseResult, SideStats, Timing
+    from wfbench_core.run.executor import merge_repeats
+    from wfbench_core.record.results import FAILED, CaseResult, SideStats, Timing
 
     stats = SideStats(2.0, 2.0, 0.0, 0.0, 5, (2.0,) * 5)
     ok = CaseResult(id="c", version=1, priority="P0", fingerprint="f", status=OK,
-                    timing=Timing(1, 0.0, stats, stats, 1.0, ("wf",) * 5))
+                    timing=Timing(launches_per_sample=1, warpforth=stats, cuda=stats, gap=1.0, order=("wf",) * 5))
     bad = attrs.evolve(ok, status=FAILED, timing=None, message="3 of 9 elements never written")
     merged = merge_repeats([[ok], [bad], [ok]], 0.03)
     assert [(c.status, c.message) for c in merged] == [(FAILED, "repeat 2 of 3: 3 of 9 elements never written")]

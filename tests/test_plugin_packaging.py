@@ -105,7 +105,7 @@ def test_a_wheel_without_its_kernels_is_one_warning_naming_the_fix(tmp_path: Pat
 SHIP = """
 import sys
 from wfbench_core.errors import WfbenchError
-from wfbench_core.registry import Registry
+from wfbench_core.discover.registry import Registry
 from wfbench_transports import wheels
 
 reg = Registry.load()

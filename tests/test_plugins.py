@@ -11,8 +11,8 @@ import pytest
 
 from wfbench_core import hookimpl
 from wfbench_core.errors import WfbenchError
-from wfbench_core.plugins import PluginLoadWarning, get_plugin_manager
-from wfbench_core.registry import DuplicateError, Registry
+from wfbench_core.discover.plugins import PluginLoadWarning, get_plugin_manager
+from wfbench_core.discover.registry import DuplicateError, Registry
 
 BUILTIN_CASES = {"axpy_f64", "scale_i64"}
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from wfbench_core import profile as pf
-from wfbench_core.results import KernelProfile, converter
+from wfbench_core.gpu import profile as pf
+from wfbench_core.record.results import KernelProfile, converter
 
 NCU = Path(__file__).parent / "fixtures" / "ncu"
 
@@ -74,7 +74,7 @@ def test_ncu_command_profiles_only_the_last_launch_of_the_named_kernel(tmp_path:
     assert cmd[i + 1] == str(pf.LAUNCHES - 1) and cmd[cmd.index("--launch-count") + 1] == "1"
     assert cmd[cmd.index("--kernel-name") + 1] == "transpose_f64"
     tail = cmd[cmd.index("python3"):]
-    assert tail[:4] == ["python3", "-m", "wfbench_core.profile", "launch"]
+    assert tail[:4] == ["python3", "-m", "wfbench_core.gpu.profile", "launch"]
     assert tail[tail.index("--launches") + 1] == str(pf.LAUNCHES)
 
 
@@ -109,7 +109,7 @@ def test_profile_side_reports_ncu_permission_errors_in_one_line(tmp_path: Path) 
 
 
 def test_missing_ncu_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from wfbench_core import cudatools
+    from wfbench_core.build import cudatools
 
     monkeypatch.setattr(cudatools, "candidates", lambda name: [])
     monkeypatch.delenv("WFBENCH_NCU", raising=False)
@@ -118,13 +118,13 @@ def test_missing_ncu_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 
 
 def test_launcher_without_a_gpu_says_so_in_one_line(tmp_path: Path) -> None:
-    from wfbench_core.timer import gpu_unavailable_reason
+    from wfbench_core.gpu.timer import gpu_unavailable_reason
 
     if gpu_unavailable_reason() is None:
         pytest.skip("a GPU is present: the launcher would launch")
     ptx = tmp_path / "k.ptx"
     ptx.write_text("// no GPU here\n")
-    proc = subprocess.run([sys.executable, "-m", "wfbench_core.profile", "launch", "--case", "axpy_f64", "--ptx",
+    proc = subprocess.run([sys.executable, "-m", "wfbench_core.gpu.profile", "launch", "--case", "axpy_f64", "--ptx",
                            str(ptx), "--kernel", "axpy_f64"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 3, proc.stderr
     assert proc.stderr.startswith("wfbench profile: error: ") and "Traceback" not in proc.stderr

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from wfbench_core.registry import Registry
-from wfbench_core.results import FAILED, OK, load_result
-from wfbench_core.sampling import STOP_BUDGET, STOP_SAMPLES, STOP_TARGET
+from wfbench_core.discover.registry import Registry
+from wfbench_core.record.results import FAILED, OK, load_result
+from wfbench_core.gpu.sampling import STOP_BUDGET, STOP_SAMPLES, STOP_TARGET
 from wfbench_core.testing import bundle_from_ptx, ptx_dir_loader
 
 pytest_plugins = ["pytester"]
@@ -33,7 +33,7 @@ FAKE_GPU_CONFTEST = f"""
 
     from wfbench_core import hookimpl
     from wfbench_core.errors import WfbenchError
-    from wfbench_core.results import Check, Costs, Environment, KernelAttrs
+    from wfbench_core.record.results import Check, Costs, Environment, KernelAttrs, Sampled
     from wfbench_core.contracts import Measurement
     from wfbench_transports.local import LocalTransport
 
@@ -62,9 +62,9 @@ FAKE_GPU_CONFTEST = f"""
             return Measurement(
                 passed=passed, message="" if passed else "7 of 100 elements differ from the reference",
                 checks=(check,), kernel_attrs={{s.label: KernelAttrs(16, 0, 0, 1024) for s in sides}},
-                costs=Costs(), samples_us={{s.label: ({WF_US} if s.label.startswith("wf") else {CUDA_US},) * n
-                                           for s in sides}},
-                first=tuple(sides[i % len(sides)].label for i in range(n)), launches_per_sample=1)
+                costs=Costs(), sampled=Sampled(
+                    samples_us={{s.label: ({WF_US} if s.label.startswith("wf") else {CUDA_US},) * n for s in sides}},
+                    order=tuple(sides[i % len(sides)].label for i in range(n)), launches_per_sample=1))
 
 
     class CountingLocal(LocalTransport):
@@ -140,7 +140,7 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def cuda_side() -> None:
     """The executor compiles the CUDA side on the 'GPU host' (here): nvcc or NVRTC must exist."""
-    from wfbench_core.compile import cuda_compiler
+    from wfbench_core.build.compile import cuda_compiler
     from wfbench_core.errors import WfbenchError
 
     try:
@@ -278,7 +278,7 @@ def test_transport_error_is_not_retried(pytester: pytest.Pytester, counts, bundl
 
 
 def test_no_gpu_skips_with_the_reason(pytester: pytest.Pytester, bundle) -> None:
-    from wfbench_core.timer import gpu_unavailable_reason
+    from wfbench_core.gpu.timer import gpu_unavailable_reason
 
     if gpu_unavailable_reason() is None:
         pytest.skip("this machine has a GPU: test_real_gpu_through_the_plugin covers it")
@@ -385,7 +385,7 @@ def test_pytest_help_works_with_the_plugin_installed(tmp_path: Path) -> None:
 
     import attrs
 
-    from wfbench_core.results import TimingProtocol
+    from wfbench_core.record.results import TimingProtocol
 
     proc = subprocess.run([sys.executable, "-m", "pytest", "--help"], cwd=tmp_path, capture_output=True, text=True,
                           timeout=300)
@@ -396,3 +396,72 @@ def test_pytest_help_works_with_the_plugin_installed(tmp_path: Path) -> None:
     assert percent, "no protocol help text holds a % any more: pick another option to check"
     for field in percent:  # shown once, as written
         assert " ".join(field.metadata["help"].split()) in help_text, field.name
+
+
+# a benchmark that finishes, then something that ends the session early, then a benchmark that never runs
+UNFINISHED = """
+    import pytest
+
+
+    @pytest.mark.benchmark
+    def test_a_first(wfbench_bench):
+        wfbench_bench("scale_i64")
+
+
+    def test_b_stops(wfbench_gpu):
+        {stop}
+
+
+    @pytest.mark.benchmark
+    def test_c_never(wfbench_bench):
+        wfbench_bench("axpy_f64")
+"""
+
+
+def _history_add(path: Path, tmp_path: Path, *extra: str):  # type: ignore[no-untyped-def]
+    from click.testing import CliRunner
+
+    from wfbench_core.cli import main
+
+    return CliRunner().invoke(main, ["history", "add", str(path), "--history", str(tmp_path / "hist"), *extra])
+
+
+@pytest.mark.parametrize("how, stop, args", [
+    ("Ctrl-C", "raise KeyboardInterrupt", []),
+    ("-x", "assert False, 'a plain failure'", ["-x"]),
+    ("--maxfail", "assert False, 'a plain failure'", ["--maxfail", "1"]),
+    ("pytest.exit", "pytest.exit('enough')", []),
+    ("collection error", "pass", ["--continue-on-collection-errors"]),
+])
+def test_a_session_that_did_not_finish_is_written_incomplete_and_kept_out_of_history(  # type: ignore[no-untyped-def]
+        pytester: pytest.Pytester, counts, bundle, cuda_side, tmp_path: Path, how: str, stop: str,
+        args: list[str]) -> None:
+    pytester.makepyfile(test_inner=UNFINISHED.replace("{stop}", stop))
+    if how == "collection error":
+        pytester.makepyfile(test_broken="import no_such_module_here\n")
+    out = pytester.path / "bench.json"
+    result = pytester.runpytest("--run-benchmarks", "--wfbench-transport", "counting", "--wfbench-bundle",
+                                str(bundle), "--wfbench-json", str(out), "--wfbench-samples", "5", *args,
+                                no_reraise_ctrlc=True)  # the inner Ctrl-C ends the inner session only
+    run = load_result(out)
+    assert not run.complete, how
+    assert [c.id for c in run.cases] == (["scale_i64", "axpy_f64"] if how == "collection error" else ["scale_i64"])
+    result.stdout.fnmatch_lines(["*wfbench result: *bench.json (incomplete: *; 'wfbench history add' refuses it)"])
+
+    refused = _history_add(out, tmp_path)
+    assert refused.exit_code == 2 and "an incomplete run (" in refused.stderr, refused.stderr
+    assert not (tmp_path / "hist").exists()  # nothing written
+    stored = _history_add(out, tmp_path, "--allow-incomplete")  # the existing rule: its finished cases, on request
+    assert stored.exit_code == 0, stored.stderr
+
+
+def test_a_session_that_ran_every_test_is_complete_even_with_failures(  # type: ignore[no-untyped-def]
+        pytester: pytest.Pytester, counts, bundle, cuda_side) -> None:
+    pytester.makepyfile(test_inner=UNFINISHED.replace("{stop}", "assert False, 'a plain failure'"))
+    out = pytester.path / "bench.json"
+    result = pytester.runpytest("--run-benchmarks", "--wfbench-transport", "counting", "--wfbench-bundle",
+                                str(bundle), "--wfbench-json", str(out), "--wfbench-samples", "5")
+    assert _outcomes(result) == {"passed": 2, "failed": 1}
+    run = load_result(out)
+    assert run.complete and [c.id for c in run.cases] == ["scale_i64", "axpy_f64"]
+    assert "incomplete" not in result.stdout.str()

@@ -13,7 +13,7 @@ from pathlib import Path
 import attrs
 
 from synth_runs import REAL_AA, created_at, synth_run
-from wfbench_core.results import load_result, write_result
+from wfbench_core.record.results import load_result, write_result
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -7,16 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from wfbench_core import diagnostics as dg
-from wfbench_core import roofline as rl
-from wfbench_core.results import CaseResult, Environment, SideStats, Timing
+from wfbench_core.build import diagnostics as dg
+from wfbench_core.gpu import roofline as rl
+from wfbench_core.record.results import CaseResult, Environment, SideStats, Timing
 
 ARCH = "sm_90"
 
 
 @pytest.mark.skipif(dg.tools_available() is not None, reason="CUDA binary tools missing")
 def test_peak_kernel_runs_separate_dmul_and_dadd_through_the_project_compile_path(nvcc: Path) -> None:
-    from wfbench_core.compile import compile_cuda, cuda_compiler
+    from wfbench_core.build.compile import compile_cuda, cuda_compiler
 
     ptx = compile_cuda(rl.SOURCE, case_id="fp64-peak", arch=ARCH, compiler=cuda_compiler("nvcc")).ptx
     d = dg.diagnose(ptx, rl.KERNEL, ARCH, rl.BLOCK, 0)
@@ -32,8 +32,8 @@ def test_peak_kernel_runs_separate_dmul_and_dadd_through_the_project_compile_pat
 def test_static_loop_accounts_for_the_instructions_ncu_counted(nvcc: Path) -> None:
     """ncu on an H200 (132 SMs) counted the warp instructions of one launch of this kernel; the SASS loop,
     run ITERS / unroll times per warp, must account for nearly all of them: the FLOPs per launch are right."""
-    from wfbench_core.compile import compile_cuda, cuda_compiler
-    from wfbench_core.profile import parse_raw_csv, to_profile
+    from wfbench_core.build.compile import compile_cuda, cuda_compiler
+    from wfbench_core.gpu.profile import parse_raw_csv, to_profile
 
     p = to_profile(parse_raw_csv((Path(__file__).parent / "fixtures/ncu/fp64_peak.raw.csv").read_text())[0])
     ptx = compile_cuda(rl.SOURCE, case_id="fp64-peak", arch=ARCH, compiler=cuda_compiler("nvcc")).ptx
@@ -50,7 +50,7 @@ def _stats(us: float) -> SideStats:
 
 
 def _case(metric: str, gbps: tuple[float | None, float | None], gflops: tuple[float | None, float | None]) -> CaseResult:
-    t = Timing(1, 0.0, _stats(2.0), _stats(1.0), 2.0, ("wf",), gbps_wf=gbps[0], gbps_cuda=gbps[1],
+    t = Timing(launches_per_sample=1, warpforth=_stats(2.0), cuda=_stats(1.0), gap=2.0, order=("wf",), gbps_wf=gbps[0], gbps_cuda=gbps[1],
                gflops_wf=gflops[0], gflops_cuda=gflops[1])
     return CaseResult(id="c", version=1, priority="P0", fingerprint="f", status="ok", metric=metric, timing=t)
 
@@ -74,11 +74,10 @@ def test_missing_yardsticks_or_rates_stay_none() -> None:
 
 @pytest.mark.gpu
 def test_measured_peak_on_this_gpu() -> None:
-    from wfbench_core.results import TimingProtocol
-    from wfbench_core.timer import CudaEventTimer
+    from wfbench_core.gpu.device import Device
 
-    timer = CudaEventTimer(TimingProtocol(warmup_s=0.2))
-    peak = rl.measure_fp64_peak(timer)
-    sms = int(timer._ctx.device.MULTIPROCESSOR_COUNT)
+    device = Device().open()
+    peak = rl.measure_fp64_peak(device, warmup_s=0.2)
+    sms = device.sm_count
     # at most one DADD or DMUL per lane per clock: 64 f64 lanes per SM at most, at no more than 3 GHz
     assert 0 < peak < sms * 64 * 3.0

@@ -16,9 +16,9 @@ import pytest
 
 from wfbench_cases.axpy_f64 import CASE as AXPY
 from wfbench_cases.reduce_sum_f64 import CASE as REDUCE
-from wfbench_core import sanitize
+from wfbench_core.gpu import sanitize
 from wfbench_core.errors import WfbenchError
-from wfbench_core.faults import HANG, KernelFault
+from wfbench_core.build.faults import HANG, KernelFault
 
 MEMCHECK_LOG = """\
 ========= COMPUTE-SANITIZER
@@ -97,7 +97,7 @@ def test_a_memcheck_report_is_a_finding(tmp_path: Path) -> None:
                                "Invalid __global__ write of size 4 bytes")
     call = (tmp_path / "calls.txt").read_text().split()
     assert call[0] == "memcheck" and call[1] == sys.executable
-    assert call[2:5] == ["-m", "wfbench_core.sanitize", "--case"] and "axpy_f64" in call
+    assert call[2:5] == ["-m", "wfbench_core.gpu.sanitize", "--case"] and "axpy_f64" in call
 
 
 def test_racecheck_runs_for_shared_memory_kernels(tmp_path: Path) -> None:
@@ -108,7 +108,7 @@ def test_racecheck_runs_for_shared_memory_kernels(tmp_path: Path) -> None:
 
 
 def test_the_child_runs_and_its_failure_is_one_line(tmp_path: Path) -> None:
-    from wfbench_core.timer import gpu_unavailable_reason
+    from wfbench_core.gpu.timer import gpu_unavailable_reason
 
     if gpu_unavailable_reason() is None:
         pytest.skip("a GPU is present here")
@@ -152,7 +152,7 @@ def test_no_sanitizer_is_one_clear_line(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_child_refuses_bad_input_in_one_line(tmp_path: Path) -> None:
-    r = subprocess.run([sys.executable, "-m", "wfbench_core.sanitize", "--case", "nope", "--side", "wf",
+    r = subprocess.run([sys.executable, "-m", "wfbench_core.gpu.sanitize", "--case", "nope", "--side", "wf",
                         "--kernel", "k", "--ptx", str(tmp_path / "k.ptx")], capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.startswith("wfbench: error: unknown case 'nope'")
     assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1

@@ -26,9 +26,9 @@ import attrs
 import pytest
 
 from wfbench_core.errors import NoGpuError, WfbenchError
-from wfbench_core.registry import Registry
-from wfbench_core.request import ExecuteRequest
-from wfbench_core.results import TimingProtocol, load_result
+from wfbench_core.discover.registry import Registry
+from wfbench_core.record.request import ExecuteRequest
+from wfbench_core.record.results import TimingProtocol, load_result
 from wfbench_transports import wheels
 from wfbench_transports.ssh import RemoteTimeout, SshError, SshTransport
 
@@ -101,7 +101,8 @@ def test_validate_only_runs_the_executor_check_on_the_host(sshd, registry, bundl
         shutil.copytree(bundle, broken)
         ptx = broken / "scale_i64" / "check.ptx"
         ptx.write_text(ptx.read_text() + "\n// edited after the build\n")
-        with pytest.raises(SshError, match="does not validate there: scale_i64: bundle files for 'check' do not match"):
+        with pytest.raises(SshError, match=r"does not validate there: \S+/scale_i64/check\.ptx: does not match the "
+                                           r"hash in the bundle's manifest \(case scale_i64, check\)"):
             t.validate(broken)
     finally:
         t.close()
@@ -339,7 +340,7 @@ def test_wheels_ship_wfbench_its_cases_and_pure_dependencies(registry) -> None: 
                            zf.read(next(m for m in members if m.endswith(".dist-info/RECORD"))).decode().splitlines()}
     assert names_in_record == members
     assert {"wfbench_cases/scale_i64/scale_i64.forth", "wfbench_cases/scale_i64/scale_i64.cu",
-            "wfbench_core/executor.py", "wfbench_transports/remote_setup.py"} <= members
+            "wfbench_core/run/executor.py", "wfbench_transports/remote_setup.py"} <= members
     assert "scale_i64 = wfbench_cases.scale_i64" in entry_points
     assert not any("__pycache__" in m or m.endswith(".pyc") for m in members)
     for wheel in shipment.wheels:  # every RECORD line matches the member's bytes

@@ -11,9 +11,9 @@ import types
 import attrs
 import pytest
 
-from wfbench_core import nvml
-from wfbench_core.nvml import NvmlSampler, Reading, host_health, mark_host, reason_names, summarize, throttled
-from wfbench_core.results import CaseResult, Environment, NvmlSummary, SideStats, Timing
+from wfbench_core.gpu import nvml
+from wfbench_core.gpu.nvml import NvmlSampler, Reading, host_health, mark_host, reason_names, summarize, throttled
+from wfbench_core.record.results import CaseResult, Environment, NvmlSummary, SideStats, Timing
 
 
 def test_reason_bits_match_pynvml() -> None:
@@ -125,8 +125,8 @@ def test_sampler_survives_missing_values_and_missing_nvml(monkeypatch: pytest.Mo
 def test_the_table_marks_throttled_cases_and_a_depressed_host() -> None:
     from pathlib import Path
 
-    from wfbench_core.report import render
-    from wfbench_core.results import load_result
+    from wfbench_core.review.report import render
+    from wfbench_core.record.results import load_result
 
     run = load_result(Path(__file__).parent / "fixtures" / "h200-run1.json")
     assert "throttled" not in render(run) and "depressed" not in render(run)

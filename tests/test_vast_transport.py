@@ -25,9 +25,9 @@ from typing import Any, Iterator
 import pytest
 
 from wfbench_core.errors import WfbenchError
-from wfbench_core.registry import Registry
-from wfbench_core.request import ExecuteRequest
-from wfbench_core.results import TimingProtocol, dumps
+from wfbench_core.discover.registry import Registry
+from wfbench_core.record.request import ExecuteRequest
+from wfbench_core.record.results import TimingProtocol, dumps
 from wfbench_transports.vast import (
     GPU_MODELS,
     OfferFilter,
@@ -590,9 +590,9 @@ def test_the_time_budget_stops_the_run_on_the_host(sshd, registry, bundle, tmp_p
 CHILD = """
 import json, sys
 from pathlib import Path
-from wfbench_core.registry import Registry
-from wfbench_core.request import ExecuteRequest
-from wfbench_core.results import TimingProtocol
+from wfbench_core.discover.registry import Registry
+from wfbench_core.record.request import ExecuteRequest
+from wfbench_core.record.results import TimingProtocol
 from wfbench_transports.vast import VastSession
 cfg = json.loads(sys.argv[1])
 s = VastSession(registry=Registry.load(), api_key=cfg["key"], **cfg["options"])

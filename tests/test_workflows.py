@@ -1167,9 +1167,9 @@ import json, os
 import attrs
 
 from wfbench_core import hookimpl
-from wfbench_core.bundle import read_manifest
+from wfbench_core.build.bundle import read_manifest
 from wfbench_core.errors import WfbenchError
-from wfbench_core.results import FAILED, load_result
+from wfbench_core.record.results import FAILED, load_result
 from wfbench_transports import host_tests
 from wfbench_transports.vast import VAST_OPTIONS
 
@@ -1488,7 +1488,7 @@ def _history_files(world: World, repo: str) -> list[str]:
 
 
 def _result_of(world: World, artifact: str = "wfbench-result-1") -> Any:
-    from wfbench_core.results import load_result
+    from wfbench_core.record.results import load_result
 
     return load_result(world.artifacts / artifact / "wfbench-run.json")
 
@@ -1554,7 +1554,7 @@ def test_gpu_bench_builds_warpforth_with_its_recipe_benchmarks_and_persists(tmp_
     files = _history_files(world, REPO)
     stored = [f for f in files if f.startswith("history/runs/")]
     assert len(stored) == 2
-    from wfbench_core.results import loads
+    from wfbench_core.record.results import loads
 
     newest = max(stored)
     text = git("show", f"benchmark-data:{newest}", cwd=world.origins[REPO])
@@ -1713,7 +1713,7 @@ def test_warpforths_gpu_job_uses_the_binary_it_built_and_persists_only_trusted_r
 def test_the_docs_recipes_agree_with_warpforths_own() -> None:
     """The gpu job repeats build-and-test's install and configure steps; wfbench's recipe (which gpu-bench.yml
     and the action's base build use) installs WarpForth's packages and configures with WarpForth's flags."""
-    from wfbench_core.warpforth_build import Toolchain, configure_argv, packages
+    from wfbench_core.build.warpforth_build import Toolchain, configure_argv, packages
 
     wf = warpforth_workflow()
     own = {s.get("name"): s for s in wf["jobs"]["build-and-test"]["steps"]}

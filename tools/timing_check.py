@@ -70,10 +70,10 @@ def main() -> int:
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
 
-    from wfbench_core.executor import execute
-    from wfbench_core.nvml import describe
-    from wfbench_core.request import ExecuteRequest
-    from wfbench_core.results import TimingProtocol, write_result
+    from wfbench_core.run.executor import execute
+    from wfbench_core.gpu.nvml import describe
+    from wfbench_core.record.request import ExecuteRequest
+    from wfbench_core.record.results import TimingProtocol, write_result
     from wfbench_core.testing import bundle_from_ptx, ptx_dir_loader
 
     reg = Registry.load(plugins=builtin_plugins())
@@ -140,8 +140,8 @@ def main() -> int:
 
 def between_runs(args: argparse.Namespace, ids: list[str]) -> None:
     """The suite in N fresh processes: per case the gaps, their spread, and interval coverage."""
-    from wfbench_core.results import load_result
-    from wfbench_core.stats import placement_gaps
+    from wfbench_core.record.results import load_result
+    from wfbench_core.record.stats import placement_gaps
 
     print(f"\n== 5. the suite in {args.processes} fresh processes", flush=True)
     runs = []
@@ -174,7 +174,7 @@ def between_runs(args: argparse.Namespace, ids: list[str]) -> None:
 
 
 def crosschecks(args: argparse.Namespace, bundle: Path, ids: list[str]) -> None:
-    from wfbench_core.results import TIMING_MODES
+    from wfbench_core.record.results import TIMING_MODES
 
     # nvbench keeps every benchmark registered for the life of a process: one process per crosscheck
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
@@ -206,7 +206,7 @@ def crosschecks(args: argparse.Namespace, bundle: Path, ids: list[str]) -> None:
 def print_crosscheck(text: str, rc: int) -> None:
     import json
 
-    from wfbench_core import crosscheck as xc
+    from wfbench_core.run import crosscheck as xc
 
     try:
         data = json.loads(text)

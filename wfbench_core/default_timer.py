@@ -1,6 +1,6 @@
 """The built-in timer plugin, registered through the ``wfbench`` entry points like any third-party one.
 
-Kept apart from :mod:`wfbench_core.timer` so that loading the plugins (``wfbench list``) imports neither
+Kept apart from :mod:`wfbench_core.gpu.timer` so that loading the plugins (``wfbench list``) imports neither
 numpy nor the CUDA libraries; the timer itself is imported when a run asks for it.
 """
 
@@ -12,12 +12,12 @@ from wfbench_core import hookimpl
 
 if TYPE_CHECKING:
     from wfbench_core.contracts import Timer
-    from wfbench_core.results import TimingProtocol
+    from wfbench_core.record.results import TimingProtocol
 
 
 @hookimpl(trylast=True)
 def wfbench_make_timer(protocol: TimingProtocol) -> Timer:
     """The CUDA-event timer (any plugin's ``wfbench_make_timer`` replaces it)."""
-    from wfbench_core.timer import CudaEventTimer
+    from wfbench_core.gpu.timer import CudaEventTimer
 
     return CudaEventTimer(protocol)

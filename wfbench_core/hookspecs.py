@@ -52,6 +52,6 @@ def wfbench_make_timer(protocol: Any) -> Timer | None:
 
     Stops at first non-None result.
 
-    :param protocol: the :class:`wfbench_core.results.Protocol` settings (warm-up, sample length, count).
-    :returns: an object with the :class:`wfbench_core.timer.Timer` interface.
+    :param protocol: the :class:`wfbench_core.record.results.Protocol` settings (warm-up, sample length, count).
+    :returns: an object with the :class:`wfbench_core.gpu.timer.Timer` interface.
     """

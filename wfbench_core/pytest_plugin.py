@@ -17,7 +17,9 @@ Options (``pytest --help``, group "wfbench"):
 - ``--run-benchmarks``: run tests marked ``benchmark``; they are skipped by default.
 - ``--benchmark-json FILE`` (also ``--wfbench-json``): at session end, write ONE wfbench result JSON
   (the ``RunResult`` schema of ``wfbench run``) holding every case benchmarked in the session.
-  ``--benchmark-json`` is left to pytest-benchmark when that plugin is installed.
+  ``--benchmark-json`` is left to pytest-benchmark when that plugin is installed. A session that did not
+  run every test it collected (Ctrl-C, ``-x``, ``--maxfail``, ``pytest.exit``, a test file that did not
+  collect) writes it with ``complete: false``, which ``wfbench history add`` refuses like any incomplete run.
 - ``--wfbench-transport local|ssh|vast`` and ``--wfbench-transport-opt KEY=VALUE`` (repeatable): where
   the GPU is. The transport is constructed once, on first use, and closed at session end, so a rented
   machine serves every correctness test and benchmark of the pytest process.
@@ -47,7 +49,7 @@ import attrs
 import pytest
 
 from wfbench_core.errors import NoGpuError, WfbenchError
-from wfbench_core.results import ERROR, FAILED, CaseResult, TimingProtocol, RunResult, setting_problem
+from wfbench_core.record.results import FAILING, CaseResult, TimingProtocol, RunResult, setting_problem
 
 log = logging.getLogger("wfbench")
 
@@ -178,12 +180,14 @@ class State:
         self.settings = settings
         self.runs: list[RunResult] = []
         self._registry: Any = None
+        self.collection_errors = 0  # test files that did not collect: their tests never ran
+        self.unfinished = ""  # why the session did not finish (set at its end)
 
     @property
     def registry(self) -> Any:
         """wfbench's registry: installed plugins plus the wfbench hooks of conftests (built on first use)."""
         if self._registry is None:
-            from wfbench_core.registry import Registry
+            from wfbench_core.discover.registry import Registry
 
             self._registry = Registry.load(wfbench_plugins_of(self.config.pluginmanager))
         return self._registry
@@ -191,8 +195,30 @@ class State:
     def selected_case_ids(self) -> list[str]:
         return [c.id for c in self.registry.select(self.settings.case_ids, priorities=self.settings.priorities)]
 
-    def merged(self) -> RunResult | None:
-        return merge_runs(self.runs) if self.runs else None
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        """(a pytest hook: the state is registered as a plugin) count the files that did not collect"""
+        if report.failed:
+            self.collection_errors += 1
+
+    def merged(self, unfinished: str = "") -> RunResult | None:
+        """The session's result; marked incomplete (``complete: false``) when ``unfinished`` says why."""
+        if not self.runs:
+            return None
+        merged = merge_runs(self.runs)
+        return attrs.evolve(merged, complete=False) if unfinished else merged
+
+
+def unfinished(session: pytest.Session, exitstatus: int, state: State) -> str:
+    """Why the session did not run every test it collected ("" when it did): interrupted (Ctrl-C,
+    ``pytest.exit``), stopped early (``-x``, ``--maxfail``), or a test file that did not collect."""
+    if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
+        return f"the session ended with {pytest.ExitCode(exitstatus).name}"
+    stopped = session.shouldstop or session.shouldfail
+    if stopped:
+        return f"the session stopped early ({stopped})"
+    if state.collection_errors:
+        return f"{state.collection_errors} test file(s) did not collect"
+    return ""
 
 
 def merge_runs(runs: Sequence[RunResult]) -> RunResult:
@@ -221,6 +247,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", f"{MARKER}: a wfbench benchmark (skipped unless pytest runs with --run-benchmarks)")
     settings = Settings.from_config(config)
     config.stash[_STATE] = State(config, settings)
+    config.pluginmanager.register(config.stash[_STATE], "wfbench-session-state")
     if _benchmark_json_clash(config, settings):
         config.issue_config_time_warning(pytest.PytestConfigWarning(f"wfbench: {BENCHMARK_JSON_CLASH}"),
                                          stacklevel=2)
@@ -256,12 +283,15 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = session.config.stash.get(_STATE, None)
-    if state is None or state.settings.json_path is None:
+    if state is None:
         return
-    merged = state.merged()
+    state.unfinished = unfinished(session, exitstatus, state)
+    if state.settings.json_path is None:
+        return
+    merged = state.merged(state.unfinished)
     if merged is None:
         return
-    from wfbench_core.results import write_result
+    from wfbench_core.record.results import write_result
 
     state.settings.json_path.parent.mkdir(parents=True, exist_ok=True)
     write_result(merged, state.settings.json_path)
@@ -271,7 +301,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     state = config.stash.get(_STATE, None)
     if state is None:
         return
-    merged = state.merged()
+    merged = state.merged(state.unfinished)
     path = state.settings.json_path
     if _benchmark_json_clash(config, state.settings):
         terminalreporter.write_line(f"wfbench: result not written: {BENCHMARK_JSON_CLASH}", red=True)
@@ -279,12 +309,13 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         if path is not None and state.settings.run_benchmarks:
             terminalreporter.write_line(f"wfbench: no case was benchmarked; {path} not written")
         return
-    from wfbench_core.report import render
+    from wfbench_core.review.report import render
 
     terminalreporter.section("wfbench")
     terminalreporter.write_line(render(merged))
     if path is not None:
-        terminalreporter.write_line(f"wfbench result: {path}")
+        terminalreporter.write_line(f"wfbench result: {path}" + (f" (incomplete: {state.unfinished}; 'wfbench "
+                                                                 f"history add' refuses it)" if state.unfinished else ""))
 
 
 # -------------------------------------------------------------------------------------------------
@@ -338,9 +369,9 @@ class GpuSession:
         if self.settings.bundle is not None:
             return self.settings.bundle
         if case_id not in self._bundles:
-            from wfbench_core import runner
-            from wfbench_core.compile import find_warpforthc
-            from wfbench_core.request import ExecuteRequest, RunRequest
+            from wfbench_core.run import runner
+            from wfbench_core.build.compile import find_warpforthc
+            from wfbench_core.record.request import ExecuteRequest, RunRequest
 
             reg = self.state.registry
             request = RunRequest(cases=reg.refs([reg.case(case_id)]), execute=ExecuteRequest(),
@@ -376,7 +407,7 @@ class GpuSession:
             pytest.fail(problem, pytrace=False)
         no_gpu = ""
         try:
-            from wfbench_core.request import ExecuteRequest
+            from wfbench_core.record.request import ExecuteRequest
 
             request = ExecuteRequest(case_ids=tuple(case_ids), protocol=protocol or self.settings.protocol)
             return self.transport.execute(bundle, request, progress=self.progress)
@@ -396,7 +427,7 @@ class GpuSession:
         return result
 
     def bench(self, case_id: str, *, strict: bool = True) -> CaseResult:
-        """Check and time a case; the result joins the session JSON. ``strict`` fails the test on FAILED/ERROR."""
+        """Check and time a case; the result joins the session JSON. ``strict`` fails the test on a failing status."""
         run = self.execute([case_id])
         self.state.runs.append(run)
         result = _the_case(run, case_id)
@@ -407,7 +438,7 @@ class GpuSession:
 
 def _require_cases(bundle: Path, case_ids: Sequence[str]) -> None:
     """Refuse, before anything is shipped, a case the bundle does not hold."""
-    from wfbench_core.bundle import read_variants
+    from wfbench_core.build.bundle import read_variants
 
     for label, (manifest, _) in read_variants(bundle).items():
         held = {c.id for c in manifest.cases} | set(manifest.failures)
@@ -429,7 +460,7 @@ def _the_case(run: RunResult, case_id: str) -> CaseResult:
 
 
 def _fail_unless_correct(result: CaseResult) -> None:
-    if result.status in (FAILED, ERROR):
+    if result.status in FAILING:
         pytest.fail(f"{result.id}: {result.status.upper()}: {result.message}", pytrace=False)
 
 

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from wfbench_core import SUITE_VERSION, __version__
-from wfbench_core.bundle import BUNDLE_SCHEMA, BundleManifest, utcnow, write_case, write_manifest
+from wfbench_core.build.bundle import BUNDLE_SCHEMA, BundleManifest, utcnow, write_case, write_manifest
 from wfbench_core.case import CONFIGS, Case, sha256_text
-from wfbench_core.compile import Compiled, compile_cuda, cuda_compiler, find_nvcc, ptx_target, ptxas_check
-from wfbench_core.results import CompileRecord, CompilerInfo, Source
+from wfbench_core.build.compile import Compiled, compile_cuda, cuda_compiler, find_nvcc, ptx_target, ptxas_check
+from wfbench_core.record.results import CompileRecord, CompilerInfo, Source
 
 
 def check_case(case: Case, *, arch: str = "sm_90", compile_cuda_side: bool | None = None) -> None:

@@ -9,8 +9,8 @@ from wfbench_core import hookimpl
 from wfbench_core.errors import NoGpuError, WfbenchError
 
 if TYPE_CHECKING:
-    from wfbench_core.request import ExecuteRequest
-    from wfbench_core.results import RunResult
+    from wfbench_core.record.request import ExecuteRequest
+    from wfbench_core.record.results import RunResult
 
 
 class LocalTransport:
@@ -26,20 +26,20 @@ class LocalTransport:
         self.cuda_compiler = cuda_compiler
 
     def gpu_arch(self) -> str | None:
-        from wfbench_core.timer import gpu_unavailable_reason
+        from wfbench_core.gpu.timer import gpu_unavailable_reason
 
         reason = gpu_unavailable_reason()
         if reason:
             raise NoGpuError(reason)
         from numba import cuda
 
-        from wfbench_core.results import sm_arch
+        from wfbench_core.record.results import sm_arch
 
         return sm_arch(tuple(cuda.get_current_device().compute_capability))
 
     def execute(self, bundle: Path, request: ExecuteRequest, *, progress: Callable[[str], None],
                 out: Optional[Path] = None) -> RunResult:
-        from wfbench_core.executor import execute
+        from wfbench_core.run.executor import execute
 
         return execute(bundle, registry=self.registry, request=request, progress=progress, out=out)
 

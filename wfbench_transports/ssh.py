@@ -428,8 +428,8 @@ class SshTransport:
     def _on_host(self, bundle: Path, case_ids: Sequence[str], progress: Progress,
                  action: Callable[[RemoteRun], Any]) -> Any:
         """Ship everything, prepare Python, run ``action`` in the work directory, always remove it."""
-        from wfbench_core.bundle import read_manifest
-        from wfbench_core.registry import Registry
+        from wfbench_core.build.bundle import read_manifest
+        from wfbench_core.discover.registry import Registry
 
         registry = self.registry if self.registry is not None else Registry.load()
         ids = list(case_ids) or [c.id for c in read_manifest(bundle).cases]

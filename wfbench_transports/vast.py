@@ -34,8 +34,9 @@ import attrs
 
 from wfbench_core import hookimpl
 from wfbench_core.errors import WfbenchError
-from wfbench_core.request import ExecuteRequest
-from wfbench_core.results import RunResult, sm_arch
+from wfbench_core.record.fsutil import read_text
+from wfbench_core.record.request import ExecuteRequest
+from wfbench_core.record.results import RunResult, sm_arch
 from wfbench_core.contracts import Option, describe_options, parse_options
 
 Progress = Callable[[str], None]
@@ -162,7 +163,7 @@ def find_api_key() -> str:
         return os.environ[KEY_ENV].strip()
     for path in key_files():
         if path.is_file():
-            key = path.read_text().strip()
+            key = read_text(path, "a Vast.ai API key file").strip()
             if key:
                 return key
     raise VastError(f"no Vast.ai API key: set {KEY_ENV}, or save it with 'vastai set api-key KEY' "

@@ -35,7 +35,7 @@ from typing import Any, Callable, Iterable
 import attrs
 
 from wfbench_core.errors import WfbenchError
-from wfbench_core.plugins import GROUP
+from wfbench_core.discover.plugins import GROUP
 
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)  # reproducible archives
 _SKIP_META = {"RECORD", "INSTALLER", "REQUESTED", "direct_url.json", "WHEEL"}

@@ -30,14 +30,14 @@ def fail(message: str) -> None:
 
 
 def _failed(result: object) -> list[object]:
-    from wfbench_core.results import ERROR, FAILED
+    from wfbench_core.record.results import ERROR, FAILED
 
     return [c for c in result.cases if c.status in (FAILED, ERROR)]  # type: ignore[attr-defined]
 
 
 def _load(path: Path) -> object:
     from wfbench_core.errors import WfbenchError
-    from wfbench_core.results import load_result
+    from wfbench_core.record.results import load_result
 
     try:
         return load_result(path)

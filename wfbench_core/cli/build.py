@@ -37,8 +37,8 @@ def build(case_ids: tuple[str, ...], priorities: tuple[str, ...], warpforthc: tu
     A case that does not compile is recorded in the bundle (execute and run report it as ERROR) and the
     others are still built; the exit code is then 1.
     """
-    from wfbench_core import runner
-    from wfbench_core.compile import CompileError
+    from wfbench_core.run import runner
+    from wfbench_core.build.compile import CompileError
 
     reg = load_registry()
     request = run_request(reg, case_ids, priorities, warpforthc, warpforth=warpforth, commit=commit,

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from wfbench_core.cli.common import load_registry
-from wfbench_core.report import render_table
+from wfbench_core.review.table import render_table
 
 
 @click.command("list")
@@ -44,7 +44,7 @@ def list_cases(as_json: bool) -> None:
 def new_case(name: str, parent: Path) -> None:
     """Scaffold a case plugin package NAME: the case, both kernel files as package data, the entry point
     and a check_case test. It installs as a wheel with its kernels (pip install PATH)."""
-    from wfbench_core.scaffold import new_case as scaffold
+    from wfbench_core.discover.scaffold import new_case as scaffold
 
     root = scaffold(name, parent)
     click.echo(f"{root}: case {name} (pip install {root}; then wfbench list shows it)")

@@ -11,11 +11,11 @@ import click
 from wfbench_core.errors import WfbenchError
 
 if TYPE_CHECKING:
-    from wfbench_core.registry import Registry
+    from wfbench_core.discover.registry import Registry
 
 
 def load_registry() -> Registry:
-    from wfbench_core.registry import Registry
+    from wfbench_core.discover.registry import Registry
 
     return Registry.load()
 
@@ -59,7 +59,7 @@ def _labelled(values: tuple[str, ...], option: str, several: bool) -> list[tuple
 def resolve_warpforthc(values: tuple[str, ...], warpforth: tuple[str, ...] = (),
                        progress: Callable[[str], None] = lambda msg: None) -> Path | dict[str, Path]:
     """One binary, or ``{label: binary}`` when several ``LABEL=…`` are given; ``--warpforth`` builds them."""
-    from wfbench_core.compile import find_warpforthc
+    from wfbench_core.build.compile import find_warpforthc
 
     several = len(values) + len(warpforth) > 1
     out: dict[str, Path] = {}
@@ -68,7 +68,7 @@ def resolve_warpforthc(values: tuple[str, ...], warpforth: tuple[str, ...] = (),
             raise WfbenchError(f"--warpforthc: label {label!r} given twice")
         out[label] = find_warpforthc(path or None)
     if warpforth:
-        from wfbench_core.warpforth_build import build_all
+        from wfbench_core.build.warpforth_build import build_all
 
         for label, built in build_all(warpforth, progress=progress).items():
             if label in out:
@@ -97,7 +97,7 @@ def protocol_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """One option per timing-protocol setting, made from the fields of :class:`TimingProtocol` (their one home)."""
     import attrs
 
-    from wfbench_core.results import TimingProtocol
+    from wfbench_core.record.results import TimingProtocol
 
     for field in reversed(attrs.fields(TimingProtocol)):
         meta = field.metadata
@@ -116,7 +116,7 @@ def protocol_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 def protocol_from(options: dict[str, Any]) -> Any:
     """The :class:`TimingProtocol` of the ``protocol_*`` options (removed from ``options``)."""
-    from wfbench_core.results import TimingProtocol
+    from wfbench_core.record.results import TimingProtocol
 
     values = {k[len("protocol_"):]: options.pop(k) for k in list(options) if k.startswith("protocol_")}
     return TimingProtocol(**values)
@@ -141,8 +141,8 @@ def execute_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 def execute_request(case_ids: Any, options: dict[str, Any]) -> Any:
     """The :class:`ExecuteRequest` of the options made by :func:`execute_options` (removed from ``options``)."""
-    from wfbench_core.request import ExecuteRequest
-    from wfbench_core.results import MODE_AA, MODE_PAIRED
+    from wfbench_core.record.request import ExecuteRequest
+    from wfbench_core.record.results import MODE_AA, MODE_PAIRED
 
     return ExecuteRequest(
         case_ids=tuple(case_ids), protocol=protocol_from(options),
@@ -159,7 +159,7 @@ def run_request(registry: Registry, case_ids: tuple[str, ...], priorities: tuple
     parsed. Cases are selected first, so a bad case name costs no compiler build."""
     import attrs
 
-    from wfbench_core.request import ExecuteRequest, RunRequest
+    from wfbench_core.record.request import ExecuteRequest, RunRequest
 
     cases = registry.select(case_ids, priorities=priorities)
     binary = resolve_warpforthc(warpforthc, warpforth, progress)
@@ -182,8 +182,8 @@ def split_opt(text: str) -> tuple[str, str]:
 def finish(result: Any, out: Path | None, as_json: bool) -> None:
     """Print the result (the file is already written); exit 1 when a case failed or could not run."""
     from wfbench_core.errors import CaseFailed
-    from wfbench_core.report import render
-    from wfbench_core.results import ERROR, FAILED, dumps
+    from wfbench_core.review.report import render
+    from wfbench_core.record.results import FAILING, dumps
 
     if as_json:
         click.echo(dumps(result), nl=False)
@@ -191,6 +191,6 @@ def finish(result: Any, out: Path | None, as_json: bool) -> None:
         click.echo(render(result))
         if out is not None:
             click.echo(f"result: {out}")
-    bad = [c.id for c in result.cases if c.status in (FAILED, ERROR)]
+    bad = [c.id for c in result.cases if c.status in FAILING]
     if bad:
         raise CaseFailed(f"{len(bad)} case(s) failed or could not run: {', '.join(bad)}")

@@ -10,7 +10,7 @@ import click
 
 from wfbench_core.cli.common import case_options, load_registry, progress_printer
 from wfbench_core.errors import CaseFailed, NoGpuError, WfbenchError
-from wfbench_core.results import TIMING_EVENTS, TIMING_MODES, TimingProtocol, load_result
+from wfbench_core.record.results import TIMING_EVENTS, TIMING_MODES, TimingProtocol, load_result
 
 
 @click.command("crosscheck")
@@ -35,8 +35,8 @@ from wfbench_core.results import TIMING_EVENTS, TIMING_MODES, TimingProtocol, lo
 def crosscheck_cmd(bundle, case_ids, priorities, against, modes, small, samples, tolerance, nvbench_json, as_json,
                    cuda_compiler, quiet) -> None:  # type: ignore[no-untyped-def]
     """Time BUNDLE's kernels with nvbench (cuda-bench) and report per-kernel and gap agreement."""
-    from wfbench_core import crosscheck as xc
-    from wfbench_core.executor import validate
+    from wfbench_core.run import crosscheck as xc
+    from wfbench_core.run.executor import validate
 
     reg = load_registry()
     if priorities and not case_ids:

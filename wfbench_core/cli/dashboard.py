@@ -29,7 +29,7 @@ def dashboard_cmd(history_dir: Path, out: Path, title: Optional[str], png: Optio
                   chromium: Optional[str], headline_gpu: Optional[str]) -> None:
     """Write the static dashboard of a history (works from file://, no network)."""
     from wfbench_core.dashboard import build_site, screenshot
-    from wfbench_core.history import History
+    from wfbench_core.review.history import History
 
     h = History.open(history_dir)
     warn_problems(h.problems)

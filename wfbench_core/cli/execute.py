@@ -27,12 +27,16 @@ from wfbench_core.errors import NoGpuError, WfbenchError
 def execute_cmd(bundle: Path, case_ids: tuple[str, ...], priorities: tuple[str, ...], request_file: Path | None,
                 out: Path | None, as_json: bool, validate_only: bool, quiet: bool, **options: Any) -> None:
     """Execute a bundle on this host's GPU (what every transport runs on the GPU host)."""
-    from wfbench_core.executor import execute, validate
-    from wfbench_core.request import ExecuteRequest
+    from wfbench_core.run.executor import execute, validate
+    from wfbench_core.record.request import ExecuteRequest
 
     reg = load_registry()
     if request_file is not None:
-        request = ExecuteRequest.from_json(request_file.read_text(), where=str(request_file))
+        from wfbench_core.record.fsutil import decode_text, read_bytes
+
+        text = decode_text(read_bytes(request_file, "a wfbench request"), str(request_file), "a wfbench request",
+                           kind="JSON text")
+        request = ExecuteRequest.from_json(text, where=str(request_file))
     else:
         request = execute_request(case_ids, options)
     if priorities and not request.case_ids:

@@ -20,9 +20,9 @@ from wfbench_core.cli.history import result_argument
 @click.option("--label", default=None, help="In a base/head run: which compiler label to export.")
 def export_cmd(result: Path, fmt: str, out: Optional[Path], label: Optional[str]) -> None:
     """Convert a result for github-action-benchmark (customSmallerIsBetter)."""
-    from wfbench_core.export import github_action_benchmark
-    from wfbench_core.fsutil import atomic_write
-    from wfbench_core.results import load_result
+    from wfbench_core.review.export import github_action_benchmark
+    from wfbench_core.record.fsutil import atomic_write
+    from wfbench_core.record.results import load_result
 
     entries = github_action_benchmark(load_result(result), label=label, where=str(result))
     if not any(e["name"].startswith("suite/") for e in entries):

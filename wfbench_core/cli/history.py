@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from wfbench_core.errors import WfbenchError
-from wfbench_core.history import DEFAULT_DIR, HISTORY_ENV
+from wfbench_core.review.history import DEFAULT_DIR, HISTORY_ENV
 
 
 def history_option(f: Any) -> Any:
@@ -44,8 +44,8 @@ def history_add(results: tuple[Path, ...], history_dir: Path, allow_incomplete: 
     A run with a FAILED or ERROR case is refused, and so is an incomplete run: nothing is written then.
     The same run twice is a no-op.
     """
-    from wfbench_core.history import add_run, refusal
-    from wfbench_core.results import load_result
+    from wfbench_core.review.history import add_run, refusal
+    from wfbench_core.record.results import load_result
 
     loaded = [(path, load_result(path)) for path in results]  # every file checked before anything is stored
     refused = [f"{path}: {why}" for path, result in loaded
@@ -69,9 +69,9 @@ def history_add(results: tuple[Path, ...], history_dir: Path, allow_incomplete: 
 @click.option("--verbose", "-v", is_flag=True, help="Show every key field.")
 def history_list(history_dir: Path, as_json: bool, verbose: bool) -> None:
     """List the series: key, point counts and the latest gap."""
-    from wfbench_core.history import History
-    from wfbench_core.report import render_table
-    from wfbench_core.results import converter
+    from wfbench_core.review.history import History
+    from wfbench_core.review.table import render_table
+    from wfbench_core.record.results import converter
 
     h = History.open(history_dir)
     warn_problems(h.problems)
@@ -107,7 +107,7 @@ def history_list(history_dir: Path, as_json: bool, verbose: bool) -> None:
 @history_option
 def history_reindex(history_dir: Path) -> None:
     """Rebuild index.json from the run files (after a merge, or if it was damaged)."""
-    from wfbench_core.history import History, reindex
+    from wfbench_core.review.history import History, reindex
 
     History.open(history_dir)  # a clear error when the directory is not there
     h = reindex(history_dir)

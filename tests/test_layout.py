@@ -1,0 +1,102 @@
+"""The layout by stage: each stage of wfbench_core imports only the stages below it, with no import circles.
+
+The stages and their order are the import-linter contract in pyproject.toml. The last test copies the package,
+adds one import that points back up, and shows that both checks catch it.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import grimp
+import importlinter.api  # noqa: F401 - configures import-linter (its readers and contract types)
+import pytest
+from importlinter.application import use_cases
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = "wfbench_core"
+
+
+def _lint(config: Path) -> bool:
+    """import-linter's own check of every contract in ``config``; its report goes to standard output."""
+    return use_cases.lint_imports(config_filename=str(config), cache_dir=None, no_logo=True)
+
+
+def _circles(package: str, exclude_type_checking: bool) -> list[list[str]]:
+    """Strongly connected groups of more than one module (Tarjan's algorithm, iterative)."""
+    graph = grimp.build_graph(package, exclude_type_checking_imports=exclude_type_checking, cache_dir=None)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for start in sorted(graph.modules):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph.find_modules_directly_imported_by(start))))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.find_modules_directly_imported_by(child)))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                group = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    group.append(member)
+                    if member == node:
+                        break
+                if len(group) > 1:
+                    found.append(sorted(group))
+    return found
+
+
+def _exclude_type_checking() -> bool:
+    options = use_cases.read_user_options(str(ROOT / "pyproject.toml"))
+    return str(options.session_options.get("exclude_type_checking_imports", "")).lower() in ("true", "1")
+
+
+def test_stages_import_only_downwards(capsys: pytest.CaptureFixture[str]) -> None:
+    kept = _lint(ROOT / "pyproject.toml")
+    assert kept, capsys.readouterr().out
+
+
+def test_no_import_circles() -> None:
+    assert _circles(PACKAGE, _exclude_type_checking()) == []
+
+
+def test_a_back_arrow_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                capsys: pytest.CaptureFixture[str]) -> None:
+    """A copy of the package (renamed, so that the installed one is not found instead) with one import from
+    the lowest record stage up to the executor: the contract breaks, naming that import, and a circle appears."""
+    probe = "wfbench_layout_probe"
+    shutil.copytree(ROOT / PACKAGE, tmp_path / probe, ignore=shutil.ignore_patterns("__pycache__", "*.js", "*.css"))
+    for path in (tmp_path / probe).rglob("*.py"):
+        path.write_text(path.read_text(encoding="utf-8").replace(PACKAGE, probe), encoding="utf-8")
+    stats = tmp_path / probe / "record" / "stats.py"
+    stats.write_text(stats.read_text(encoding="utf-8") + f"\nfrom {probe}.run import executor  # back up\n")
+    config = tmp_path / "pyproject.toml"
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    config.write_text(text[text.index("[tool.importlinter]"):].replace(f'"{PACKAGE}"', f'"{probe}"'))
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    assert _lint(config) is False
+    out = capsys.readouterr().out
+    assert f"{probe}.record.stats -> {probe}.run.executor" in out
+    assert any({f"{probe}.record.stats", f"{probe}.run.executor"} <= set(group)
+               for group in _circles(probe, exclude_type_checking=True))

@@ -1,0 +1,1 @@
+"""Compile both sides of each case, write and read the bundle, static diagnostics, tool lookup."""

@@ -1,0 +1,496 @@
+"""Static diagnostics of one side's kernel, without a GPU: ptxas resources, SASS mix, theoretical occupancy.
+
+``ptxas -arch=sm_XX -v`` assembles the PTX (the same PTX the GPU host loads) and reports registers, spills,
+stack frame, shared and constant bytes; ``cuobjdump -sass`` of that cubin gives the machine code, which is
+classified instruction by instruction (:data:`CLASSES`); ``cuobjdump -res-usage -elf`` gives the cubin's
+resource usage and launch attributes. The normalised SASS with those resources identifies identical code
+across compilers and runs (:mod:`wfbench_core.build.code_identity`). Theoretical occupancy follows the CUDA
+occupancy rules from one table of per-architecture limits (:data:`ARCH_LIMITS`).
+
+The driver on the GPU host JIT-compiles the PTX itself; with the same PTX and a ptxas of the same CUDA major
+version the code is the same, but a different ptxas may schedule differently. ``ptxas_version`` is recorded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import subprocess
+import tempfile
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Mapping, Sequence
+
+import attrs
+
+from wfbench_core.record.childenv import child_env
+from wfbench_core.build.code_identity import identical, max_threads, parse_nv_info, parse_res_usage
+from wfbench_core.build.cudatools import find_tool, require_tools
+from wfbench_core.errors import WfbenchError
+from wfbench_core.record.results import SideDiagnostics
+
+if TYPE_CHECKING:
+    from wfbench_core.case import Case
+
+TOOL_TIMEOUT_S = 300
+
+
+class DiagnosticsError(WfbenchError):
+    """ptxas or cuobjdump failed on a side's PTX; the message names the side and carries the tool's words."""
+
+
+# -------------------------------------------------------------------------------------------------
+# Per-architecture limits (CUDA C++ Programming Guide, "Technical Specifications per Compute Capability")
+# -------------------------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class ArchLimits:
+    max_warps: int  # resident warps per SM
+    max_blocks: int  # resident blocks per SM
+    registers: int = 65536  # 32-bit registers per SM
+    shared_bytes: int = 0  # shared memory per SM usable by blocks (the largest carve-out)
+    reserved_shared_per_block: int = 0  # shared memory the system reserves for each resident block
+    reg_alloc_unit: int = 256  # registers are allocated per warp in units of this many
+    reg_thread_granularity: int = 8  # per-thread register counts are rounded up to this
+    shared_granularity: int = 128  # shared memory is allocated per block in units of this many bytes
+
+
+ARCH_LIMITS: Mapping[str, ArchLimits] = {
+    "sm_70": ArchLimits(max_warps=64, max_blocks=32, shared_bytes=96 * 1024, shared_granularity=256),
+    "sm_75": ArchLimits(max_warps=32, max_blocks=16, shared_bytes=64 * 1024, shared_granularity=256),
+    "sm_80": ArchLimits(max_warps=64, max_blocks=32, shared_bytes=164 * 1024, reserved_shared_per_block=1024),
+    "sm_86": ArchLimits(max_warps=48, max_blocks=16, shared_bytes=100 * 1024, reserved_shared_per_block=1024),
+    "sm_87": ArchLimits(max_warps=48, max_blocks=16, shared_bytes=164 * 1024, reserved_shared_per_block=1024),
+    "sm_89": ArchLimits(max_warps=48, max_blocks=24, shared_bytes=100 * 1024, reserved_shared_per_block=1024),
+    "sm_90": ArchLimits(max_warps=64, max_blocks=32, shared_bytes=228 * 1024, reserved_shared_per_block=1024),
+    "sm_100": ArchLimits(max_warps=64, max_blocks=32, shared_bytes=228 * 1024, reserved_shared_per_block=1024),
+    "sm_120": ArchLimits(max_warps=48, max_blocks=32, shared_bytes=100 * 1024, reserved_shared_per_block=1024),
+}
+
+
+def arch_limits(arch: str) -> ArchLimits:
+    base = re.sub(r"[af]$", "", arch)  # sm_90a, sm_100f: same resident limits as the base architecture
+    if base not in ARCH_LIMITS:
+        raise WfbenchError(f"no occupancy limits known for {arch}; known: {', '.join(ARCH_LIMITS)}")
+    return ARCH_LIMITS[base]
+
+
+@attrs.frozen
+class Occupancy:
+    blocks: int  # resident blocks per SM
+    warps: int  # resident warps per SM
+    fraction: float  # warps / max_warps
+    limiter: str  # "warps" | "blocks" | "registers" | "shared"
+
+
+def theoretical_occupancy(arch: str, *, block_threads: int, registers: int, shared_bytes: int) -> Occupancy:
+    """Resident blocks and warps per SM for a kernel of ``registers`` per thread and ``shared_bytes`` per block."""
+    lim = arch_limits(arch)
+    if block_threads < 1:
+        raise WfbenchError(f"block of {block_threads} threads: need at least one")
+    warps_per_block = -(-block_threads // 32)
+    by = {"warps": lim.max_warps // warps_per_block, "blocks": lim.max_blocks}
+    if registers:
+        regs = -(-registers // lim.reg_thread_granularity) * lim.reg_thread_granularity
+        per_warp = -(-(regs * 32) // lim.reg_alloc_unit) * lim.reg_alloc_unit
+        by["registers"] = (lim.registers // per_warp) // warps_per_block
+    if shared_bytes:
+        per_block = -(-(shared_bytes + lim.reserved_shared_per_block) // lim.shared_granularity) * lim.shared_granularity
+        by["shared"] = lim.shared_bytes // per_block
+    limiter = min(by, key=lambda k: by[k])
+    blocks = by[limiter]
+    return Occupancy(blocks, blocks * warps_per_block, blocks * warps_per_block / lim.max_warps, limiter)
+
+
+# -------------------------------------------------------------------------------------------------
+# ptxas -v
+# -------------------------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class PtxasReport:
+    registers: int = 0
+    spill_stores: int = 0
+    spill_loads: int = 0
+    stack_frame: int = 0
+    shared_bytes: int = 0
+    constant_bytes: int = 0
+    local_bytes: int = 0
+    barriers: int = 0
+
+
+def parse_ptxas(report: str, kernel: str) -> PtxasReport:
+    """The ``-v`` facts of one entry function (a report may hold several)."""
+    m = re.search(rf"Compiling entry function '{re.escape(kernel)}'", report)
+    if not m:
+        raise DiagnosticsError(f"ptxas -v reported no entry function {kernel!r}")
+    nxt = re.search(r"Compiling entry function '", report[m.end():])
+    block = report[m.end(): m.end() + nxt.start()] if nxt else report[m.end():]
+
+    def num(pattern: str) -> int:
+        found = re.search(pattern, block)
+        return int(found.group(1)) if found else 0
+
+    used = re.search(r"Used (\d+) registers", block)
+    if not used:
+        raise DiagnosticsError(f"ptxas -v gave no register count for {kernel!r}")
+    return PtxasReport(
+        registers=int(used.group(1)),
+        spill_stores=num(r"(\d+) bytes spill stores"),
+        spill_loads=num(r"(\d+) bytes spill loads"),
+        stack_frame=num(r"(\d+) bytes stack frame"),
+        shared_bytes=num(r"(\d+) bytes smem"),
+        constant_bytes=sum(int(x) for x in re.findall(r"(\d+) bytes cmem\[\d+\]", block)),
+        local_bytes=num(r"(\d+) bytes lmem"),
+        barriers=num(r"used (\d+) barriers"),
+    )
+
+
+# -------------------------------------------------------------------------------------------------
+# SASS
+# -------------------------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class Instr:
+    address: int
+    predicate: str  # "" or "@P0", "@!P2" …
+    opcode: str  # "LDG.E.64.CONSTANT"
+    operands: str
+
+    @property
+    def text(self) -> str:
+        return " ".join(x for x in (self.predicate, self.opcode, self.operands) if x)
+
+
+_LINE = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Za-z0-9_]+)*)\s*([^;]*);")
+
+
+def parse_sass(listing: str, kernel: str) -> list[Instr]:
+    """The instructions of ``kernel`` in a ``cuobjdump -sass`` listing (addresses, predicates, opcodes)."""
+    sections = re.split(r"^\s*Function : ", listing, flags=re.MULTILINE)
+    for section in sections[1:]:
+        name, _, body = section.partition("\n")
+        if name.strip() != kernel:
+            continue
+        out = []
+        for line in body.splitlines():
+            m = _LINE.match(line)
+            if m:
+                out.append(Instr(int(m.group(1), 16), (m.group(2) or "").strip(), m.group(3), m.group(4).strip()))
+        return out
+    raise DiagnosticsError(f"cuobjdump listing has no function {kernel!r}")
+
+
+def code_of(instrs: Sequence[Instr]) -> list[Instr]:
+    """Drop the padding after the last EXIT: NOPs and the branch-to-self that ends every SASS function."""
+    return [i for i in instrs
+            if i.opcode != "NOP" and not (i.opcode == "BRA" and _target(i) == i.address)]
+
+
+def _target(i: Instr) -> int | None:
+    m = re.search(r"(?:^|[\s,`(])0x([0-9a-f]+)\b", i.operands)
+    return int(m.group(1), 16) if m and i.opcode in ("BRA", "BRX", "JMP", "CALL", "BSSY", "BREAK") else None
+
+
+_WIDTH = re.compile(r"\.(U8|S8|U16|S16|8|16|32|64|128)(?:\.|$)")
+
+
+def _width(opcode: str) -> int:
+    m = _WIDTH.search(opcode)
+    if not m:
+        return 32
+    return int(re.sub(r"[US]", "", m.group(1)))
+
+
+#: Every SASS instruction falls in exactly one class; the classes partition ``total``.
+CLASSES = (
+    "ldg", "stg", "ld", "st", "lds", "sts", "ldl", "stl", "ldc", "atom",
+    "dadd", "dmul", "dfma", "f64", "fp32", "imad", "imad.wide", "ialu", "conv", "branch", "control", "barrier",
+    "uniform", "special", "other",
+)
+
+_F32 = {"FADD", "FMUL", "FFMA", "FMNMX", "FSEL", "FSET", "FSETP", "FCHK", "MUFU", "FSWZADD", "HADD2", "HMUL2",
+        "HFMA2", "FMUL32I", "FADD32I", "FFMA32I"}
+_F64 = {"DSETP", "DMNMX", "DSET"}
+_CONV = {"F2F", "F2I", "I2F", "I2FP", "F2IP", "FRND", "F2FP", "I2I", "I2IP"}
+_IALU = {"IADD3", "IADD", "IADD32I", "LOP3", "LOP", "LOP32I", "SHF", "SHL", "SHR", "ISETP", "LEA", "SEL", "MOV",
+         "MOV32I", "IABS", "IMNMX", "VIMNMX", "POPC", "FLO", "PRMT", "BREV", "IDP", "ISCADD", "PLOP3", "P2R", "R2P",
+         "BMSK", "SGXT", "VIADD", "VIADDMNMX", "IMUL", "IMNMX3"}
+_BRANCH = {"BRA", "BRX", "JMP", "JMX", "CALL", "RET", "BRXU", "JMXU"}
+_CONTROL = {"EXIT", "BSSY", "BSYNC", "WARPSYNC", "BREAK", "BPT", "KILL", "YIELD", "NANOSLEEP", "ACQBULK"}
+_BARRIER = {"BAR", "MEMBAR", "ERRBAR", "DEPBAR", "CCTL", "FENCE", "SYNCS", "ARRIVES"}
+_SPECIAL = {"S2R", "CS2R", "S2UR", "VOTE", "VOTEU", "SHFL", "MATCH", "REDUX", "R2UR", "B2R"}
+
+
+def classify(i: Instr) -> str:
+    """The instruction's class (one of :data:`CLASSES`)."""
+    op = i.opcode.split(".")[0]
+    if op == "LDG":
+        return "ldg"
+    if op == "STG":
+        return "stg"
+    if op == "LD":
+        return "ld"  # generic address space: may be global, shared or local, resolved at run time
+    if op == "ST":
+        return "st"
+    if op in ("LDS", "LDSM"):
+        return "lds"
+    if op == "STS":
+        return "sts"
+    if op == "LDL":
+        return "ldl"
+    if op == "STL":
+        return "stl"
+    if op in ("LDC", "ULDC"):
+        return "ldc"
+    if op in ("ATOM", "ATOMG", "ATOMS", "RED", "REDG", "ATOMU"):
+        return "atom"
+    if op in ("DADD", "DMUL", "DFMA"):
+        return op.lower()
+    if op in _F64:
+        return "f64"
+    if op in _F32:
+        return "fp32"
+    if op == "IMAD":
+        return "imad.wide" if ".WIDE" in i.opcode else "imad"
+    if op in _CONV:
+        return "conv"
+    if op in _IALU:
+        return "ialu"
+    if op in _BRANCH:
+        return "branch"
+    if op in _CONTROL:
+        return "control"
+    if op in _BARRIER:
+        return "barrier"
+    if op in _SPECIAL:
+        return "special"
+    if op.startswith("U"):
+        return "uniform"
+    return "other"
+
+
+def _addr64(i: Instr) -> bool:
+    """Part of 64-bit integer arithmetic: a wide multiply, or the carry into a high word (``.X``, ``LEA.HI``)."""
+    parts = i.opcode.split(".")
+    return (parts[0] == "IMAD" and "WIDE" in parts) or "X" in parts[1:] or i.opcode.startswith("LEA.HI")
+
+
+def mix_of(instrs: Sequence[Instr]) -> dict[str, int]:
+    """Counts per class, memory classes split by width (``ldg.64``), plus the tags ``addr64``,
+    ``predicated`` and ``ldg.nc`` (read-only-cache loads), which overlap the classes."""
+    mix: Counter[str] = Counter()
+    for i in instrs:
+        cls = classify(i)
+        if cls in ("ldg", "stg", "ld", "st", "lds", "sts", "ldl", "stl", "atom"):
+            mix[f"{cls}.{_width(i.opcode)}"] += 1
+        else:
+            mix[cls] += 1
+        if _addr64(i):
+            mix["addr64"] += 1
+        if i.predicate:
+            mix["predicated"] += 1
+        if cls == "ldg" and ".CONSTANT" in i.opcode:
+            mix["ldg.nc"] += 1
+    return dict(sorted(mix.items()))
+
+
+#: Keys of a mix that are tags (overlapping the classes), not part of the partition.
+TAGS = ("addr64", "predicated", "ldg.nc")
+
+
+def normalized_sass(instrs: Sequence[Instr]) -> str:
+    """One instruction per line: predicate, opcode, operands; no addresses of the listing, no encodings."""
+    return "\n".join(i.text for i in code_of(instrs)) + "\n"
+
+
+def sass_sha256(instrs: Sequence[Instr]) -> str:
+    return hashlib.sha256(normalized_sass(instrs).encode()).hexdigest()
+
+
+@attrs.frozen
+class Loop:
+    start: int  # address of the loop head (the backward branch's target)
+    end: int  # address of the backward branch
+    depth: int  # how many other loops contain it
+    instrs: tuple[Instr, ...]
+
+
+def loops(instrs: Sequence[Instr]) -> list[Loop]:
+    """Every loop: a backward branch and the address range from its target to itself."""
+    spans = []
+    for i in code_of(instrs):
+        t = _target(i)
+        if i.opcode.startswith(("BRA", "JMP")) and t is not None and t <= i.address:
+            spans.append((t, i.address))
+    out = []
+    for s, e in spans:
+        depth = sum(1 for s2, e2 in spans if (s2, e2) != (s, e) and s2 <= s and e <= e2)
+        body = tuple(i for i in instrs if s <= i.address <= e)
+        out.append(Loop(s, e, depth, body))
+    return out
+
+
+def hottest_loop(instrs: Sequence[Instr]) -> Loop | None:
+    """The innermost loop (deepest nesting; among loops equally deep the longest body), or None for
+    straight-line code.
+
+    Without a profile this is the best static guess of where the time goes: the innermost loop runs most
+    often, and of sibling loops at the same depth the longest is usually the unrolled main loop (the short
+    one its remainder).
+    """
+    found = loops(instrs)
+    if not found:
+        return None
+    return min(found, key=lambda lp: (-lp.depth, -len(lp.instrs), lp.start))
+
+
+# -------------------------------------------------------------------------------------------------
+# Running the tools
+# -------------------------------------------------------------------------------------------------
+
+
+def tools_available() -> str | None:
+    """None when ptxas, cuobjdump and nvdisasm are all found, else one line saying which is missing."""
+    missing = [n for n in ("ptxas", "cuobjdump", "nvdisasm") if find_tool(n) is None]
+    return f"not found: {', '.join(missing)}" if missing else None
+
+
+def _run(cmd: list[str], what: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S, check=False,
+                              env=child_env(env))
+    except subprocess.TimeoutExpired:
+        raise DiagnosticsError(f"{what}: {Path(cmd[0]).name} took over {TOOL_TIMEOUT_S} s") from None
+    except OSError as exc:
+        raise DiagnosticsError(f"{what}: cannot run {cmd[0]}: {exc.strerror}") from None
+    if proc.returncode != 0:
+        lines = [ln.strip() for ln in (proc.stderr or proc.stdout).splitlines() if ln.strip()]
+        raise DiagnosticsError(f"{what}: {Path(cmd[0]).name} failed: {'; '.join(lines[:4]) or 'no output'}")
+    return proc
+
+
+def tool_version(binary: Path) -> str:
+    out = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60, env=child_env()).stdout
+    m = re.search(r"V(\d+\.\d+\.\d+)", out)
+    return m.group(1) if m else ""
+
+
+@attrs.frozen
+class Assembled:
+    """A side's PTX assembled for one architecture: the ptxas report, the kernel's SASS and the cubin's
+    resource usage and launch attributes (:mod:`wfbench_core.build.code_identity`)."""
+
+    ptxas: PtxasReport
+    sass: tuple[Instr, ...]
+    ptxas_version: str
+    resources: tuple[tuple[str, int], ...] = ()
+    launch_attrs: tuple[str, ...] = ()
+
+
+def assemble(ptx: str, kernel: str, arch: str, *, what: str = "") -> Assembled:
+    """``ptxas -v`` then ``cuobjdump -sass`` on the cubin (no GPU needed)."""
+    what = what or kernel
+    tools = require_tools(("ptxas", "cuobjdump", "nvdisasm"), why="static diagnostics assemble the PTX and read "
+                                                                   "its SASS")
+    ptxas, cuobjdump, nvdisasm = tools["ptxas"], tools["cuobjdump"], tools["nvdisasm"]
+    env = {"NVDISASM_PATH": str(nvdisasm), "PATH": f"{nvdisasm.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    with tempfile.TemporaryDirectory(prefix="wfbench-diag-") as tmp:
+        src, cubin = Path(tmp) / "kernel.ptx", Path(tmp) / "kernel.cubin"
+        src.write_text(ptx)
+        report = _run([str(ptxas), f"-arch={arch}", "-v", str(src), "-o", str(cubin)], f"{what} ({arch})").stderr
+        listing = _run([str(cuobjdump), "-sass", str(cubin)], f"{what} ({arch})", env).stdout
+        elf = _run([str(cuobjdump), "-res-usage", "-elf", str(cubin)], f"{what} ({arch})", env).stdout
+    return Assembled(parse_ptxas(report, kernel), tuple(parse_sass(listing, kernel)), tool_version(ptxas),
+                     tuple(sorted(parse_res_usage(elf, kernel).items())), parse_nv_info(elf, kernel))
+
+
+def diagnose(ptx: str, kernel: str, arch: str, block_threads: int, dynamic_shared: int, *,
+             what: str = "") -> SideDiagnostics:
+    """Static diagnostics of one side for ``arch`` (``sm_90``) at a launch of ``block_threads`` threads per
+    block and ``dynamic_shared`` bytes of dynamic shared memory."""
+    return summarize(assemble(ptx, kernel, arch, what=what), kernel, arch, block_threads, dynamic_shared)
+
+
+def summarize(a: Assembled, kernel: str, arch: str, block_threads: int, dynamic_shared: int) -> SideDiagnostics:
+    """The :class:`SideDiagnostics` record of assembled code at one launch configuration."""
+    p = a.ptxas
+    occ = theoretical_occupancy(arch, block_threads=block_threads, registers=p.registers,
+                                shared_bytes=p.shared_bytes + dynamic_shared)
+    code = code_of(a.sass)
+    loop = hottest_loop(a.sass)
+    return SideDiagnostics(
+        arch=arch, kernel=kernel, ptxas_version=a.ptxas_version, registers=p.registers,
+        spill_stores=p.spill_stores, spill_loads=p.spill_loads, stack_frame=p.stack_frame,
+        shared_static=p.shared_bytes, shared_dynamic=dynamic_shared, constant_bytes=p.constant_bytes,
+        barriers=p.barriers, block_threads=block_threads, occupancy=occ.fraction, occupancy_limiter=occ.limiter,
+        blocks_per_sm=occ.blocks, total=len(code), mix=mix_of(code), sass_sha256=sass_sha256(a.sass),
+        loop_instructions=len(code_of(loop.instrs)) if loop else 0,
+        loop_mix=mix_of(code_of(loop.instrs)) if loop else {}, resources=dict(a.resources),
+        local_bytes=max(p.local_bytes, dict(a.resources).get("LOCAL", 0)), launch_attrs=a.launch_attrs,
+        max_threads=max_threads(a.launch_attrs),
+    )
+
+
+_MEMORY = ("ldg", "stg", "ld", "st", "lds", "sts", "ldl", "stl", "atom")
+
+
+def memory_order(instrs: Sequence[Instr]) -> list[str]:
+    """Memory and barrier instructions in program order (``LD.E.64``, ``STS.64``, ``BAR.SYNC`` …): shows
+    how many loads are issued before their values are used, which the mix alone does not."""
+    return [i.opcode for i in code_of(instrs) if classify(i) in _MEMORY or i.opcode.startswith("BAR")]
+
+
+def diagnose_case(case: "Case", *, wf_ptx: str, cuda_ptx: str, arch: str
+                  ) -> tuple[SideDiagnostics | None, SideDiagnostics | None, str]:
+    """Both sides' diagnostics at the case's canonical launch, for the executor: ``(wf, cuda, note)``.
+
+    Diagnostics never fail a case: when the tools are missing or one of them fails, the sides are None and
+    ``note`` says why in one line (the caller may show it once); otherwise ``note`` is "".
+    """
+    missing = tools_available()
+    if missing:
+        return None, None, f"static diagnostics skipped ({missing})"
+    launch = case.launch(case.sizes["canonical"])
+    threads = launch.block[0] * launch.block[1] * launch.block[2]
+    try:
+        wf = diagnose(wf_ptx, case.wf_kernel, arch, threads, launch.shared_bytes, what=f"{case.id} (WarpForth)")
+        cu = diagnose(cuda_ptx, case.cuda_kernel, arch, threads, launch.shared_bytes, what=f"{case.id} (CUDA)")
+    except WfbenchError as exc:
+        return None, None, f"static diagnostics skipped: {exc}"
+    return wf, cu, ""
+
+
+# -------------------------------------------------------------------------------------------------
+# Views
+# -------------------------------------------------------------------------------------------------
+
+
+def mix_differences(a: Mapping[str, int], b: Mapping[str, int], n: int = 6) -> list[tuple[str, int, int]]:
+    """The ``n`` classes whose counts differ most between two mixes: ``(class, a, b)``, largest first."""
+    keys = sorted(set(a) | set(b))
+    diffs = [(k, a.get(k, 0), b.get(k, 0)) for k in keys if a.get(k, 0) != b.get(k, 0)]
+    diffs.sort(key=lambda d: (-abs(d[1] - d[2]), d[0]))
+    return diffs[:n]
+
+
+def compact(wf: SideDiagnostics | None, cuda: SideDiagnostics | None, n: int = 3) -> str:
+    """One short cell for the run table: ``regs 28/30 occ 100/100% ld.64 4/0 ldg.64 0/4 …`` (WarpForth/CUDA)."""
+    if wf is None or cuda is None:
+        return "-"
+    parts = [f"regs {wf.registers}/{cuda.registers}",
+             f"occ {wf.occupancy * 100:.0f}/{cuda.occupancy * 100:.0f}%"]
+    spills = (wf.spill_stores + wf.spill_loads, cuda.spill_stores + cuda.spill_loads)
+    if any(spills):
+        parts.append(f"spill {spills[0]}/{spills[1]}B")
+    if identical(wf, cuda):
+        parts.append("same code")
+    else:
+        parts.append(f"sass {wf.total}/{cuda.total}")
+        wf_mix = {k: v for k, v in wf.mix.items() if k != "predicated"}  # too fine-grained for one cell
+        cu_mix = {k: v for k, v in cuda.mix.items() if k != "predicated"}
+        parts += [f"{k} {x}/{y}" for k, x, y in mix_differences(wf_mix, cu_mix, n)]
+    return " ".join(parts)

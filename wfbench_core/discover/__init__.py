@@ -1,0 +1,1 @@
+"""What is installed: the plugin manager and the registry of cases and transports."""

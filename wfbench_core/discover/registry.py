@@ -1,0 +1,117 @@
+"""What the plugins registered: cases and transports, keyed by name, duplicates refused."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import attrs
+import pluggy
+
+from wfbench_core.case import Case
+from wfbench_core.errors import WfbenchError
+from wfbench_core.record.request import PluginOrigin
+from wfbench_core.discover.plugins import get_plugin_manager, plugin_origin
+
+
+class DuplicateError(WfbenchError):
+    """Two plugins offered the same name."""
+
+
+@attrs.frozen
+class Registered:
+    """A registered thing and the plugin that registered it (entry-point name and distribution)."""
+
+    name: str
+    value: Any
+    origin: PluginOrigin
+
+    @property
+    def plugin(self) -> str:
+        """The plugin for messages and results: ``"name (distribution)"``."""
+        return str(self.origin)
+
+
+@attrs.define
+class Registry:
+    """The cases and transports offered by the loaded plugins."""
+
+    pm: pluggy.PluginManager
+    cases: dict[str, Registered] = attrs.field(factory=dict)
+    transports: dict[str, Registered] = attrs.field(factory=dict)
+    #: how another process loads the same plugins: ``(autoload, module names)``, or None when some plugin
+    #: exists only in this process (an object, a conftest namespace) and cannot be loaded elsewhere
+    recipe: tuple[bool | None, tuple[str, ...]] | None = None
+
+    @classmethod
+    def load(cls, plugins: Iterable[object | str] = (), *, autoload: bool | None = None) -> Registry:
+        plugins = list(plugins)
+        pm = get_plugin_manager(plugins, autoload=autoload)
+        names = tuple(p for p in plugins if isinstance(p, str))
+        reg = cls(pm, recipe=(autoload, names) if len(names) == len(plugins) else None)
+        reg._collect("wfbench_register_cases", reg.cases, "case", _check_case)
+        reg._collect("wfbench_register_transports", reg.transports, "transport", None)
+        return reg
+
+    def _collect(self, hook_name: str, into: dict[str, Registered], what: str, check: Any) -> None:
+        hook = getattr(self.pm.hook, hook_name)
+        for impl in hook.get_hookimpls():  # registration order
+            origin = plugin_origin(self.pm, impl.plugin)
+
+            def register(name_or_value: Any, value: Any = None, *, _origin: PluginOrigin = origin) -> None:
+                if value is None:
+                    value, name = name_or_value, getattr(name_or_value, "id", None)
+                else:
+                    name = name_or_value
+                entry = Registered(name, value, _origin)
+                if check is not None:
+                    check(value, entry.plugin)
+                if name in into:
+                    raise DuplicateError(
+                        f"{what} {name!r} is offered by two plugins: {into[name].plugin} and {entry.plugin}; "
+                        f"uninstall or block one of them"
+                    )
+                into[name] = entry
+
+            impl.function(register=register)
+
+    # -- lookups ----------------------------------------------------------------------------------
+
+    def case(self, case_id: str) -> Case:
+        try:
+            return self.cases[case_id].value  # type: ignore[no-any-return]
+        except KeyError:
+            known = ", ".join(sorted(self.cases)) or "(none: is wfbench installed with its built-in cases?)"
+            raise WfbenchError(f"unknown case {case_id!r}; known cases: {known}") from None
+
+    def select(self, case_ids: Iterable[str] = (), *, priorities: Iterable[str] = ()) -> list[Case]:
+        """The named cases in the given order, or every case (P0 first, then by ID)."""
+        ids = list(case_ids)
+        if ids:
+            return [self.case(i) for i in dict.fromkeys(ids)]
+        wanted = set(priorities)
+        cases = [r.value for r in self.cases.values() if not wanted or r.value.priority in wanted]
+        return sorted(cases, key=lambda c: (c.priority, c.id))
+
+    def refs(self, cases: Iterable[Case]) -> tuple[Any, ...]:
+        """The selected cases with their plugin origin, for a run request."""
+        from wfbench_core.record.request import CaseRef
+
+        return tuple(CaseRef(c.id, self.cases[c.id].origin) for c in cases)
+
+    def transport(self, name: str) -> Any:
+        try:
+            return self.transports[name].value
+        except KeyError:
+            known = ", ".join(sorted(self.transports)) or "(none)"
+            raise WfbenchError(f"unknown transport {name!r}; known transports: {known}") from None
+
+    def make_timer(self, protocol: Any) -> Any:
+        timer = self.pm.hook.wfbench_make_timer(protocol=protocol)
+        if timer is None:
+            raise WfbenchError("no timer plugin is installed; reinstall wfbench (it ships the default timer)")
+        return timer
+
+
+def _check_case(value: Any, origin: str) -> None:
+    if not isinstance(value, Case):
+        raise WfbenchError(f"plugin {origin} registered {value!r}, which is not a wfbench_core.case.Case")

@@ -1,0 +1,1 @@
+"""On the GPU host: the worker process, the timer, sampling, device checks and measurements."""

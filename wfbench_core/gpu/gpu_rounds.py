@@ -1,0 +1,391 @@
+"""The GPU edge of sampling for the default timer: placements, rotation, clean rounds and the timing modes.
+
+:class:`CudaRounds` implements :class:`wfbench_core.gpu.sampling.Rounds` on a :class:`~wfbench_core.gpu.device.Device`:
+
+- ``place``: fresh input and output buffers, each a new allocation padded by a random 256-byte-multiple
+  offset, the case's canonical inputs copied in again from a device-side master copy (outside any timed
+  span), and the sides' launches re-bound to them. With rotation there are :attr:`CudaRounds.sets` such
+  sets, each at its own offsets, and launch j of a sample uses set j mod sets.
+- **clean rounds**: every round starts behind a *gate*, a one-thread kernel that spins on a flag in mapped
+  host memory (as nvbench's blocking kernel does). Queued behind it are an untimed *lead-in* (up to
+  :data:`LEAD_MS` of launches of the side that goes last, so the first side starts on a busy GPU after the
+  other side's kernel, just as the second side does; none for kernels longer than that), the start event and
+  :data:`GATE_QUEUE_MS` of the first side's launches (at most :data:`GATE_MAX_QUEUED` launches in all); only
+  then is the flag set. So the first side neither carries the host's submission latency nor waits on a host
+  that falls behind (another thread holding the GIL for a few ms). The gate gives up after
+  :data:`GATE_TIMEOUT_NS` and says so; such a round is re-taken (``gate_retakes``).
+- mode ``events``: each side's launches go back to back between two events.
+- mode ``graph``: the same, but each side's launches are captured once per placement as a CUDA graph of at
+  most :data:`GRAPH_CHUNK` launches and replayed, so launch overhead is gone for kernels of a few us.
+- mode ``cold-l2``: before every launch an L2-sized buffer is overwritten (as nvbench's cold measurement
+  does), outside the timed span: each launch is timed by its own pair of events and a side's sample is the
+  sum. At most :data:`COLD_MAX_LAUNCHES` launches make a sample.
+
+Everything GPU-side goes through :class:`wfbench_core.gpu.device.Device` (which imports the CUDA libraries lazily).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import time
+from typing import Any, Callable, Mapping, Optional, Sequence
+
+import attrs
+import numpy as np
+
+from wfbench_core.gpu import watchdog
+from wfbench_core.case import Case
+from wfbench_core.gpu.correctness import TimedBuffers
+from wfbench_core.gpu.device import Device, Kernel
+from wfbench_core.errors import WfbenchError
+from wfbench_core.record.results import TIMING_COLD_L2, TIMING_EVENTS, TIMING_GRAPH
+from wfbench_core.gpu.sampling import buffer_sets
+
+GRAPH_CHUNK = 256  # launches per captured graph (a multiple of every rotation); a sample replays it
+COLD_MAX_LAUNCHES = 256  # cold-L2 samples: each launch has its own events and flush
+GATE_TIMEOUT_NS = 200_000_000  # the gate opens by itself after 0.2 s (the host never set the flag)
+GATE_QUEUE_MS = 10.0  # the first side's launches queued behind the gate: this much GPU work, where known
+GATE_MAX_QUEUED = 256  # launches queued behind the gate at most (the driver's launch queue stays far from full)
+LEAD_MS = 2.0  # the untimed lead-in before the start event: at most this much GPU work (no launch longer)
+COLD_GATE_QUEUED = 32  # cold-l2: flush + launch items queued behind the gate
+GATE_MAX_RETAKES = 3  # a host that keeps missing the gate is an error, not an endless loop
+FLOOR_LAUNCHES = 1024  # launches of the empty kernel per round of the launch floor (the mode may cap them)
+FLOOR_ROUNDS = 5  # rounds of the launch floor after one untimed one; the floor is their median
+
+EMPTY = "wfbench_empty"  # the empty kernel's label in the rounds (the launch floor)
+EMPTY_PTX = """\
+.version 7.5
+.target sm_75
+.address_size 64
+
+.visible .entry wfbench_empty()
+{
+    ret;
+}
+"""
+
+GATE_KERNEL = "wfbench_gate"
+GATE_PTX = """\
+.version 7.5
+.target sm_75
+.address_size 64
+
+.visible .entry wfbench_gate(.param .u64 flag, .param .u64 timeout_ns)
+{
+    .reg .pred  %p<3>;
+    .reg .b32   %r<3>;
+    .reg .b64   %rd<6>;
+
+    ld.param.u64    %rd1, [flag];
+    ld.param.u64    %rd2, [timeout_ns];
+    mov.u64         %rd3, %globaltimer;
+$L_wait:
+    ld.volatile.global.u32  %r1, [%rd1];
+    setp.ne.u32     %p1, %r1, 0;
+    @%p1 bra        $L_open;
+    mov.u64         %rd4, %globaltimer;
+    sub.s64         %rd5, %rd4, %rd3;
+    setp.lt.u64     %p2, %rd5, %rd2;
+    @%p2 bra        $L_wait;
+    mov.u32         %r2, 1;
+    st.volatile.global.u32  [%rd1+4], %r2;
+$L_open:
+    ret;
+}
+"""
+
+
+@attrs.frozen
+class TimingSetup:
+    """What timing needs from the correctness phase: the case, each side's loaded canonical kernel, the
+    canonical inputs (host) and the reference outputs (their shapes and dtypes size the output buffers)."""
+
+    case: Case
+    kernels: Mapping[str, Kernel]  # side label -> loaded kernel
+    inputs: Mapping[str, Any]
+    want: Mapping[str, np.ndarray]
+    # side label -> each output as the correctness phase checked it: the timed buffers are verified against
+    # these after every placement (none: not verified, as in ``wfbench crosscheck``)
+    good: Optional[Mapping[str, Mapping[str, np.ndarray]]] = None
+
+
+class CudaRounds:
+    """Rounds of paired launches on the device's stream (see the module docstring)."""
+
+    def __init__(self, device: Device, setup: TimingSetup, mode: str, *, rotation: int) -> None:
+        self.device = device
+        self.setup = setup
+        self.labels = list(setup.kernels)
+        self.launchers: dict[str, list[Callable[[], None]]] = {}  # label -> one launcher per buffer set
+        self.set_args: list[list[Any]] = []  # the kernels' arguments of each buffer set of the placement
+        self.gate_retakes = 0
+        self._mode = mode
+        self._buffers: list[Any] = []
+        self._offsets: tuple[int, ...] = ()
+        self._graphs: dict[tuple[str, int], tuple[Any, Any]] = {}
+        self._events = [device.event() for _ in range(len(self.labels) + 1)]
+        self._cold_events: list[tuple[Any, Any]] = []
+        self._per_launch_ms: dict[str, float] = {}  # the latest per-launch time of each side (watchdog, gate)
+        self._flush_buf: Any = None
+        case = setup.case
+        self._ptrs = [p for p in case.params if p.kind == "ptr"]
+        host = {p.name: np.ascontiguousarray(setup.want[p.name] if p.output else setup.inputs[p.name],
+                                             dtype=p.dtype).reshape(-1) for p in self._ptrs}
+        self._nbytes = {name: int(a.nbytes) for name, a in host.items()}
+        # the inputs stay on the GPU once, so a new placement copies device to device
+        self._master = {p.name: device.to_device(host[p.name]) for p in self._ptrs
+                        if not p.output and self._nbytes[p.name]}
+        device.synchronize()
+        self.sets = buffer_sets(sum(self._nbytes.values()), l2_bytes=device.l2_bytes, free_bytes=device.free_bytes(),
+                                limit=rotation)
+        self._gate_kernel = device.load(GATE_PTX, GATE_KERNEL, case_id="gate", label="gate")  # stays loaded
+        self._flag = device.mapped(2, np.uint32)  # [0]: the host opens the gate, [1]: it timed out
+        self._gate = device.launcher(self._gate_kernel, device.config((1, 1, 1), (1, 1, 1)),
+                                     (ctypes.c_uint64(device.address(self._flag)), ctypes.c_uint64(GATE_TIMEOUT_NS)))
+        self._empty = device.launcher(device.load(EMPTY_PTX, EMPTY, case_id="floor", label="floor"),
+                                      device.config((1, 1, 1), (1, 1, 1)), ())
+        self.check = None if setup.good is None else TimedBuffers(device, case, setup.want, setup.good)
+        self.check_s = 0.0  # wall time of re-poisoning and verifying the timed buffers
+        self._outs: list[dict[str, Any]] = []  # each buffer set's output buffers
+        self._last_writer = ""  # the side whose launches came last (its output is what the buffers hold)
+
+    @property
+    def mode(self) -> str:
+        return self._mode
+
+    @mode.setter
+    def mode(self, mode: str) -> None:
+        """Another timing mode on the same buffers (``wfbench crosscheck`` times every mode on one placement)."""
+        self._drop_graphs()
+        self._mode = mode
+
+    # -- placements -------------------------------------------------------------------------------
+
+    def place(self, index: int, offsets: Callable[[int], np.ndarray]) -> None:
+        case, device = self.setup.case, self.device
+        offs = tuple(int(o) for o in offsets(len(self._ptrs) * self.sets))
+        if offs == self._offsets and self._buffers:
+            return  # the same placement again: the same buffers
+        self._drop_graphs()
+        device.synchronize()  # the previous placement's launches are done before its buffers go
+        self._buffers = []
+        device.release()
+        keep: list[Any] = []
+        self.set_args, self._outs = [], []
+        scalars = {p.name: self.setup.inputs[p.name] for p in case.params if p.kind != "ptr"}
+        for k in range(self.sets):
+            bufs: dict[str, Any] = {}
+            for p, off in zip(self._ptrs, offs[k * len(self._ptrs):(k + 1) * len(self._ptrs)]):
+                nbytes = self._nbytes[p.name]
+                raw = device.empty(off + max(nbytes, 1), np.uint8)
+                view = raw[off:off + nbytes].view(np.dtype(p.dtype)) if nbytes else raw[off:off + 1]
+                if p.name in self._master:
+                    device.copy_in(view, self._master[p.name])
+                keep.append(raw)
+                bufs[p.name] = view
+            self.set_args.append(device.args(case, bufs, scalars))
+            self._outs.append({p.name: bufs[p.name] for p in case.outputs})
+        device.synchronize()
+        self._buffers, self._offsets = keep, offs
+        self.launchers = {label: [device.case_launcher(kernel, case, "canonical", args) for args in self.set_args]
+                          for label, kernel in self.setup.kernels.items()}
+        self.launchers[EMPTY] = [self._empty] * self.sets
+
+    # -- rounds -----------------------------------------------------------------------------------
+
+    def fit(self, launches: int) -> int:
+        launches = self.sets * math.ceil(max(1, int(launches)) / self.sets)  # every set equally often
+        if self.mode == TIMING_GRAPH:
+            chunk = min(launches, GRAPH_CHUNK)
+            return chunk * math.ceil(launches / chunk)  # a whole number of graph replays
+        if self.mode == TIMING_COLD_L2:
+            return min(launches, COLD_MAX_LAUNCHES)
+        return launches
+
+    def round(self, order: Sequence[str], launches: int) -> dict[str, float]:
+        self._last_writer = order[-1]
+        if self.mode == TIMING_COLD_L2:
+            return self._seen({label: self._cold_side(label, launches) for label in order}, launches)
+        ev, device = self._events, self.device
+        graphs = {}
+        if self.mode == TIMING_GRAPH:  # capture and instantiate before the timed span, not inside it
+            graphs = {label: self._graph(label, self._chunk(launches)) for label in order}
+        lead = self._lead(order[-1], launches)
+        queued = self._queued(order[0], launches, GATE_MAX_QUEUED - lead)
+
+        def enqueue() -> None:
+            last = self.launchers[order[-1]]
+            for j in range(lead):  # untimed: the first side starts after the other side's kernel
+                last[j % len(last)]()
+            device.record(ev[0])
+            for i, label in enumerate(order):
+                if self.mode == TIMING_GRAPH:
+                    times = launches // self._chunk(launches)
+                    self._replay(graphs[label], 1)
+                    if i == 0:
+                        self._open()
+                    self._replay(graphs[label], times - 1)
+                else:
+                    gos = self.launchers[label]
+                    sets = len(gos)
+                    if i == 0:
+                        for j in range(queued):
+                            gos[j % sets]()
+                        self._open()
+                        for j in range(queued, launches):
+                            gos[j % sets]()
+                    else:
+                        for j in range(launches):
+                            gos[j % sets]()
+                device.record(ev[i + 1])
+
+        what = f"a round of {launches} launches of {', '.join(order)}"
+        self._gated(enqueue, ev[len(order)], what, self._expected_s(order, launches))  # the round's last event
+        return self._seen({label: device.elapsed_ms(ev[i], ev[i + 1]) for i, label in enumerate(order)},
+                          launches)
+
+    # -- the timed buffers' checks and the launch floor ----------------------------------------------
+
+    def repoison(self) -> None:
+        if self.check is None:
+            return
+        t0 = time.perf_counter()
+        for outs in self._outs:
+            self.check.poison(outs)
+        self.check_s += time.perf_counter() - t0
+
+    def verify(self, placement: int) -> None:
+        """Every buffer set's outputs as the timed launches left them (the last side's output), then after one
+        launch of each side into the re-poisoned outputs; a wrong one raises WrongOnTimedBuffers."""
+        if self.check is None:
+            return
+        t0 = time.perf_counter()
+        expected_s = sum(self._per_launch_ms.values()) / 1000.0 * 2
+        for k, outs in enumerate(self._outs):
+            with watchdog.guard(f"verifying buffer set {k} of placement {placement}", expected_s):
+                if self._last_writer in self.setup.kernels:
+                    self.check.expect(outs, self._last_writer, placement=placement, buffer_set=k)
+                for label in self.setup.kernels:
+                    self.check.verify_launch(self.launchers[label][k], outs, label, placement=placement,
+                                             buffer_set=k)
+        self.check_s += time.perf_counter() - t0
+
+    def launch_floor_us(self) -> float:
+        """Per-launch time of an empty kernel, timed as the sides are (this mode, behind the gate), in us."""
+        from wfbench_core.record.stats import median
+
+        launches = self.fit(FLOOR_LAUNCHES)
+        self.round([EMPTY], launches)  # untimed: the graph is captured, the launch path is warm
+        return median([self.round([EMPTY], launches)[EMPTY] / launches for _ in range(FLOOR_ROUNDS)]) * 1000.0
+
+    def _lead(self, label: str, launches: int) -> int:
+        """Launches of the lead-in: as many of ``label``'s as fit in LEAD_MS (none before its time is known, or
+        when one launch is longer), at most a quarter of what the gate may hold and a sample's launches."""
+        per = self._per_launch_ms.get(label)
+        want = 0 if not per else int(LEAD_MS // per)
+        return max(0, min(want, launches, GATE_MAX_QUEUED // 4))
+
+    def _queued(self, label: str, launches: int, room: int) -> int:
+        """Launches of the first side queued behind the gate: GATE_QUEUE_MS of its GPU work (as many as there
+        is ``room`` for before its time is known), at least one."""
+        per = self._per_launch_ms.get(label)
+        want = room if not per else math.ceil(GATE_QUEUE_MS / per)
+        return max(1, min(launches, room, want))
+
+    def _open(self) -> None:
+        self._flag[0] = 1
+
+    def _gated(self, enqueue: Callable[[], None], last: Any, what: str, expected_s: float) -> None:
+        """Close the gate, queue it and then ``enqueue`` (which opens it), wait for ``last``; re-take a round
+        whose gate opened by itself (the host missed it: the GPU idled inside the timed span)."""
+        for _ in range(GATE_MAX_RETAKES + 1):
+            self._flag[0] = 0
+            self._flag[1] = 0
+            self._gate()
+            try:
+                enqueue()
+            finally:
+                self._open()  # a launch that raised must not leave the GPU waiting for the timeout
+            with watchdog.guard(what, expected_s):
+                last.synchronize()
+            if not self._flag[1]:
+                return
+            self.gate_retakes += 1
+        raise WfbenchError(f"the host did not open the start gate within {GATE_TIMEOUT_NS / 1e9:g} s in "
+                           f"{GATE_MAX_RETAKES + 1} rounds in a row; the host is too busy to time on")
+
+    def _expected_s(self, order: Sequence[str], launches: int) -> float:
+        """What a round should take from the rounds before it (0 before the first: the watchdog's floor)."""
+        return launches * sum(self._per_launch_ms.get(label, 0.0) for label in order) / 1000.0
+
+    def _seen(self, ms: dict[str, float], launches: int) -> dict[str, float]:
+        for label, value in ms.items():
+            self._per_launch_ms[label] = value / max(launches, 1)
+        return ms
+
+    def _cold_side(self, label: str, launches: int) -> float:
+        device = self.device
+        if self._flush_buf is None:
+            if device.l2_bytes <= 0:
+                raise WfbenchError("cold-l2 timing needs the GPU's L2 size, which the driver did not report")
+            self._flush_buf = device.empty(device.l2_bytes, np.uint8)
+        while len(self._cold_events) < launches:
+            self._cold_events.append((device.event(), device.event()))
+        gos = self.launchers[label]
+        queued = min(launches, COLD_GATE_QUEUED)
+
+        def enqueue() -> None:
+            for j in range(launches):
+                device.memset(self._flush_buf, j & 0xFF)
+                start, end = self._cold_events[j]
+                device.record(start)
+                gos[j % len(gos)]()
+                device.record(end)
+                if j + 1 == queued:
+                    self._open()
+
+        self._gated(enqueue, self._cold_events[launches - 1][1], f"{launches} cold-L2 launches of {label}",
+                    self._expected_s([label], launches))
+        return sum(device.elapsed_ms(s, e) for s, e in self._cold_events[:launches])
+
+    # -- graphs -----------------------------------------------------------------------------------
+
+    @staticmethod
+    def _chunk(launches: int) -> int:
+        """Launches per captured graph for a sample of ``launches`` (a multiple of it, through fit())."""
+        chunk = min(launches, GRAPH_CHUNK)
+        if launches % chunk:
+            raise WfbenchError(f"graph timing: {launches} launches is not a multiple of {chunk} (use fit())")
+        return chunk
+
+    def _replay(self, graph_exec: Any, times: int) -> None:
+        self.device.replay(graph_exec, times)
+
+    def _graph(self, label: str, chunk: int) -> Any:
+        key = (label, chunk)
+        if key not in self._graphs:
+            gos = self.launchers[label]
+
+            def enqueue() -> None:
+                for j in range(chunk):
+                    gos[j % len(gos)]()
+
+            self._graphs[key] = self.device.capture(enqueue)
+        return self._graphs[key][1]
+
+    def _drop_graphs(self) -> None:
+        if not self._graphs:
+            return
+        self.device.synchronize()
+        for graph, graph_exec in self._graphs.values():
+            self.device.drop_graph(graph, graph_exec)
+        self._graphs = {}
+
+    def close(self) -> None:
+        """Graphs, buffers, master copies and the flush buffer go."""
+        self._drop_graphs()
+        self.device.synchronize()
+        self._buffers, self._master, self._flush_buf, self._cold_events = [], {}, None, []
+        self.launchers, self.set_args, self._offsets, self._outs, self.check = {}, [], (), [], None
+        self.device.release()

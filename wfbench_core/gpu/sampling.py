@@ -1,0 +1,271 @@
+"""How a case's samples are taken, apart from the GPU: warm-up, calibration, placements, stopping.
+
+The timer supplies a :class:`Rounds` (the GPU edge: fresh buffers for a placement, one timed round of
+launches); :func:`sample_case` decides everything else, so the rules are the same for every timing mode
+and can be tested without a GPU.
+
+Rules, each written once here:
+
+- **Warm-up**: alternate the sides until the GPU has been busy for ``warmup_s`` (clocks ramp), at most
+  twice that in wall time.
+- **Calibration**: launches per sample so the *fastest* side's sample lasts ``min_sample_ms`` times
+  :data:`SAMPLE_MARGIN`; a sample that still comes in short is re-taken with more launches (counted in
+  ``short_retakes``), so every kept sample lasts at least ``min_sample_ms`` (except where the mode caps
+  the launches per sample: ``cold-l2`` times each launch with its own events).
+- **Placements**: the pairs are spread over ``placements`` blocks of equal size; each block runs on freshly
+  allocated buffers at random 256-byte-multiple offsets (:func:`placement_offsets`), inputs copied in again,
+  and starts with an untimed round of the reference side that touches every new buffer once.
+- **Rotation**: inside a placement, a sample's launches rotate over :func:`buffer_sets` sets of buffers, each
+  at its own offsets, so every sample averages that many layouts: where the sets all fit in half the L2
+  together (each stays resident, as one set would), or where one set is at least the L2's size (one set
+  could only partly stay resident between launches, by an amount its layout decides; rotated, no launch
+  finds its own data left in the L2). Launches per sample are a multiple of the sets.
+- **Checked buffers**: before the last pair of every placement the outputs are poisoned again (work a kernel
+  skips on an already-written output then shows as a wrong result), and after the placement's last pair
+  its outputs are verified (:meth:`Rounds.verify`) before its buffers go.
+- **Adaptive stopping**: after each block, from ``min_samples`` pairs on, sampling stops once every
+  WarpForth side's gap interval (:func:`wfbench_core.record.stats.gap_interval`) is narrower than
+  ``target_halfwidth``, or ``case_budget_s`` of sampling is spent; never beyond ``samples`` pairs.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Callable, Mapping, Protocol as TypingProtocol, Sequence
+
+import numpy as np
+
+from wfbench_core.errors import WfbenchError
+from wfbench_core.record.results import TimingProtocol
+from wfbench_core.record.timing_record import Sampled
+
+SAMPLE_MARGIN = 1.10  # calibrate for 10 % above min_sample_ms: clocks and placements move per-launch time
+MAX_SHORT_RETAKES = 8  # a case whose samples keep coming in short is an error, not an endless loop
+PLACEMENT_STEP = 256  # offsets are multiples of this: every buffer stays 256-byte aligned
+PLACEMENT_MAX_OFFSET = 4 << 20  # offsets up to 4 MiB
+ROTATION_MEMORY_SHARE = 0.25  # the rotated buffer sets take at most this share of the GPU's free memory
+WARMUP_STEP_MS = 100.0  # the warm-up doubles its launches until a side's round lasts this long
+WARMUP_WALL_FACTOR = 2.0  # the warm-up ends after this many times warmup_s of wall time in any case
+
+STOP_TARGET = "target"
+STOP_BUDGET = "budget"
+STOP_SAMPLES = "samples"
+
+
+class Rounds(TypingProtocol):
+    """The GPU edge of sampling (the default timer implements it with CUDA events)."""
+
+    sets: int  # buffer sets a placement's launches rotate over (fit() keeps launches a multiple of it)
+
+    def place(self, index: int, offsets: Callable[[int], np.ndarray]) -> None:
+        """Fresh input and output buffers for placement ``index``; ``offsets(n)`` gives n byte offsets."""
+
+    def fit(self, launches: int) -> int:
+        """The number of launches a sample will really make when ``launches`` are asked (>= launches)."""
+
+    def round(self, order: Sequence[str], launches: int) -> Mapping[str, float]:
+        """One round: every side in ``order``, ``launches`` launches each; kernel ms of each side."""
+
+    def repoison(self) -> None:
+        """Overwrite every output buffer of the placement with the poison (untimed, before a round)."""
+
+    def verify(self, placement: int) -> None:
+        """Check the placement's outputs: as the timed launches left them, then after one launch of each side
+        into re-poisoned outputs; a wrong output raises (naming the placement)."""
+
+
+def placement_blocks(samples: int, placements: int) -> list[int]:
+    """Pairs per placement block: ``samples`` split as evenly as possible over ``placements`` (at most one
+    block per pair), larger blocks first."""
+    p = max(1, min(placements, samples))
+    base, extra = divmod(samples, p)
+    return [base + (1 if i < extra else 0) for i in range(p)]
+
+
+def buffer_sets(footprint_bytes: int, *, l2_bytes: int, free_bytes: int, limit: int) -> int:
+    """How many buffer sets a placement's launches rotate over: the largest power of two up to ``limit``
+    whose sets fit in :data:`ROTATION_MEMORY_SHARE` of the free memory and either all fit in half the L2
+    together or are each at least the L2's size; 1 otherwise, and 1 where the L2 size is unknown."""
+    if footprint_bytes <= 0 or limit <= 1 or l2_bytes <= 0:
+        return 1
+    sets = 1 << (int(limit).bit_length() - 1)
+    while sets > 1 and sets * footprint_bytes > ROTATION_MEMORY_SHARE * free_bytes:
+        sets //= 2
+    if footprint_bytes < l2_bytes:
+        while sets > 1 and sets * footprint_bytes > l2_bytes // 2:
+            sets //= 2
+    return sets
+
+
+def zero_offsets(n: int) -> np.ndarray:
+    """``n`` offsets of 0: the one placement of ``placements=1``, the plain allocation."""
+    return np.zeros(n, dtype=np.int64)
+
+
+def placement_offsets(rng: np.random.Generator, n: int) -> np.ndarray:
+    """``n`` random byte offsets, multiples of :data:`PLACEMENT_STEP` from 0 to :data:`PLACEMENT_MAX_OFFSET`."""
+    return rng.integers(0, PLACEMENT_MAX_OFFSET // PLACEMENT_STEP, size=n, endpoint=True) * PLACEMENT_STEP
+
+
+def launches_for(per_launch_ms: float, min_sample_ms: float) -> int:
+    """Launches per sample so a sample lasts at least ``min_sample_ms`` with :data:`SAMPLE_MARGIN` to spare."""
+    return max(1, math.ceil(min_sample_ms * SAMPLE_MARGIN / max(per_launch_ms, 1e-9)))
+
+
+def round_order(labels: Sequence[str], r: int) -> list[str]:
+    """Which side goes first in round ``r``: two sides alternate, more sides rotate."""
+    labels = list(labels)
+    if len(labels) == 2:
+        return labels if r % 2 == 0 else labels[::-1]
+    k = r % len(labels)
+    return labels[k:] + labels[:k]
+
+
+def stop_reason(samples_us: Mapping[str, Sequence[float]], placement_of: Sequence[int], reference: str,
+                elapsed_s: float, protocol: TimingProtocol) -> str:
+    """Why sampling should stop now ("" = go on); called after each placement block."""
+    n = len(placement_of)
+    if n >= protocol.samples:
+        return STOP_SAMPLES
+    if n < protocol.min_samples:
+        return ""
+    if protocol.target_halfwidth > 0:
+        from wfbench_core.record.stats import gap_interval, relative_halfwidth
+
+        widths = []
+        for label, values in samples_us.items():
+            if label == reference:
+                continue
+            interval = gap_interval(values, samples_us[reference], placement_of)
+            widths.append(math.inf if interval is None else relative_halfwidth(interval))
+        if widths and max(widths) < protocol.target_halfwidth:
+            return STOP_TARGET
+    if protocol.case_budget_s and elapsed_s >= protocol.case_budget_s:
+        return STOP_BUDGET
+    return ""
+
+
+def sample_case(rounds: Rounds, labels: Sequence[str], protocol: TimingProtocol, *, reference: str,
+                seed: int | None = None, clock: Callable[[], float] = time.perf_counter) -> Sampled:
+    """Warm up, calibrate and take the paired samples of one case over its placements.
+
+    With one placement (``placements=1``) the buffers sit at offset 0: the plain allocation, the same one
+    every time (what ``wfbench crosscheck`` times with both timers).
+    """
+    labels = list(labels)
+    if seed is None:
+        seed = int(np.random.SeedSequence().entropy) & ((1 << 63) - 1)  # fresh per run, recorded
+
+    def place(p: int) -> None:
+        if protocol.placements == 1:
+            rounds.place(p, zero_offsets)
+            return
+        rng = np.random.default_rng([seed, p])
+        rounds.place(p, lambda n: placement_offsets(rng, n))
+
+    place(0)
+    seen: dict[str, list[float]] = {label: [] for label in labels}  # per-launch ms of each warm-up round
+    busy_ms, k = _warm_up(rounds, labels, protocol, clock, seen)
+    launches = _calibrate(rounds, labels, protocol, k, seen)
+    pairs = _Pairs(rounds, protocol, labels, launches)
+    reason = ""
+    t0 = clock()
+    for p, block in enumerate(placement_blocks(protocol.samples, protocol.placements)):
+        if p > 0:
+            place(p)
+            rounds.round([reference], rounds.fit(1))  # untimed: every new buffer set touched once (one side
+            # suffices: both sides' launches take the same buffers)
+        for n in range(block):
+            if n == block - 1:
+                rounds.repoison()
+            pairs.take(p)
+        rounds.verify(p)
+        reason = stop_reason(pairs.samples, pairs.where, reference, clock() - t0, protocol)
+        if reason:
+            break
+    return Sampled(
+        samples_us={label: tuple(v) for label, v in pairs.samples.items()},
+        order=tuple(pairs.first),
+        placement_of=tuple(pairs.where),
+        launches_per_sample=pairs.launches,
+        warmup_busy_s=busy_ms / 1000.0,
+        short_retakes=pairs.retakes,
+        stop_reason=reason or STOP_SAMPLES,
+        placement_seed=seed,
+    )
+
+
+def _warm_up(rounds: Rounds, labels: Sequence[str], protocol: TimingProtocol, clock: Callable[[], float],
+             seen: dict[str, list[float]]) -> tuple[float, int]:
+    """Alternate the sides until the kernels have kept the GPU busy for warmup_s (clocks ramp up), or for
+    WARMUP_WALL_FACTOR x warmup_s of wall time where launches are capped (cold-l2: the flushes between
+    launches keep the GPU busy too, and are not kernel time); the busy ms and the launches a round reached.
+    Each side's per-launch ms of every round is added to ``seen``."""
+    busy_ms, k = 0.0, 1
+    t_warm = clock()
+    while busy_ms < protocol.warmup_s * 1000.0 and clock() - t_warm < WARMUP_WALL_FACTOR * protocol.warmup_s:
+        n = rounds.fit(k)
+        ms = rounds.round(labels, n)
+        for label, value in ms.items():
+            seen[label].append(value / n)
+        busy_ms += sum(ms.values())
+        if max(ms.values()) < WARMUP_STEP_MS:
+            k *= 2
+    return busy_ms, rounds.fit(k)
+
+
+def _calibrate(rounds: Rounds, labels: Sequence[str], protocol: TimingProtocol, k: int,
+               seen: dict[str, list[float]]) -> int:
+    """Launches per sample from a probe round of ``k`` launches; a case too slow for max_case_s is refused with
+    what was measured: each side's per-launch time across the warm-up and probe rounds (``seen``)."""
+    probe = rounds.round(labels, k)
+    launches = rounds.fit(launches_for(min(probe.values()) / k, protocol.min_sample_ms))
+    predicted_s = protocol.samples * launches * max(probe.values()) / k * len(labels) / 1000.0
+    if predicted_s > protocol.max_case_s:
+        for label, value in probe.items():
+            seen[label].append(value / k)
+        ranges = ", ".join(f"{label} {min(v) * 1e3:.3g} to {max(v) * 1e3:.3g} us" for label, v in seen.items())
+        raise WfbenchError(
+            f"timing would take about {predicted_s:.0f} s, over the {protocol.max_case_s:.0f} s per-case limit "
+            f"(--max-case-s): per-launch time across the warm-up and probe launches: {ranges}; a sample is "
+            f"{launches} launches, {launches * min(probe.values()) / k:.0f} ms of the fastest side, "
+            f"{launches * max(probe.values()) / k:.0f} ms of the slowest"
+        )
+    return launches
+
+
+class _Pairs:
+    """The kept pairs of one case so far, and the launches per sample (raised by re-takes of short samples)."""
+
+    def __init__(self, rounds: Rounds, protocol: TimingProtocol, labels: Sequence[str], launches: int) -> None:
+        self.rounds, self.protocol, self.labels, self.launches = rounds, protocol, list(labels), launches
+        self.samples: dict[str, list[float]] = {label: [] for label in labels}
+        self.first: list[str] = []
+        self.where: list[int] = []
+        self.retakes = 0
+
+    def take(self, placement: int) -> None:
+        """One round, the sides in this pair's order; a sample that came in short is re-taken with more launches."""
+        protocol, rounds = self.protocol, self.rounds
+        order = round_order(self.labels, len(self.first))
+        while True:
+            ms = rounds.round(order, self.launches)
+            shortest = min(ms.values())
+            if shortest >= protocol.min_sample_ms:
+                break
+            more = rounds.fit(max(self.launches + 1, math.ceil(
+                self.launches * protocol.min_sample_ms * SAMPLE_MARGIN / max(shortest, 1e-9))))
+            if more <= self.launches:  # the mode caps launches per sample (cold-l2): the sample stands
+                break
+            self.retakes += 1
+            if self.retakes > MAX_SHORT_RETAKES:
+                raise WfbenchError(
+                    f"samples keep coming in under {protocol.min_sample_ms:g} ms ({shortest:.2f} ms with "
+                    f"{self.launches} launches) after {MAX_SHORT_RETAKES} re-takes; the GPU's speed is not steady"
+                )
+            self.launches = more
+        for label in self.labels:
+            self.samples[label].append(ms[label] * 1000.0 / self.launches)
+        self.first.append(order[0])
+        self.where.append(placement)

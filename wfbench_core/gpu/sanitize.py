@@ -1,0 +1,219 @@
+"""``--sanitize``: run each side's kernel once under NVIDIA compute-sanitizer and report its first finding.
+
+For one case and one side, :func:`sanitize_case` starts::
+
+    compute-sanitizer --tool memcheck --error-exitcode 86 --log-file LOG \\
+        python -m wfbench_core.gpu.sanitize --case ID --side wf --kernel NAME --ptx FILE --config check
+
+The child (this module's ``main``) loads that side's PTX with the timer's own primitives, launches it once on
+the configuration's inputs into poisoned outputs, and exits. ``memcheck`` always runs; ``racecheck`` runs
+too when the kernel uses shared memory (a ``.shared`` declaration in its PTX, or dynamic shared bytes in
+the launch). A finding is the sanitizer's first report line, e.g.
+``Invalid __global__ write of size 4 bytes``; the case is then FAILED with that line.
+
+compute-sanitizer ships with the CUDA toolkit; it is looked up on PATH, in ``$CUDA_HOME/bin``,
+``$CUDA_PATH/bin``, ``/usr/local/cuda/bin`` (and versioned ``/usr/local/cuda-*/bin``) and next to nvcc.
+The child finds the case through the installed plugins (the same environment as the parent's).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Optional, Sequence
+
+import attrs
+
+from wfbench_core.case import Case
+from wfbench_core.record.childenv import child_env
+from wfbench_core.errors import WfbenchError
+from wfbench_core.build.faults import HANG, Fault, KernelFault, side_name
+
+SANITIZER_ENV = "WFBENCH_COMPUTE_SANITIZER"
+ERROR_EXITCODE = 86  # what compute-sanitizer exits with when it reported an error
+DEFAULT_TIMEOUT_S = 300.0  # kernels run 10-100x slower under the sanitizer; a check-size launch is short
+PREFIX = "========="
+
+
+@attrs.frozen
+class Finding:
+    """What compute-sanitizer reported first for one side of a case."""
+
+    case_id: str
+    config: str
+    side: str  # wf, wf:head, cuda
+    tool: str  # memcheck, racecheck
+    line: str  # the sanitizer's first report line, without its "=========" prefix
+
+    @property
+    def message(self) -> str:
+        return f"{self.case_id}[{self.config}] {side_name(self.side)}: compute-sanitizer {self.tool}: {self.line}"
+
+
+def find_compute_sanitizer() -> Optional[Path]:
+    """``$WFBENCH_COMPUTE_SANITIZER``, PATH, the CUDA toolkit's bin folders, next to nvcc; None if absent."""
+    explicit = os.environ.get(SANITIZER_ENV)
+    if explicit:
+        p = Path(explicit).expanduser()
+        if p.is_file() and os.access(p, os.X_OK):
+            return p
+        raise WfbenchError(f"{SANITIZER_ENV}={explicit} is not an executable file")
+    found = shutil.which("compute-sanitizer")
+    if found:
+        return Path(found)
+    roots = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda",
+             *sorted((str(p) for p in Path("/usr/local").glob("cuda-*")), reverse=True)]
+    from wfbench_core.build.compile import find_nvcc
+
+    nvcc = find_nvcc()
+    if nvcc is not None:
+        roots.append(str(Path(nvcc).resolve().parent.parent))
+    for root in roots:
+        if not root:
+            continue
+        for candidate in (Path(root) / "bin" / "compute-sanitizer",
+                          Path(root) / "compute-sanitizer" / "compute-sanitizer"):
+            if candidate.is_file() and os.access(candidate, os.X_OK):
+                return candidate
+    return None
+
+
+def uses_shared_memory(case: Case, ptx: str, config: str = "check") -> bool:
+    """Whether racecheck applies: static ``.shared`` memory in the PTX, or dynamic shared bytes at launch."""
+    return bool(re.search(r"^\s*(?:\.extern\s+)?\.shared\b", ptx, re.MULTILINE)) or \
+        case.launch(case.sizes[config]).shared_bytes > 0
+
+
+def tools_for(case: Case, ptx: str, config: str = "check") -> tuple[str, ...]:
+    return ("memcheck", "racecheck") if uses_shared_memory(case, ptx, config) else ("memcheck",)
+
+
+_NOT_A_REPORT = re.compile(r"^(COMPUTE-SANITIZER|ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY|"
+                           r"Target application returned)", re.IGNORECASE)
+
+
+def first_report(log: str) -> Optional[str]:
+    """The first report line of a compute-sanitizer log ("Invalid __global__ write of size 8 bytes"), or None.
+
+    Report lines start with ``=========`` and one space; their details are indented further, and the
+    banner and the summaries are not reports.
+    """
+    lines = log.splitlines()
+    for i, raw in enumerate(lines):
+        if not raw.startswith(PREFIX):
+            continue
+        rest = raw[len(PREFIX):]
+        if not rest.startswith(" ") or rest.startswith("  ") or not rest.strip():
+            continue  # a detail line ("=========     at ..."), or an empty separator
+        text = rest.strip()
+        if _NOT_A_REPORT.match(text):
+            continue
+        # racecheck splits one sentence over two lines: "Race reported between Write access at ... / and Read ..."
+        following = lines[i + 1][len(PREFIX):].strip() if i + 1 < len(lines) and lines[i + 1].startswith(PREFIX) else ""
+        if following.startswith("and "):
+            text = f"{text} {following}"
+        return text
+    return None
+
+
+def sanitize_case(case: Case, side: str, ptx: str, kernel: str, *, config: str = "check",
+                  tools: Sequence[str] | None = None, sanitizer: Path | None = None,
+                  timeout_s: float = DEFAULT_TIMEOUT_S) -> Optional[Finding]:
+    """Run one side of a case once under compute-sanitizer; its first finding, or None when clean.
+
+    :param side: the side's label (``wf``, ``wf:head``, ``cuda``); ``ptx`` is that side's PTX for ``config``
+        and ``kernel`` its entry name.
+    :param tools: default memcheck, plus racecheck when the kernel uses shared memory.
+    :raises WfbenchError: no compute-sanitizer here, or the child could not run for another reason (one line).
+    :raises KernelFault: (class ``hang``, not sticky: only the child is killed) the run did not finish
+        within ``timeout_s``.
+    """
+    tool_path = sanitizer or find_compute_sanitizer()
+    if tool_path is None:
+        raise WfbenchError("compute-sanitizer not found: install the CUDA toolkit, put its bin folder on PATH, "
+                           f"set CUDA_HOME, or set {SANITIZER_ENV}=/path/to/compute-sanitizer")
+    for tool in tools or tools_for(case, ptx, config):
+        with tempfile.TemporaryDirectory(prefix="wfbench-sanitize-") as tmp:
+            ptx_file = Path(tmp) / f"{case.id}.{config}.ptx"
+            ptx_file.write_text(ptx)
+            log = Path(tmp) / "sanitizer.log"
+            cmd = [str(tool_path), "--tool", tool, "--error-exitcode", str(ERROR_EXITCODE), "--log-file", str(log),
+                   sys.executable, "-m", "wfbench_core.gpu.sanitize", "--case", case.id, "--side", side,
+                   "--kernel", kernel, "--ptx", str(ptx_file), "--config", config]
+            rc, stderr = _run(cmd, timeout_s)
+            if rc is None:  # the child was killed: this process's own CUDA context is untouched (not sticky)
+                raise KernelFault(case.id, config, side, Fault(HANG, False, detail=(
+                    f"did not finish within {timeout_s:g} s under compute-sanitizer {tool}")))
+            text = log.read_text(errors="replace") if log.exists() else ""
+            line = first_report(text)
+            if rc == ERROR_EXITCODE or (line and rc != 0):
+                return Finding(case.id, config, side, tool, line or "error reported (no report line in the log)")
+            if rc != 0:
+                why = _last_line(stderr) or _last_line(text) or f"exit status {rc}"
+                raise WfbenchError(f"{case.id}[{config}] {side_name(side)}: compute-sanitizer {tool} could not run "
+                                   f"the kernel: {why}")
+    return None
+
+
+def _run(cmd: list[str], timeout_s: float) -> tuple[Optional[int], str]:
+    """Run in its own process group; on timeout kill the whole group. (None, stderr) on timeout."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
+                            start_new_session=True, env=child_env())
+    try:
+        _, err = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.communicate()
+        return None, ""
+    return proc.returncode, err
+
+
+def _last_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return lines[-1] if lines else ""
+
+
+# -------------------------------------------------------------------------------------------------
+# the child: load one side's PTX and launch it once
+# -------------------------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m wfbench_core.gpu.sanitize",
+                                     description="Launch one side of a case once (run under compute-sanitizer).")
+    parser.add_argument("--case", required=True)
+    parser.add_argument("--side", required=True, help="wf, wf:LABEL or cuda")
+    parser.add_argument("--kernel", required=True)
+    parser.add_argument("--ptx", required=True, type=Path)
+    parser.add_argument("--config", default="check", choices=("check", "canonical"))
+    args = parser.parse_args(argv)
+    from wfbench_core.contracts import Side
+    from wfbench_core.gpu.correctness import Checker
+    from wfbench_core.gpu.device import Device
+    from wfbench_core.discover.registry import Registry
+
+    try:
+        case = Registry.load().case(args.case)
+        try:
+            ptx = args.ptx.read_text()
+        except OSError as exc:
+            raise WfbenchError(f"{args.ptx}: cannot read ({exc.strerror})") from None
+        Checker(Device()).launch_once(case, args.config, Side(args.side, args.kernel, {args.config: ptx}))
+    except WfbenchError as exc:
+        print(f"wfbench: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

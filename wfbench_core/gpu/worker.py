@@ -1,0 +1,285 @@
+"""The worker process: the only process of a run that touches the GPU.
+
+The executor (:mod:`wfbench_core.run.executor`) supervises one worker at a time. It starts it as
+``python -m wfbench_core.gpu.worker FD``, sends requests as JSON lines on its standard input and reads replies
+as JSON lines on file descriptor ``FD``:
+
+- ``{"op": "init", "bundle": …, "request": {…}, "copy": bool, "prefetch": [case id, …]}`` →
+  ``{"init": {"environment", "cuda", "arch"}}``: read the GPU and toolchain, start compiling the CUDA side
+  of the cases to come (nvcc, in parallel, while the GPU works), and measure the copy yardstick when asked;
+- ``{"op": "case", "id": …}`` → ``{"results": [CaseResult, …]}``: check and time one case;
+- while working: ``{"progress": line}``, ``{"arm": seconds, "what": …}`` and ``{"disarm": true}`` (the
+  watchdog's deadlines, :mod:`wfbench_core.gpu.watchdog`);
+- a problem that ends the whole run (no GPU, a broken installation): ``{"fatal": {"message", "exit_code"}}``.
+
+A CUDA error can leave the process's context unusable ("sticky"), a kernel can spin forever, a driver can
+take the process down: the executor then kills or loses this process and starts a fresh one for the next
+case. The worker dies with its executor (``PR_SET_PDEATHSIG``), so a killed run leaves no orphan on the GPU.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import IO, Any
+
+import attrs
+
+from wfbench_core.gpu import watchdog
+from wfbench_core.case import CONFIGS
+from wfbench_core.errors import WfbenchError
+from wfbench_core.gpu.outcome import case_result, measured
+from wfbench_core.gpu.plausibility import Yardsticks
+from wfbench_core.record.results import FAILED, MODE_AA, CaseResult, CompilerInfo, converter, sm_arch
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to SIGKILL this process when its parent (the executor) dies, however it dies."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+        if os.getppid() == 1:  # the parent died before the call
+            os._exit(1)
+    except Exception:  # noqa: BLE001 - best effort; the executor also kills us on every exit path
+        pass
+
+
+class Worker:
+    def __init__(self, out: IO[str]) -> None:
+        self.out = out
+        self.registry: Any = None
+        self.timer: Any = None
+        self.request: Any = None
+        self.bundle = Path()
+        self.cuda: CompilerInfo | None = None
+        self.arch = ""
+        self.yardsticks = Yardsticks()  # what the run's cases are judged by (wfbench_core.gpu.plausibility)
+
+    def send(self, message: dict) -> None:
+        self.out.write(json.dumps(message) + "\n")
+        self.out.flush()
+
+    def progress(self, line: str) -> None:
+        self.send({"progress": line})
+
+    def init(self, bundle: str, request: dict, copy: bool, plugins: Any = None,
+             prefetch: Any = (), yardsticks: Any = None) -> dict:
+        from wfbench_core.build.compile import cuda_compiler
+        from wfbench_core.discover.registry import Registry
+        from wfbench_core.record.request import ExecuteRequest
+
+        self.request = converter().structure(request, ExecuteRequest)
+        self.bundle = Path(bundle)
+        if self.registry is None:
+            autoload, names = plugins or (None, ())
+            self.registry = Registry.load(names, autoload=autoload)
+        self.timer = self.registry.make_timer(self.request.protocol)
+        environment = self.timer.environment()  # NoGpuError: one clear line, the run ends
+        self.arch = sm_arch(environment.compute_capability)
+        self.cuda = cuda_compiler(self.request.cuda_compiler)
+        if self.request.sanitize:
+            from wfbench_core.gpu.sanitize import find_compute_sanitizer
+
+            if find_compute_sanitizer() is None:
+                raise WfbenchError("--sanitize needs NVIDIA's compute-sanitizer (CUDA toolkit); put its bin folder "
+                                   "on PATH or set WFBENCH_COMPUTE_SANITIZER")
+        self._prefetch(list(prefetch))
+        if copy:  # the run's yardsticks, measured once by its first worker
+            environment = attrs.evolve(environment, copy_gbps=self.timer.copy_gbps(),
+                                       fp64_peak_gflops=self._fp64_peak())
+        given = environment if copy else attrs.evolve(environment, **(yardsticks or {}))  # later workers are told
+        self.yardsticks = Yardsticks(copy_gbps=given.copy_gbps, fp64_peak_gflops=given.fp64_peak_gflops,
+                                     l2_bytes=environment.l2_bytes)
+        c = converter()
+        return {"environment": c.unstructure(environment), "cuda": c.unstructure(self.cuda), "arch": self.arch}
+
+    def _prefetch(self, case_ids: list[str]) -> None:
+        """Start compiling the CUDA side of ``case_ids`` (both configurations) ahead of their turn."""
+        if not case_ids:
+            return
+        from wfbench_core.build.compile import prefetch_cuda
+        from wfbench_core.build.prepare import prepare_all
+
+        try:
+            _, by_case = prepare_all(self.bundle, self.registry, case_ids)
+        except WfbenchError:
+            return  # a case that cannot be read says so when its turn comes
+        sources = [(f"{cid}[{config}]", next(iter(variants.values())).files[config].cuda_source)
+                   for cid, variants in by_case.items() for config in CONFIGS]
+        prefetch_cuda(sources, arch=self.arch, compiler=self.cuda)
+
+    def _fp64_peak(self) -> float | None:
+        """The f64 add/multiply peak for the roofline, where the timer measures one (None when it cannot)."""
+        measure = getattr(self.timer, "fp64_peak_gflops", None)
+        if measure is None:
+            return None
+        try:
+            with watchdog.guard("the f64 peak micro-kernel", 0.2):
+                return measure(self.cuda)
+        except WfbenchError as exc:
+            self.progress(f"f64 peak not measured: {exc}")
+            return None
+
+    def case(self, case_id: str) -> list[dict]:
+        from wfbench_core.build.prepare import prepare_all
+
+        _, by_case = prepare_all(self.bundle, self.registry, [case_id])
+        results = run_case(by_case[case_id], timer=self.timer, protocol=self.request.protocol, cuda=self.cuda,
+                           arch=self.arch, mode=self.request.mode, sanitize=self.request.sanitize,
+                           progress=self.progress, yardsticks=self.yardsticks)
+        return [converter().unstructure(r) for r in results]
+
+    def serve(self, requests: IO[str]) -> None:
+        for line in requests:
+            if not self.handle(json.loads(line)):
+                return
+
+    def handle(self, msg: dict) -> bool:
+        """Answer one request; False when this worker must end (asked to, or unusable)."""
+        op = msg.get("op")
+        try:
+            if op == "init":
+                watchdog.install(self.send, msg["request"].get("case_timeout_s"))
+                self.send({"init": self.init(msg["bundle"], msg["request"], msg.get("copy", False),
+                                             msg.get("plugins"), msg.get("prefetch", ()), msg.get("yardsticks"))})
+            elif op == "case":
+                self.send({"results": self.case(msg["id"])})
+            elif op == "exit":
+                return False
+        except WfbenchError as exc:
+            if op == "case":  # a case's own problem: reported, the worker stays usable or is replaced
+                self.send({"case_error": str(exc)})
+            else:
+                self.send({"fatal": {"message": str(exc), "exit_code": exc.exit_code}})
+                return False
+        except Exception as exc:  # noqa: BLE001 - a plugin's bug: one line, and this process is replaced
+            what = f"{type(exc).__name__}: {exc}"
+            if op == "case":
+                self.send({"case_error": f"the timer raised {what}", "restart": True})
+            else:
+                self.send({"fatal": {"message": f"the GPU worker could not start: {what}", "exit_code": 2}})
+            return False
+        return True
+
+
+def _wf_label(label: str) -> str:
+    return f"wf:{label}" if label else "wf"
+
+
+def run_case(variants: dict[str, Any], *, timer: Any, protocol: Any, cuda: Any, arch: str,
+             mode: str, sanitize: bool = False, progress: Any = lambda line: None,
+             yardsticks: Any = None) -> list[CaseResult]:
+    """Check and time one case: every WarpForth variant (one, or base and head) against the CUDA side.
+
+    With ``sanitize``, each side's check configuration is first launched once under compute-sanitizer;
+    a finding makes the case FAILED with the sanitizer's first report line, and it is not timed.
+    The static diagnostics of both sides (ptxas, SASS) are made on a thread while the GPU works.
+    """
+    some = next(iter(variants.values()))
+    case = some.case
+    bases = {label: case_result(case, mode=mode, plugin=prep.plugin, compiler_label=label,
+                                compile_wf=prep.files["canonical"].compile_wf)
+             for label, prep in variants.items()}
+
+    def all_(**changes: object) -> list[CaseResult]:
+        return [attrs.evolve(b, **changes) for b in bases.values()]  # type: ignore[arg-type]
+
+    try:
+        cuda_ptx, record, compile_s = _compile_cuda_side(some, arch, cuda)
+    except WfbenchError as exc:
+        return all_(message=str(exc))
+    bases = {k: attrs.evolve(b, compile_cuda=record) for k, b in bases.items()}
+
+    diagnosing = None if mode == MODE_AA else _diagnose_in_background(case, variants, cuda_ptx["canonical"], arch)
+    sides = _sides(case, variants, cuda_ptx, mode)
+    if sanitize:
+        from wfbench_core.gpu.sanitize import DEFAULT_TIMEOUT_S, sanitize_case
+
+        for side in sides:
+            try:
+                with watchdog.guard(f"{case.id} {side.label} under compute-sanitizer",
+                                    deadline_s=DEFAULT_TIMEOUT_S + 60.0):
+                    finding = sanitize_case(case, side.label, side.ptx["check"], side.kernel)
+            except WfbenchError as exc:
+                return all_(message=str(exc))
+            if finding is not None:
+                return all_(status=FAILED, message=finding.message)
+    try:
+        m = timer.measure(case, sides, reference_label="cuda")
+    except WfbenchError as exc:
+        return all_(message=str(exc))
+
+    diags = {label: future.result() for label, future in diagnosing.items()} if diagnosing else {}
+    for note in dict.fromkeys(d[2] for d in diags.values() if d[2]):
+        progress(f"{case.id}: no static diagnostics: {note}")
+    out = []
+    for label, base in bases.items():
+        if label in diags:
+            base = attrs.evolve(base, diag_wf=diags[label][0], diag_cuda=diags[label][1])
+        prep = variants[label]
+        costs = attrs.evolve(m.costs, compile_cuda_s=compile_s,
+                             compile_wf_s=sum(prep.files[c].compile_wf.wall_s for c in CONFIGS))
+        out.append(measured(attrs.evolve(base, costs=costs), m, _wf_label(label),
+                            unstable_noise=protocol.unstable_noise, yardsticks=yardsticks))
+    return out
+
+
+def _sides(case: Any, variants: dict[str, Any], cuda_ptx: dict[str, str], mode: str) -> list[Any]:
+    """The sides to time: every WarpForth variant (in an A/A run the CUDA PTX stands in), then the CUDA side."""
+    from wfbench_core.contracts import Side
+
+    if mode == MODE_AA:
+        sides = [Side("wf", case.cuda_kernel, cuda_ptx)]
+    else:
+        sides = [Side(_wf_label(label), case.wf_kernel, {c: prep.files[c].wf_ptx for c in CONFIGS})
+                 for label, prep in variants.items()]
+    return sides + [Side("cuda", case.cuda_kernel, cuda_ptx)]
+
+
+def _compile_cuda_side(prep: Any, arch: str, cuda: Any) -> tuple[dict[str, str], Any, float]:
+    """The CUDA side's PTX of every configuration, the canonical compile's record and the compiles' wall time."""
+    from wfbench_core.build.compile import compile_cuda
+
+    ptx: dict[str, str] = {}
+    record, wall_s = None, 0.0
+    for config in CONFIGS:
+        compiled = compile_cuda(prep.files[config].cuda_source, case_id=f"{prep.case.id}[{config}]", arch=arch,
+                                compiler=cuda)
+        ptx[config] = compiled.ptx
+        wall_s += compiled.record.wall_s
+        if config == "canonical":
+            record = compiled.record
+    return ptx, record, wall_s
+
+
+def _diagnose_in_background(case: Any, variants: dict[str, Any], cuda_ptx: str, arch: str) -> dict[str, Any]:
+    """Start ptxas/cuobjdump for every WarpForth variant against the CUDA side; ``{label: future}``."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from wfbench_core.build.diagnostics import diagnose_case
+
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="wfbench-diagnostics")
+    futures = {label: pool.submit(diagnose_case, case, wf_ptx=prep.files["canonical"].wf_ptx, cuda_ptx=cuda_ptx,
+                                  arch=arch)
+               for label, prep in variants.items()}
+    pool.shutdown(wait=False)
+    return futures
+
+
+def main(argv: list[str]) -> None:
+    _die_with_parent()
+    out = os.fdopen(int(argv[1]), "w", buffering=1)
+    # Whatever a library prints must not reach the executor's standard output (it may be --json).
+    os.dup2(2, 1)
+    Worker(out).serve(sys.stdin)
+
+
+if __name__ == "__main__":
+    main(sys.argv)

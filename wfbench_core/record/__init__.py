@@ -1,0 +1,1 @@
+"""The result schema and what every stage shares: statistics, the run request, file writing."""

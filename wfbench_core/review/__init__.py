@@ -1,0 +1,1 @@
+"""What the results say: history, comparison, alerts, export, reports and explanations."""

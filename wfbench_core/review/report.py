@@ -1,0 +1,115 @@
+"""Human-readable views of a result: the terminal table and its footer."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+from wfbench_core.record.results import CaseResult, RunResult
+from wfbench_core.review.table import render_table  # noqa: F401 - also the table of the run's report
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def _name(c: CaseResult) -> str:
+    return c.id + (f" [{c.compiler_label}]" if c.compiler_label else "") + (" (A/A)" if c.mode == "aa" else "")
+
+
+def table_rows(result: RunResult) -> list[list[str]]:
+    from wfbench_core.build.diagnostics import compact
+    from wfbench_core.gpu.roofline import format_roofline, roofline
+    from wfbench_core.record.stats import spread
+
+    rows = [["case", "WF us", "CUDA us", "gap", "noise", "WF GB/s|GF/s", "CUDA GB/s|GF/s", "roofline wf/cu",
+             "static wf/cu", "status"]]
+    for c in result.cases:
+        t = c.timing
+        regs = f"regs {c.attrs_wf.registers}/{c.attrs_cuda.registers}" if c.attrs_wf and c.attrs_cuda else "-"
+        if c.attrs_wf and c.attrs_wf.local_bytes:
+            regs += f" (wf local {c.attrs_wf.local_bytes} B)"
+        static = compact(c.diag_wf, c.diag_cuda) if c.diag_wf and c.diag_cuda else regs
+        if t is None:
+            rows.append([_name(c), "-", "-", "-", "-", "-", "-", "-", static, c.status.upper()])
+            continue
+        if c.metric == "compute":
+            wf_rate, cu_rate = _fmt(t.gflops_wf, ".1f") + " GF", _fmt(t.gflops_cuda, ".1f") + " GF"
+        else:
+            wf_rate, cu_rate = _fmt(t.gbps_wf, ".0f") + " GB", _fmt(t.gbps_cuda, ".0f") + " GB"
+        rows.append([
+            _name(c),
+            f"{t.warpforth.median_us:.2f}",
+            f"{t.cuda.median_us:.2f}",
+            f"{t.gap:.3f}x" + (f" (spread {spread(t.repeat_gaps):.2%} over {len(t.repeat_gaps)})"
+                                if t.repeat_gaps else ""),
+            f"{max(t.warpforth.noise, t.cuda.noise):.2%}",
+            wf_rate,
+            cu_rate,
+            format_roofline(roofline(c, result.environment), c.metric),
+            static,
+            c.status.upper() + (" LAUNCH-BOUND" if t.launch_bound else ""),
+        ])
+    return rows
+
+
+def footer(result: RunResult) -> str:
+    e = result.environment
+    parts = [f"{e.gpu_name} ({e.compute_capability}, {e.sm_count} SMs), driver {e.driver_version}"]
+    if e.copy_gbps:
+        parts.append(f"d2d copy {e.copy_gbps:.0f} GB/s")
+    if e.fp64_peak_gflops:
+        parts.append(f"f64 add/mul peak {e.fp64_peak_gflops:.0f} GFLOP/s")
+    if result.compilers:
+        parts.append(", ".join(f"warpforthc {k}: {v.version}" for k, v in result.compilers.items()))
+    else:
+        parts.append(f"warpforthc {result.warpforthc.version}")
+    parts.append(f"{result.cuda_compiler.kind} {result.cuda_compiler.version} {' '.join(result.cuda_compiler.flags)}")
+    parts.append(f"wall {result.wall_s:.1f} s")
+    return "; ".join(parts)
+
+
+def base_head_notes(result: RunResult) -> list[str]:
+    """For a base/head run: per case, the verdict on each head against the base (``wfbench compare``'s rule),
+    the change of the gap with its interval, and what the two builds' code says."""
+    from wfbench_core.review.compare import compare_labels, labels_of, pct, verdict_cell
+
+    labels = labels_of(result)
+    if len(labels) < 2:
+        return []
+    base = "base" if "base" in labels else labels[0]
+    notes = []
+    for head in (lb for lb in labels if lb != base):
+        for c in compare_labels(result, base, head).cases:
+            what = f"{verdict_cell(c)}, gap {pct(c.gap)}" if c.compared and c.gap else f"not compared: {c.reason}"
+            sass = f"; {c.sass}" + (f" {c.case_id}" if c.sass.endswith("wfbench explain") else "") if c.sass else ""
+            notes.append(f"  {c.case_id} ({base} vs {head}): {what}{sass}")
+    return notes
+
+
+def render(result: RunResult) -> str:
+    text = render_table(table_rows(result)) + "\n" + footer(result)
+    notes = base_head_notes(result)
+    if notes:
+        text += "\n" + "\n".join(notes)
+    problems = [c for c in result.cases if c.message]
+    if problems:
+        text += "\n" + "\n".join(f"  {c.id}: {c.message}" for c in problems)
+    text += nvml_notes(result)
+    return text
+
+
+def nvml_notes(result: RunResult) -> str:
+    """Lines for throttled cases (whether the throttle rule leaves them out of trends) and a depressed host;
+    "" when there are none."""
+    from wfbench_core.gpu.nvml import describe
+    from wfbench_core.review.throttle import judge_throttle
+
+    lines = []
+    for c in result.cases:
+        if c.timing is not None and c.timing.throttled:
+            call = judge_throttle(c.timing)
+            lines.append(f"  {c.id}: throttled while timed ({describe(c.timing.nvml)}): {call.why}; "
+                         f"{'left out of trends' if call.leaves_trends else 'kept in trends'}")
+    if result.environment.depressed_host:
+        lines.append(f"depressed host: {result.environment.depressed_why}; this run's deltas are not trusted")
+    return "".join("\n" + line for line in lines)

@@ -1,0 +1,1 @@
+"""Run a bundle: build and ship it, execute it under a supervisor, cross-check the timer."""

@@ -1,0 +1,448 @@
+"""Execute a bundle on the GPU host: compile the CUDA side here, check, time, and make the result.
+
+This is the one entry point every transport calls (``wfbench execute BUNDLE``), locally or remotely.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable, Optional
+
+import attrs
+
+from wfbench_core import SUITE_VERSION, __version__
+from wfbench_core.gpu import watchdog
+from wfbench_core.build.bundle import BundleManifest, utcnow
+from wfbench_core.build.prepare import Prepared, prepare_all
+from wfbench_core.case import Case
+from wfbench_core.record.childenv import child_env
+from wfbench_core.errors import WfbenchError
+from wfbench_core.gpu.nvml import mark_host
+from wfbench_core.gpu.outcome import error_result as _error_result, merge_repeats
+from wfbench_core.discover.registry import Registry
+from wfbench_core.record.request import ExecuteRequest
+from wfbench_core.record.results import ERROR, MODE_AA, SCHEMA_VERSION, CaseResult, RunResult, Source, write_result
+
+Progress = Callable[[str], None]
+
+
+def validate(bundle: Path, registry: Registry, case_ids: Iterable[str] = ()) -> list[str]:
+    """Check a bundle against the installed cases without touching a GPU; returns the case IDs."""
+    return list(prepare_all(bundle, registry, case_ids)[1])
+
+
+def execute(
+    bundle: Path,
+    *,
+    registry: Registry,
+    request: ExecuteRequest = ExecuteRequest(),
+    progress: Progress = lambda msg: None,
+    out: Optional[Path] = None,
+) -> RunResult:
+    """Run every case of the bundle (or ``request.case_ids``) on this host's GPU and return the result.
+
+    The cases run in a supervised worker process (:mod:`wfbench_core.gpu.worker`): a case whose kernel faults,
+    hangs or takes the process down costs that case (ERROR, one line) and the next case runs in a fresh
+    process. With ``out``, the result file is rewritten atomically after every case, marked incomplete
+    until the last one, so a run ended by any signal keeps every finished case.
+
+    A base/head bundle times every compiler's PTX and the CUDA PTX in the same interleaved rounds and
+    reports one CaseResult per compiler label, all against the same CUDA samples.
+    """
+    t_start = time.perf_counter()
+    case_ids = list(request.case_ids)
+    manifests, by_case = prepare_all(bundle, registry, case_ids, load=False)  # the worker loads each case
+    if request.mode == MODE_AA and len(manifests) > 1:
+        raise WfbenchError("--aa times the CUDA PTX against itself; it takes a single warpforthc, not base/head")
+    first = next(iter(manifests.values()))
+    results: list[CaseResult] = []
+    if registry.recipe is None:
+        progress("cases run in this process: a plugin of this run exists only here (e.g. in a conftest), so a "
+                 "separate worker could not load it; a kernel that faults or hangs will end the run")
+        supervisor: Supervisor = InProcess(bundle, request, progress, registry)
+    else:
+        supervisor = Supervisor(bundle, request, progress, registry)
+    header: dict[str, Any] = {}
+
+    def snapshot(complete: bool) -> RunResult:
+        return RunResult(
+            schema_version=SCHEMA_VERSION, suite_version=SUITE_VERSION, wfbench_version=__version__,
+            created=header["created"], mode=request.mode, protocol=request.protocol,
+            environment=mark_host(header["environment"], results), warpforthc=first.warpforthc,
+            cuda_compiler=header["cuda"],
+            cases=tuple(results), source=first.source, wall_s=time.perf_counter() - t_start,
+            compilers={label: m.warpforthc for label, m in manifests.items() if label}, complete=complete,
+        )
+
+    def save(complete: bool) -> None:
+        if out is not None:
+            write_result(snapshot(complete), out)
+
+    passes: list[list[CaseResult]] = []
+    try:
+        supervisor.upcoming = list(by_case)
+        environment, cuda, arch = supervisor.start(copy=True)
+        header.update(environment=environment, cuda=cuda, created=utcnow())
+        progress(f"GPU {environment.gpu_name} ({arch}), driver {environment.driver_version}; "
+                 f"CUDA side: {cuda.kind} {cuda.version} {' '.join(cuda.flags)}")
+        if environment.copy_gbps:
+            progress(f"device-to-device copy: {environment.copy_gbps:.0f} GB/s (read + write)")
+        save(False)
+        protocol = request.protocol
+        for repeat in range(request.repeat):
+            if repeat:
+                supervisor.restart()  # every repeat in a fresh process: what changes between processes shows
+                supervisor.upcoming = list(by_case)
+                progress(f"repeat {repeat + 1} of {request.repeat}, in a fresh process")
+            passes.append([])
+            for case_id, variants in by_case.items():
+                spent = time.perf_counter() - t_start
+                if protocol.suite_budget_s and spent > protocol.suite_budget_s:
+                    why = f"not run: the suite budget of {protocol.suite_budget_s:.0f} s was spent ({spent:.0f} s)"
+                    progress(f"{case_id}: {why}")
+                    passes[-1].extend(_error_result(case_id, p.case, p.plugin, label, request.mode, why)
+                                      for label, p in variants.items())
+                else:
+                    progress(f"{case_id}: checking and timing")
+                    for result in supervisor.run_case(case_id, variants):
+                        progress(_one_line(result))
+                        passes[-1].append(result)
+                results[:] = merge_repeats(passes, request.protocol.unstable_noise)
+                save(False)
+    finally:
+        supervisor.close()
+    if request.repeat > 1:
+        for r in results:
+            if r.timing is not None and r.timing.repeat_gaps:
+                progress(f"{_one_line(r)}; over {len(r.timing.repeat_gaps)} processes: "
+                         f"{' '.join(f'{g:.4f}' for g in r.timing.repeat_gaps)}")
+
+    for label, manifest in manifests.items():
+        for cid, why in manifest.failures.items():
+            if case_ids and cid not in case_ids:
+                continue
+            reg = registry.cases.get(cid)
+            results.append(_error_result(cid, reg.value if reg else None, reg.plugin if reg else "", label,
+                                         request.mode, why))
+    result = snapshot(True)
+    if out is not None:
+        write_result(result, out)
+    return result
+
+
+class Supervisor:
+    """Runs cases in a worker process, one at a time, with the watchdog's deadlines.
+
+    A worker is replaced after any case that ended in ERROR (its CUDA context may be unusable), after a
+    crash, and after a missed deadline (it is killed first).
+    """
+
+    def __init__(self, bundle: Path, request: ExecuteRequest, progress: Progress, registry: Registry) -> None:
+        self.bundle = bundle
+        self.request = request
+        self.progress = progress
+        self.registry = registry
+        self.proc: Optional[subprocess.Popen] = None
+        self.replies: Any = None
+        self.quiet_limit_s = watchdog.quiet_limit_s(request.protocol.max_case_s)
+        self.upcoming: list[str] = []  # the cases still to run in this pass: a new worker compiles their CUDA ahead
+        self.yardsticks: dict[str, Any] = {}  # what the run's first worker measured: later ones judge cases by it
+
+    # -- process handling -------------------------------------------------------------------------
+
+    def _spawn(self) -> None:
+        read_fd, write_fd = os.pipe()
+        try:
+            # the worker imports what this process can import (plugins named by module included)
+            env = child_env({"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)})
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "wfbench_core.gpu.worker", str(write_fd)],
+                stdin=subprocess.PIPE, stdout=_stderr_fd(), pass_fds=(write_fd,), text=True, env=env,
+            )
+        finally:
+            os.close(write_fd)
+        self.replies = _Lines(read_fd)
+
+    def _send(self, message: dict) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(json.dumps(message) + "\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass  # the worker is gone; reading its replies says how
+
+    def _alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def restart(self) -> None:
+        """The next case starts in a fresh worker process."""
+        self.close()
+
+    def _kill(self) -> None:
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.kill()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # pragma: no cover - a process stuck in the driver
+            pass
+        if self.proc.stdin is not None:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+        self.replies.close()
+        self.proc = None
+
+    def close(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self._send({"op": "exit"})
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        self._kill()
+
+    def _await(self, key: str) -> dict:
+        """The worker's next reply carrying ``key``; progress and deadlines are handled on the way.
+
+        Raises :class:`_Lost` when the worker dies or misses a deadline (it is killed then).
+        """
+        limit, what = self.quiet_limit_s, "work outside a GPU wait"
+        while True:
+            try:
+                msg = self.replies.next(timeout=limit)
+            except TimeoutError:
+                self._kill()
+                raise _Lost(f"did not finish within {limit:g} s (hang?) while waiting for {what}", hang=True) from None
+            if msg is None:
+                code = self.proc.wait() if self.proc is not None else None
+                self._kill()
+                raise _Lost(_death(code))
+            if "progress" in msg:
+                self.progress(msg["progress"])
+            elif "arm" in msg:
+                limit, what = float(msg["arm"]), msg.get("what", "the GPU")
+            elif "disarm" in msg:
+                limit, what = self.quiet_limit_s, "work outside a GPU wait"
+            elif "fatal" in msg:
+                self._kill()
+                raise _fatal(msg["fatal"])
+            elif key in msg or "case_error" in msg:
+                return msg
+
+    def start(self, copy: bool = False) -> tuple[Any, Any, str]:
+        """Start a worker; the first one also reads the GPU (and the copy yardstick)."""
+        from wfbench_core.record.results import CompilerInfo, Environment, converter
+
+        self._spawn()
+        self._send({"op": "init", "bundle": str(self.bundle), "request": converter().unstructure(self.request),
+                    "copy": copy, "plugins": self.registry.recipe, "prefetch": list(self.upcoming),
+                    "yardsticks": self.yardsticks})
+        try:
+            reply = self._await("init")["init"]
+        except _Lost as lost:
+            raise WfbenchError(f"the GPU worker did not start: {lost}") from None
+        c = converter()
+        environment = c.structure(reply["environment"], Environment)
+        if copy:
+            self.yardsticks = {"copy_gbps": environment.copy_gbps, "fp64_peak_gflops": environment.fp64_peak_gflops}
+        return environment, c.structure(reply["cuda"], CompilerInfo), reply["arch"]
+
+    def run_case(self, case_id: str, variants: dict[str, Prepared]) -> list[CaseResult]:
+        from wfbench_core.record.results import converter
+
+        if not self._alive():
+            self._kill()
+            self.start()
+        if case_id in self.upcoming:
+            self.upcoming = self.upcoming[self.upcoming.index(case_id) + 1:]
+        self._send({"op": "case", "id": case_id})
+        try:
+            reply = self._await("results")
+        except _Lost as lost:
+            return [_error_result(case_id, p.case, p.plugin, label, self.request.mode, f"{case_id}: {lost}")
+                    for label, p in variants.items()]
+        if "case_error" in reply:
+            if reply.get("restart"):
+                self._kill()
+            return [_error_result(case_id, p.case, p.plugin, label, self.request.mode, reply["case_error"])
+                    for label, p in variants.items()]
+        results = [converter().structure(r, CaseResult) for r in reply["results"]]
+        if any(r.status == ERROR for r in results):
+            self._kill()  # a CUDA error may have left the context unusable: the next case gets a fresh one
+        return results
+
+
+class InProcess(Supervisor):
+    """The same conversation with a worker living in this process (no isolation, no deadlines)."""
+
+    def _spawn(self) -> None:
+        from wfbench_core.gpu.worker import Worker
+
+        self.queue: list[dict] = []
+        self.worker = Worker(_Collect(self.queue))
+        self.worker.registry = self.registry
+        self.proc = None
+        self.alive = True
+
+    def _send(self, message: dict) -> None:
+        self.alive = self.worker.handle(json.loads(json.dumps(message)))
+
+    def _await(self, key: str) -> dict:
+        while self.queue:
+            msg = self.queue.pop(0)
+            if "progress" in msg:
+                self.progress(msg["progress"])
+            elif "fatal" in msg:
+                raise _fatal(msg["fatal"])
+            elif key in msg or "case_error" in msg:
+                return msg
+        raise _Lost("the timer gave no answer")
+
+    def _alive(self) -> bool:
+        return getattr(self, "worker", None) is not None
+
+    def restart(self) -> None:
+        self.worker = None  # a fresh timer (in this process: the plugin cannot live anywhere else)
+
+    def _kill(self) -> None:
+        pass
+
+    def close(self) -> None:
+        from wfbench_core.gpu import watchdog
+
+        watchdog.install(None)
+
+
+class _Collect:
+    """A write-only text stream that parses each line into ``queue``."""
+
+    def __init__(self, queue: list[dict]) -> None:
+        self.queue = queue
+
+    def write(self, text: str) -> None:
+        for line in text.splitlines():
+            if line.strip():
+                self.queue.append(json.loads(line))
+
+    def flush(self) -> None:
+        pass
+
+
+class _Lost(Exception):
+    """The worker died or missed a deadline."""
+
+    def __init__(self, message: str, hang: bool = False) -> None:
+        super().__init__(message)
+        self.hang = hang
+
+
+def _fatal(info: dict) -> WfbenchError:
+    from wfbench_core.errors import NoGpuError
+
+    cls = NoGpuError if info.get("exit_code") == NoGpuError.exit_code else WfbenchError
+    err = cls(info.get("message", "the GPU worker failed"))
+    err.exit_code = int(info.get("exit_code", 2))
+    return err
+
+
+def _death(code: Optional[int]) -> str:
+    if code is not None and code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"the GPU worker process died ({name}); the case's kernel or the driver took it down"
+    return f"the GPU worker process exited unexpectedly (exit {code})"
+
+
+def _stderr_fd() -> Any:
+    try:
+        return sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):  # captured stderr without a file descriptor
+        return subprocess.DEVNULL
+
+
+class _Lines:
+    """JSON lines from a pipe, read with a deadline."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.buf = b""
+
+    def next(self, timeout: float) -> Optional[dict]:
+        end = time.monotonic() + timeout
+        while b"\n" not in self.buf:
+            left = end - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            ready, _, _ = select.select([self.fd], [], [], left)
+            if not ready:
+                continue
+            chunk = os.read(self.fd, 65536)
+            if not chunk:
+                return None
+            self.buf += chunk
+        line, _, self.buf = self.buf.partition(b"\n")
+        return json.loads(line)  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+def _one_line(r: CaseResult) -> str:
+    name = f"{r.id} [{r.compiler_label}]" if r.compiler_label else r.id
+    if r.timing is None:
+        return f"{name}: {r.status.upper()}: {r.message}"
+    t = r.timing
+    return (f"{name}: WF {t.warpforth.median_us:.2f} us, CUDA {t.cuda.median_us:.2f} us, gap {t.gap:.3f}x, "
+            f"noise {max(t.warpforth.noise, t.cuda.noise):.2%} [{r.status}]")
+
+
+def detect_source(commit: str | None = None, warpforthc: Path | None = None, label: str = "") -> Source:
+    """Commit and CI run of what is benchmarked: the flag, CI variables, or the warpforthc build tree.
+
+    ``WFBENCH_COMMIT`` and ``WFBENCH_REPO`` (``owner/name`` or a URL) name the benchmarked WarpForth tree
+    when wfbench runs in another repository's CI; the CI run itself comes from ``GITHUB_*``.
+    """
+    env = os.environ
+    ci_repo = env.get("GITHUB_REPOSITORY", "")
+    server = env.get("GITHUB_SERVER_URL", "https://github.com")
+    run_id = env.get("GITHUB_RUN_ID", "")
+    if not commit and env.get("WFBENCH_COMMIT"):
+        commit = env["WFBENCH_COMMIT"]
+    from wfbench_core.build.warpforth_build import read_provenance  # a warpforthc wfbench built (--warpforth)
+
+    built = read_provenance(Path(warpforthc)) if warpforthc is not None else None
+    dirty = bool(built.get("git_dirty")) if built and (not commit or commit == built.get("git_commit")) else False
+    if not commit and built:
+        commit = str(built.get("git_commit", ""))
+    if not commit and warpforthc is not None:
+        try:
+            commit = subprocess.run(["git", "-C", str(Path(warpforthc).parent), "rev-parse", "HEAD"],
+                                    capture_output=True, text=True, timeout=10, check=False,
+                                    env=child_env()).stdout.strip()
+        except OSError:
+            commit = ""
+    repo = env.get("WFBENCH_REPO", "") or ci_repo
+    if repo and "://" not in repo:
+        repo = f"{server}/{repo}"
+    return Source(
+        git_commit=commit or "",
+        git_repo=repo,
+        ci_run_id=run_id,
+        ci_run_url=f"{server}/{ci_repo}/actions/runs/{run_id}" if ci_repo and run_id else "",
+        label=label,
+        git_dirty=dirty,
+    )
