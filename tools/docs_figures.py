@@ -14,7 +14,7 @@ where PATH is a result file in the repository (relative to its root) and KIND on
 
 - ``suite-table``: the run's table exactly as ``wfbench run`` prints it, with the GPU, the date and the wall time;
 - ``aa-position``: an A/A run's position effect per case: within each pair, the first side's sample minus the
-  second's (:func:`wfbench_core.stats.position_effect`), with its 95 % interval and how many pairs had the
+  second's (:func:`wfbench_core.record.stats.position_effect`), with its 95 % interval and how many pairs had the
   first side slower.
 
 Measured figures live only in such blocks (tests/test_docs_figures.py checks both that every block matches
@@ -40,7 +40,7 @@ DOCS = ("README.md", "docs/*.md")
 
 def _stored(src: str) -> tuple[object, dict]:  # type: ignore[type-arg]
     """The result (through the one result loader) and its raw JSON (for what a reader migrates away)."""
-    from wfbench_core.results import load_result
+    from wfbench_core.record.results import load_result
 
     path = ROOT / src
     if not path.is_file():
@@ -53,7 +53,7 @@ def _when(result: object) -> str:
 
 
 def suite_table(src: str) -> str:
-    from wfbench_core.report import render
+    from wfbench_core.review.report import render
 
     result, raw = _stored(src)
     env = result.environment  # type: ignore[attr-defined]
@@ -63,8 +63,8 @@ def suite_table(src: str) -> str:
 
 
 def aa_position(src: str) -> str:
-    from wfbench_core.history import protocol_tag
-    from wfbench_core.stats import position_effect
+    from wfbench_core.review.history import protocol_tag
+    from wfbench_core.record.stats import position_effect
 
     result, raw = _stored(src)
     if result.mode != "aa":  # type: ignore[attr-defined]

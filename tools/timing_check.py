@@ -36,8 +36,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from wfbench_core.registry import Registry  # noqa: E402
-from wfbench_core.stats import position_effect  # noqa: E402
+from wfbench_core.discover.registry import Registry  # noqa: E402
+from wfbench_core.record.stats import position_effect  # noqa: E402
 
 
 def builtin_plugins() -> list[str]:

@@ -39,8 +39,8 @@ import attrs
 
 from wfbench_core import hookimpl
 from wfbench_core.errors import NoGpuError, WfbenchError
-from wfbench_core.request import ExecuteRequest
-from wfbench_core.results import RunResult, loads, sm_arch, write_result
+from wfbench_core.record.request import ExecuteRequest
+from wfbench_core.record.results import RunResult, loads, sm_arch, write_result
 from wfbench_transports import host_tests
 from wfbench_transports import wheels as _wheels
 from wfbench_core.contracts import Option, describe_options, parse_options

@@ -94,7 +94,7 @@ def _verdict_section(result_path: Path) -> tuple[list[str], list[str]]:
 
 
 def summary(results: Path) -> int:
-    from wfbench_core.base_head import labels
+    from wfbench_core.review.base_head import labels
 
     env = os.environ
     repo = env.get("WFBENCH_REPO") or env.get("GITHUB_REPOSITORY", "")
@@ -143,7 +143,7 @@ def _write(path: str | None, text: str) -> None:
 
 def base_commit(history: Path) -> int:
     """The WarpForth commit of the newest stored run that names one (the base of the next base/head run)."""
-    from wfbench_core.history import History, utc_sortable
+    from wfbench_core.review.history import History, utc_sortable
 
     if not history.is_dir():
         return 0
@@ -166,9 +166,9 @@ def test_modules(mark: str, checkout: Path) -> int:
 
 def head_view(result_path: Path, out: Path) -> int:
     """The head compiler's cases of a base/head run, as a run of that compiler (what the history keeps)."""
-    from wfbench_core.base_head import one_compiler
+    from wfbench_core.review.base_head import one_compiler
     from wfbench_core.errors import WfbenchError
-    from wfbench_core.results import write_result
+    from wfbench_core.record.results import write_result
 
     try:
         write_result(one_compiler(_load(result_path), HEAD, where=str(result_path)), out)  # type: ignore[arg-type]
