@@ -132,3 +132,10 @@ def test_each_cold_launch_is_flush_start_kernel_end_and_every_chunk_waits_behind
     # a gate before every chunk of at most COLD_GATE_QUEUED launches, each chunk queued whole before it opened
     runs = "".join("G" if item == "gate" else "f" if item == "flush" else "" for item in driver.log).split("G")
     assert max(len(r) for r in runs) == COLD_GATE_QUEUED and sum(len(r) for r in runs) == len(cold)
+
+
+def test_the_docs_state_how_many_cold_launches_a_gate_holds() -> None:
+    from pathlib import Path
+
+    text = " ".join((Path(__file__).parents[1] / "docs" / "timing.md").read_text().split())
+    assert f"queued behind the gate {COLD_GATE_QUEUED} at a time, each chunk whole" in text
