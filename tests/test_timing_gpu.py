@@ -149,3 +149,38 @@ def test_crosscheck_agrees_with_nvbench(prebuilt_bundle) -> None:  # type: ignor
                         "--samples", "12"], capture_output=True, text=True, env={**os.environ}, check=False)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "axpy_f64" in r.stdout and "worst per-kernel disagreement" in r.stdout
+
+
+def test_cold_l2_times_no_launch_latency_even_when_the_host_falls_behind(prebuilt_bundle) -> None:  # type: ignore[no-untyped-def]
+    import time
+
+    from wfbench_core.build.compile import cuda_compiler
+    from wfbench_core.build.prepare import prepare
+    from wfbench_core.gpu.device import Device
+    from wfbench_core.record.stats import median
+    from wfbench_core.run.crosscheck import _case_rounds, small_case
+
+    bundle = prebuilt_bundle(case_ids=("scale_i64",))
+    _, (prep,) = prepare(bundle, Registry.load(), ("scale_i64",))
+    device = Device().open()
+    rounds = _case_rounds(device, prep, small_case(prep.case), True, cuda_compiler("auto"), rotation=8)
+    rounds.mode = TIMING_COLD_L2
+    launches = rounds.fit(128)
+
+    def per_launch_us() -> float:
+        return median([rounds.round(["cuda"], launches)["cuda"] / launches for _ in range(5)]) * 1000.0
+
+    per_launch_us()  # untimed: the flush buffer, the events, a warm launch path
+    prompt = per_launch_us()
+
+    def late(go):  # type: ignore[no-untyped-def]
+        def slow() -> None:
+            time.sleep(50e-6)  # the host falls 50 us behind before each launch
+            go()
+        return slow
+
+    rounds.launchers["cuda"] = [late(go) for go in rounds.launchers["cuda"]]
+    behind = per_launch_us()
+    rounds.close()
+    # a start event stamped before its launch is queued would time the host's 50 us too
+    assert rounds.gate_retakes == 0 and behind == pytest.approx(prompt, rel=0.05, abs=0.5)

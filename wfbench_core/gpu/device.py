@@ -64,6 +64,7 @@ class Driver:
     launch_stream: Any
     wrap_stream: Callable[[int], Any] = lambda handle: handle
     jit_log: Callable[[str, str], str] = lambda ptx, arch: ""  # what the JIT says about PTX that did not load
+    memset: Optional[Callable[[Any, int, Any], None]] = None  # (buffer, byte, stream); None: numba-cuda's
 
     @classmethod
     def open(cls) -> "Driver":
@@ -291,6 +292,10 @@ class Device:
         return out
 
     def memset(self, buf: Any, byte: int) -> None:
+        """Every byte of ``buf`` set to ``byte`` (queued on the stream)."""
+        if self._d.memset is not None:
+            self._d.memset(buf, byte, self._d.stream)
+            return
         from numba.cuda.cudadrv.driver import device_memset
 
         device_memset(buf, byte, buf.nbytes, stream=self._d.stream)

@@ -19,7 +19,10 @@
   most :data:`GRAPH_CHUNK` launches and replayed, so launch overhead is gone for kernels of a few us.
 - mode ``cold-l2``: before every launch an L2-sized buffer is overwritten (as nvbench's cold measurement
   does), outside the timed span: each launch is timed by its own pair of events and a side's sample is the
-  sum. At most :data:`COLD_MAX_LAUNCHES` launches make a sample.
+  sum. At most :data:`COLD_MAX_LAUNCHES` launches make a sample. The flushes, events and launches are queued
+  behind the gate :data:`COLD_GATE_QUEUED` launches at a time, each chunk whole before the host opens it, so
+  a start event is stamped when the GPU reaches it with its launch already queued (nvbench queues its cold
+  launch behind its blocking kernel for the same reason): the launch latency is outside the timed span.
 
 Everything GPU-side goes through :class:`wfbench_core.gpu.device.Device` (which imports the CUDA libraries lazily).
 """
@@ -48,7 +51,7 @@ GATE_TIMEOUT_NS = 200_000_000  # the gate opens by itself after 0.2 s (the host 
 GATE_QUEUE_MS = 10.0  # the first side's launches queued behind the gate: this much GPU work, where known
 GATE_MAX_QUEUED = 256  # launches queued behind the gate at most (the driver's launch queue stays far from full)
 LEAD_MS = 2.0  # the untimed lead-in before the start event: at most this much GPU work (no launch longer)
-COLD_GATE_QUEUED = 32  # cold-l2: flush + launch items queued behind the gate
+COLD_GATE_QUEUED = 32  # cold-l2: launches (each with its flush and two events) queued whole behind one gate
 GATE_MAX_RETAKES = 3  # a host that keeps missing the gate is an error, not an endless loop
 FLOOR_LAUNCHES = 1024  # launches of the empty kernel per round of the launch floor (the mode may cap them)
 FLOOR_ROUNDS = 5  # rounds of the launch floor after one untimed one; the floor is their median
@@ -297,8 +300,9 @@ class CudaRounds:
         self._flag[0] = 1
 
     def _gated(self, enqueue: Callable[[], None], last: Any, what: str, expected_s: float) -> None:
-        """Close the gate, queue it and then ``enqueue`` (which opens it), wait for ``last``; re-take a round
-        whose gate opened by itself (the host missed it: the GPU idled inside the timed span)."""
+        """Close the gate, queue it and then ``enqueue`` (which may open it early and queue on while the GPU
+        works), open it, wait for ``last``; re-take a round whose gate opened by itself (the host missed it: the
+        GPU idled inside the timed span)."""
         for _ in range(GATE_MAX_RETAKES + 1):
             self._flag[0] = 0
             self._flag[1] = 0
@@ -325,6 +329,10 @@ class CudaRounds:
         return ms
 
     def _cold_side(self, label: str, launches: int) -> float:
+        """A cold-L2 sample: for every launch a flush, the start event, the launch and the end event, queued
+        behind the gate COLD_GATE_QUEUED launches at a time, each chunk whole before the gate opens; the sum of
+        the launches' own times. So each start event is stamped when the GPU reaches it, right after the flush,
+        with the launch already queued behind it (as nvbench's cold measurement): no launch latency inside."""
         device = self.device
         if self._flush_buf is None:
             if device.l2_bytes <= 0:
@@ -333,20 +341,20 @@ class CudaRounds:
         while len(self._cold_events) < launches:
             self._cold_events.append((device.event(), device.event()))
         gos = self.launchers[label]
-        queued = min(launches, COLD_GATE_QUEUED)
+        per_s = self._per_launch_ms.get(label, 0.0) / 1000.0
+        for first in range(0, launches, COLD_GATE_QUEUED):
+            chunk = range(first, min(launches, first + COLD_GATE_QUEUED))
 
-        def enqueue() -> None:
-            for j in range(launches):
-                device.memset(self._flush_buf, j & 0xFF)
-                start, end = self._cold_events[j]
-                device.record(start)
-                gos[j % len(gos)]()
-                device.record(end)
-                if j + 1 == queued:
-                    self._open()
+            def enqueue(chunk: range = chunk) -> None:
+                for j in chunk:
+                    device.memset(self._flush_buf, j & 0xFF)
+                    start, end = self._cold_events[j]
+                    device.record(start)
+                    gos[j % len(gos)]()
+                    device.record(end)
 
-        self._gated(enqueue, self._cold_events[launches - 1][1], f"{launches} cold-L2 launches of {label}",
-                    self._expected_s([label], launches))
+            self._gated(enqueue, self._cold_events[chunk[-1]][1],
+                        f"cold-L2 launches {chunk[0]} to {chunk[-1]} of {label}", len(chunk) * per_s)
         return sum(device.elapsed_ms(s, e) for s, e in self._cold_events[:launches])
 
     # -- graphs -----------------------------------------------------------------------------------
