@@ -554,9 +554,3 @@ def test_clock_retakes_stop_at_the_bound_and_dipped_pairs_stay_marked() -> None:
     assert m.passed and m.sampled.clock_retakes == max_clock_retakes(6) == 2
     assert len(clocks) == 6 and any(dipped(c, max(clocks)) for c in clocks)
 
-
-def test_the_clock_probe_assembles_and_reads_the_timers_on_sm_0() -> None:
-    from wfbench_core.gpu.gpu_rounds import CLOCK_PTX
-
-    assert ptxas_log(CLOCK_PTX, "sm_90") == ""
-    assert "%smid" in CLOCK_PTX and "%globaltimer" in CLOCK_PTX and "%clock64" in CLOCK_PTX

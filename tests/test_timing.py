@@ -386,6 +386,19 @@ def test_the_gate_kernel_assembles_and_polls_with_volatile_loads(arch: str) -> N
     assert "ld.volatile.global.u32" in GATE_PTX and "%globaltimer" in GATE_PTX
 
 
+@pytest.mark.parametrize("arch", ["sm_75", "sm_90"])
+def test_the_clock_probe_assembles_and_reads_both_timers_on_sm_0_only(arch: str) -> None:
+    import shutil
+
+    from wfbench_core.build.compile import find_nvcc, ptxas_check
+    from wfbench_core.gpu.gpu_rounds import CLOCK_KERNEL, CLOCK_PTX
+
+    if not shutil.which("ptxas") and not find_nvcc():
+        pytest.skip("ptxas is not installed")
+    assert CLOCK_KERNEL in ptxas_check(CLOCK_PTX, arch=arch, case_id="clock")
+    assert all(reg in CLOCK_PTX for reg in ("%smid", "%globaltimer", "%clock64"))
+
+
 def test_buffer_sets_rotate_where_all_sets_stay_resident_or_no_set_can() -> None:
     mib = 1 << 20
     l2, free = 50 * mib, 100 << 30
