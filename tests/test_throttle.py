@@ -72,3 +72,39 @@ def test_trends_follow_the_rule() -> None:
     kept = attrs.evolve(case, timing=timing({5, 6, 20, 21, 40, 41}))
     moved = attrs.evolve(case, timing=timing({5, 6, 20, 21, 40, 41, 50, 51}, gap_moves=0.01))
     assert point_of(run, kept, "r.json").stable and not point_of(run, moved, "r.json").stable
+
+
+def test_each_pairs_own_clock_decides_where_recorded() -> None:
+    """NVML's readings, spread over the pairs, show no dip; the pairs' in-band clocks show the dipped ones."""
+    dips = {5, 6, 20, 21, 40, 41, 50, 51}
+    moved = attrs.evolve(timing(dips, gap_moves=0.01), clocks_sm_mhz=(1980,) * 70)
+    assert judge_throttle(moved).dipped == 0  # the readings alone cannot tell
+    own = attrs.evolve(moved, pair_sm_mhz=tuple(1890.0 if i in dips else 1979.5 for i in range(60)))
+    call = judge_throttle(own)
+    assert pair_clocks(own) == list(own.pair_sm_mhz)
+    assert call.leaves_trends and (call.dipped, call.clean) == (8, 52) and "1980 MHz" not in call.why
+
+
+def test_a_case_whose_dipped_pairs_were_retaken_stays_in_trends() -> None:
+    """NVML flagged a power cap and its readings dipped, but every kept pair ran at the full clock."""
+    nvml_only = timing({5, 6, 20, 21, 40, 41, 50, 51}, gap_moves=0.01)
+    assert judge_throttle(nvml_only).leaves_trends
+    t = attrs.evolve(nvml_only, pair_sm_mhz=(1980.0,) * 60, clock_retakes=8)
+    call = judge_throttle(t)
+    assert not call.leaves_trends and call.dipped == 0 and "no pair ran below 99.5%" in call.why
+
+
+def test_the_runs_throttle_line_counts_retaken_pairs_and_cases_left_out() -> None:
+    from synth_runs import with_case
+    from wfbench_core.review.report import nvml_notes
+
+    run = synth_run(0)
+    assert "throttle:" not in nvml_notes(run)
+    retaken = attrs.evolve(timing({5, 6}), pair_sm_mhz=(1980.0,) * 60, clock_retakes=7)
+    run = with_case(with_case(run, "axpy_f64", timing=retaken), "scale_i64",
+                    timing=timing({5, 6, 20, 21, 40, 41, 50, 51}, gap_moves=0.01))
+    notes = nvml_notes(run)
+    timed = sum(1 for c in run.cases if c.timing is not None)
+    assert f"throttle: 7 pairs re-taken under the clock floor (99.5% of a case's top SM clock) in 1 of {timed} " \
+           "cases; 1 left out of trends (scale_i64)" in notes
+    assert "axpy_f64: throttled while timed (SM 1890-1980 MHz" in notes and "7 pairs re-taken)" in notes

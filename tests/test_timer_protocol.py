@@ -30,10 +30,14 @@ class FakeDriver:
 
     def __init__(self, kernels: dict[str, Callable[..., None]]) -> None:
         from wfbench_core.gpu.correctness import DIFFER_KERNEL
-        from wfbench_core.gpu.gpu_rounds import EMPTY, GATE_KERNEL
+        from wfbench_core.gpu.gpu_rounds import CLOCK_KERNEL, EMPTY, GATE_KERNEL
 
         # the clean rounds' gate kernel, the timed buffers' comparison and the empty kernel of the launch floor
-        self.kernels = {GATE_KERNEL: self.gate, DIFFER_KERNEL: self.differ, EMPTY: lambda launch: 0.001, **kernels}
+        self.kernels = {GATE_KERNEL: self.gate, DIFFER_KERNEL: self.differ, EMPTY: lambda launch: 0.001,
+                        CLOCK_KERNEL: self.stamp, **kernels}
+        # the SM clock (MHz) while the kernels after the n-th opening clock probe run; SM cycles count at it
+        self.sm_mhz: Callable[[int], float] = lambda n: 1980.0
+        self.cycles = 0.0
         self.gate_misses = 0  # the next this many gates open by themselves (the host "missed" them)
         self.memory: dict[int, np.ndarray] = {}
         self._ptrs = itertools.count(0x7F0000000000, 1 << 32)  # far apart: placements offset into allocations
@@ -180,6 +184,10 @@ class FakeDriver:
             self.gate_misses -= 1
             flag[1] = 1
 
+    def stamp(self, launch: int, out: np.ndarray, slot: int) -> None:
+        """The clock probe: the global timer (ns) and the SM cycle counter into out[2 slot], out[2 slot + 1]."""
+        out[2 * slot], out[2 * slot + 1] = round(self.clock_ms * 1e6), round(self.cycles)
+
     @staticmethod
     def differ(launch: int, a: np.ndarray, b: np.ndarray, words: int, count: np.ndarray) -> None:
         """Count the 32-bit words in which two buffers differ (as the real comparison kernel does)."""
@@ -187,6 +195,8 @@ class FakeDriver:
 
     def run_pending(self, until: Any = None) -> None:
         """Run the stream's work in order: all of it, or up to and including the event ``until``."""
+        from wfbench_core.gpu.gpu_rounds import CLOCK_KERNEL
+
         while self.pending:
             kernel, args = self.pending.pop(0)
             if kernel == "@event":
@@ -197,7 +207,9 @@ class FakeDriver:
             self.launches[kernel] = self.launches.get(kernel, 0) + 1
             arrays = [self.memory.get(a, a) for a in args]
             fault = self.kernels[kernel](self.launches[kernel], *arrays)
-            self.clock_ms += fault if isinstance(fault, float) else 0.01  # a kernel may say how long it ran (ms)
+            ms = fault if isinstance(fault, float) else 0.01  # a kernel may say how long it ran (ms)
+            self.clock_ms += ms
+            self.cycles += ms * 1e3 * self.sm_mhz((self.launches.get(CLOCK_KERNEL, 0) + 1) // 2)
             if isinstance(fault, str):
                 self.sticky = fault
                 self.pending.clear()
@@ -522,3 +534,23 @@ def test_a_host_that_keeps_missing_the_gate_is_an_error_naming_the_case() -> Non
     driver.gate_misses = 10**6
     with pytest.raises(WfbenchError, match=r"^scale: the host did not open the start gate within 0.2 s in 4 rounds"):
         _timed(driver)
+
+
+def test_each_pairs_clock_is_measured_in_band_and_a_dipped_pair_is_retaken() -> None:
+    driver = FakeDriver({"wf_scale": good, "cu_scale": good})
+    driver.sm_mhz = lambda n: 1900.0 if n % 5 == 0 else 1980.0  # every 5th round throttles
+    m = _timed(driver, samples=12, min_samples=12)
+    assert m.passed and m.sampled.clock_retakes >= 1
+    assert m.sampled.pair_sm_mhz == pytest.approx((1980.0,) * 12, rel=1e-6)
+
+
+def test_clock_retakes_stop_at_the_bound_and_dipped_pairs_stay_marked() -> None:
+    from wfbench_core.gpu.sampling import dipped, max_clock_retakes
+
+    driver = FakeDriver({"wf_scale": good, "cu_scale": good})
+    driver.sm_mhz = lambda n: 1900.0 if n % 2 else 1980.0  # every other round throttles
+    m = _timed(driver)
+    clocks = m.sampled.pair_sm_mhz
+    assert m.passed and m.sampled.clock_retakes == max_clock_retakes(6) == 2
+    assert len(clocks) == 6 and any(dipped(c, max(clocks)) for c in clocks)
+

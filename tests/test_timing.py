@@ -4,7 +4,7 @@ the placement interval, and the timer's GPU edge driven by a fake that behaves l
 from __future__ import annotations
 
 import math
-from typing import Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import attrs
 import numpy as np
@@ -30,12 +30,13 @@ from wfbench_core.record.stats import gap_interval, placement_gaps, placement_no
 class FakeRounds:
     """Kernel time per launch = base[label] x placement effect x (1 + noise); ms of a round = launches x that.
 
-    ``drift(t)`` scales every side after calibration (a GPU that speeds up makes short samples).
+    ``drift(t)`` scales every side after calibration (a GPU that speeds up makes short samples);
+    ``mhz(r)`` is the SM clock of round r (None: the clock is not measured).
     """
 
     def __init__(self, base_ms: Mapping[str, float], *, placement_sd: float = 0.0, noise: float = 0.0,
                  seed: int = 1, cap: int | None = None, drift: Callable[[int], float] = lambda r: 1.0,
-                 clock_step_s: float = 0.0) -> None:
+                 clock_step_s: float = 0.0, mhz: Callable[[int], float | None] = lambda r: None) -> None:
         self.base = dict(base_ms)
         self.placement_sd = placement_sd
         self.noise = noise
@@ -48,6 +49,7 @@ class FakeRounds:
         self.steps: list[tuple[str, int]] = []  # re-poison and verify, with the rounds taken before each
         self.now = 0.0
         self.clock_step_s = clock_step_s
+        self.mhz = mhz
 
     def clock(self) -> float:
         return self.now
@@ -65,6 +67,9 @@ class FakeRounds:
 
     def verify(self, placement: int) -> None:
         self.steps.append((f"verify {placement}", len(self.rounds)))
+
+    def sm_mhz(self) -> float | None:
+        return self.mhz(len(self.rounds))
 
     def round(self, order: Sequence[str], launches: int) -> dict[str, float]:
         self.rounds.append((tuple(order), launches))
@@ -381,6 +386,19 @@ def test_the_gate_kernel_assembles_and_polls_with_volatile_loads(arch: str) -> N
     assert "ld.volatile.global.u32" in GATE_PTX and "%globaltimer" in GATE_PTX
 
 
+@pytest.mark.parametrize("arch", ["sm_75", "sm_90"])
+def test_the_clock_probe_assembles_and_reads_both_timers_on_sm_0_only(arch: str) -> None:
+    import shutil
+
+    from wfbench_core.build.compile import find_nvcc, ptxas_check
+    from wfbench_core.gpu.gpu_rounds import CLOCK_KERNEL, CLOCK_PTX
+
+    if not shutil.which("ptxas") and not find_nvcc():
+        pytest.skip("ptxas is not installed")
+    assert CLOCK_KERNEL in ptxas_check(CLOCK_PTX, arch=arch, case_id="clock")
+    assert all(reg in CLOCK_PTX for reg in ("%smid", "%globaltimer", "%clock64"))
+
+
 def test_buffer_sets_rotate_where_all_sets_stay_resident_or_no_set_can() -> None:
     mib = 1 << 20
     l2, free = 50 * mib, 100 << 30
@@ -395,3 +413,46 @@ def test_buffer_sets_rotate_where_all_sets_stay_resident_or_no_set_can() -> None
     assert buffer_sets(768 * mib, l2_bytes=l2, free_bytes=8 << 30, limit=8) == 2  # a quarter of free memory
     assert buffer_sets(768 * mib, l2_bytes=l2, free_bytes=free, limit=1) == 1
     assert buffer_sets(768 * mib, l2_bytes=0, free_bytes=free, limit=8) == 1  # unknown L2: no rotation
+
+
+def _clocked(mhz: Callable[[int], float | None], samples: int = 30) -> tuple[FakeRounds, Any]:
+    rounds = FakeRounds({"wf": 0.01, "cuda": 0.01}, mhz=mhz)
+    protocol = attrs.evolve(FAST, samples=samples, min_samples=samples)
+    return rounds, sample_case(rounds, ["wf", "cuda"], protocol, reference="cuda", seed=3)
+
+
+def test_pairs_under_the_clock_floor_are_retaken_counted_and_their_clocks_kept() -> None:
+    dips: set[int] = set()
+
+    def mhz(r: int) -> float:  # every 5th round of sampling throttles once (its re-take runs at full clock)
+        if r % 5 == 0 and r - 1 not in dips:
+            dips.add(r)
+            return 1900.0
+        return 1980.0
+
+    rounds, got = _clocked(mhz)
+    assert got.clock_retakes == len(dips) > 0
+    assert len(got.pair_sm_mhz) == len(got.samples_us["wf"]) == 30
+    assert set(got.pair_sm_mhz) == {1980.0}  # every kept pair ran at the full clock
+    paired = [r for r in rounds.rounds if r[1] == got.launches_per_sample]
+    assert len(paired) >= 30 + got.clock_retakes  # each re-take is a round of its own
+
+
+def test_clock_retakes_are_bounded_and_the_dipped_pairs_kept_and_marked() -> None:
+    full = {"seen": False}
+
+    def mhz(r: int) -> float:  # the first pair runs at the full clock, every later one throttled
+        if not full["seen"]:
+            full["seen"] = True
+            return 1980.0
+        return 1800.0
+
+    _, got = _clocked(mhz, samples=40)
+    assert got.clock_retakes == sampling.max_clock_retakes(40) == 10
+    assert len(got.pair_sm_mhz) == 40 and got.pair_sm_mhz.count(1800.0) == 39
+    assert all(sampling.dipped(c, max(got.pair_sm_mhz)) for c in got.pair_sm_mhz[1:])
+
+
+def test_without_clock_evidence_nothing_is_retaken_and_no_pair_clock_recorded() -> None:
+    _, got = _clocked(lambda r: None)
+    assert got.clock_retakes == 0 and got.pair_sm_mhz == ()

@@ -184,3 +184,22 @@ def test_cold_l2_times_no_launch_latency_even_when_the_host_falls_behind(prebuil
     rounds.close()
     # a start event stamped before its launch is queued would time the host's 50 us too
     assert rounds.gate_retakes == 0 and behind == pytest.approx(prompt, rel=0.05, abs=0.5)
+
+
+@pytest.mark.parametrize("mode", [TIMING_EVENTS, TIMING_COLD_L2])
+def test_each_pairs_sm_clock_is_measured_and_retakes_recorded(prebuilt_bundle, mode: str) -> None:  # type: ignore[no-untyped-def]
+    from wfbench_core.gpu.sampling import max_clock_retakes
+
+    protocol = attrs.evolve(QUICK, timing_mode=mode)
+    result = execute(prebuilt_bundle(case_ids=("axpy_f64",)), registry=Registry.load(),
+                     request=ExecuteRequest(protocol=protocol))
+    (case,) = result.cases
+    t = case.timing
+    assert t is not None, case.message
+    # every kept pair's own clock, read in-band from SM 0's cycle counter against the global timer
+    assert len(t.pair_sm_mhz) == t.warpforth.n and all(200.0 < mhz < 4000.0 for mhz in t.pair_sm_mhz)
+    if result.environment.max_sm_clock_mhz:
+        assert max(t.pair_sm_mhz) <= 1.02 * result.environment.max_sm_clock_mhz
+    assert 0 <= t.clock_retakes <= max_clock_retakes(protocol.samples)
+    print(f"{mode}: pair SM clock {min(t.pair_sm_mhz):.0f}-{max(t.pair_sm_mhz):.0f} MHz, "
+          f"{t.clock_retakes} pairs re-taken")

@@ -14,6 +14,10 @@
   then is the flag set. So the first side neither carries the host's submission latency nor waits on a host
   that falls behind (another thread holding the GIL for a few ms). The gate gives up after
   :data:`GATE_TIMEOUT_NS` and says so; such a round is re-taken (``gate_retakes``).
+- **clock evidence**: every round is bracketed, outside its timed span, by a probe kernel (one block per SM;
+  the block on SM 0 writes ``%globaltimer`` and ``%clock64`` into mapped host memory, as nvbench measures the
+  GPU's frequency): the SM cycles over the nanoseconds between the two probes are the mean SM clock of the
+  round (:meth:`CudaRounds.sm_mhz`), which the sampler holds against its clock floor.
 - mode ``events``: each side's launches go back to back between two events.
 - mode ``graph``: the same, but each side's launches are captured once per placement as a CUDA graph of at
   most :data:`GRAPH_CHUNK` launches and replayed, so launch overhead is gone for kernels of a few us.
@@ -99,6 +103,35 @@ $L_open:
 """
 
 
+CLOCK_KERNEL = "wfbench_clock"
+CLOCK_PTX = """\
+.version 7.5
+.target sm_75
+.address_size 64
+
+.visible .entry wfbench_clock(.param .u64 out, .param .u64 slot)
+{
+    .reg .pred  %p<2>;
+    .reg .b32   %r<2>;
+    .reg .b64   %rd<7>;
+
+    mov.u32         %r1, %smid;
+    setp.ne.u32     %p1, %r1, 0;
+    @%p1 bra        $L_done;
+    ld.param.u64    %rd1, [out];
+    ld.param.u64    %rd2, [slot];
+    shl.b64         %rd3, %rd2, 4;
+    add.s64         %rd4, %rd1, %rd3;
+    mov.u64         %rd5, %globaltimer;
+    mov.u64         %rd6, %clock64;
+    st.volatile.global.u64  [%rd4], %rd5;
+    st.volatile.global.u64  [%rd4+8], %rd6;
+$L_done:
+    ret;
+}
+"""
+
+
 @attrs.frozen
 class TimingSetup:
     """What timing needs from the correctness phase: the case, each side's loaded canonical kernel, the
@@ -148,6 +181,11 @@ class CudaRounds:
                                      (ctypes.c_uint64(device.address(self._flag)), ctypes.c_uint64(GATE_TIMEOUT_NS)))
         self._empty = device.launcher(device.load(EMPTY_PTX, EMPTY, case_id="floor", label="floor"),
                                       device.config((1, 1, 1), (1, 1, 1)), ())
+        clock = device.load(CLOCK_PTX, CLOCK_KERNEL, case_id="clock", label="clock")
+        self._stamps = device.mapped(4, np.uint64)  # [0, 1]: ns and SM cycles before a round, [2, 3]: after it
+        self._probes = [device.launcher(clock, device.config((max(1, device.sm_count), 1, 1), (1, 1, 1)),
+                                        (ctypes.c_uint64(device.address(self._stamps)), ctypes.c_uint64(k)))
+                        for k in (0, 1)]
         self.check = None if setup.good is None else TimedBuffers(device, case, setup.want, setup.good)
         self.check_s = 0.0  # wall time of re-poisoning and verifying the timed buffers
         self._outs: list[dict[str, Any]] = []  # each buffer set's output buffers
@@ -208,8 +246,12 @@ class CudaRounds:
 
     def round(self, order: Sequence[str], launches: int) -> dict[str, float]:
         self._last_writer = order[-1]
+        self._stamps[:] = 0
         if self.mode == TIMING_COLD_L2:
-            return self._seen({label: self._cold_side(label, launches) for label in order}, launches)
+            self._probes[0]()
+            ms = {label: self._cold_side(label, launches) for label in order}
+            self._probes[1]()
+            return self._seen(ms, launches)
         ev, device = self._events, self.device
         graphs = {}
         if self.mode == TIMING_GRAPH:  # capture and instantiate before the timed span, not inside it
@@ -218,6 +260,7 @@ class CudaRounds:
         queued = self._queued(order[0], launches, GATE_MAX_QUEUED - lead)
 
         def enqueue() -> None:
+            self._probes[0]()  # before the lead-in, outside the timed span
             last = self.launchers[order[-1]]
             for j in range(lead):  # untimed: the first side starts after the other side's kernel
                 last[j % len(last)]()
@@ -242,11 +285,21 @@ class CudaRounds:
                         for j in range(launches):
                             gos[j % sets]()
                 device.record(ev[i + 1])
+            self._probes[1]()
 
         what = f"a round of {launches} launches of {', '.join(order)}"
         self._gated(enqueue, ev[len(order)], what, self._expected_s(order, launches))  # the round's last event
         return self._seen({label: device.elapsed_ms(ev[i], ev[i + 1]) for i, label in enumerate(order)},
                           launches)
+
+    def sm_mhz(self) -> Optional[float]:
+        """The mean SM clock between the last round's two probes (SM cycles per ns); None where a probe did not
+        write (no block ran on SM 0) or the timer did not move."""
+        self.device.synchronize()  # the closing probe is queued after the round's last event
+        ns0, cyc0, ns1, cyc1 = (int(x) for x in self._stamps)
+        if not (ns0 and ns1 > ns0 and cyc1 > cyc0):
+            return None
+        return (cyc1 - cyc0) / (ns1 - ns0) * 1000.0
 
     # -- the timed buffers' checks and the launch floor ----------------------------------------------
 

@@ -162,6 +162,8 @@ POOL: dict[str, Callable[[Sequence[Any]], Any]] = {
     "nvml": _throttled_first,
     "launch_floor_us": _median_known,
     "placement_checks": _sum,
+    "pair_sm_mhz": _joined,
+    "clock_retakes": _sum,
 }
 
 

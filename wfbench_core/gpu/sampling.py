@@ -23,6 +23,11 @@ Rules, each written once here:
 - **Checked buffers**: before the last pair of every placement the outputs are poisoned again (work a kernel
   skips on an already-written output then shows as a wrong result), and after the placement's last pair
   its outputs are verified (:meth:`Rounds.verify`) before its buffers go.
+- **Clock floor**: where the GPU edge measures the mean SM clock over each round (:meth:`Rounds.sm_mhz`), a
+  pair whose clock is below :data:`CLOCK_FLOOR` of the highest clock of this case's pairs so far ran while the
+  GPU throttled: it is re-taken (counted in ``clock_retakes``), at most :func:`max_clock_retakes` times per
+  case; after that a dipped pair is kept. Every kept pair's clock is recorded (``pair_sm_mhz``), so the
+  throttle rule (:mod:`wfbench_core.review.throttle`) tells dipped pairs from clean ones with the same floor.
 - **Adaptive stopping**: after each block, from ``min_samples`` pairs on, sampling stops once every
   WarpForth side's gap interval (:func:`wfbench_core.record.stats.gap_interval`) is narrower than
   ``target_halfwidth``, or ``case_budget_s`` of sampling is spent; never beyond ``samples`` pairs.
@@ -32,7 +37,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Callable, Mapping, Protocol as TypingProtocol, Sequence
+from typing import Callable, Mapping, Optional, Protocol as TypingProtocol, Sequence
 
 import numpy as np
 
@@ -42,6 +47,8 @@ from wfbench_core.record.timing_record import Sampled
 
 SAMPLE_MARGIN = 1.10  # calibrate for 10 % above min_sample_ms: clocks and placements move per-launch time
 MAX_SHORT_RETAKES = 8  # a case whose samples keep coming in short is an error, not an endless loop
+CLOCK_FLOOR = 0.995  # a pair whose SM clock is below this share of the case's highest pair clock is dipped
+CLOCK_RETAKE_SHARE = 0.25  # dipped pairs are re-taken at most this share of the samples asked, per case
 PLACEMENT_STEP = 256  # offsets are multiples of this: every buffer stays 256-byte aligned
 PLACEMENT_MAX_OFFSET = 4 << 20  # offsets up to 4 MiB
 ROTATION_MEMORY_SHARE = 0.25  # the rotated buffer sets take at most this share of the GPU's free memory
@@ -73,6 +80,19 @@ class Rounds(TypingProtocol):
     def verify(self, placement: int) -> None:
         """Check the placement's outputs: as the timed launches left them, then after one launch of each side
         into re-poisoned outputs; a wrong output raises (naming the placement)."""
+
+    def sm_mhz(self) -> Optional[float]:
+        """The mean SM clock over the span of the last round, in MHz; None where it could not be measured."""
+
+
+def max_clock_retakes(samples: int) -> int:
+    """How many dipped pairs one case may re-take: :data:`CLOCK_RETAKE_SHARE` of the pairs asked, at least one."""
+    return max(1, math.ceil(CLOCK_RETAKE_SHARE * samples))
+
+
+def dipped(mhz: float, top: float) -> bool:
+    """A clock below :data:`CLOCK_FLOOR` of the highest one: the GPU throttled (the one home of that rule)."""
+    return mhz < CLOCK_FLOOR * top
 
 
 def placement_blocks(samples: int, placements: int) -> list[int]:
@@ -191,6 +211,8 @@ def sample_case(rounds: Rounds, labels: Sequence[str], protocol: TimingProtocol,
         launches_per_sample=pairs.launches,
         warmup_busy_s=busy_ms / 1000.0,
         short_retakes=pairs.retakes,
+        clock_retakes=pairs.clock_retakes,
+        pair_sm_mhz=tuple(pairs.mhz) if len(pairs.mhz) == len(pairs.where) else (),
         stop_reason=reason or STOP_SAMPLES,
         placement_seed=seed,
     )
@@ -236,7 +258,8 @@ def _calibrate(rounds: Rounds, labels: Sequence[str], protocol: TimingProtocol, 
 
 
 class _Pairs:
-    """The kept pairs of one case so far, and the launches per sample (raised by re-takes of short samples)."""
+    """The kept pairs of one case so far, and the launches per sample (raised by re-takes of short samples);
+    a pair taken under the clock floor is re-taken while re-takes are left."""
 
     def __init__(self, rounds: Rounds, protocol: TimingProtocol, labels: Sequence[str], launches: int) -> None:
         self.rounds, self.protocol, self.labels, self.launches = rounds, protocol, list(labels), launches
@@ -244,11 +267,33 @@ class _Pairs:
         self.first: list[str] = []
         self.where: list[int] = []
         self.retakes = 0
+        self.clock_retakes = 0
+        self.clock_limit = max_clock_retakes(protocol.samples)
+        self.mhz: list[float] = []  # the SM clock of each kept pair (only while every pair's is known)
+        self.top = 0.0  # the highest pair clock of the case so far
 
     def take(self, placement: int) -> None:
-        """One round, the sides in this pair's order; a sample that came in short is re-taken with more launches."""
-        protocol, rounds = self.protocol, self.rounds
+        """One pair in this pair's order; a pair under the clock floor is re-taken while re-takes are left."""
         order = round_order(self.labels, len(self.first))
+        while True:
+            ms = self._timed(order)
+            mhz = self.rounds.sm_mhz()
+            if mhz is None:
+                break
+            self.top = max(self.top, mhz)
+            if not dipped(mhz, self.top) or self.clock_retakes >= self.clock_limit:
+                break
+            self.clock_retakes += 1
+        if mhz is not None:
+            self.mhz.append(mhz)
+        for label in self.labels:
+            self.samples[label].append(ms[label] * 1000.0 / self.launches)
+        self.first.append(order[0])
+        self.where.append(placement)
+
+    def _timed(self, order: Sequence[str]) -> Mapping[str, float]:
+        """One round, the sides in ``order``; a sample that came in short is re-taken with more launches."""
+        protocol, rounds = self.protocol, self.rounds
         while True:
             ms = rounds.round(order, self.launches)
             shortest = min(ms.values())
@@ -265,7 +310,4 @@ class _Pairs:
                     f"{self.launches} launches) after {MAX_SHORT_RETAKES} re-takes; the GPU's speed is not steady"
                 )
             self.launches = more
-        for label in self.labels:
-            self.samples[label].append(ms[label] * 1000.0 / self.launches)
-        self.first.append(order[0])
-        self.where.append(placement)
+        return ms

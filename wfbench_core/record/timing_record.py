@@ -71,6 +71,9 @@ class Sampling:
     # per-launch time of an empty kernel, timed the same way in the same process (None: not measured)
     launch_floor_us: Optional[float] = None
     placement_checks: int = 0  # verifying launches on the timed buffers (every placement, buffer set and side)
+    # the mean SM clock (MHz) over each kept pair, measured in-band (empty: not measured, or not for every pair)
+    pair_sm_mhz: tuple[float, ...] = ()
+    clock_retakes: int = 0  # pairs re-taken because they ran under the clock floor (wfbench_core.gpu.sampling)
 
 
 @attrs.frozen(kw_only=True)

@@ -99,17 +99,28 @@ def render(result: RunResult) -> str:
 
 
 def nvml_notes(result: RunResult) -> str:
-    """Lines for throttled cases (whether the throttle rule leaves them out of trends) and a depressed host;
-    "" when there are none."""
+    """Lines for throttled cases (whether the throttle rule leaves them out of trends), the run's throttle line
+    (pairs re-taken under the clock floor, cases left out of trends) and a depressed host; "" when there are
+    none."""
     from wfbench_core.gpu.nvml import describe
+    from wfbench_core.gpu.sampling import CLOCK_FLOOR
     from wfbench_core.review.throttle import judge_throttle
 
-    lines = []
-    for c in result.cases:
-        if c.timing is not None and c.timing.throttled:
-            call = judge_throttle(c.timing)
-            lines.append(f"  {c.id}: throttled while timed ({describe(c.timing.nvml)}): {call.why}; "
+    lines, left_out = [], []
+    timed = [(c.id, c.timing) for c in result.cases if c.timing is not None]
+    for case_id, t in timed:
+        if t.throttled:
+            call = judge_throttle(t)
+            retaken = f", {t.clock_retakes} pairs re-taken" if t.clock_retakes else ""
+            lines.append(f"  {case_id}: throttled while timed ({describe(t.nvml)}{retaken}): {call.why}; "
                          f"{'left out of trends' if call.leaves_trends else 'kept in trends'}")
+            if call.leaves_trends:
+                left_out.append(case_id)
+    retakes = sum(t.clock_retakes for _, t in timed)
+    if retakes or left_out:
+        lines.append(f"throttle: {retakes} pairs re-taken under the clock floor ({CLOCK_FLOOR:.1%} of a case's "
+                     f"top SM clock) in {sum(1 for _, t in timed if t.clock_retakes)} of {len(timed)} cases; "
+                     f"{len(left_out)} left out of trends" + (f" ({', '.join(left_out)})" if left_out else ""))
     if result.environment.depressed_host:
         lines.append(f"depressed host: {result.environment.depressed_why}; this run's deltas are not trusted")
     return "".join("\n" + line for line in lines)

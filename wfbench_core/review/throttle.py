@@ -6,18 +6,21 @@ of every trend, although pairing cancels what a clock dip does to both sides of 
 suite run lost two of eight cases that way while their gaps' intervals were +/-0.05 %. The rule here reads
 the data a result already holds:
 
-* the SM clock readings taken while the case was timed (``timing.clocks_sm_mhz``, every
+* each pair's own SM clock where the timer measured it in-band (``timing.pair_sm_mhz``: the mean clock over
+  the pair, see :mod:`wfbench_core.gpu.sampling`, which re-takes pairs under the same floor while it may);
+  otherwise, for results without it, the SM clock readings taken while the case was timed (``timing.clocks_sm_mhz``, every
   :data:`wfbench_core.gpu.nvml.PERIOD_S`), less the first ``warmup_busy_s`` of them, spread evenly over the pairs
   in the order they were taken: each pair gets the lowest clock read during its share of the time;
-* a pair is **dipped** when that clock is below :data:`DIP` of the highest clock read, **clean** otherwise;
+* a pair is **dipped** when that clock is below :data:`~wfbench_core.gpu.sampling.CLOCK_FLOOR` of the highest
+  clock (:func:`~wfbench_core.gpu.sampling.dipped`), **clean** otherwise;
 * with fewer than :data:`MIN_CLEAN` clean pairs, or fewer clean than dipped, clean samples could not be had:
   the case leaves the trends;
 * otherwise the gap of the dipped pairs (median WarpForth / median CUDA) against that of the clean pairs:
   when the 95 % interval of that difference (placements resampled, :func:`wfbench_core.record.stats.cluster_estimate`)
   excludes zero, the gap moved with the clock and the case leaves the trends; when it does not, the case stays.
 
-The readings carry no timestamps in a result, so the spread of readings over pairs is an approximation
-(placement changes between blocks take time that no sample holds); a per-pair clock would replace it.
+The NVML readings carry no timestamps in a result, so their spread over pairs is an approximation (placement
+changes between blocks take time that no sample holds); the per-pair clock replaces it where recorded.
 """
 
 from __future__ import annotations
@@ -29,7 +32,6 @@ import attrs
 
 from wfbench_core.record.results import Timing
 
-DIP = 0.995  # a pair is dipped when its clock is below this share of the highest clock read during the case
 MIN_CLEAN = 10  # pairs: fewer clean ones, and the case's clean gap cannot be had
 
 
@@ -46,11 +48,14 @@ class ThrottleCall:
     moved_hi: Optional[float] = None
 
 
-def pair_clocks(t: Timing) -> Optional[list[int]]:
-    """The lowest SM clock read during each pair's share of the sampling time; None without readings."""
+def pair_clocks(t: Timing) -> Optional[list[float]]:
+    """Each pair's SM clock: its own, measured in-band, where recorded; else the lowest NVML reading during its
+    share of the sampling time; None without either."""
     from wfbench_core.gpu.nvml import PERIOD_S
 
     n = len(t.warpforth.samples_us)
+    if n and len(t.pair_sm_mhz) == n:
+        return list(t.pair_sm_mhz)
     warm = int(round(t.warmup_busy_s / PERIOD_S))
     readings = list(t.clocks_sm_mhz[warm:]) if len(t.clocks_sm_mhz) > warm else list(t.clocks_sm_mhz)
     if not readings or not n:
@@ -66,17 +71,19 @@ def judge_throttle(t: Timing) -> ThrottleCall:
     """Whether a case leaves the trends because of throttling, and why."""
     if not t.throttled:
         return ThrottleCall(False, "")
+    from wfbench_core.gpu.sampling import CLOCK_FLOOR, dipped as is_dipped
+
     clocks = pair_clocks(t)
     if clocks is None:
         return ThrottleCall(True, "throttled, and no clock readings to tell dipped pairs from clean ones")
-    top = max(t.clocks_sm_mhz)
-    dipped = [c < DIP * top for c in clocks]
+    top = max(clocks) if len(t.pair_sm_mhz) == len(clocks) else max(t.clocks_sm_mhz)
+    dipped = [is_dipped(c, top) for c in clocks]
     n_dip, n_clean = sum(dipped), len(dipped) - sum(dipped)
     if n_clean < max(MIN_CLEAN, n_dip):
         return ThrottleCall(True, f"clean samples could not be had: {n_clean} of {len(dipped)} pairs at the full "
-                                  f"clock ({top} MHz)", n_dip, n_clean)
+                                  f"clock ({top:.0f} MHz)", n_dip, n_clean)
     if not n_dip:
-        return ThrottleCall(False, f"throttled, but no pair ran below {DIP:.1%} of {top} MHz", 0, n_clean)
+        return ThrottleCall(False, f"throttled, but no pair ran below {CLOCK_FLOOR:.1%} of {top:.0f} MHz", 0, n_clean)
     est = _dipped_against_clean(t, dipped)
     if est is None:
         return ThrottleCall(False, "throttled; too few placements to compare dipped and clean pairs: kept",
