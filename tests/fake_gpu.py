@@ -13,6 +13,10 @@ Loaded into the executor's worker process through ``WFBENCH_PLUGINS=fake_gpu`` (
 - ``barriers``: a correct measurement whose times come from the code: each ``bar.sync`` in a side's canonical
   PTX costs 2 %, and every sample jitters by 0.1 % (seeded), so a compiler that adds a barrier is slower.
 
+With ``FAKE_GPU_CHAIN_COST`` (a number), a WarpForth kernel whose PTX holds the power study's dependent chain
+(``tools/power_study.py``: ``mov.u32 %ps_r1, K``) is that much slower per iteration (relative), and every
+sample gets 0.05 % noise and every placement (``samples / 2`` of them) a 0.05 % effect, from a fixed seed.
+
 Every worker appends its pid to ``FAKE_GPU_PIDS`` (a file), so tests can see that each one is gone. With
 ``FAKE_GPU_PREFETCH`` (a file), each measurement appends its pid, its case and the cases whose CUDA compile the
 worker still holds prefetched, so tests can see what a new worker compiles ahead.
@@ -21,13 +25,14 @@ worker still holds prefetched, so tests can see what a new worker compiles ahead
 from __future__ import annotations
 
 import os
+import re
 import signal
 import time
 
 from wfbench_core import hookimpl
 from wfbench_core.gpu import watchdog
 from wfbench_core.errors import WfbenchError
-from wfbench_core.record.results import Check, Costs, Environment, KernelAttrs
+from wfbench_core.record.results import Check, Costs, Environment, KernelAttrs, Sampled
 
 
 def _behaviour(case_id: str) -> str:
@@ -44,7 +49,9 @@ class FakeTimer:
                 fh.write(f"{os.getpid()}\n")
 
     def environment(self) -> Environment:
-        return Environment(gpu_name="Fake GPU", gpu_uuid="GPU-fake", compute_capability="9.0")
+        board = os.environ.get("CUDA_VISIBLE_DEVICES", "")  # one board per visible device, as on a real host
+        return Environment(gpu_name="Fake GPU", gpu_uuid=f"GPU-fake-{board}" if board else "GPU-fake",
+                           compute_capability="9.0")
 
     def copy_gbps(self) -> None:
         return None
@@ -78,10 +85,30 @@ class FakeTimer:
         if what == "barriers":
             samples = {s.label: _barrier_cost(case.id, s, n) for s in sides}
         check = Check("check", "wf", "reference", "out", True, 0.0, 0.0, 0, 100)
+        cost = os.environ.get("FAKE_GPU_CHAIN_COST")
+        samples = _costed(sides, n, float(cost)) if cost else {
+            s.label: (3.0 if s.label.startswith("wf") else 2.0,) * n for s in sides}
+        sampled = Sampled(samples_us=samples, order=tuple(sides[i % len(sides)].label for i in range(n)),
+                          launches_per_sample=1, placement_of=tuple(i // 2 for i in range(n)) if cost else ())
         return Measurement(
             passed=True, message="", checks=(check,), kernel_attrs={s.label: KernelAttrs(16, 0, 0, 1024) for s in sides},
-            costs=Costs(), samples_us=samples,
-            first=tuple(sides[i % len(sides)].label for i in range(n)), launches_per_sample=1)
+            costs=Costs(), sampled=sampled)
+
+
+def _costed(sides, n: int, cost: float) -> dict[str, tuple[float, ...]]:  # type: ignore[no-untyped-def]
+    import zlib
+
+    import numpy as np
+
+    rng = np.random.default_rng(zlib.crc32(" ".join(s.label for s in sides).encode()))
+    placement = np.exp(rng.normal(0.0, 0.0005, (n + 1) // 2))[np.arange(n) // 2]
+    out = {}
+    for s in sides:
+        chain = re.search(r"mov\.u32\s+%ps_r1, (\d+);", s.ptx.get("canonical", ""))
+        slow = 1.0 + cost * int(chain.group(1)) if chain else 1.0
+        base = 3.0 * placement * slow if s.label.startswith("wf") else 2.0 * np.ones(n)
+        out[s.label] = tuple(float(x) for x in base * (1.0 + 0.0005 * rng.standard_normal(n)))
+    return out
 
 
 def _barrier_cost(case_id: str, side, n: int) -> tuple[float, ...]:  # type: ignore[no-untyped-def]

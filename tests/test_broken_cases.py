@@ -125,15 +125,25 @@ def test_prebuilt_ptx_does_the_bad_thing_and_assembles(registry, cid: str) -> No
 
 @pytest.mark.warpforthc
 @pytest.mark.parametrize("cid", BAD_PTX + ("fault_good_scale",))
-def test_warpforthc_output_is_the_prebuilt_ptx(registry, warpforthc: Path, cid: str) -> None:  # type: ignore[no-untyped-def]
+def test_warpforthc_output_does_what_the_prebuilt_ptx_does(registry, warpforthc: Path, cid: str) -> None:  # type: ignore[no-untyped-def]
+    """Whatever LLVM/MLIR this warpforthc was built against (the PTX text differs between builds), it still
+    emits the bad thing the case is named for, with the prebuilt kernel's signature."""
     from wfbench_core.build.compile import compile_warpforth
 
     case = registry.case(cid)
     for config in CONFIGS:
         ptx = compile_warpforth(case.render(config)[0], binary=warpforthc, case_id=f"{cid}[{config}]").ptx
         _what_is_wrong(cid, ptx)
-        assert ptx == (PREBUILT / f"{cid}.{config}.ptx").read_text(), \
-            f"{cid}[{config}]: warpforthc's PTX changed; regenerate tests/fixtures/ptx-broken"
+        prebuilt = (PREBUILT / f"{cid}.{config}.ptx").read_text()
+        assert _signature(ptx) == _signature(prebuilt), \
+            f"{cid}[{config}]: warpforthc's kernel signature changed; regenerate tests/fixtures/ptx-broken"
+
+
+def _signature(ptx: str) -> tuple[str, list[str]]:
+    """The entry's name and parameter types, which the source fixes (the body is the compiler's business)."""
+    m = re.search(r"\.entry\s+(\w+)\s*\(([^)]*)\)", ptx)
+    assert m, "no .entry in the PTX"
+    return m.group(1), re.findall(r"\.param\s+\.(\w+)", m.group(2))
 
 
 @pytest.mark.warpforthc

@@ -87,7 +87,7 @@ def test_tampered_bundle_is_refused(prebuilt_bundle) -> None:  # type: ignore[no
     ptx.write_text(ptx.read_text() + "\n// edited\n")
     r = invoke("execute", str(bundle), "--validate-only")
     assert r.exit_code == 2
-    assert "axpy_f64: bundle files for 'canonical' do not match the manifest hashes" in one_error_line(r)
+    assert "does not match the hash in the bundle's manifest (case axpy_f64, canonical)" in one_error_line(r)
 
 
 def test_not_a_bundle(tmp_path: Path) -> None:
@@ -95,7 +95,10 @@ def test_not_a_bundle(tmp_path: Path) -> None:
     assert r.exit_code == 2 and "not a wfbench bundle" in one_error_line(r)
     (tmp_path / "manifest.json").write_text("{")
     r = invoke("execute", str(tmp_path), "--validate-only")
-    assert "not valid JSON" in one_error_line(r)
+    assert "manifest.json: not a wfbench bundle manifest (truncated JSON" in one_error_line(r)
+    (tmp_path / "manifest.json").write_text("{x}")
+    r = invoke("execute", str(tmp_path), "--validate-only")
+    assert "manifest.json: not a wfbench bundle manifest (not valid JSON" in one_error_line(r)
 
 
 CHANGED_AXPY = """
@@ -209,7 +212,10 @@ def test_run_without_gpu_says_so(warpforthc: Path, tmp_path: Path) -> None:
     if gpu_present():
         pytest.skip("a GPU is present here")
     r = invoke("run", "--warpforthc", str(warpforthc), "-o", str(tmp_path / "r.json"))
-    assert r.exit_code == 3 and "no NVIDIA GPU" in one_error_line(r)
+    line = one_error_line(r)
+    assert r.exit_code == 3 and "no NVIDIA GPU" in line and "--transport ssh or --transport vast" in line
+    params = {o for p in main.commands["run"].params for o in p.opts}
+    assert all(opt in params for _, opt in _options_named(line, "run")), line
     assert not (tmp_path / "r.json").exists()
 
 
@@ -231,3 +237,33 @@ def test_local_transport_refuses_options(tmp_path: Path) -> None:
     fake.chmod(0o755)
     r = invoke("run", "--warpforthc", str(fake), "--transport-opt", "host=x", "-c", "axpy_f64")
     assert r.exit_code == 2 and "the local transport takes no options; got host" in one_error_line(r)
+
+
+def _options_named(message: str, command: str) -> list[tuple[str, str]]:
+    """(command, option) for each option a message names: after ``wfbench CMD`` it is CMD's, else ``command``'s."""
+    import re
+
+    out = []
+    for m in re.finditer(r"(?:wfbench (?P<cmd>[a-z-]+)[^;']*?)?(?P<opt>--[a-z][a-z-]*)", message):
+        out.append((m.group("cmd") or command, m.group("opt")))
+    return out
+
+
+@pytest.mark.parametrize("command", ["execute", "crosscheck"])
+def test_the_no_gpu_hint_names_only_options_of_the_command_that_prints_it(prebuilt_bundle, command: str) -> None:
+    from wfbench_core.cli import main as group
+
+    if gpu_present():
+        pytest.skip("a GPU is present here")
+    r = invoke(command, str(prebuilt_bundle()))
+    line = one_error_line(r)
+    assert r.exit_code == 3 and ("no NVIDIA GPU" in line or "numba-cuda is not installed" in line), line
+    assert "GPU host" in line
+    for cmd, option in _options_named(line, command):
+        params = {o for p in group.commands[cmd].params for o in p.opts}
+        assert option in params, f"{command} suggests {option} of {cmd}, which {cmd} does not have: {line}"
+
+
+def test_the_option_finder_reads_whose_option_it_is() -> None:
+    text = "x; copy it (or let 'wfbench run --transport ssh|vast' ship it), then --sanitize"
+    assert _options_named(text, "execute") == [("run", "--transport"), ("execute", "--sanitize")]

@@ -389,7 +389,20 @@ CHART_STATE = """(id) => {
     tableUnstable: sec.querySelectorAll('table.points tr.unstable').length,
     canvasHeight: gap.canvas.getBoundingClientRect().height,
     summary: sec.querySelector('details summary').textContent,
-    badges: [...sec.querySelectorAll('h3 [data-badge]')].map((b) => b.dataset.badge + ':' + b.textContent),
+    yMin: gap.scales.y.min, yMax: gap.scales.y.max,
+    timeYMin: time.scales.y.min, timeYMax: time.scales.y.max,
+  };
+}"""
+
+# Every series, charted or a row: its badges (by the case name) and what its element is.
+SERIES_STATE = """(id) => {
+  const el = document.getElementById('s-' + id);
+  return {
+    tag: el.tagName.toLowerCase(),
+    canvases: el.querySelectorAll('canvas').length,
+    badges: [...el.querySelectorAll('h3 [data-badge], td.case [data-badge]')].map((b) => b.dataset.badge + ':' + b.textContent),
+    unstableRow: el.classList.contains('unstable'),
+    cells: el.tagName === 'TR' ? [...el.children].map((td) => td.textContent) : [],
   };
 }"""
 
@@ -442,7 +455,17 @@ def check_page(page: Any, h: History) -> dict[str, Any]:
     assert page.locator(".eyebrow", has_text=re.compile(r"^Headline")).count() == 1
     # x labels: commit and run time, distinct in every chart (in the data and as drawn)
     states = {}
-    for sid in page.eval_on_selector_all("section.series", "els => els.map(e => e.dataset.series)"):
+    charted = page.eval_on_selector_all("section.series", "els => els.map(e => e.dataset.series)")
+    # a series with one point is a table row, one with more has its charts: every series exactly once
+    rows = page.eval_on_selector_all("tr.series-row", "els => els.map(e => e.dataset.series)")
+    assert sorted(charted + rows) == sorted(h.series)
+    assert {sid for sid in rows} == {sid for sid, s in h.series.items() if len(s.points) == 1}
+    for sid in rows:
+        st = page.evaluate(SERIES_STATE, sid)
+        p = h.series[sid].points[0]
+        assert st["tag"] == "tr" and st["canvases"] == 0 and st["unstableRow"] == (not p.stable)
+        assert st["cells"][1] == f"{p.gap:.3f}×", st["cells"]
+    for sid in charted:
         st = page.evaluate(CHART_STATE, sid)
         s = h.series[sid]
         assert len(st["labels"]) == len(s.points)
@@ -453,7 +476,10 @@ def check_page(page: Any, h: History) -> dict[str, Any]:
             commit = f"{p.git_commit[:7]} " if p.git_commit else ""
             assert re.fullmatch(rf"{commit}\d\d-\d\d \d\d:\d\d(:\d\d)?( #\d+)?", label), label
         n = len(s.points)
-        assert st["summary"] == ("signature and the only point" if n == 1 else f"signature and all {n} points")
+        assert st["summary"] == f"signature and all {n} points"
+        # the y axes never zoom in below 20 % of their middle value: noise does not look like a cliff
+        for lo, hi in ((st["yMin"], st["yMax"]), (st["timeYMin"], st["timeYMax"])):
+            assert hi - lo >= 0.2 * (hi + lo) / 2 - 1e-9, (sid, lo, hi)
         states[sid] = st
     # the headline's own chart too
     trend = page.evaluate("""() => {
@@ -461,8 +487,8 @@ def check_page(page: Any, h: History) -> dict[str, Any]:
       return c.scales.x.ticks.map((t) => [].concat(t.label).join(' '));
     }""")
     assert trend and len(set(trend)) == len(trend), trend
-    # every A/A chart shows both sides, even where they are equal
-    for sid in (sid for sid, s in h.series.items() if s.key.mode == "aa"):
+    # every A/A chart shows both sides, even where they are equal (a one-point A/A series is a row: both numbers)
+    for sid in (sid for sid, s in h.series.items() if s.key.mode == "aa" and sid in charted):
         both = page.evaluate(BOTH_SIDES, sid)
         assert both["labels"] == ["CUDA (A)", "CUDA (A′)"] and all(both["visible"])
         assert both["distance"] < 8, both  # drawn on top of each other: only the styles keep them apart
@@ -506,20 +532,21 @@ def test_dashboard_in_a_real_browser(browser: Any, tmp_path: Path) -> None:
         floor = page.locator("article.floor")
         assert floor.count() == 1 and floor.locator(".eyebrow").inner_text().lower() == "a/a floor · nvidia h200"
         assert page.locator("article.other-gpu").all_inner_texts()[0].startswith(H100)
-        kinds = {sid: page.locator(f"#s-{sid}").get_attribute("data-kind") for sid in states}
+        every = {sid: page.evaluate(SERIES_STATE, sid) for sid in h.series}
+        kinds = {sid: page.locator(f"#s-{sid}").get_attribute("data-kind") for sid in h.series}
         for sid, s in h.series.items():
             want = "aa" if s.key.mode == "aa" else "basehead" if s.key.compiler_label else "canonical"
             assert kinds[sid] == want
             badge = {"aa": "aa:A/A floor", "basehead": f"label:{s.key.compiler_label} build",
                      "canonical": "canonical:canonical"}[want]
-            assert badge in states[sid]["badges"]
-        superseded = [sid for sid in states if any(b.startswith("superseded:") for b in states[sid]["badges"])]
-        not_latest = [sid for sid in states if "not-latest:not in latest run" in states[sid]["badges"]]
+            assert badge in every[sid]["badges"]
+        superseded = [sid for sid in every if any(b.startswith("superseded:") for b in every[sid]["badges"])]
+        not_latest = [sid for sid in every if "not-latest:not in latest run" in every[sid]["badges"]]
         assert [(h.series[s].key.gpu_name, h.series[s].key.case_id) for s in superseded] == [(H100, "scale_i64")]
         assert [h.series[s].key.case_id for s in not_latest] == ["copy_f64"]
 
-        # one chart group per series, each with exactly its own points
-        assert page.locator("section.series").count() == len(h.series)
+        # one chart group per series with two points or more, each with exactly its own points
+        assert page.locator("section.series").count() == sum(len(s.points) > 1 for s in h.series.values())
         seen_unstable = 0
         for sid, state in states.items():
             s = h.series[sid]
@@ -546,7 +573,7 @@ def test_dashboard_in_a_real_browser(browser: Any, tmp_path: Path) -> None:
     # dark scheme and a phone-sized window: same page, no errors
     page, errors, _ = _open(browser, index, scheme="dark", width=390)
     try:
-        assert page.locator("section.series").count() == len(h.series)
+        assert page.locator("section.series").count() + page.locator("tr.series-row").count() == len(h.series)
         assert page.locator(".gap-value").count() == 1
         # one column: the headline's text and its side box do not overlap
         main, side = (page.locator(f"#headline {sel}").bounding_box() for sel in (".hero-main", "dl.sig"))
@@ -649,7 +676,8 @@ def test_no_canonical_run_no_headline(browser: Any, tmp_path: Path) -> None:
         assert page.locator(".gap-value").count() == 0
         assert page.locator("#headline").inner_text().startswith("No canonical run")
         assert page.locator("article.comparison").count() == 1 and page.locator("article.floor").count() == 1
-        assert page.locator("section.series").count() == len(h.series)
+        assert page.locator("tr.series-row").count() == len(h.series)  # one run each: rows, no charts
+        assert page.locator("section.series").count() == 0 and page.locator("canvas").count() == 0
         assert not errors, errors
     finally:
         page.close()
@@ -662,6 +690,10 @@ def test_empty_history_page(browser: Any, tmp_path: Path) -> None:
     try:
         assert "No runs in this history yet" in page.locator("#headline").inner_text()
         assert page.locator(".gap-value").count() == 0
+        # the message is the only card: nothing empty drawn around it
+        visible = page.eval_on_selector_all(".card", "els => els.filter((e) => e.getClientRects().length)"
+                                                     ".map((e) => e.textContent.trim())")
+        assert len(visible) == 1 and visible[0].startswith("No runs in this history yet"), visible
         assert not errors, errors
     finally:
         page.close()
@@ -762,6 +794,51 @@ def test_gap_per_gpu_model_in_the_browser(browser: Any, tmp_path: Path) -> None:
         axpy = {c.id: c.timing.gap for c in runs["h100-2"].cases}["axpy_f64"]
         row = table.locator("tbody tr", has_text="axpy_f64").all_inner_texts()[0]
         assert f"{axpy:.3f}×" in row
+        assert not errors, errors
+    finally:
+        page.close()
+
+
+# ------------------------------------------------------------------------------------------------------------
+# the Δ column: the verdict of check and compare, never a colour of its own
+
+
+def test_the_change_column_shows_the_verdict_check_and_compare_give(browser: Any, tmp_path: Path) -> None:
+    """The newest run: axpy_f64's gap moved +2.6 % with byte-identical PTX (SAME by rule, neutral, as compare and
+    check say), scale_i64 is new code 10 % slower (SLOWER, red). A base/head run's head is 5 % faster (FASTER)."""
+    from wfbench_core.review import alerts, compare
+
+    h_dir = tmp_path / "h"
+    for n in range(4):
+        add_run(h_dir, synth_run(n, placements=15))
+    newest = synth_run(4, placements=15, run_offset={"axpy_f64": 1.026}, wf_scale={"scale_i64": 1.10})
+    add_run(h_dir, newest)
+    add_run(h_dir, basehead_run(5))
+    h = History.open(h_dir)
+    data = build_data(h)
+    rows = {r["case"]: r for r in data["headline"]["cases"]}
+    report = alerts.check(History.open(h_dir), newest, run_name="r")
+    for f in report.findings:
+        assert rows[f.case_id]["verdict_label"] == f.judged.label
+        assert rows[f.case_id]["change"] == pytest.approx(f.judged.change)
+    assert rows["axpy_f64"]["verdict_label"].startswith("SAME (identical code")
+    assert rows["axpy_f64"]["change"] == pytest.approx(0.026, abs=0.002)
+    assert rows["scale_i64"]["verdict"] == "slower"
+    [cmp] = data["comparisons"]
+    want = compare.compare_labels(basehead_run(5))
+    assert {r["case"]: r["verdict_label"] for r in cmp["rows"]} == {c.case_id: c.verdict.label for c in want.cases}
+    assert {r["verdict"] for r in cmp["rows"]} == {"faster"}
+    page, errors, _ = _open(browser, build_site(h, tmp_path / "site"))
+    try:
+        cells = page.locator("#headline table.cases td.verdict-cell")
+        shown = {cells.nth(i).get_attribute("data-verdict"): (cells.nth(i).inner_text(),
+                                                                cells.nth(i).get_attribute("class"))
+                 for i in range(cells.count())}
+        assert shown["same"][0].startswith("+2.6%") and "SAME (identical code" in shown["same"][0]
+        assert "bad" not in shown["same"][1] and "good" not in shown["same"][1]
+        assert "SLOWER" in shown["slower"][0] and "bad" in shown["slower"][1]
+        head_vs_base = page.locator("article.comparison td.verdict-cell")
+        assert all("FASTER" in t for t in head_vs_base.all_inner_texts()) and head_vs_base.count() == 2
         assert not errors, errors
     finally:
         page.close()

@@ -65,10 +65,8 @@ def test_each_bad_case_costs_itself_and_the_next_case_runs_in_a_fresh_worker(fak
     bundle = prebuilt_bundle(CASES)
     out = tmp_path / "result.json"
     lines: list[str] = []
-    t0 = time.monotonic()
     result = execute(bundle, registry=Registry.load(), progress=lines.append, out=out,
                      request=ExecuteRequest(protocol=QUICK, case_timeout_s=2.0))
-    wall = time.monotonic() - t0
     status = {c.id: (c.status, c.message) for c in result.cases}
     assert [c.id for c in result.cases] == list(CASES)
     assert status["scale_i64"][0] == ERROR and "died (SIGSEGV)" in status["scale_i64"][1]
@@ -94,7 +92,6 @@ def test_each_bad_case_costs_itself_and_the_next_case_runs_in_a_fresh_worker(fak
     assert len(firsts) == 5
     for cid, pending in firsts.values():
         assert pending == sorted(CASES[CASES.index(cid) + 1:]), (cid, pending)
-    assert wall < 60
     stored = load_result(out)
     assert stored.complete and stored == result
 
@@ -157,6 +154,8 @@ def test_no_gpu_in_the_worker_is_one_line_and_exit_3(prebuilt_bundle, monkeypatc
 
 
 def test_repeat_runs_every_case_in_fresh_processes_and_pools_them(fake_gpu, prebuilt_bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from wfbench_core.record.stats import HIERARCHICAL_INTERVAL, process_of
+
     pids = fake_gpu(axpy_f64="ok")
     out = tmp_path / "r.json"
     result = execute(prebuilt_bundle(("scale_i64", "axpy_f64")), registry=Registry.load(), out=out,
@@ -166,6 +165,8 @@ def test_repeat_runs_every_case_in_fresh_processes_and_pools_them(fake_gpu, preb
         t = c.timing
         assert c.status == OK and len(t.repeat_gaps) == 3 and t.gap == pytest.approx(1.5)
         assert t.warpforth.n == 3 * 5 and len(t.placement_of) == 15
+        assert len(set(process_of(t.placement_of).tolist())) == 3  # the process is a level above the placement
+        assert t.gap_lo is None or t.gap_interval == HIERARCHICAL_INTERVAL
     assert load_result(out) == result
 
 
@@ -177,7 +178,7 @@ def test_a_failure_in_any_repeat_is_the_case_result() -> None:
 
     stats = SideStats(2.0, 2.0, 0.0, 0.0, 5, (2.0,) * 5)
     ok = CaseResult(id="c", version=1, priority="P0", fingerprint="f", status=OK,
-                    timing=Timing(1, 0.0, stats, stats, 1.0, ("wf",) * 5))
+                    timing=Timing(launches_per_sample=1, warpforth=stats, cuda=stats, gap=1.0, order=("wf",) * 5))
     bad = attrs.evolve(ok, status=FAILED, timing=None, message="3 of 9 elements never written")
     merged = merge_repeats([[ok], [bad], [ok]], 0.03)
     assert [(c.status, c.message) for c in merged] == [(FAILED, "repeat 2 of 3: 3 of 9 elements never written")]

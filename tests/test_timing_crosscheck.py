@@ -77,7 +77,9 @@ def test_cold_l2_is_compared_with_nvbench_cold() -> None:
                                nv)
     wf = next(k for k in kernels if k.side == "wf")
     assert wf.diff("cold-l2") == pytest.approx(12.1 / 12 - 1) and wf.diff("graph") == pytest.approx(0.0)
-    assert gaps[0].nvbench_gap == pytest.approx(12 / 10)  # the first mode timed picks nvbench's figure
+    cold, graph = gaps  # a gap per mode, each from nvbench's matching figure
+    assert (cold.mode, graph.mode) == ("cold-l2", "graph")
+    assert cold.nvbench_gap == pytest.approx(12 / 10) and graph.nvbench_gap == pytest.approx(7 / 6)
 
 
 def test_medians_from_a_stored_run() -> None:
@@ -119,3 +121,66 @@ def test_json_output_is_plain_data() -> None:
     assert wf["nvbench"]["batch_mean_us"] == pytest.approx(7.0) and wf["diff"]["events"] == pytest.approx(0.01)
     assert data["gaps"][0]["case"] == "k" and data["gaps"][0]["nvbench_gap"] == pytest.approx(7 / 6)
     assert data["worst"] == pytest.approx(0.01) and data["within"] is True
+
+
+def test_where_nvbenchs_launcher_is_the_bottleneck_its_batch_figure_is_not_compared() -> None:
+    nv = {"k/wf": xc.NvbenchTimes(batch_mean_us=11.4, cold_mean_us=9.0),
+          "k/cuda": xc.NvbenchTimes(batch_mean_us=12.9, cold_mean_us=8.0),
+          "big/wf": xc.NvbenchTimes(batch_mean_us=100.0), "big/cuda": xc.NvbenchTimes(batch_mean_us=80.0)}
+    wf = {"k": {"wf": {"events": 6.0, "graph": 2.8, "cold-l2": 9.1}, "cuda": {"events": 6.0, "graph": 2.0,
+                                                                            "cold-l2": 8.0}},
+          "big": {"wf": {"events": 101.0}, "cuda": {"events": 80.0}}}
+    kernels, _ = xc.compare(wf, nv, {"k": 6.5, "big": 6.5})
+    k = {(r.case, r.side): r for r in kernels}
+    assert k["k", "wf"].nvbench_launch_bound and not k["big", "wf"].nvbench_launch_bound
+    # graph against a launch-bound batch figure would read -75 %: it is not compared; cold-l2 still is
+    assert k["k", "wf"].diff("graph") is None and k["k", "wf"].diff("events") is None
+    assert k["k", "wf"].diff("cold-l2") == pytest.approx(9.1 / 9.0 - 1)
+    assert xc.worst_disagreement(kernels) == pytest.approx(9.1 / 9.0 - 1)  # cold-l2 of k/wf; big/wf is 1 %
+    text = xc.render(kernels, [], 0.02)
+    assert "nvbench's launcher is the bottleneck (its batch figure within 2x of an empty kernel launched back to " \
+           "back), so its batch figure is not compared: k/wf (11.40 us, floor 6.50 us), k/cuda (12.90 us, floor " \
+           "6.50 us)" in text
+    assert xc.as_json(kernels, [], 0.02)["kernels"][0]["nvbench_launch_bound"] is True
+
+
+def _small_kernels_launch_bound_in_nvbench(cold_wf_us: float) -> tuple[list, list]:  # type: ignore[type-arg]
+    """At check sizes: nvbench's Python batch launcher at 11-13 us per launch against a 6.5 us launch floor."""
+    nv = {"scale_i64/wf": xc.NvbenchTimes(batch_mean_us=11.4, cold_mean_us=4.0),
+          "scale_i64/cuda": xc.NvbenchTimes(batch_mean_us=12.9, cold_mean_us=3.0)}
+    wf = {"scale_i64": {"wf": {"events": 6.1, "graph": 2.81, "cold-l2": cold_wf_us},
+                        "cuda": {"events": 6.0, "graph": 1.95, "cold-l2": 3.03}}}
+    return xc.compare(wf, nv, {"scale_i64": 6.5})
+
+
+def test_in_each_mode_only_like_figures_are_compared_and_decide() -> None:
+    kernels, gaps = _small_kernels_launch_bound_in_nvbench(cold_wf_us=4.04)
+    by_mode = {g.mode: g for g in gaps}
+    # events and graph would read -45 % and -75 % against a launcher's rate: no figure, no verdict
+    assert by_mode["events"].nvbench_gap is None and by_mode["graph"].nvbench_gap is None
+    assert by_mode["cold-l2"].nvbench_gap == pytest.approx(4 / 3) and by_mode["cold-l2"].diff == pytest.approx(
+        (4.04 / 3.03) / (4 / 3) - 1)
+    assert xc.worst_by_mode(kernels) == {"events": None, "graph": None, "cold-l2": pytest.approx(0.01)}
+    assert xc.within(kernels, 0.02) and xc.disagreements(kernels, 0.02) == []
+    text = xc.render(kernels, gaps, 0.02)
+    assert "events vs nvbench batch" in text and "cold-l2 vs nvbench cold" in text
+    assert text.count("nvbench launch-bound") == 4  # two sides x events, graph
+    assert "worst per-kernel disagreement 1.00% (events -, graph -, cold-l2 1.00%; target <= 2.0%)" in text
+    data = xc.as_json(kernels, gaps, 0.02)
+    assert data["kernels"][0]["launch_bound"] == {"events": True, "graph": True, "cold-l2": False}
+    assert [g["mode"] for g in data["gaps"]] == ["events", "graph", "cold-l2"]
+    kernels, _ = _small_kernels_launch_bound_in_nvbench(cold_wf_us=4.4)
+    assert xc.disagreements(kernels, 0.02) == ["scale_i64/wf cold-l2 +10.00%"]
+
+
+@pytest.mark.parametrize("cold_wf_us, code", [(4.04, 0), (4.4, 1)])
+def test_the_exit_status_is_1_only_for_a_like_figure_beyond_the_tolerance(
+        prebuilt_bundle, monkeypatch, cold_wf_us: float, code: int) -> None:  # type: ignore[no-untyped-def]
+    bundle = prebuilt_bundle(case_ids=("scale_i64",))
+    monkeypatch.setattr(xc, "crosscheck", lambda *a, **k: _small_kernels_launch_bound_in_nvbench(cold_wf_us))
+    r = CliRunner().invoke(main, ["crosscheck", str(bundle), "--small", "--mode", "events", "--mode", "graph",
+                                  "--mode", "cold-l2", "--tolerance", "0.02", "--quiet"])
+    assert r.exit_code == code, r.output
+    assert "nvbench's launcher is the bottleneck" in r.output and "Traceback" not in r.output
+    if code:
+        assert "differ by more than 2.0% on like figures: scale_i64/wf cold-l2 +10.00%" in r.output

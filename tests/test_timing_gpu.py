@@ -63,38 +63,35 @@ def test_the_gate_holds_the_stream_until_the_host_opens_it_or_its_timeout() -> N
     import ctypes
     import time
 
-    from numba import cuda
-
+    from wfbench_core.gpu.device import Device
     from wfbench_core.gpu.gpu_rounds import GATE_KERNEL, GATE_PTX
-    from wfbench_core.gpu.timer import CudaEventTimer
 
-    timer = CudaEventTimer(QUICK)
-    timer._init()
-    module, fn = timer.load("gate", GATE_PTX, GATE_KERNEL)
-    flag = cuda.mapped_array(2, dtype=np.uint32)
-    cfg = timer._LaunchConfig(grid=(1, 1, 1), block=(1, 1, 1), shmem_size=0)
-    ptr = ctypes.c_uint64(int(flag.device_ctypes_pointer.value))
+    device = Device().open()
+    kernel = device.load(GATE_PTX, GATE_KERNEL, case_id="gate")
+    flag = device.mapped(2, np.uint32)
+    config = device.config((1, 1, 1), (1, 1, 1))
+    ptr = ctypes.c_uint64(device.address(flag))
 
     def gate(timeout_s: float) -> None:
         flag[0] = flag[1] = 0
-        timer._launch(timer._launch_stream, cfg, fn.kernel, ptr, ctypes.c_uint64(int(timeout_s * 1e9)))
+        device.launch(kernel, config, (ptr, ctypes.c_uint64(int(timeout_s * 1e9))))
 
     # never opened: it gives up after its timeout and says so
     t0 = time.perf_counter()
     gate(0.05)
-    timer._stream.synchronize()
+    device.synchronize()
     assert time.perf_counter() - t0 >= 0.05 and flag[1] == 1
     # opened by the host after 30 ms: the stream was held that long, and no timeout is reported
     t0 = time.perf_counter()
     gate(5.0)
-    behind = cuda.event(timing=False)
-    behind.record(timer._stream)
+    behind = device.event(timing=False)
+    device.record(behind)
     time.sleep(0.03)
     held = not behind.query()
     flag[0] = 1
-    timer._stream.synchronize()
+    device.synchronize()
     waited = time.perf_counter() - t0
-    assert held and 0.03 <= waited < 1.0 and flag[1] == 0
+    assert held and waited >= 0.03 and flag[1] == 0  # held until opened, and opened before its timeout
 
 
 def test_clean_rounds_leave_no_first_side_excess(prebuilt_bundle) -> None:  # type: ignore[no-untyped-def]
@@ -123,8 +120,8 @@ def test_graph_mode_matches_events_on_a_large_kernel(prebuilt_bundle) -> None:  
         timer.protocol = attrs.evolve(QUICK, timing_mode=mode)
         m = timer.measure(case, sides, reference_label="cuda")
         assert m.passed, m.message
-        assert m.timing_mode == mode
-        medians[mode] = float(np.median(m.samples_us["cuda"]))
+        assert m.sampled.timing_mode == mode
+        medians[mode] = float(np.median(m.sampled.samples_us["cuda"]))
     assert medians[TIMING_GRAPH] == pytest.approx(medians[TIMING_EVENTS], rel=0.01)
 
 
@@ -139,7 +136,7 @@ def test_cold_l2_is_slower_than_hot_on_a_small_kernel(prebuilt_bundle) -> None: 
         timer.protocol = attrs.evolve(QUICK, timing_mode=mode, min_sample_ms=5.0)
         m = timer.measure(case, sides, reference_label="cuda")
         assert m.passed, m.message
-        medians[mode] = float(np.median(m.samples_us["cuda"]))
+        medians[mode] = float(np.median(m.sampled.samples_us["cuda"]))
     assert medians[TIMING_COLD_L2] > medians[TIMING_GRAPH]
     assert medians[TIMING_GRAPH] <= medians[TIMING_EVENTS] * 1.02  # no launch overhead to add
 
@@ -152,3 +149,57 @@ def test_crosscheck_agrees_with_nvbench(prebuilt_bundle) -> None:  # type: ignor
                         "--samples", "12"], capture_output=True, text=True, env={**os.environ}, check=False)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "axpy_f64" in r.stdout and "worst per-kernel disagreement" in r.stdout
+
+
+def test_cold_l2_times_no_launch_latency_even_when_the_host_falls_behind(prebuilt_bundle) -> None:  # type: ignore[no-untyped-def]
+    import time
+
+    from wfbench_core.build.compile import cuda_compiler
+    from wfbench_core.build.prepare import prepare
+    from wfbench_core.gpu.device import Device
+    from wfbench_core.record.stats import median
+    from wfbench_core.run.crosscheck import _case_rounds, small_case
+
+    bundle = prebuilt_bundle(case_ids=("scale_i64",))
+    _, (prep,) = prepare(bundle, Registry.load(), ("scale_i64",))
+    device = Device().open()
+    rounds = _case_rounds(device, prep, small_case(prep.case), True, cuda_compiler("auto"), rotation=8)
+    rounds.mode = TIMING_COLD_L2
+    launches = rounds.fit(128)
+
+    def per_launch_us() -> float:
+        return median([rounds.round(["cuda"], launches)["cuda"] / launches for _ in range(5)]) * 1000.0
+
+    per_launch_us()  # untimed: the flush buffer, the events, a warm launch path
+    prompt = per_launch_us()
+
+    def late(go):  # type: ignore[no-untyped-def]
+        def slow() -> None:
+            time.sleep(50e-6)  # the host falls 50 us behind before each launch
+            go()
+        return slow
+
+    rounds.launchers["cuda"] = [late(go) for go in rounds.launchers["cuda"]]
+    behind = per_launch_us()
+    rounds.close()
+    # a start event stamped before its launch is queued would time the host's 50 us too
+    assert rounds.gate_retakes == 0 and behind == pytest.approx(prompt, rel=0.05, abs=0.5)
+
+
+@pytest.mark.parametrize("mode", [TIMING_EVENTS, TIMING_COLD_L2])
+def test_each_pairs_sm_clock_is_measured_and_retakes_recorded(prebuilt_bundle, mode: str) -> None:  # type: ignore[no-untyped-def]
+    from wfbench_core.gpu.sampling import max_clock_retakes
+
+    protocol = attrs.evolve(QUICK, timing_mode=mode)
+    result = execute(prebuilt_bundle(case_ids=("axpy_f64",)), registry=Registry.load(),
+                     request=ExecuteRequest(protocol=protocol))
+    (case,) = result.cases
+    t = case.timing
+    assert t is not None, case.message
+    # every kept pair's own clock, read in-band from SM 0's cycle counter against the global timer
+    assert len(t.pair_sm_mhz) == t.warpforth.n and all(200.0 < mhz < 4000.0 for mhz in t.pair_sm_mhz)
+    if result.environment.max_sm_clock_mhz:
+        assert max(t.pair_sm_mhz) <= 1.02 * result.environment.max_sm_clock_mhz
+    assert 0 <= t.clock_retakes <= max_clock_retakes(protocol.samples)
+    print(f"{mode}: pair SM clock {min(t.pair_sm_mhz):.0f}-{max(t.pair_sm_mhz):.0f} MHz, "
+          f"{t.clock_retakes} pairs re-taken")

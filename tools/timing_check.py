@@ -37,26 +37,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from wfbench_core.discover.registry import Registry  # noqa: E402
+from wfbench_core.record.stats import position_effect  # noqa: E402
 
 
 def builtin_plugins() -> list[str]:
     meta = tomllib.loads((ROOT / "pyproject.toml").read_text())
     return [ep.split(":")[0] for ep in meta["project"]["entry-points"]["wfbench"].values()]
-
-
-def position_effect_us(timing) -> tuple[float, float, float, float]:  # type: ignore[no-untyped-def]
-    """Within each pair, the first side's sample minus the second's (us per sample,
-    :func:`wfbench_core.record.stats.first_minus_second`): the median over pairs, its 95 % percentile-bootstrap
-    interval, and the share of pairs whose first side was slower."""
-    from scipy import stats
-
-    from wfbench_core.record.stats import first_minus_second
-
-    d = first_minus_second(timing.warpforth.samples_us, timing.cuda.samples_us, timing.order) \
-        * timing.launches_per_sample
-    ci = stats.bootstrap((d,), np.median, confidence_level=0.95, method="percentile",
-                         n_resamples=4000).confidence_interval
-    return float(np.median(d)), float(ci.low), float(ci.high), float(np.mean(d > 0))
 
 
 def first_side_excess_us(timing) -> dict[str, float]:  # type: ignore[no-untyped-def]
@@ -138,11 +124,11 @@ def main() -> int:
             ex = first_side_excess_us(c.timing)
             print(f"{c.id:22} gap {c.timing.gap:.4f}  first-side excess: "
                   + ", ".join(f"{k} {v:+.2f} us" for k, v in ex.items()))
-            med, lo, hi, slower = position_effect_us(c.timing)
+            pe = position_effect(c.timing)
             sample_us = c.timing.cuda.median_us * c.timing.launches_per_sample
-            print(f"{'':22} within each pair, first minus second: median {med:+.2f} us [{lo:+.2f}, {hi:+.2f}] "
-                  f"({med / sample_us:+.4%} of a sample); first slower in {slower:.0%} of "
-                  f"{c.timing.cuda.n} pairs")
+            print(f"{'':22} within each pair, first minus second: median {pe.median_us:+.2f} us "
+                  f"[{pe.lo_us:+.2f}, {pe.hi_us:+.2f}] ({pe.median_us / sample_us:+.4%} of a sample); first slower "
+                  f"in {pe.first_slower} of {pe.pairs} pairs")
 
     if not args.skip_nvbench:
         crosschecks(args, bundle, ids)

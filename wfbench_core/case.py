@@ -256,8 +256,25 @@ def sha256_text(text: str | bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+_RESOURCES: dict[str, set[str]] = {}  # package -> kernel files its cases read (checked before a package is shipped)
+
+
 def resource_text(package: str, name: str) -> str:
-    """Read a kernel file shipped beside a case module (``resource_text(__name__, "x.cu")``)."""
+    """Read a kernel file shipped beside a case module (``resource_text(__name__, "x.cu")``).
+
+    A file that is not installed is one clear error: the package did not declare it as package data.
+    """
     from importlib.resources import files
 
-    return files(package).joinpath(name).read_text()
+    _RESOURCES.setdefault(package, set()).add(name)
+    try:
+        return files(package).joinpath(name).read_text()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{package}: kernel file {name} is not installed beside the module; declare the "
+                                f"kernel files as package data ([tool.setuptools.package-data]) and reinstall") \
+            from None
+
+
+def resources_read() -> dict[str, frozenset[str]]:
+    """The kernel files read through :func:`resource_text` so far, by package."""
+    return {package: frozenset(names) for package, names in _RESOURCES.items()}

@@ -19,3 +19,7 @@ class NoGpuError(WfbenchError):
     """No usable NVIDIA GPU or driver here."""
 
     exit_code = 3
+
+    def with_hint(self, hint: str) -> "NoGpuError":
+        """The same error with where to go instead: a hint naming only what the command printing it offers."""
+        return NoGpuError(f"{self}; {hint}")

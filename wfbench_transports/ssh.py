@@ -41,6 +41,7 @@ from wfbench_core import hookimpl
 from wfbench_core.errors import NoGpuError, WfbenchError
 from wfbench_core.record.request import ExecuteRequest
 from wfbench_core.record.results import RunResult, loads, sm_arch, write_result
+from wfbench_transports import host_tests
 from wfbench_transports import wheels as _wheels
 from wfbench_core.contracts import Option, describe_options, parse_options
 
@@ -71,6 +72,8 @@ SSH_OPTIONS = (
     Option("setup_timeout", "seconds for uploading and preparing the remote environment", 1800.0, "float"),
     Option("connect_timeout", "seconds to connect and authenticate", 20.0, "float"),
     Option("wheels", "folder of prebuilt wheels to ship instead of the ones made here (by distribution name)"),
+    Option("gpu_tests", "a wfbench checkout: run its GPU tests (pytest -m gpu) on the host before the bundle; "
+           "the counts go into the result"),
 )
 
 
@@ -164,6 +167,7 @@ class SshTransport:
         self._client: Any = None
         self._bootstrapped = False
         self._python = ("", "")
+        self._host_tests = ""  # the counts of gpu_tests, JSON
 
     # -- target and connection --------------------------------------------------------------------
 
@@ -382,8 +386,11 @@ class SshTransport:
                 out: Path | None = None) -> RunResult:
         """Execute on the host; when the run breaks off, the cases it finished are left in ``out``."""
         progress = progress or self.progress
+        tests = host_tests.checkout_of(self.cfg["gpu_tests"]) if self.cfg["gpu_tests"] else None
 
         def action(run: RemoteRun) -> str:
+            if tests is not None:
+                self._host_tests = host_tests.run_on_host(run, tests, progress)
             try:  # the executor checks the bundle before touching the GPU, and loads each case once
                 return run.execute(request)
             except WfbenchError:
@@ -401,6 +408,8 @@ class SshTransport:
         extra = {**result.environment.extra, "transport": "ssh", "ssh_host": self.hostname,
                  "ssh_port": str(self.port), "ssh_user": self.user, "ssh_host_key_sha256": self.host_key_sha256,
                  "remote_python": self._python[0], "remote_python_version": self._python[1], **self.facts}
+        if self._host_tests:
+            extra[host_tests.EXTRA_KEY] = self._host_tests
         return attrs.evolve(result, environment=attrs.evolve(result.environment, extra=extra))
 
     def _keep_partial(self, run: "RemoteRun", out: Path | None, progress: Progress) -> None:
@@ -424,7 +433,8 @@ class SshTransport:
 
         registry = self.registry if self.registry is not None else Registry.load()
         ids = list(case_ids) or [c.id for c in read_manifest(bundle).cases]
-        shipment = _wheels.prepare(registry, ids, prebuilt=self.cfg["wheels"], progress=progress)
+        shipment = _wheels.prepare(registry, ids, prebuilt=self.cfg["wheels"], progress=progress,
+                                   extra=host_tests.PYTEST_DISTRIBUTIONS if self.cfg["gpu_tests"] else ())
         self.connect()
         self._bootstrap()
         run = RemoteRun(self, progress)
@@ -641,9 +651,12 @@ class RemoteRun:
 
     def fetch_result(self) -> str:
         """The executor's result file as it is now (complete, or the cases finished so far)."""
+        return self.read_text(self.result_path)
+
+    def read_text(self, remote: str) -> str:
         sftp = self.t._client.open_sftp()
         try:
-            with sftp.open(self.result_path, "rb") as fh:
+            with sftp.open(remote, "rb") as fh:
                 return fh.read().decode("utf-8", "replace")  # type: ignore[no-any-return]
         finally:
             sftp.close()

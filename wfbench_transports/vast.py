@@ -34,6 +34,7 @@ import attrs
 
 from wfbench_core import hookimpl
 from wfbench_core.errors import WfbenchError
+from wfbench_core.record.fsutil import read_text
 from wfbench_core.record.request import ExecuteRequest
 from wfbench_core.record.results import RunResult, sm_arch
 from wfbench_core.contracts import Option, describe_options, parse_options
@@ -135,6 +136,8 @@ VAST_OPTIONS = (
     Option("remote_tmp", "folder on the instance that holds the per-run work directory"),
     Option("wheels", "folder of prebuilt wheels to ship instead of the ones made here"),
     Option("connect_timeout", "seconds for each SSH connection attempt", 20.0, "float"),
+    Option("gpu_tests", "as for the ssh transport: a wfbench checkout whose GPU tests (pytest -m gpu) run on the "
+           "rented GPU before the bundle"),
 )
 
 
@@ -160,7 +163,7 @@ def find_api_key() -> str:
         return os.environ[KEY_ENV].strip()
     for path in key_files():
         if path.is_file():
-            key = path.read_text().strip()
+            key = read_text(path, "a Vast.ai API key file").strip()
             if key:
                 return key
     raise VastError(f"no Vast.ai API key: set {KEY_ENV}, or save it with 'vastai set api-key KEY' "
@@ -628,7 +631,7 @@ class VastSession:
                 raise VastError(f"Vast.ai refused to attach the SSH key to instance {self.instance_id}: "
                                 f"{self._said(reply)}")
         opts = {k: self.cfg[k] for k in ("user", "python", "env", "venv", "remote_tmp", "wheels", "key_file",
-                                         "connect_timeout") if self.cfg[k] is not None}
+                                         "connect_timeout", "gpu_tests") if self.cfg[k] is not None}
         t = SshTransport(registry=self.registry, cuda_compiler=self.cuda_compiler, progress=self.progress,
                          pkey=pkey, bootstrap=BOOTSTRAP if self.cfg["python"] == "python3" else None,
                          facts=self.facts(), deadline=self._deadline,

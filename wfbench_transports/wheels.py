@@ -331,11 +331,20 @@ def _prebuilt(folder: str | None) -> dict[str, Path]:
 
 
 def prepare(registry: Any, case_ids: Iterable[str], *, prebuilt: str | None = None,
-            progress: Callable[[str], None] = lambda msg: None) -> Shipment:
-    """Wheels for everything the GPU host needs from here (see the module docstring)."""
+            progress: Callable[[str], None] = lambda msg: None, extra: Iterable[str] = ()) -> Shipment:
+    """Wheels for everything the GPU host needs from here (see the module docstring); ``extra`` names more
+    installed distributions to ship with their requirements (pytest, for the GPU tests)."""
     ids = list(case_ids)
     dists = select_distributions(registry, ids)
-    deps, _missing = dependency_closure(dists)
+    installed = _installed()
+    more = []
+    for name in extra:
+        if canonical_name(name) not in installed:
+            raise WfbenchError(f"{name} is not installed here, so it cannot be shipped to the GPU host; "
+                               f"pip install {name}")
+        more.append(installed[canonical_name(name)])
+    deps, _missing = dependency_closure(dists + more)
+    deps = [*more, *(d for d in deps if d not in more)]
     given = _prebuilt(prebuilt)
     wheels: list[Path] = []
     plugin_wheels: list[str] = []
@@ -357,6 +366,12 @@ def prepare(registry: Any, case_ids: Iterable[str], *, prebuilt: str | None = No
                 continue
             host.append(name)
             continue
+        problem = plugin_files_problem(dist, wheel) if is_plugin else None
+        if problem:
+            if name in needed:
+                raise WfbenchError(problem)
+            progress(f"not shipping plugin {dist.metadata['Name']}: {problem}")
+            continue
         wheels.append(wheel)
         if name == core_name:
             main = wheel.name
@@ -364,6 +379,32 @@ def prepare(registry: Any, case_ids: Iterable[str], *, prebuilt: str | None = No
             plugin_wheels.append(wheel.name)
     reqs = _host_requirement_specs(dists + deps, set(host))
     return Shipment(tuple(wheels), main, tuple(plugin_wheels), tuple(reqs))
+
+
+def plugin_files_problem(dist: md.Distribution, wheel: Path) -> str | None:
+    """Why a plugin's wheel would fail on the GPU host, in one line, or None: files its RECORD lists that are
+    gone from disk, or kernel files its cases read here (:func:`wfbench_core.case.resource_text`) that the
+    installed distribution does not hold (not declared as package data; read here from a source tree)."""
+    from wfbench_core.case import resources_read
+
+    name = dist.metadata["Name"]
+    missing = [] if _from_source(dist) else [
+        str(f) for f in dist.files or ()
+        if PurePosixPath(str(f)).parts[0] != ".." and ".dist-info" not in str(f) and "__pycache__" not in str(f)
+        and not Path(str(dist.locate_file(f))).is_file()]
+    with zipfile.ZipFile(wheel) as z:
+        shipped = set(z.namelist())
+    installed = _installed()
+    for package, files in sorted(resources_read().items()):
+        owner = _dist_of_module(package, installed)
+        if owner is None or canonical_name(owner.metadata["Name"]) != canonical_name(name):
+            continue
+        missing += [f"{package.replace('.', '/')}/{f}" for f in sorted(files)
+                    if f"{package.replace('.', '/')}/{f}" not in shipped]
+    if not missing:
+        return None
+    return (f"plugin {name}: installed files are missing ({', '.join(sorted(set(missing)))}), so a GPU host could "
+            f"not run its cases; declare its kernel files as package data and reinstall it")
 
 
 def _host_requirement_specs(dists: list[md.Distribution], names: set[str]) -> list[str]:

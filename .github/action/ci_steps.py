@@ -1,12 +1,14 @@
-"""Steps of the wfbench GitHub action (action.yml) and of gpu-bench.yml that are easier in Python than in bash.
+"""Steps of the wfbench GitHub action (action.yml) that are easier in Python than in bash.
 
-    python3 ci_steps.py llvm-version WARPFORTH_CI_YML   print the LLVM/MLIR major version WarpForth's CI installs
-    python ci_steps.py summary RESULTS_DIR               job summary of a benchmark; exit 1 naming each failed case
-    python ci_steps.py gate RESULT_JSON                  exit 1 unless every case of the result passed
+    python ci_steps.py base-commit HISTORY_DIR        print the WarpForth commit of the newest stored run (or nothing)
+    python ci_steps.py test-modules MARK CHECKOUT     print the test modules of a wfbench checkout marked MARK
+    python ci_steps.py summary RESULTS_DIR            job summary: tests, table, failed cases, base/head verdicts;
+                                                      exit 1 naming each failure; writes storable=true|false
+    python ci_steps.py head-view RESULT_JSON OUT      the head compiler of a base/head run as a run of its own
+    python ci_steps.py gate RESULT_JSON               exit 1 unless every case of the result passed
 
-``llvm-version`` needs only the standard library (it runs before wfbench is installed); ``summary`` and
-``gate`` read the result with wfbench itself, so a case's status means here what it means everywhere.
-Errors are one ``::error::`` line (a GitHub annotation) and exit status 1.
+They read results with wfbench itself, so a case's status means here what it means everywhere. Errors are
+one ``::error::`` line (a GitHub annotation) and exit status 1.
 """
 
 from __future__ import annotations
@@ -18,24 +20,13 @@ from pathlib import Path
 
 RESULT_NAME = "wfbench-run.json"
 TABLE_NAME = "table.txt"
+WARPFORTHC_TESTS = "warpforthc-tests.xml"  # pytest's JUnit report of the warpforthc tests on the runner
+HEAD = "head"
 
 
 def fail(message: str) -> None:
     print(f"::error::{message}")
     sys.exit(1)
-
-
-def llvm_version(ci_yml: Path) -> str:
-    """The value of ``LLVM_VERSION`` in WarpForth's CI workflow (its ``env:``), e.g. ``20``."""
-    try:
-        text = ci_yml.read_text()
-    except OSError as exc:
-        fail(f"{ci_yml}: cannot read WarpForth's CI workflow ({exc.strerror}); is this a WarpForth checkout?")
-    found = sorted(set(re.findall(r"""^[ \t]*LLVM_VERSION:[ \t]*["']?(\d+)["']?[ \t]*(?:#.*)?$""", text, re.M)))
-    if len(found) != 1:
-        what = "no LLVM_VERSION" if not found else f"several LLVM_VERSION values {found}"
-        fail(f"{ci_yml}: {what} in WarpForth's CI workflow: its recipe changed, update gpu-bench.yml (docs/ci.md)")
-    return found[0]
 
 
 def _failed(result: object) -> list[object]:
@@ -60,19 +51,72 @@ def _label(case: object) -> str:
     return case.id + (f" [{label}]" if label else "")  # type: ignore[attr-defined]
 
 
+def _tests_section(results: Path, result: object | None) -> tuple[list[str], list[str]]:
+    """The counts of the tests run before the benchmark: (summary lines, errors)."""
+    import json
+
+    from wfbench_transports.host_tests import EXTRA_KEY, counts, describe
+
+    rows, errors = [], []
+    gpu = getattr(getattr(result, "environment", None), "extra", {}).get(EXTRA_KEY) if result is not None else None
+    runs = [("`pytest -m gpu` on the rented GPU", json.loads(gpu) if gpu else None, os.environ.get("GPU_TESTS") == "true"),
+            ("`pytest -m warpforthc` here, with the head warpforthc",
+             counts((results / WARPFORTHC_TESTS).read_text()) if (results / WARPFORTHC_TESTS).is_file() else None,
+             True)]
+    for where, data, expected in runs:
+        if data is None:
+            if expected:
+                rows.append(f"| {where} | not run: see the log | | | |")
+                errors.append(f"{where.replace('`', '')}: not run")
+            continue
+        rows.append(f"| {where} | {data['passed']} | {data['failed']} | {data['errors']} | {data['skipped']} |")
+        for name in data.get("failed_tests", []):
+            errors.append(f"{where.replace('`', '')}: {name} failed")
+        if (data["failed"] or data["errors"]) and not data.get("failed_tests"):
+            errors.append(f"{where.replace('`', '')}: {describe(data)}")
+    if not rows:
+        return [], errors
+    return ["### Tests before the benchmark", "", "| tests | passed | failed | errors | skipped |",
+            "|---|---|---|---|---|", *rows, ""], errors
+
+
+def _verdict_section(result_path: Path) -> tuple[list[str], list[str]]:
+    """A base/head run's verdicts, by ``wfbench compare`` (its exit status says whether head regressed)."""
+    import subprocess
+
+    proc = subprocess.run(["wfbench", "compare", str(result_path), "--markdown", "--fail-on-regression"],
+                          capture_output=True, text=True, check=False)
+    if proc.returncode not in (0, 1):
+        return [], [f"wfbench compare could not judge the run: {proc.stderr.strip() or proc.stdout.strip()}"]
+    lines = [proc.stdout.rstrip(), ""]
+    return lines, (["head is slower than base (wfbench compare --fail-on-regression exited 1)"]
+                   if proc.returncode == 1 else [])
+
+
 def summary(results: Path) -> int:
+    from wfbench_core.review.base_head import labels
+
     env = os.environ
     repo = env.get("WFBENCH_REPO") or env.get("GITHUB_REPOSITORY", "")
     lines = [f"## wfbench: WarpForth vs CUDA on {env.get('GPU_NAME', '?')} ({env.get('GPU_ARCH', '?')})", "",
-             f"WarpForth {repo}@{env.get('WFBENCH_COMMIT') or 'unknown'}; gap = WarpForth / CUDA median kernel "
-             "time, lower is better.", ""]
+             f"WarpForth {repo}@{env.get('WFBENCH_COMMIT') or 'unknown'}"
+             + (f", against base {env['BASE_COMMIT']}" if env.get("BASE_COMMIT") else "")
+             + "; gap = WarpForth / CUDA median kernel time, lower is better.", ""]
     result_path, table = results / RESULT_NAME, results / TABLE_NAME
-    failed: list[object] = []
-    if result_path.is_file():
-        result = _load(result_path)
-        failed = _failed(result)
+    result = _load(result_path) if result_path.is_file() else None
+    tests, errors = _tests_section(results, result)
+    lines += tests
+    failed: list[object] = _failed(result) if result is not None else []
+    if result is None:
+        lines += ["No result: see the log of the benchmark step. Nothing is stored.", ""]
+        errors.append(f"no result ({result_path}): the benchmark did not finish")
+    else:
         if table.is_file() and table.read_text().strip():
             lines += ["```", table.read_text().rstrip(), "```", ""]
+        if labels(result) and not failed:  # type: ignore[arg-type]
+            verdict, why = _verdict_section(result_path)
+            lines += verdict
+            errors += why
         if failed:
             lines += [f"### {len(failed)} case(s) failed: this run is not stored in the history", "",
                       "| case | status | reason |", "|---|---|---|"]
@@ -80,20 +124,58 @@ def summary(results: Path) -> int:
                 reason = (c.message or "(no message)").replace("|", "\\|").replace("\n", " ")  # type: ignore[attr-defined]
                 lines.append(f"| {_label(c)} | {c.status.upper()} | {reason} |")  # type: ignore[attr-defined]
             lines.append("")
-    else:
-        lines += ["No result: see the log of the benchmark step. Nothing is stored.", ""]
-    out = env.get("GITHUB_STEP_SUMMARY")
-    text = "\n".join(lines) + "\n"
-    if out:
-        with open(out, "a") as f:
-            f.write(text)
-    else:
-        print(text)
+    _write(env.get("GITHUB_STEP_SUMMARY"), "\n".join(lines) + "\n")
+    _write(env.get("GITHUB_OUTPUT"), f"storable={'true' if result is not None and not failed else 'false'}\n")
     for c in failed:
         print(f"::error::{_label(c)} {c.status.upper()}: {c.message or '(no message)'}")  # type: ignore[attr-defined]
-    if not result_path.is_file():
-        print(f"::error::no result ({result_path}): the benchmark did not finish")
-    return 1 if failed or not result_path.is_file() else 0
+    for e in errors:
+        print(f"::error::{e}")
+    return 1 if failed or errors else 0
+
+
+def _write(path: str | None, text: str) -> None:
+    if path:
+        with open(path, "a") as f:
+            f.write(text)
+    else:
+        print(text, end="")
+
+
+def base_commit(history: Path) -> int:
+    """The WarpForth commit of the newest stored run that names one (the base of the next base/head run)."""
+    from wfbench_core.review.history import History, utc_sortable
+
+    if not history.is_dir():
+        return 0
+    runs = sorted(History.open(history).runs.values(), key=lambda e: (utc_sortable(e.created), e.file))
+    for entry in reversed(runs):
+        if re.fullmatch(r"[0-9a-f]{7,40}", entry.git_commit or ""):
+            print(entry.git_commit)
+            return 0
+    return 0
+
+
+def test_modules(mark: str, checkout: Path) -> int:
+    """Modules of CHECKOUT/tests holding tests marked MARK, one path a line."""
+    from wfbench_transports.host_tests import modules_marked
+
+    for rel in modules_marked(checkout, mark):
+        print(checkout / rel)
+    return 0
+
+
+def head_view(result_path: Path, out: Path) -> int:
+    """The head compiler's cases of a base/head run, as a run of that compiler (what the history keeps)."""
+    from wfbench_core.review.base_head import one_compiler
+    from wfbench_core.errors import WfbenchError
+    from wfbench_core.record.results import write_result
+
+    try:
+        write_result(one_compiler(_load(result_path), HEAD, where=str(result_path)), out)  # type: ignore[arg-type]
+    except WfbenchError as exc:
+        fail(str(exc))
+    print(f"{out}: the run of {HEAD} (what the history keeps)")
+    return 0
 
 
 def gate(result_path: Path) -> int:
@@ -108,14 +190,14 @@ def gate(result_path: Path) -> int:
 
 
 def main(argv: list[str]) -> int:
-    commands = {"llvm-version": 1, "summary": 1, "gate": 1}
-    if len(argv) != 2 or argv[0] not in commands:
-        fail(f"usage: ci_steps.py {{{'|'.join(commands)}}} PATH (got {' '.join(argv) or 'nothing'})")
-    command, path = argv[0], Path(argv[1])
-    if command == "llvm-version":
-        print(llvm_version(path))
-        return 0
-    return summary(path) if command == "summary" else gate(path)
+    commands = {"base-commit": (1, base_commit), "test-modules": (2, test_modules), "summary": (1, summary),
+                "head-view": (2, head_view), "gate": (1, gate)}
+    if not argv or argv[0] not in commands or len(argv) - 1 != commands[argv[0]][0]:
+        fail(f"usage: ci_steps.py {{{'|'.join(commands)}}} ARGS (got {' '.join(argv) or 'nothing'})")
+    command, args = argv[0], argv[1:]
+    if command == "test-modules":
+        return test_modules(args[0], Path(args[1]))
+    return commands[command][1](*map(Path, args))  # type: ignore[operator]
 
 
 if __name__ == "__main__":

@@ -21,11 +21,13 @@ from wfbench_core.errors import WfbenchError
 ENV = {"ptxas": "WFBENCH_PTXAS", "cuobjdump": "WFBENCH_CUOBJDUMP", "nvdisasm": "NVDISASM_PATH",
        "ncu": "WFBENCH_NCU"}
 
+#: The PyPI wheel of each tool (wfbench's gpu extra installs all three).
+WHEEL = {"ptxas": "nvidia-cuda-nvcc>=13,<14", "cuobjdump": "nvidia-cuda-cuobjdump>=13,<14",
+         "nvdisasm": "nvidia-cuda-nvdisasm>=13,<14"}
+
 #: What to install when a tool is missing (one line each).
 INSTALL_HINT = {
-    "ptxas": "install the CUDA toolkit or pip install 'nvidia-cuda-nvcc>=13,<14'",
-    "cuobjdump": "install the CUDA toolkit or pip install 'nvidia-cuda-cuobjdump>=13,<14'",
-    "nvdisasm": "install the CUDA toolkit or pip install 'nvidia-cuda-nvdisasm>=13,<14'",
+    **{name: f"install the CUDA toolkit or pip install 'wfbench[gpu]' (or '{wheel}')" for name, wheel in WHEEL.items()},
     "ncu": "install Nsight Compute (part of the CUDA toolkit) or pass --ncu PATH",
 }
 
@@ -94,3 +96,15 @@ def require_tool(name: str, explicit: str | os.PathLike[str] | None = None, *, w
         raise WfbenchError(f"{name} not found{f' ({why})' if why else ''}: {INSTALL_HINT[name]}, "
                            f"or set {ENV[name]}=/path/to/{name}")
     return found
+
+
+def require_tools(names: tuple[str, ...], *, why: str = "") -> dict[str, Path]:
+    """Every tool of ``names``, or one error naming all that are missing and one way to install them all."""
+    found = {name: find_tool(name) for name in names}
+    missing = [name for name, path in found.items() if path is None]
+    if missing:
+        wheels = " ".join(f"'{WHEEL[n]}'" for n in missing if n in WHEEL)
+        raise WfbenchError(
+            f"{', '.join(missing)} not found{f' ({why})' if why else ''}: install the CUDA toolkit or pip install "
+            f"'wfbench[gpu]' (or {wheels}), or set {', '.join(f'{ENV[n]}=/path/to/{n}' for n in missing)}")
+    return {name: path for name, path in found.items() if path is not None}

@@ -42,10 +42,10 @@ def main() -> None:
 
 def _register_commands() -> None:
     from wfbench_core.cli import (bisect, build, cases, check, compare, crosscheck, dashboard, execute, explain,
-                                  export, history, prcomment, run, transports)
+                                  export, history, prcomment, run, toolchain, transports)
 
-    for module in (cases, transports, build, run, execute, history, check, compare, dashboard, export, explain,
-                   prcomment, bisect, crosscheck):
+    for module in (cases, transports, toolchain, build, run, execute, history, check, compare, dashboard, export,
+                   explain, prcomment, bisect, crosscheck):
         for command in module.COMMANDS:
             main.add_command(command)
 

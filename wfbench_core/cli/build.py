@@ -29,8 +29,9 @@ from wfbench_core.errors import CaseFailed
               help="Stop at the first case that does not compile and write nothing (default: build the others, "
                    "record the failures in the bundle, exit 1).")
 @click.option("--quiet", "-q", is_flag=True)
-def build(case_ids: tuple[str, ...], priorities: tuple[str, ...], warpforthc: tuple[str, ...], check_cuda: bool,
-          out_dir: Path, arch: str | None, commit: str | None, fail_fast: bool, quiet: bool) -> None:
+def build(case_ids: tuple[str, ...], priorities: tuple[str, ...], warpforthc: tuple[str, ...],
+          warpforth: tuple[str, ...], check_cuda: bool, out_dir: Path, arch: str | None, commit: str | None,
+          fail_fast: bool, quiet: bool) -> None:
     """Compile WarpForth for the selected cases into a self-describing bundle folder.
 
     A case that does not compile is recorded in the bundle (execute and run report it as ERROR) and the
@@ -40,7 +41,8 @@ def build(case_ids: tuple[str, ...], priorities: tuple[str, ...], warpforthc: tu
     from wfbench_core.build.compile import CompileError
 
     reg = load_registry()
-    request = run_request(reg, case_ids, priorities, warpforthc, commit=commit, check_cuda=check_cuda)
+    request = run_request(reg, case_ids, priorities, warpforthc, warpforth=warpforth, commit=commit,
+                          check_cuda=check_cuda, progress=progress_printer(quiet))
     cases = request.cases
     try:
         manifest = runner.build(request, reg, out_dir, arch=arch, progress=progress_printer(quiet),

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 
 from wfbench_core.cli.common import load_registry
-from wfbench_core.review.report import render_table
+from wfbench_core.review.table import render_table
 
 
 @click.command("list")
@@ -36,4 +37,17 @@ def list_cases(as_json: bool) -> None:
     click.echo(render_table(rows))
 
 
-COMMANDS = [list_cases]
+@click.command("new-case")
+@click.argument("name")
+@click.option("--dir", "parent", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
+              show_default=True, help="Folder to create the package in.")
+def new_case(name: str, parent: Path) -> None:
+    """Scaffold a case plugin package NAME: the case, both kernel files as package data, the entry point
+    and a check_case test. It installs as a wheel with its kernels (pip install PATH)."""
+    from wfbench_core.discover.scaffold import new_case as scaffold
+
+    root = scaffold(name, parent)
+    click.echo(f"{root}: case {name} (pip install {root}; then wfbench list shows it)")
+
+
+COMMANDS = [list_cases, new_case]

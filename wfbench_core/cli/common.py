@@ -29,6 +29,13 @@ def case_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def warpforthc_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``--warpforthc`` (a binary) and ``--warpforth`` (a source tree wfbench builds it from)."""
+    f = click.option(
+        "--warpforth", "warpforth", metavar="[LABEL=]PATH|URL[@REF]|REF", multiple=True,
+        help="Build warpforthc from WarpForth source with WarpForth's recipe (cmake, ninja, MLIR), cached by "
+             "commit and toolchain: a checkout's working tree (PATH), a ref of it (PATH@REF, or REF of the "
+             "checkout here), or a repository URL[@REF]. Twice, base=REF and head=PATH, for one base/head run.",
+    )(f)
     return click.option(
         "--warpforthc", "warpforthc", metavar="[LABEL=]PATH", multiple=True,
         help="warpforthc binary (else $WFBENCH_WARPFORTHC, else PATH). Give it twice as base=PATH and "
@@ -36,23 +43,39 @@ def warpforthc_option(f: Callable[..., Any]) -> Callable[..., Any]:
     )(f)
 
 
-def resolve_warpforthc(values: tuple[str, ...]) -> Path | dict[str, Path]:
-    """One binary, or ``{label: binary}`` when several ``LABEL=PATH`` are given."""
-    from wfbench_core.build.compile import find_warpforthc
-
-    if len(values) <= 1:
-        value = values[0] if values else None
-        if value and "=" in value and not Path(value).exists():
-            value = value.split("=", 1)[1]
-        return find_warpforthc(value)
-    out: dict[str, Path] = {}
+def _labelled(values: tuple[str, ...], option: str, several: bool) -> list[tuple[str, str]]:
+    out = []
     for v in values:
         label, sep, path = v.partition("=")
-        if not sep or not label or not path:
-            raise WfbenchError(f"--warpforthc {v!r}: with several compilers each needs a label, e.g. base=PATH")
+        if not several:
+            out.append(("", path if sep and not Path(v).exists() else v))
+        elif not sep or not label or not path:
+            raise WfbenchError(f"{option} {v!r}: with several compilers each needs a label, e.g. base=PATH")
+        else:
+            out.append((label, path))
+    return out
+
+
+def resolve_warpforthc(values: tuple[str, ...], warpforth: tuple[str, ...] = (),
+                       progress: Callable[[str], None] = lambda msg: None) -> Path | dict[str, Path]:
+    """One binary, or ``{label: binary}`` when several ``LABEL=…`` are given; ``--warpforth`` builds them."""
+    from wfbench_core.build.compile import find_warpforthc
+
+    several = len(values) + len(warpforth) > 1
+    out: dict[str, Path] = {}
+    for label, path in _labelled(values, "--warpforthc", several):
         if label in out:
             raise WfbenchError(f"--warpforthc: label {label!r} given twice")
-        out[label] = find_warpforthc(path)
+        out[label] = find_warpforthc(path or None)
+    if warpforth:
+        from wfbench_core.build.warpforth_build import build_all
+
+        for label, built in build_all(warpforth, progress=progress).items():
+            if label in out:
+                raise WfbenchError(f"label {label!r} given to both --warpforthc and --warpforth")
+            out[label] = built.binary
+    if not several:
+        return out[""] if out else find_warpforthc(None)
     return out
 
 
@@ -129,15 +152,17 @@ def execute_request(case_ids: Any, options: dict[str, Any]) -> Any:
 
 
 def run_request(registry: Registry, case_ids: tuple[str, ...], priorities: tuple[str, ...],
-                warpforthc: tuple[str, ...], *, execute: Any = None, commit: str | None = None,
-                check_cuda: bool = True, transport: str = "local", transport_opts: tuple[str, ...] = ()) -> Any:
-    """The :class:`RunRequest` of the command line: cases selected, compilers resolved, options parsed."""
+                warpforthc: tuple[str, ...], *, warpforth: tuple[str, ...] = (), execute: Any = None,
+                commit: str | None = None, check_cuda: bool = True, transport: str = "local",
+                transport_opts: tuple[str, ...] = (), progress: Callable[[str], None] = lambda msg: None) -> Any:
+    """The :class:`RunRequest` of the command line: cases selected, compilers resolved (or built), options
+    parsed. Cases are selected first, so a bad case name costs no compiler build."""
     import attrs
 
     from wfbench_core.record.request import ExecuteRequest, RunRequest
 
     cases = registry.select(case_ids, priorities=priorities)
-    binary = resolve_warpforthc(warpforthc)
+    binary = resolve_warpforthc(warpforthc, warpforth, progress)
     compilers = {"": binary} if isinstance(binary, Path) else binary
     execute = execute or ExecuteRequest()
     return RunRequest(cases=registry.refs(cases), execute=attrs.evolve(execute, case_ids=tuple(c.id for c in cases)),
@@ -158,7 +183,7 @@ def finish(result: Any, out: Path | None, as_json: bool) -> None:
     """Print the result (the file is already written); exit 1 when a case failed or could not run."""
     from wfbench_core.errors import CaseFailed
     from wfbench_core.review.report import render
-    from wfbench_core.record.results import ERROR, FAILED, dumps
+    from wfbench_core.record.results import FAILING, dumps
 
     if as_json:
         click.echo(dumps(result), nl=False)
@@ -166,6 +191,6 @@ def finish(result: Any, out: Path | None, as_json: bool) -> None:
         click.echo(render(result))
         if out is not None:
             click.echo(f"result: {out}")
-    bad = [c.id for c in result.cases if c.status in (FAILED, ERROR)]
+    bad = [c.id for c in result.cases if c.status in FAILING]
     if bad:
         raise CaseFailed(f"{len(bad)} case(s) failed or could not run: {', '.join(bad)}")

@@ -10,7 +10,7 @@ import attrs
 import click
 
 from wfbench_core.cli.common import case_options, execute_options, execute_request, finish, load_registry, progress_printer
-from wfbench_core.errors import WfbenchError
+from wfbench_core.errors import NoGpuError, WfbenchError
 
 
 @click.command("execute")
@@ -32,7 +32,11 @@ def execute_cmd(bundle: Path, case_ids: tuple[str, ...], priorities: tuple[str, 
 
     reg = load_registry()
     if request_file is not None:
-        request = ExecuteRequest.from_json(request_file.read_text(), where=str(request_file))
+        from wfbench_core.record.fsutil import decode_text, read_bytes
+
+        text = decode_text(read_bytes(request_file, "a wfbench request"), str(request_file), "a wfbench request",
+                           kind="JSON text")
+        request = ExecuteRequest.from_json(text, where=str(request_file))
     else:
         request = execute_request(case_ids, options)
     if priorities and not request.case_ids:
@@ -45,7 +49,11 @@ def execute_cmd(bundle: Path, case_ids: tuple[str, ...], priorities: tuple[str, 
         ids = validate(bundle, reg, request.case_ids)
         click.echo(json.dumps({"valid": True, "cases": ids}) if as_json else f"bundle ok: {', '.join(ids)}")
         return
-    result = execute(bundle, registry=reg, request=request, progress=progress_printer(quiet), out=out)
+    try:
+        result = execute(bundle, registry=reg, request=request, progress=progress_printer(quiet), out=out)
+    except NoGpuError as exc:
+        raise exc.with_hint("copy the bundle to a GPU host and execute it there (or let 'wfbench run "
+                            "--transport ssh|vast' ship it)") from None
     finish(result, out, as_json)
 
 

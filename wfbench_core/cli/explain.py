@@ -15,7 +15,14 @@ def _wf_sides(case, bundle: Path | None, wf_ptx: Path | None, warpforthc: str | 
               progress) -> tuple[dict[str, str], list[str]]:  # type: ignore[no-untyped-def]
     """``({label: PTX}, provenance lines)`` of the WarpForth side, from exactly one source."""
     if wf_ptx is not None:
-        return {"": wf_ptx.read_text()}, [f"WarpForth PTX: {wf_ptx.name}."]
+        from wfbench_core.build.compile import ptx_problem
+        from wfbench_core.record.fsutil import read_text
+
+        ptx = read_text(wf_ptx, "PTX text")
+        why = ptx_problem(ptx, case.wf_kernel)
+        if why:
+            raise WfbenchError(f"{wf_ptx}: {why}; give the WarpForth PTX of case {case.id}")
+        return {"": ptx}, [f"WarpForth PTX: {wf_ptx.name}."]
     if bundle is not None:
         from wfbench_core.build.bundle import load_case_files, read_variants
 
@@ -37,6 +44,37 @@ def _wf_sides(case, bundle: Path | None, wf_ptx: Path | None, warpforthc: str | 
     compiled = compile_warpforth(case.render("canonical")[0], binary=binary, case_id=f"{case.id}[canonical]",
                                  arch=arch)
     return {"": compiled.ptx}, [f"WarpForth PTX: warpforthc {warpforthc_info(binary).version}."]
+
+
+def _profiled(reports, case, ncu: str | None, progress):  # type: ignore[no-untyped-def]
+    """The reports with each side profiled by Nsight Compute."""
+    from wfbench_core.gpu.profile import profile_side
+
+    profiled = []
+    for r in reports:
+        progress(f"profiling {case.id} ({r.side.label}) with Nsight Compute")
+        p = profile_side(case_id=case.id, ptx=r.side.ptx, kernel=r.side.kernel,
+                         label=r.side.label.replace(" ", "-").lower(), ncu=ncu)
+        profiled.append(attrs.evolve(r, profile=p))
+    return profiled
+
+
+def _store(run, result_path: Path, case, label: str, reports, progress):  # type: ignore[no-untyped-def]
+    """Store the diagnostics (and profiles) of ``case`` in the result file; returns its updated CaseResult."""
+    from wfbench_core.record.results import write_result
+
+    try:
+        result = run.case(case.id, label)
+    except KeyError:
+        raise WfbenchError(f"{result_path}: has no result for case {case.id!r}"
+                           + (f" (compiler {label})" if label else "")) from None
+    updated = attrs.evolve(result, diag_wf=reports[0].diag, diag_cuda=reports[-1].diag,
+                           profile_wf=reports[0].profile or result.profile_wf,
+                           profile_cuda=reports[-1].profile or result.profile_cuda)
+    write_result(attrs.evolve(run, cases=tuple(updated if c is result else c for c in run.cases)), result_path)
+    profiled = reports[0].profile is not None or reports[-1].profile is not None
+    progress(f"stored the diagnostics{' and profiles' if profiled else ''} of {case.id} in {result_path}")
+    return updated
 
 
 @click.command("explain")
@@ -74,13 +112,17 @@ def explain(case_id: str, bundle: Path | None, wf_ptx: Path | None, warpforthc: 
     if bundle is not None and wf_ptx is not None:
         raise WfbenchError("give the WarpForth PTX one way: --bundle or --wf-ptx (or neither, to compile it here)")
     progress = progress_printer(quiet)
+    run = None
+    if result_path is not None:  # a bad result file is reported before anything is compiled
+        from wfbench_core.record.results import load_result
+
+        run = load_result(result_path)
     reg = load_registry()
     case = reg.case(case_id)
     if arch is None and profile:
-        from wfbench_core.record.results import TimingProtocol
-        from wfbench_core.gpu.timer import CudaEventTimer
+        from wfbench_core.gpu.device import Device
 
-        arch = CudaEventTimer(TimingProtocol()).arch()  # NoGpuError (one line) without a GPU
+        arch = Device().arch()  # NoGpuError (one line) without a GPU
     if arch is None and bundle is not None:
         from wfbench_core.build.bundle import read_manifest
 
@@ -97,35 +139,11 @@ def explain(case_id: str, bundle: Path | None, wf_ptx: Path | None, warpforthc: 
     progress(f"assembling {len(sides)} side(s) for {arch}")
     reports = analyse(case, sides, arch)
     if profile:
-        from wfbench_core.gpu.profile import profile_side
-
-        profiled = []
-        for r in reports:
-            progress(f"profiling {case.id} ({r.side.label}) with Nsight Compute")
-            p = profile_side(case_id=case.id, ptx=r.side.ptx, kernel=r.side.kernel,
-                             label=r.side.label.replace(" ", "-").lower(), ncu=ncu)
-            profiled.append(attrs.evolve(r, profile=p))
-        reports = profiled
-
+        reports = _profiled(reports, case, ncu, progress)
     result = environment = None
-    if result_path is not None:
-        from wfbench_core.record.results import load_result, write_result
-
-        run = load_result(result_path)
+    if run is not None and result_path is not None:
         environment = run.environment
-        label = next(iter(wf))
-        try:
-            result = run.case(case.id, label)
-        except KeyError:
-            raise WfbenchError(f"{result_path}: has no result for case {case.id!r}"
-                               + (f" (compiler {label})" if label else "")) from None
-        updated = attrs.evolve(result, diag_wf=reports[0].diag, diag_cuda=reports[-1].diag,
-                               profile_wf=reports[0].profile or result.profile_wf,
-                               profile_cuda=reports[-1].profile or result.profile_cuda)
-        run = attrs.evolve(run, cases=tuple(updated if c is result else c for c in run.cases))
-        write_result(run, result_path)
-        progress(f"stored the diagnostics{' and profiles' if profile else ''} of {case.id} in {result_path}")
-        result = updated
+        result = _store(run, result_path, case, next(iter(wf)), reports, progress)
     text = render_markdown(case, reports, arch=arch, provenance=provenance, result=result, environment=environment,
                            loop_lines=loop_lines)
     if out is not None:

@@ -16,21 +16,110 @@ import html
 import json
 import math
 import shutil
+from collections import Counter
 from importlib import resources
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from wfbench_core import __version__
-from wfbench_core.dashboard.series import (  # noqa: F401 - x_labels and kind_of are part of this module's API
-    KIND_AA, KIND_BASEHEAD, KIND_CANONICAL, platform_facts, short_date, group, kind_of, x_labels,
-)
+from wfbench_core.dashboard.browser import BROWSER_ENV, BROWSER_NAMES, find_browser, screenshot  # noqa: F401
 from wfbench_core.dashboard.models import gpu_matrix
+from wfbench_core.dashboard.steps import change_marks
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.fsutil import atomic_write
-from wfbench_core.review.history import History, Point, Series, git_links, point_order, utc_sortable
-from wfbench_core.record.results import OK
+from wfbench_core.review.history import History, Point, Series, SeriesKey, git_links, point_order, utc_sortable
+from wfbench_core.record.results import MODE_AA, OK
+from wfbench_core.review.verdicts import aa_floor
 
 ASSETS = ("chart.umd.js", "LICENSE-chart.js.md", "app.js", "style.css")
+
+
+KIND_CANONICAL = "canonical"  # paired, one warpforthc: the trend the headline follows
+KIND_BASEHEAD = "basehead"  # paired, two labelled warpforthc builds interleaved in one run
+KIND_AA = "aa"  # CUDA against itself: the method's floor
+
+
+def kind_of(key: SeriesKey) -> str:
+    if key.mode == MODE_AA:
+        return KIND_AA
+    return KIND_BASEHEAD if key.compiler_label else KIND_CANONICAL
+
+
+def _utc(created: str) -> Optional[_dt.datetime]:
+    try:
+        when = _dt.datetime.fromisoformat(created.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=_dt.timezone.utc)
+    return when.astimezone(_dt.timezone.utc)
+
+
+def _short(created: str) -> str:
+    when = _utc(created)
+    return when.strftime("%Y-%m-%d %H:%M") if when else created
+
+
+def x_labels(points: Sequence[Point]) -> list[list[str]]:
+    """Chart x labels, two lines each (short commit, run time in UTC), distinct within one chart.
+
+    Minutes first; seconds where two points share commit and minute; a running number where they share
+    the second too.
+    """
+    def at(p: Point, fmt: str) -> str:
+        when = _utc(p.created)
+        return when.strftime(fmt) if when else p.created
+
+    labels: list[list[str]] = []
+    for fmt in ("%m-%d %H:%M", "%m-%d %H:%M:%S"):
+        labels = [[p.git_commit[:7], at(p, fmt)] if p.git_commit else [at(p, fmt)] for p in points]
+        if len({tuple(x) for x in labels}) == len(labels):
+            return labels
+    total = Counter(tuple(x) for x in labels)
+    seen: Counter[tuple[str, ...]] = Counter()
+    out = []
+    for x in labels:
+        seen[tuple(x)] += 1
+        out.append(x[:-1] + [f"{x[-1]} #{seen[tuple(x)]}"] if total[tuple(x)] > 1 else x)
+    return out
+
+
+def _point(p: Point, x: list[str]) -> dict[str, Any]:
+    commit_url, run_url = git_links(p)
+    return {
+        "x": x, "created": p.created, "date": _short(p.created), "run": p.run, "status": p.status,
+        "commit": p.git_commit, "commit_url": commit_url, "run_url": run_url, "label": p.label,
+        "warpforthc": p.warpforthc_version,
+        "gap": p.gap, "gap_lo": p.gap_lo, "gap_hi": p.gap_hi, "gap_mad": p.gap_mad,
+        "wf": p.wf.median_us, "wf_lo": p.wf.lo_us, "wf_hi": p.wf.hi_us, "wf_mad": p.wf.mad_us, "wf_p95": p.wf.p95_us,
+        "cuda": p.cuda.median_us, "cuda_lo": p.cuda.lo_us, "cuda_hi": p.cuda.hi_us, "cuda_mad": p.cuda.mad_us,
+        "cuda_p95": p.cuda.p95_us, "noise": p.noise, "samples": p.samples,
+    }
+
+
+def _cuda_text(k: SeriesKey) -> str:
+    return f"{k.cuda_compiler} {k.cuda_compiler_version} {' '.join(k.cuda_flags)}".rstrip()
+
+
+def _signature(s: Series) -> list[list[str]]:
+    k = s.key
+    wfc = sorted({p.warpforthc_version for p in s.points})
+    timing = {KIND_AA: "A/A: CUDA against itself (the method's floor)",
+              KIND_BASEHEAD: f"base/head: two warpforthc builds interleaved in one run; this is '{k.compiler_label}'",
+              KIND_CANONICAL: "paired, interleaved"}[kind_of(k)]
+    sig = [
+        ["GPU", f"{k.gpu_name} (compute {k.compute_capability})"],
+        ["CUDA compiler", _cuda_text(k)],
+        ["case", f"{k.case_id} v{k.case_version}, fingerprint {k.fingerprint[:12]}"],
+        ["CUDA baseline", f"sha256 {k.cuda_source_sha256[:12]}"],
+        ["timing", timing],
+        ["warpforthc", ", ".join(wfc) if len(wfc) <= 3
+         else f"{len(wfc)} builds, latest {s.points[-1].warpforthc_version}"],
+        ["series", s.id],
+    ]
+    if k.compiler_label:
+        sig.insert(5, ["compiler label", k.compiler_label])
+    return sig
 
 
 def _by_run(members: Sequence[Series]) -> dict[str, list[tuple[Series, Point]]]:
@@ -42,16 +131,26 @@ def _by_run(members: Sequence[Series]) -> dict[str, list[tuple[Series, Point]]]:
     return dict(sorted(runs.items(), key=lambda kv: point_order(kv[1][0][1])))
 
 
-def _case_rows(entries: Sequence[tuple[Series, Point]]) -> list[dict[str, Any]]:
-    """One row per case of one run, with its change against the series' previous stable point."""
+def _verdict_cells(v: Optional[Any]) -> dict[str, Any]:
+    """The Δ cell of a judged change (a wfbench_core.review.verdicts.Verdict): the change, the verdict and its label."""
+    if v is None:
+        return {"change": None, "verdict": None, "verdict_label": None}
+    return {"change": v.change, "verdict": v.verdict, "verdict_label": v.label}
+
+
+def _case_rows(entries: Sequence[tuple[Series, Point]], history: Optional[History] = None) -> list[dict[str, Any]]:
+    """One row per case of one run; with ``history``, its change against the series' reference and the verdict,
+    by the rule ``wfbench check`` applies."""
+    from wfbench_core.review.alerts import verdict_of
+
     rows = []
     for s, p in entries:
-        prev = [q for q in s.points if q.stable and q.run != p.run and point_order(q) < point_order(p)]
+        v = verdict_of(s, p, history)[0] if history is not None and p.stable else None
         rows.append({
             "series": s.id, "case": s.key.case_id, "version": s.key.case_version, "label": s.key.compiler_label,
             "priority": p.priority, "gap": p.gap, "gap_lo": p.gap_lo, "gap_hi": p.gap_hi, "wf": p.wf.median_us,
             "cuda": p.cuda.median_us, "noise": p.noise, "status": p.status, "warpforthc": p.warpforthc_version,
-            "change": (p.gap / prev[-1].gap - 1.0) if prev and p.stable else None,
+            **_verdict_cells(v),
         })
     rows.sort(key=lambda r: (r["priority"], r["case"], r["version"], r["label"]))
     return rows
@@ -74,16 +173,20 @@ def geomean_set(rows: Sequence[dict[str, Any]]) -> tuple[Optional[float], list[s
 
 def _run_facts(p: Point) -> dict[str, Any]:
     commit_url, run_url = git_links(p)
-    return {"run": p.run, "created": p.created, "date": short_date(p.created), "commit": p.git_commit,
+    return {"run": p.run, "created": p.created, "date": _short(p.created), "commit": p.git_commit,
             "commit_url": commit_url, "run_url": run_url, "warpforthc": p.warpforthc_version}
 
 
-def _canonical_summary(members: Sequence[Series]) -> dict[str, Any]:
+def _platform_facts(k: SeriesKey) -> dict[str, Any]:
+    return {"gpu": k.gpu_name, "cc": k.compute_capability, "cuda": _cuda_text(k)}
+
+
+def _canonical_summary(members: Sequence[Series], history: Optional[History] = None) -> dict[str, Any]:
     """A canonical platform's newest run: per-case gaps, the geomean and its case set, and its trend."""
     runs = _by_run(members)
     order = list(runs)
     latest = order[-1]
-    rows = _case_rows(runs[latest])
+    rows = _case_rows(runs[latest], history)
     g, case_set = geomean_set(rows)
     anchors = [runs[r][0][1] for r in order]
     labels = x_labels(anchors)
@@ -99,7 +202,7 @@ def _canonical_summary(members: Sequence[Series]) -> dict[str, Any]:
         here = {r["case"] for r in rows}
         missing = sorted({s.key.case_id for s, p in runs[order[-2]] if p.priority == "P0"} - here)
     return {
-        **platform_facts(members[0].key), **_run_facts(anchors[-1]),
+        **_platform_facts(members[0].key), **_run_facts(anchors[-1]),
         "geomean": g, "case_set": case_set,
         "left_out": [f"{r['case']} v{r['version']}" for r in rows if r["priority"] == "P0" and r["status"] != OK],
         "missing": missing,
@@ -108,10 +211,25 @@ def _canonical_summary(members: Sequence[Series]) -> dict[str, Any]:
     }
 
 
-def _comparisons(members: Sequence[Series]) -> list[dict[str, Any]]:
-    """Base/head runs of one platform, newest first: the labelled builds side by side, case by case."""
+def _judged(history: Optional[History], run: str) -> dict[str, Any]:
+    """The verdict on each case of a stored base/head run, by ``wfbench compare``'s rule ({} when not one)."""
+    from wfbench_core.review.compare import compare_labels
+
+    if history is None:
+        return {}
+    try:
+        cmp = compare_labels(history.load_run(run), name=run)
+    except WfbenchError:
+        return {}
+    return {c.case_id: c.verdict for c in cmp.cases if c.verdict is not None}
+
+
+def _comparisons(members: Sequence[Series], history: Optional[History] = None) -> list[dict[str, Any]]:
+    """Base/head runs of one platform, newest first: the labelled builds side by side, case by case, with the
+    verdict on each head against its base."""
     out = []
     for run, entries in reversed(_by_run(members).items()):
+        judged = _judged(history, run)
         labels = sorted({s.key.compiler_label for s, _ in entries}, key=lambda lb: (lb != "base", lb != "head", lb))
         builds = {s.key.compiler_label: p.warpforthc_version for s, p in entries}
         case_rows = _case_rows(entries)
@@ -126,13 +244,13 @@ def _comparisons(members: Sequence[Series]) -> list[dict[str, Any]]:
                 "case": case, "version": version, "priority": min(r["priority"] for r in per.values()),
                 "gaps": {lb: r["gap"] for lb, r in per.items()}, "status": {lb: r["status"] for lb, r in per.items()},
                 "series": {lb: r["series"] for lb, r in per.items()},
-                "change": (head["gap"] / base["gap"] - 1.0)
-                if base and head and base["status"] == OK and head["status"] == OK else None,
+                **_verdict_cells(judged.get(case)),
+                "change": (head["gap"] / base["gap"] - 1.0) if base and head else None,
             })
         per_label = {lb: geomean_set([r for r in case_rows if r["label"] == lb]) for lb in labels}
         sets = {tuple(names) for _, names in per_label.values()}
         out.append({
-            **platform_facts(entries[0][0].key), **_run_facts(entries[0][1]),
+            **_platform_facts(entries[0][0].key), **_run_facts(entries[0][1]),
             "labels": labels, "builds": builds, "rows": rows,
             # one case set for every build, or None: means over different sets are not set side by side
             "case_set": list(next(iter(sets))) if len(sets) == 1 else None,
@@ -146,9 +264,8 @@ def _floor(members: Sequence[Series]) -> dict[str, Any]:
     runs = _by_run(members)
     entries = runs[list(runs)[-1]]
     rows = _case_rows(entries)
-    stable = [abs(r["gap"] - 1.0) for r in rows if r["status"] == OK]
-    return {**platform_facts(entries[0][0].key), **_run_facts(entries[0][1]), "rows": rows,
-            "spread": max(stable) if stable else None}
+    return {**_platform_facts(entries[0][0].key), **_run_facts(entries[0][1]), "rows": rows,
+            "spread": aa_floor(r["gap"] - 1.0 for r in rows if r["status"] == OK)}
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -248,20 +365,42 @@ def diagnostics(raw: dict[str, Any], rows: Sequence[dict[str, Any]]) -> dict[str
 # the page's data
 
 
-def newest(members: Sequence[Series]) -> tuple[str, str]:
-    """The newest point of a group of series (groups sort by it)."""
-    return max(point_order(p) for s in members for p in s.points)
+def _series_groups(grouped: Sequence[tuple[str, Sequence[Series]]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(groups, series) of the page: per platform group, its series in order (those of the group's newest run
+    first), each with its signature and points."""
+    groups, out_series = [], []
+    for kind, group_members in grouped:
+        latest_run = max((p for s in group_members for p in s.points), key=point_order).run
+        newest_version: dict[str, int] = {}
+        for s in group_members:
+            newest_version[s.key.case_id] = max(newest_version.get(s.key.case_id, 0), s.key.case_version)
+        order = sorted(group_members, key=lambda s: (not any(p.run == latest_run for p in s.points), s.key.case_id,
+                                                     -s.key.case_version, s.key.compiler_label, s.id))
+        groups.append({"kind": kind, **_platform_facts(group_members[0].key), "series": [s.id for s in order]})
+        for s in order:
+            current = any(p.run == latest_run for p in s.points)
+            superseded = newest_version[s.key.case_id] if newest_version[s.key.case_id] > s.key.case_version else None
+            out_series.append({
+                "id": s.id, "kind": kind, "case": s.key.case_id, "version": s.key.case_version,
+                "mode": s.key.mode, "label": s.key.compiler_label, "priority": s.points[-1].priority,
+                "current": current, "superseded_by": superseded,
+                "signature": _signature(s),
+                "change_points": change_marks(s),
+                "points": [_point(p, x) for p, x in zip(s.points, x_labels(s.points))],
+            })
+    return groups, out_series
 
 
-def _headline_first(canonical: list[list[Series]], gpu: str, root: Path) -> None:
-    """Move the canonical platform of ``gpu`` first (``--headline-gpu``)."""
-    chosen = [m for m in canonical if m[0].key.gpu_name == gpu]
+def _headline_first(canonical: list[list[Series]], headline_gpu: Optional[str], root: Path) -> list[list[Series]]:
+    """The canonical platforms with the one of ``headline_gpu`` first (when named)."""
+    if headline_gpu is None:
+        return canonical
+    chosen = [m for m in canonical if m[0].key.gpu_name == headline_gpu]
     if not chosen:
         gpus = sorted({m[0].key.gpu_name for m in canonical})
-        raise WfbenchError(f"--headline-gpu {gpu!r}: no canonical (paired, unlabelled) series on that "
+        raise WfbenchError(f"--headline-gpu {headline_gpu!r}: no canonical (paired, unlabelled) series on that "
                            f"GPU in {root}; GPUs there: {', '.join(gpus) or 'none'}")
-    canonical.remove(chosen[0])
-    canonical.insert(0, chosen[0])
+    return chosen[:1] + [m for m in canonical if m is not chosen[0]]
 
 
 def build_data(history: History, *, title: str = "WarpForth vs CUDA",
@@ -274,11 +413,13 @@ def build_data(history: History, *, title: str = "WarpForth vs CUDA",
     platforms: dict[tuple[str, ...], list[Series]] = {}
     for s in history.series.values():
         platforms.setdefault(s.key.platform, []).append(s)
-    canonical = sorted((m for m in platforms.values() if kind_of(m[0].key) == KIND_CANONICAL), key=newest,
-                       reverse=True)
-    if headline_gpu is not None:
-        _headline_first(canonical, headline_gpu, history.root)
-    summaries = [_canonical_summary(m) for m in canonical]
+
+    def newest(members: Sequence[Series]) -> tuple[str, str]:
+        return max(point_order(p) for s in members for p in s.points)
+
+    canonical = _headline_first(sorted((m for m in platforms.values() if kind_of(m[0].key) == KIND_CANONICAL),
+                                       key=newest, reverse=True), headline_gpu, history.root)
+    summaries = [_canonical_summary(m, history) for m in canonical]
     headline = summaries[0] if summaries else None
     if headline is not None:
         try:
@@ -291,7 +432,7 @@ def build_data(history: History, *, title: str = "WarpForth vs CUDA",
     for m in platforms.values():
         if kind_of(m[0].key) == KIND_BASEHEAD:
             basehead.setdefault(m[0].key.platform[:-1], []).extend(m)
-    comparisons = sorted((c for m in basehead.values() for c in _comparisons(m)),
+    comparisons = sorted((c for m in basehead.values() for c in _comparisons(m, history)),
                          key=lambda c: utc_sortable(c["created"]), reverse=True)
     aa = sorted((m for m in platforms.values() if kind_of(m[0].key) == KIND_AA), key=newest, reverse=True)
     floors = [_floor(m) for m in aa]
@@ -300,13 +441,8 @@ def build_data(history: History, *, title: str = "WarpForth vs CUDA",
         headline["floor"] = same_gpu[0]["spread"] if same_gpu else None
 
     # the series, one group per platform: canonical (headline first), base/head, A/A
-    groups, out_series = [], []
-    grouped = ([(KIND_CANONICAL, m) for m in canonical] + [(KIND_BASEHEAD, m) for m in basehead.values()]
-               + [(KIND_AA, m) for m in aa])
-    for kind, group_members in grouped:
-        group_entry, entries = group(kind, group_members)
-        groups.append(group_entry)
-        out_series += entries
+    groups, out_series = _series_groups([(KIND_CANONICAL, m) for m in canonical]
+                                        + [(KIND_BASEHEAD, m) for m in basehead.values()] + [(KIND_AA, m) for m in aa])
     return {
         "title": title,
         "generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -352,82 +488,3 @@ def build_site(history: History, out: str | Path, *, title: Optional[str] = None
     index = out / "index.html"
     atomic_write(index, render_page(data))
     return index
-
-
-BROWSER_ENV = "WFBENCH_CHROMIUM"
-# Debian's Chromium, then Google Chrome (preinstalled on GitHub's Ubuntu runners, where the apt package
-# "chromium" is only a stub that asks for a snap)
-BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome-stable", "google-chrome")
-
-
-def _browser_version(path: str) -> Optional[str]:
-    """``path --version`` when it runs and names a Chromium or Chrome; None for a stub or anything else."""
-    import subprocess
-
-    try:
-        res = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    text = res.stdout.strip().splitlines()[-1] if res.stdout.strip() else ""
-    return text if res.returncode == 0 and ("Chromium" in text or "Chrome" in text) else None
-
-
-def find_browser(explicit: Optional[str] = None) -> tuple[str, str]:
-    """A Chromium-family browser to drive headless, as (path, version line).
-
-    ``explicit`` or ``$WFBENCH_CHROMIUM`` when given (it must work); otherwise the first of
-    :data:`BROWSER_NAMES` on PATH that answers ``--version`` as a Chromium or Chrome.
-    """
-    import os
-
-    named = explicit or os.environ.get(BROWSER_ENV)
-    if named:
-        path = shutil.which(named) or named
-        version = _browser_version(path)
-        if version is None:
-            raise WfbenchError(f"{named}: does not run as a Chromium or Chrome ('{named} --version' failed); "
-                               f"name a working one with --chromium PATH / ${BROWSER_ENV}")
-        return path, version
-    tried = []
-    for name in BROWSER_NAMES:
-        path = shutil.which(name)
-        if path is None:
-            continue
-        version = _browser_version(path)
-        if version is not None:
-            return path, version
-        tried.append(path)
-    stubs = f" ({', '.join(tried)} did not run: a snap stub?)" if tried else ""
-    raise WfbenchError(f"no Chromium or Chrome found{stubs}; install one (Debian: apt-get install chromium; "
-                       f"Ubuntu: Google Chrome) or name it with --chromium PATH / ${BROWSER_ENV}")
-
-
-def screenshot(index: Path, png: Path, *, width: int = 1280, dark: bool = False,
-               chromium: Optional[str] = None) -> list[str]:
-    """Open the page in headless Chromium or Chrome, save a full-page PNG; returns console errors, if any."""
-    try:
-        from playwright.sync_api import Error as PlaywrightError
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        raise WfbenchError("the screenshot needs the Python package 'playwright' (pip install playwright); "
-                           "its browser download is not needed, a system Chromium is used") from None
-    path, _version = find_browser(chromium)
-    errors: list[str] = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=path)
-        try:
-            page = browser.new_page(viewport={"width": width, "height": 900},
-                                    color_scheme="dark" if dark else "light")
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(Path(index).resolve().as_uri())
-            try:
-                page.wait_for_function("window.wfbenchDashboard !== undefined", timeout=30_000)
-            except PlaywrightError:
-                raise WfbenchError(f"{index}: the page did not finish drawing in {path} "
-                                   f"({'; '.join(errors) or 'no error reported'}); no screenshot written") from None
-            png.parent.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(png), full_page=True)
-        finally:
-            browser.close()
-    return errors

@@ -38,6 +38,13 @@
     return (text === "0.0" ? "±" : v > 0 ? "+" : "−") + text + "%";
   }
   function changeClass(v) { return v === null ? "" : v > 0.005 ? " bad" : v < -0.005 ? " good" : ""; }
+  // a judged change: coloured by its verdict (wfbench check / compare), never by its size alone
+  function verdictCell(r) {
+    var cls = { slower: " bad", faster: " good" }[r.verdict] || "";
+    return el("td", { class: "num verdict-cell" + cls, dataset: { verdict: r.verdict || "" } }, [
+      r.change === null || r.change === undefined ? "–" : fmtPct(r.change),
+      r.verdict_label ? el("span", { class: "verdict-word", text: " " + r.verdict_label }) : null]);
+  }
   function gapClass(g) { return g <= 1.0 ? "good" : g <= 1.1 ? "near" : "bad"; }
   function gapWords(g) {
     if (g <= 1.0) return "WarpForth at or faster than CUDA";
@@ -129,7 +136,7 @@
         el("td", { class: "num", text: fmtUs(c.wf) }),
         el("td", { class: "num", text: fmtUs(c.cuda) }),
         el("td", { class: "num", text: (c.noise * 100).toFixed(2) + "%" }),
-        el("td", { class: "num" + changeClass(c.change), text: c.change === null ? "–" : fmtPct(c.change) }),
+        verdictCell(c),
         el("td", null, [statusBadge(c.status)]),
       ]);
     });
@@ -137,7 +144,7 @@
       el("thead", null, [el("tr", null, [
         el("th", { text: "case" }), el("th", { class: "num", text: "gap" }), el("th", { class: "num", text: "WarpForth µs" }),
         el("th", { class: "num", text: "CUDA µs" }), el("th", { class: "num", text: "noise" }),
-        el("th", { class: "num", text: "Δ gap vs previous" }), el("th", { text: "status" }),
+        el("th", { class: "num", text: "Δ gap vs reference · verdict" }), el("th", { text: "status" }),
       ])]),
       el("tbody", null, body),
     ])]);
@@ -341,7 +348,7 @@
           return el("td", { class: "num" + (r.status[lb] === "unstable" ? " unstable" : "") }, [
             g === undefined ? "–" : r.series[lb] ? el("a", { href: "#s-" + r.series[lb], class: "case-gap " + gapClass(g),
               text: fmtGap(g) }) : fmtGap(g)]);
-        })).concat(bh ? [el("td", { class: "num" + changeClass(r.change), text: r.change === null ? "–" : fmtPct(r.change) })] : []));
+        })).concat(bh ? [verdictCell(r)] : []));
     });
     var gmChange = c.geomeans.base && c.geomeans.head ? c.geomeans.head / c.geomeans.base - 1 : null;
     var gm = el("tr", { class: "total" }, [el("td", { text: c.case_set === null
@@ -351,7 +358,7 @@
       .concat(bh ? [el("td", { class: "num" + changeClass(gmChange), text: gmChange === null ? "–" : fmtPct(gmChange) })] : []));
     var head = [el("th", { text: "case" })].concat(labels.map(function (lb) {
       return el("th", { class: "num" }, [badge("label", lb, "label"), " ", el("span", { class: "mono build", text: c.builds[lb] })]); }))
-      .concat(bh ? [el("th", { class: "num", text: "head vs base" })] : []);
+      .concat(bh ? [el("th", { class: "num", text: "head vs base · verdict" })] : []);
     return el("article", { class: "card section-card comparison", dataset: { run: c.run } }, [
       el("div", { class: "section-head" }, [
         el("div", { class: "eyebrow", text: "Base/head run · " + c.gpu }),
@@ -396,10 +403,14 @@
     document.querySelectorAll("main [data-badge]").forEach(function (b) { shown[b.dataset.badge] = true; });
     var items = Object.keys(BADGES).filter(function (k) { return shown[k]; });
     var legend = document.getElementById("legend");
+    legend.hidden = false;  // an empty page has nothing to explain, so no card either
+    legend.classList.add("card");
     legend.appendChild(el("h2", { text: "Reading this page" }));
     legend.appendChild(el("p", { class: "explain" }, ["Times are per kernel launch; dates are UTC. Chart x labels are the " +
       "commit and the run time. In the kernel-time charts ", el("span", { class: "ring" }), " is WarpForth (CUDA A in an A/A run) " +
-      "and ", el("span", { class: "dot" }), " CUDA, so equal times stay visible as a dot inside a ring."]));
+      "and ", el("span", { class: "dot" }), " CUDA, so equal times stay visible as a dot inside a ring. A Δ column " +
+      "gives the change of the gap and its verdict as wfbench check (a run against its series) and wfbench compare " +
+      "(head against base) judge it: SAME, SLOWER, FASTER or AMBIGUOUS, with what qualifies it."]));
     legend.appendChild(el("dl", { class: "legend" }, [].concat.apply([], items.map(function (k) {
       var cls = { unstable: "unstable", stable: "ok", aa: "aa", label: "label", canonical: "canonical" }[k];
       return [el("dt", null, [el("span", { class: "badge" + (cls ? " " + cls : ""), dataset: { legend: k }, text: BADGES[k][0] })]),
@@ -530,13 +541,16 @@
     };
   }
 
-  // never zoom in so far that run-to-run noise of a fraction of a percent looks like a cliff
-  var MIN_SPAN = 0.04;
+  // never zoom in so far that noise looks like a cliff: the y axis spans at least 20 % of its middle value,
+  // so a 3 % move reads as a 3 % move (and the axis still grows to fit whatever the data span)
+  var MIN_SPAN = 0.2;
 
+  // ``fields`` are drawn for stable points; an unstable point is drawn at its first field only (no band)
   function yRange(points, fields) {
     var lo = Infinity, hi = -Infinity;
     points.forEach(function (p) {
-      fields.forEach(function (f) {
+      var drawn = !p.status || p.status === "ok" ? fields : fields.filter(function (f) { return !/_(lo|hi)$/.test(f); });
+      drawn.forEach(function (f) {
         if (p[f] !== null && p[f] !== undefined) { lo = Math.min(lo, p[f]); hi = Math.max(hi, p[f]); }
       });
     });
@@ -683,6 +697,41 @@
     return section;
   }
 
+  // A series with one point has no trend to draw yet: it is one row of its group's table, not two charts.
+  function singleRow(s) {
+    var p = s.points[0];
+    var commit = p.commit ? link(p.commit_url, p.commit.slice(0, 10)) : document.createTextNode("–");
+    var sig = el("dl", { class: "sig" }, [].concat.apply([], s.signature.map(function (kv) {
+      return [el("dt", { text: kv[0] }), el("dd", { class: kv[0] === "series" || kv[0] === "CUDA compiler" ? "mono" : null, text: kv[1] })];
+    })));
+    var name = el("td", { class: "case" }, [caseName(s) + " ", badge("priority", s.priority), " ", kindBadge(s),
+      s.superseded_by ? badge("superseded", "superseded by v" + s.superseded_by)
+        : s.current ? null : badge("not-latest", "not in latest run")]);
+    var gapCell = el("td", { class: "num" + (s.mode === "aa" ? "" : " " + gapClass(p.gap)), text: fmtGap(p.gap) });
+    return el("tr", { class: "series-row " + p.status, id: "s-" + s.id,
+      dataset: { series: s.id, kind: s.kind, points: "1", unstable: p.status === "ok" ? "0" : "1" } }, [
+      name, gapCell, el("td", { class: "num", text: fmtUs(p.wf) }), el("td", { class: "num", text: fmtUs(p.cuda) }),
+      el("td", { class: "num", text: (p.noise * 100).toFixed(2) + "%" }), el("td", null, [statusBadge(p.status)]),
+      el("td", { text: p.date }), el("td", { class: "mono" }, [commit]), el("td", { class: "mono", text: p.warpforthc }),
+      el("td", null, [el("details", null, [el("summary", { text: "signature" }), sig])]),
+    ]);
+  }
+
+  function singlesTable(kind, series) {
+    var aa = kind === "aa";
+    var head = ["case", aa ? "A / A′" : "gap", aa ? "A µs" : "WF µs", aa ? "A′ µs" : "CUDA µs", "noise", "status",
+      "date (UTC)", "commit", "warpforthc", ""];
+    return el("section", { class: "card singles", dataset: { kind: kind } }, [
+      el("p", { class: "explain", text: plural(series.length, "series", "series") + " with one point so far: a row " +
+        "each here; a series gets its charts with its second point." }),
+      el("div", { class: "table-scroll" }, [el("table", { class: "points singles" }, [
+        el("thead", null, [el("tr", null, head.map(function (h, i) {
+          return el("th", { class: i >= 1 && i <= 4 ? "num" : null, text: h }); }))]),
+        el("tbody", null, series.map(singleRow)),
+      ])]),
+    ]);
+  }
+
   var GROUP_TITLES = {
     canonical: "Canonical series",
     basehead: "Base/head runs: two warpforthc builds in one run",
@@ -733,15 +782,19 @@
       var title = GROUP_TITLES[g.kind] + " · " + g.gpu + " (" + g.cc + ") · " + g.cuda;
       list.appendChild(el("h2", { class: "group sub", text: title }));
       var chips = el("div", { class: "toc-group" }, [el("span", { class: "toc-title", text: GROUP_TITLES[g.kind] + " · " + g.gpu })]);
+      var singles = g.series.map(function (id) { return byId[id]; }).filter(function (s) { return s.points.length === 1; });
       g.series.forEach(function (id) {
         var s = byId[id];
-        var section = renderSeries(s);
-        list.appendChild(section);
-        drawCharts(section, s);
+        if (s.points.length > 1) {
+          var section = renderSeries(s);
+          list.appendChild(section);
+          drawCharts(section, s);
+        }
         var last = s.points[s.points.length - 1];
         chips.appendChild(el("a", { href: "#s-" + s.id }, [caseName(s) + (s.label ? " · " + s.label : ""),
           el("span", { class: "g " + (s.mode === "aa" ? "" : gapClass(last.gap)), text: fmtGap(last.gap) })]));
       });
+      if (singles.length) list.appendChild(singlesTable(g.kind, singles));
       toc.appendChild(chips);
     });
     if (hl) drawHeadlineTrend(hl.card, hl.trend);

@@ -1,7 +1,7 @@
 """Nsight Compute profiles of one side's kernel: the launcher that ``ncu`` runs, the command, the CSV parser.
 
 ``ncu`` runs ``python -m wfbench_core.gpu.profile launch --case ID --ptx FILE --kernel NAME``, which loads the
-side's PTX and launches the case's canonical configuration (the timer's own loading, argument and launch
+side's PTX and launches the case's canonical configuration (the device module's loading, argument and launch
 code, on the case's own inputs) a few times; ``ncu`` profiles the last launch only, so module loading and
 first-launch effects stay out. Metrics come back as ``--csv --page raw`` (one row per profiled launch:
 column names, then units, then values) and are parsed into :class:`~wfbench_core.record.results.KernelProfile`.
@@ -23,6 +23,7 @@ from typing import Mapping, Sequence
 
 import click
 
+from wfbench_core.record.childenv import child_env
 from wfbench_core.build.cudatools import require_tool
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.results import KernelProfile
@@ -157,7 +158,8 @@ def top_stalls(p: KernelProfile, n: int = 3) -> list[tuple[str, float]]:
 
 def ncu_version(ncu: Path) -> str:
     try:
-        out = subprocess.run([str(ncu), "--version"], capture_output=True, text=True, timeout=60).stdout
+        out = subprocess.run([str(ncu), "--version"], capture_output=True, text=True, timeout=60,
+                             env=child_env()).stdout
     except OSError:
         return ""
     m = re.search(r"Version\s+([\d.]+)", out)
@@ -173,7 +175,8 @@ def profile_side(*, case_id: str, ptx: str, kernel: str, label: str, ncu: str | 
         ptx_path.write_text(ptx)
         cmd = ncu_command(binary, case_id=case_id, ptx=ptx_path, kernel=kernel, plugins=plugins)
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=NCU_TIMEOUT_S, check=False)
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=NCU_TIMEOUT_S, check=False,
+                                  env=child_env())
         except subprocess.TimeoutExpired:
             raise ProfileError(f"{case_id} ({label}): ncu took over {NCU_TIMEOUT_S} s") from None
     out = proc.stdout + "\n" + proc.stderr
@@ -198,27 +201,21 @@ def _last_lines(text: str, n: int = 2) -> str:
 
 def launch(case_id: str, ptx: str, kernel: str, launches: int = LAUNCHES, plugins: Sequence[str] = ()) -> None:
     """Load ``ptx`` and launch ``kernel`` on the case's canonical inputs ``launches`` times, then synchronise."""
+    from wfbench_core.gpu.device import Device
     from wfbench_core.discover.registry import Registry
-    from wfbench_core.record.results import TimingProtocol
-    from wfbench_core.gpu.timer import CudaEventTimer
 
     case = Registry.load(list(plugins)).case(case_id)
-    timer = CudaEventTimer(TimingProtocol())
-    timer._init()
-    cuda = timer._cuda
-    module, fn = timer.load(case_id, ptx, kernel)
+    device = Device().open()
+    loaded = device.load(ptx, kernel, case_id=case_id, label=case_id)
     inputs = case.make_inputs("canonical")
     want = case.make_reference(inputs, "canonical")  # only the outputs' shapes and types are used
-    bufs = {p.name: cuda.to_device(inputs[p.name], stream=timer._stream)
-            for p in case.params if p.kind == "ptr" and not p.output}
-    bufs.update({p.name: cuda.device_array(want[p.name].shape, dtype=want[p.name].dtype, stream=timer._stream)
-                 for p in case.outputs})
+    bufs = {p.name: device.to_device(inputs[p.name]) for p in case.params if p.kind == "ptr" and not p.output}
+    bufs.update({p.name: device.empty(want[p.name].shape, want[p.name].dtype) for p in case.outputs})
     scalars = {p.name: inputs[p.name] for p in case.params if p.kind != "ptr"}
-    go = timer._launcher(fn, case, "canonical", timer._args(case, bufs, scalars))
+    go = device.case_launcher(loaded, case, "canonical", device.args(case, bufs, scalars))
     for _ in range(launches):
         go()
-    timer._stream.synchronize()
-    del module
+    device.synchronize()
 
 
 @click.group()

@@ -32,6 +32,7 @@ from typing import Optional, Sequence
 import attrs
 
 from wfbench_core.case import Case
+from wfbench_core.record.childenv import child_env
 from wfbench_core.errors import WfbenchError
 from wfbench_core.build.faults import HANG, Fault, KernelFault, side_name
 
@@ -164,7 +165,7 @@ def sanitize_case(case: Case, side: str, ptx: str, kernel: str, *, config: str =
 def _run(cmd: list[str], timeout_s: float) -> tuple[Optional[int], str]:
     """Run in its own process group; on timeout kill the whole group. (None, stderr) on timeout."""
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
-                            start_new_session=True)
+                            start_new_session=True, env=child_env())
     try:
         _, err = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
@@ -196,10 +197,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--ptx", required=True, type=Path)
     parser.add_argument("--config", default="check", choices=("check", "canonical"))
     args = parser.parse_args(argv)
-    from wfbench_core.discover.registry import Registry
-    from wfbench_core.record.results import TimingProtocol
     from wfbench_core.contracts import Side
-    from wfbench_core.gpu.timer import CudaEventTimer
+    from wfbench_core.gpu.correctness import Checker
+    from wfbench_core.gpu.device import Device
+    from wfbench_core.discover.registry import Registry
 
     try:
         case = Registry.load().case(args.case)
@@ -207,7 +208,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             ptx = args.ptx.read_text()
         except OSError as exc:
             raise WfbenchError(f"{args.ptx}: cannot read ({exc.strerror})") from None
-        CudaEventTimer(TimingProtocol()).launch_once(case, args.config, Side(args.side, args.kernel, {args.config: ptx}))
+        Checker(Device()).launch_once(case, args.config, Side(args.side, args.kernel, {args.config: ptx}))
     except WfbenchError as exc:
         print(f"wfbench: error: {exc}", file=sys.stderr)
         return exc.exit_code

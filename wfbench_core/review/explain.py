@@ -13,13 +13,13 @@ import attrs
 
 from wfbench_core.review import markdown as md
 from wfbench_core.case import Case
+from wfbench_core.build.code_identity import IDENTICAL_NOTE, identical
 from wfbench_core.build.diagnostics import (
     Instr,
     Loop,
     assemble,
     code_of,
     hottest_loop,
-    identical,
     memory_order,
     mix_differences,
     summarize,
@@ -86,7 +86,8 @@ def findings(wf: SideDiagnostics, cuda: SideDiagnostics, wf_label: str = "WarpFo
     """Plain sentences about the differences that usually matter, most important first."""
     out: list[str] = []
     if identical(wf, cuda):
-        return [f"{wf_label} and CUDA assemble to byte-identical SASS: any timing difference is noise."]
+        return [f"{wf_label} and CUDA assemble to identical code (SASS and resources): any timing difference is "
+                f"noise."]
     for side, d in ((wf_label, wf), ("CUDA", cuda)):
         if d.spill_stores or d.spill_loads or d.stack_frame:
             out.append(f"{side} spills: {d.spill_stores} B stored, {d.spill_loads} B loaded, "

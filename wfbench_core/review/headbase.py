@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Callable, Optional, Sequence
 import attrs
 
 from wfbench_core.review import markdown as md
-from wfbench_core.build.diagnostics import IDENTICAL_NOTE, Instr, Loop, assemble, identical, summarize
+from wfbench_core.build.code_identity import IDENTICAL_NOTE, identical
+from wfbench_core.build.diagnostics import Instr, Loop, assemble, summarize
 from wfbench_core.record.results import KernelProfile, SideDiagnostics
 from wfbench_core.review.sassdiff import ADDED, CHANGED, MOVED, REMOVED, RENAMED, LoopPair, Placed, Row, SassDiff, diff, where
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Sequence
 
-if TYPE_CHECKING:
-    from wfbench_core.record.results import CaseResult, RunResult
+from wfbench_core.record.results import CaseResult, RunResult
+from wfbench_core.review.table import render_table  # noqa: F401 - also the table of the run's report
 
 
 def _fmt(value: float | None, spec: str) -> str:
@@ -47,20 +47,9 @@ def table_rows(result: RunResult) -> list[list[str]]:
             cu_rate,
             format_roofline(roofline(c, result.environment), c.metric),
             static,
-            c.status.upper(),
+            c.status.upper() + (" LAUNCH-BOUND" if t.launch_bound else ""),
         ])
     return rows
-
-
-def render_table(rows: Sequence[Sequence[str]]) -> str:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = []
-    for n, row in enumerate(rows):
-        cells = [cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))]
-        lines.append("  ".join(cells).rstrip())
-        if n == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    return "\n".join(lines)
 
 
 def footer(result: RunResult) -> str:
@@ -80,20 +69,20 @@ def footer(result: RunResult) -> str:
 
 
 def base_head_notes(result: RunResult) -> list[str]:
-    """For a base/head run: per case, whether the two WarpForth builds assemble to the same machine code."""
-    from wfbench_core.build.diagnostics import sass_note
+    """For a base/head run: per case, the verdict on each head against the base (``wfbench compare``'s rule),
+    the change of the gap with its interval, and what the two builds' code says."""
+    from wfbench_core.review.compare import compare_labels, labels_of, pct, verdict_cell
 
-    by_case: dict[str, list[CaseResult]] = {}
-    for c in result.cases:
-        if c.compiler_label:
-            by_case.setdefault(c.id, []).append(c)
+    labels = labels_of(result)
+    if len(labels) < 2:
+        return []
+    base = "base" if "base" in labels else labels[0]
     notes = []
-    for cid, sides in by_case.items():
-        if len(sides) == 2:
-            note = sass_note(sides[0].diag_wf, sides[1].diag_wf)
-            if note:
-                notes.append(f"  {cid} ({sides[0].compiler_label} vs {sides[1].compiler_label}): {note}"
-                             + (f" {cid}" if note.endswith("wfbench explain") else ""))
+    for head in (lb for lb in labels if lb != base):
+        for c in compare_labels(result, base, head).cases:
+            what = f"{verdict_cell(c)}, gap {pct(c.gap)}" if c.compared and c.gap else f"not compared: {c.reason}"
+            sass = f"; {c.sass}" + (f" {c.case_id}" if c.sass.endswith("wfbench explain") else "") if c.sass else ""
+            notes.append(f"  {c.case_id} ({base} vs {head}): {what}{sass}")
     return notes
 
 
@@ -110,11 +99,28 @@ def render(result: RunResult) -> str:
 
 
 def nvml_notes(result: RunResult) -> str:
-    """Lines for throttled cases (kept, out of trends) and a depressed host; "" when there are none."""
+    """Lines for throttled cases (whether the throttle rule leaves them out of trends), the run's throttle line
+    (pairs re-taken under the clock floor, cases left out of trends) and a depressed host; "" when there are
+    none."""
     from wfbench_core.gpu.nvml import describe
+    from wfbench_core.gpu.sampling import CLOCK_FLOOR
+    from wfbench_core.review.throttle import judge_throttle
 
-    lines = [f"  {c.id}: throttled while timed ({describe(c.timing.nvml)}): kept, left out of trends"
-             for c in result.cases if c.timing is not None and c.timing.throttled]
+    lines, left_out = [], []
+    timed = [(c.id, c.timing) for c in result.cases if c.timing is not None]
+    for case_id, t in timed:
+        if t.throttled:
+            call = judge_throttle(t)
+            retaken = f", {t.clock_retakes} pairs re-taken" if t.clock_retakes else ""
+            lines.append(f"  {case_id}: throttled while timed ({describe(t.nvml)}{retaken}): {call.why}; "
+                         f"{'left out of trends' if call.leaves_trends else 'kept in trends'}")
+            if call.leaves_trends:
+                left_out.append(case_id)
+    retakes = sum(t.clock_retakes for _, t in timed)
+    if retakes or left_out:
+        lines.append(f"throttle: {retakes} pairs re-taken under the clock floor ({CLOCK_FLOOR:.1%} of a case's "
+                     f"top SM clock) in {sum(1 for _, t in timed if t.clock_retakes)} of {len(timed)} cases; "
+                     f"{len(left_out)} left out of trends" + (f" ({', '.join(left_out)})" if left_out else ""))
     if result.environment.depressed_host:
         lines.append(f"depressed host: {result.environment.depressed_why}; this run's deltas are not trusted")
     return "".join("\n" + line for line in lines)

@@ -22,8 +22,10 @@ from wfbench_core.gpu import watchdog
 from wfbench_core.build.bundle import BundleManifest, utcnow
 from wfbench_core.build.prepare import Prepared, prepare_all
 from wfbench_core.case import Case
+from wfbench_core.record.childenv import child_env
 from wfbench_core.errors import WfbenchError
 from wfbench_core.gpu.nvml import mark_host
+from wfbench_core.gpu.outcome import error_result as _error_result, merge_repeats
 from wfbench_core.discover.registry import Registry
 from wfbench_core.record.request import ExecuteRequest
 from wfbench_core.record.results import ERROR, MODE_AA, SCHEMA_VERSION, CaseResult, RunResult, Source, write_result
@@ -151,6 +153,7 @@ class Supervisor:
         self.replies: Any = None
         self.quiet_limit_s = watchdog.quiet_limit_s(request.protocol.max_case_s)
         self.upcoming: list[str] = []  # the cases still to run in this pass: a new worker compiles their CUDA ahead
+        self.yardsticks: dict[str, Any] = {}  # what the run's first worker measured: later ones judge cases by it
 
     # -- process handling -------------------------------------------------------------------------
 
@@ -158,7 +161,7 @@ class Supervisor:
         read_fd, write_fd = os.pipe()
         try:
             # the worker imports what this process can import (plugins named by module included)
-            env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+            env = child_env({"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)})
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "wfbench_core.gpu.worker", str(write_fd)],
                 stdin=subprocess.PIPE, stdout=_stderr_fd(), pass_fds=(write_fd,), text=True, env=env,
@@ -242,13 +245,17 @@ class Supervisor:
 
         self._spawn()
         self._send({"op": "init", "bundle": str(self.bundle), "request": converter().unstructure(self.request),
-                    "copy": copy, "plugins": self.registry.recipe, "prefetch": list(self.upcoming)})
+                    "copy": copy, "plugins": self.registry.recipe, "prefetch": list(self.upcoming),
+                    "yardsticks": self.yardsticks})
         try:
             reply = self._await("init")["init"]
         except _Lost as lost:
             raise WfbenchError(f"the GPU worker did not start: {lost}") from None
         c = converter()
-        return c.structure(reply["environment"], Environment), c.structure(reply["cuda"], CompilerInfo), reply["arch"]
+        environment = c.structure(reply["environment"], Environment)
+        if copy:
+            self.yardsticks = {"copy_gbps": environment.copy_gbps, "fp64_peak_gflops": environment.fp64_peak_gflops}
+        return environment, c.structure(reply["cuda"], CompilerInfo), reply["arch"]
 
     def run_case(self, case_id: str, variants: dict[str, Prepared]) -> list[CaseResult]:
         from wfbench_core.record.results import converter
@@ -273,52 +280,6 @@ class Supervisor:
         if any(r.status == ERROR for r in results):
             self._kill()  # a CUDA error may have left the context unusable: the next case gets a fresh one
         return results
-
-
-def merge_repeats(passes: list[list[CaseResult]], unstable_noise: float) -> list[CaseResult]:
-    """One result per case from ``--repeat`` passes, each made in a fresh process.
-
-    A case that failed or could not run in any pass is that pass's result. Otherwise the passes' samples
-    are pooled, their placements numbered on across passes (so the interval of the gap covers what changes
-    between processes too), and each pass's own gap is kept in ``timing.repeat_gaps``.
-    """
-    if len(passes) == 1:
-        return list(passes[0])
-    from wfbench_core.contracts import Measurement
-    from wfbench_core.record.results import FAILED, Costs
-    from wfbench_core.gpu.worker import timed_status
-
-    by_pass = [{(r.id, r.compiler_label): r for r in p} for p in passes]
-    out = []
-    for key in dict.fromkeys(k for p in by_pass for k in p):
-        runs = [(n, p[key]) for n, p in enumerate(by_pass) if key in p]
-        bad = next(((n, r) for n, r in runs if r.status in (FAILED, ERROR) or r.timing is None), None)
-        if bad is not None:
-            n, r = bad
-            out.append(attrs.evolve(r, message=f"repeat {n + 1} of {len(passes)}: {r.message}"))
-            continue
-        timings = [r.timing for _, r in runs]
-        placement_of: list[int] = []
-        for t in timings:
-            where = t.placement_of or (0,) * len(t.warpforth.samples_us)
-            base = max(placement_of) + 1 if placement_of else 0
-            placement_of.extend(base + w for w in where)
-        throttled = [t.nvml for t in timings if t.throttled]
-        m = Measurement(
-            passed=True, message="", checks=(), kernel_attrs={}, costs=Costs(),
-            samples_us={"wf": tuple(x for t in timings for x in t.warpforth.samples_us),
-                        "cuda": tuple(x for t in timings for x in t.cuda.samples_us)},
-            first=tuple(x for t in timings for x in t.order), launches_per_sample=timings[0].launches_per_sample,
-            warmup_busy_s=sum(t.warmup_busy_s for t in timings), clocks_sm_mhz=tuple(c for t in timings for c in t.clocks_sm_mhz),
-            placement_of=tuple(placement_of), placement_seed=timings[0].placement_seed,
-            short_retakes=sum(t.short_retakes for t in timings), stop_reason=timings[-1].stop_reason,
-            timing_mode=timings[0].timing_mode, nvml=throttled[0] if throttled else timings[0].nvml,
-        )
-        first = runs[0][1]
-        fields = timed_status(m, "wf", work_bytes=first.work_bytes, work_flops=first.work_flops,
-                              unstable_noise=unstable_noise, repeat_gaps=tuple(t.gap for t in timings))
-        out.append(attrs.evolve(first, **fields))
-    return out
 
 
 class InProcess(Supervisor):
@@ -440,13 +401,6 @@ class _Lines:
             self.fd = -1
 
 
-def _error_result(case_id: str, case: Case | None, plugin: str, label: str, mode: str, why: str) -> CaseResult:
-    """A case that was not checked or timed (it did not compile, or the suite budget was spent)."""
-    return CaseResult(id=case_id, version=case.version if case else 0, priority=case.priority if case else "",
-                      fingerprint=case.fingerprint() if case else "", status=ERROR, mode=mode, message=why,
-                      plugin=plugin, compiler_label=label)
-
-
 def _one_line(r: CaseResult) -> str:
     name = f"{r.id} [{r.compiler_label}]" if r.compiler_label else r.id
     if r.timing is None:
@@ -468,10 +422,17 @@ def detect_source(commit: str | None = None, warpforthc: Path | None = None, lab
     run_id = env.get("GITHUB_RUN_ID", "")
     if not commit and env.get("WFBENCH_COMMIT"):
         commit = env["WFBENCH_COMMIT"]
+    from wfbench_core.build.warpforth_build import read_provenance  # a warpforthc wfbench built (--warpforth)
+
+    built = read_provenance(Path(warpforthc)) if warpforthc is not None else None
+    dirty = bool(built.get("git_dirty")) if built and (not commit or commit == built.get("git_commit")) else False
+    if not commit and built:
+        commit = str(built.get("git_commit", ""))
     if not commit and warpforthc is not None:
         try:
             commit = subprocess.run(["git", "-C", str(Path(warpforthc).parent), "rev-parse", "HEAD"],
-                                    capture_output=True, text=True, timeout=10, check=False).stdout.strip()
+                                    capture_output=True, text=True, timeout=10, check=False,
+                                    env=child_env()).stdout.strip()
         except OSError:
             commit = ""
     repo = env.get("WFBENCH_REPO", "") or ci_repo
@@ -483,4 +444,5 @@ def detect_source(commit: str | None = None, warpforthc: Path | None = None, lab
         ci_run_id=run_id,
         ci_run_url=f"{server}/{ci_repo}/actions/runs/{run_id}" if ci_repo and run_id else "",
         label=label,
+        git_dirty=dirty,
     )

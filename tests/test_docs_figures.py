@@ -1,0 +1,86 @@
+"""Every measured figure in README.md and docs/*.md comes from a result file stored in the repository.
+
+Figures are rendered into ``<!-- figure: KIND PATH -->`` blocks by ``tools/docs_figures.py``; these tests
+fail when a block differs from what its stored file renders, when a block names a file the repository does
+not hold, or when a paragraph quotes a measurement on named hardware outside a block.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+HARDWARE = re.compile(r"\b(H200|H100|A100|RTX[ _]?4090|RTX[ _]?3090|L40S?)\b")
+MEASURE = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:\s?-\s?\d+(?:\.\d+)?)?\s?(?:%|us\b|µs|ms\b|GB/s|TB/s|GFLOP/s|"
+                     r"TFLOP/s|MHz|W\b|×| s\b)|(?<![\w.])\d\.\d{3}(?![\w.])")
+
+
+def tool():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location("docs_figures", ROOT / "tools" / "docs_figures.py")
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+def test_every_figure_block_matches_its_stored_result() -> None:
+    assert tool().stale() == []
+
+
+def test_every_block_names_a_file_the_repository_holds() -> None:
+    tracked = set(subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True).stdout.split())
+    blocks = [(doc, m.group("kind"), m.group("src")) for doc in tool().documents()
+              for m in tool().BLOCK.finditer(doc.read_text())]
+    assert any(doc.name == "README.md" and kind == "suite-table" for doc, kind, _ in blocks)  # the README's table
+    for doc, kind, src in blocks:
+        assert src in tracked or not tracked, f"{doc.name}: {kind} from {src}, which is not in the repository"
+        assert (ROOT / src).is_file()
+
+
+def _paragraphs_outside_blocks(text: str) -> list[str]:
+    text = re.sub(r"<!-- figure:.*?<!-- /figure -->", "", text, flags=re.S)
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    return [p for p in re.split(r"\n\s*\n", text) if p.strip()]
+
+
+def unsourced(text: str) -> list[str]:
+    """Measurements quoted about named hardware outside a figure block."""
+    return [f"{m.group(0)!r} in {p[:80]!r}" for p in _paragraphs_outside_blocks(text) if HARDWARE.search(p)
+            for m in MEASURE.finditer(p)]
+
+
+def test_no_hardware_measurement_outside_a_figure_block() -> None:
+    found = {str(doc.relative_to(ROOT)): unsourced(doc.read_text()) for doc in tool().documents()}
+    assert {k: v for k, v in found.items() if v} == {}
+
+
+def test_the_rules_see_what_they_forbid(tmp_path: Path) -> None:
+    # a hardware measurement in prose is found; the same text in a block or a code block is not
+    prose = "On an H200 the gap moved 0.77 % (1.119 to 1.128), 39-68 us per sample.\n"
+    assert len(unsourced(prose)) == 4
+    assert unsourced(f"<!-- figure: suite-table x.json -->\n{prose}<!-- /figure -->\n") == []
+    assert unsourced("Defaults: 30 placements, 0.25 %, on any GPU.\n") == []
+    # a block edited by hand is stale
+    t = tool()
+    src = "docs/results/h200-suite.json"
+    good = f"<!-- figure: suite-table {src} -->\n{t.suite_table(src)}<!-- /figure -->\n"
+    assert t.render_text(good) == good
+    tampered = good.replace("1.769x", "1.700x")
+    assert tampered != good and t.render_text(tampered) == good
+
+
+def test_the_check_command_exits_1_naming_a_stale_block(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "docs_figures.py"), "--check"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("kind", ["aa-position"])
+def test_a_block_of_the_wrong_kind_of_run_is_refused(kind: str) -> None:
+    with pytest.raises(SystemExit, match="aa-position needs an A/A run, not a paired run"):
+        tool().RENDERERS[kind]("docs/results/h200-suite.json")

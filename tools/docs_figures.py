@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""Render the figures of README.md and docs/*.md from the result files stored in the repository.
+
+    python3 tools/docs_figures.py            # re-render every figure block in place
+    python3 tools/docs_figures.py --check    # exit 1, naming each block that differs from its source
+
+A figure block is written in the Markdown as
+
+    <!-- figure: KIND PATH -->
+    ...rendered, never edited by hand...
+    <!-- /figure -->
+
+where PATH is a result file in the repository (relative to its root) and KIND one of:
+
+- ``suite-table``: the run's table exactly as ``wfbench run`` prints it, with the GPU, the date and the wall time;
+- ``aa-position``: an A/A run's position effect per case: within each pair, the first side's sample minus the
+  second's (:func:`wfbench_core.record.stats.position_effect`), with its 95 % interval and how many pairs had the
+  first side slower.
+
+Measured figures live only in such blocks (tests/test_docs_figures.py checks both that every block matches
+its file and that no hardware measurement is quoted outside one). To record a new figure, store the result
+file under docs/results/, point a block at it and run this tool.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Callable
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+BLOCK = re.compile(r"(<!-- figure: (?P<kind>[\w-]+) (?P<src>\S+) -->\n)(?P<body>.*?)(<!-- /figure -->)", re.S)
+DOCS = ("README.md", "docs/*.md")
+
+
+def _stored(src: str) -> tuple[object, dict]:  # type: ignore[type-arg]
+    """The result (through the one result loader) and its raw JSON (for what a reader migrates away)."""
+    from wfbench_core.record.results import load_result
+
+    path = ROOT / src
+    if not path.is_file():
+        raise SystemExit(f"docs_figures: {src}: no such result file in the repository")
+    return load_result(path), json.loads(path.read_text())
+
+
+def _when(result: object) -> str:
+    return str(getattr(result, "created"))[:16].replace("T", " ") + " UTC"
+
+
+def suite_table(src: str) -> str:
+    from wfbench_core.review.report import render
+
+    result, raw = _stored(src)
+    env = result.environment  # type: ignore[attr-defined]
+    head = (f"A run of the whole suite on an {env.gpu_name}, stored in `{src}` ({_when(result)}, result schema "
+            f"{raw['schema_version']}; `wall_s` {result.wall_s:.1f} s):")  # type: ignore[attr-defined]
+    return f"{head}\n\n```\n{render(result)}\n```\n"
+
+
+def aa_position(src: str) -> str:
+    from wfbench_core.review.history import protocol_tag
+    from wfbench_core.record.stats import position_effect
+
+    result, raw = _stored(src)
+    if result.mode != "aa":  # type: ignore[attr-defined]
+        raise SystemExit(f"docs_figures: {src}: aa-position needs an A/A run, not a {result.mode} run")  # type: ignore[attr-defined]
+    rows = ["| case | first minus second, per sample | 95 % interval | first slower | sample |",
+            "|---|---|---|---|---|"]
+    for c in result.cases:  # type: ignore[attr-defined]
+        if c.timing is None:
+            continue
+        pe = position_effect(c.timing)
+        sample_ms = c.timing.cuda.median_us * c.timing.launches_per_sample / 1000
+        rows.append(f"| {c.id} | {pe.median_us:+.1f} us | [{pe.lo_us:+.1f}, {pe.hi_us:+.1f}] | "
+                    f"{pe.first_slower} of {pe.pairs} pairs | {sample_ms:.1f} ms |")
+    tag = protocol_tag(result.protocol) or "the default protocol"  # type: ignore[attr-defined]
+    head = (f"The A/A run stored in `{src}` ({result.environment.gpu_name}, {_when(result)}, result schema "  # type: ignore[attr-defined]
+            f"{raw['schema_version']}, protocol {tag}):")
+    return head + "\n\n" + "\n".join(rows) + "\n"
+
+
+RENDERERS: dict[str, Callable[[str], str]] = {"suite-table": suite_table, "aa-position": aa_position}
+
+
+def documents() -> list[Path]:
+    return [p for pattern in DOCS for p in sorted(ROOT.glob(pattern))]
+
+
+def render_text(text: str, where: str = "") -> str:
+    def one(m: re.Match[str]) -> str:
+        kind = m.group("kind")
+        if kind not in RENDERERS:
+            raise SystemExit(f"docs_figures: {where}: unknown figure kind {kind!r} (known: {', '.join(RENDERERS)})")
+        return m.group(1) + RENDERERS[kind](m.group("src")) + m.group(5)
+
+    return BLOCK.sub(one, text)
+
+
+def stale() -> list[str]:
+    """The blocks that differ from what their source renders, as ``FILE: KIND SRC``."""
+    out = []
+    for doc in documents():
+        text = doc.read_text()
+        for m in BLOCK.finditer(text):
+            if render_text(m.group(0), str(doc.relative_to(ROOT))) != m.group(0):
+                out.append(f"{doc.relative_to(ROOT)}: {m.group('kind')} {m.group('src')}")
+    return out
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--check", action="store_true", help="only check; exit 1 naming each stale block")
+    args = parser.parse_args(argv)
+    if args.check:
+        bad = stale()
+        for line in bad:
+            print(f"stale figure: {line} (run python3 tools/docs_figures.py)")
+        return 1 if bad else 0
+    for doc in documents():
+        text = doc.read_text()
+        new = render_text(text, str(doc.relative_to(ROOT)))
+        if new != text:
+            doc.write_text(new)
+            print(f"{doc.relative_to(ROOT)}: figures rendered")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
