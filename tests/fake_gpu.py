@@ -81,15 +81,16 @@ class FakeTimer:
         elif what == "launch":
             raise WfbenchError(f"{case.id}[check] wf: launch failed: [700] CUDA_ERROR_ILLEGAL_ADDRESS")
         n = self.protocol.samples
-        samples = {s.label: (3.0 if s.label.startswith("wf") else 2.0,) * n for s in sides}
-        if what == "barriers":
-            samples = {s.label: _barrier_cost(case.id, s, n) for s in sides}
         check = Check("check", "wf", "reference", "out", True, 0.0, 0.0, 0, 100)
         cost = os.environ.get("FAKE_GPU_CHAIN_COST")
-        samples = _costed(sides, n, float(cost)) if cost else {
-            s.label: (3.0 if s.label.startswith("wf") else 2.0,) * n for s in sides}
+        if what == "barriers":
+            samples = {s.label: _barrier_cost(case.id, s, n) for s in sides}
+        elif cost:
+            samples = _costed(sides, n, float(cost))
+        else:
+            samples = {s.label: (3.0 if s.label.startswith("wf") else 2.0,) * n for s in sides}
         sampled = Sampled(samples_us=samples, order=tuple(sides[i % len(sides)].label for i in range(n)),
-                          launches_per_sample=1, placement_of=tuple(i // 2 for i in range(n)) if cost else ())
+                          launches_per_sample=1, placement_of=tuple(i // 2 for i in range(n)) if cost or what == "barriers" else ())
         return Measurement(
             passed=True, message="", checks=(check,), kernel_attrs={s.label: KernelAttrs(16, 0, 0, 1024) for s in sides},
             costs=Costs(), sampled=sampled)

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from synth_runs import commit_of, synth_run
-from wfbench_core.review import alerts
+from wfbench_core.review import alerts, verdicts
 from wfbench_core.review.changepoints import Settings, best_split, change_points, e_divisive
 from wfbench_core.cli import main
 from wfbench_core.dashboard import build_data
@@ -85,7 +85,7 @@ def test_check_reports_a_new_step_once(tmp_path: Path) -> None:
     assert all(not reported[n] for n in range(first + 1, STEP + 5))
     # per-point alerts do not see a 3 % step (below the 5 % floor): the change point is what places it
     report = alerts.check(History.open(tmp_path))
-    assert {f.verdict for f in report.findings} == {alerts.STEADY}
+    assert {f.verdict for f in report.findings} == {verdicts.SAME}
     r = CliRunner().invoke(main, ["check", "--history", str(tmp_path), str(tmp_path / reported_run(tmp_path, first))])
     assert r.exit_code == 0, r.output
     assert f"new change point: {CASE}: gap " in r.stdout and f"between commits {commit_of(STEP - 1)[:10]}.." in r.stdout

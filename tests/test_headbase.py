@@ -11,6 +11,7 @@ import attrs
 import pytest
 from click.testing import CliRunner
 
+from wfbench_core.build.code_identity import IDENTICAL_NOTE
 from wfbench_core.build import diagnostics as dg
 from wfbench_core.review import sassdiff
 from wfbench_core.cli import main
@@ -115,7 +116,7 @@ def test_a_change_inside_the_loop_is_changed_moved_and_shown_side_by_side(case) 
 def test_identical_sass_is_one_line(case) -> None:  # type: ignore[no-untyped-def]
     v = variant(case, "base", base_ptx(), "sm_90")
     lines = render(v, attrs.evolve(v, label="head"))
-    assert lines == [f"base and head: identical SASS: any difference is noise (SASS SHA-256 `{v.diag.sass_sha256[:12]}`)."]
+    assert lines == [f"base and head: {IDENTICAL_NOTE} (SASS SHA-256 `{v.diag.sass_sha256[:12]}`)."]
 
 
 def test_register_renaming_alone_is_not_a_change() -> None:

@@ -10,8 +10,10 @@ import attrs
 import pytest
 from click.testing import CliRunner
 
+from wfbench_core.build.code_identity import IDENTICAL_NOTE
 from wfbench_core.review import compare, prcomment
 from wfbench_core.build import diagnostics as dg
+from wfbench_core.review import verdicts as V
 from wfbench_core.review.case_verdict import AMBIGUOUS, FASTER, SAME, SLOWER, base_head, case_verdict
 from wfbench_core.cli import main
 from wfbench_core.discover.registry import Registry
@@ -55,9 +57,10 @@ def test_verdicts_come_from_compare(tmp_path: Path) -> None:
     assert verdicts[SLOW] == SLOWER and verdicts[FAST] == FASTER
     assert {v for c, v in verdicts.items() if c not in (SLOW, FAST)} == {SAME}
     c = next(x for x in cmp.cases if x.case_id == SLOW)
-    assert c.gap is not None and c.gap.verdict == compare.WORSE
-    assert case_verdict(attrs.evolve(c, gap=attrs.evolve(c.gap, verdict=compare.WITHIN_RUNS))) == AMBIGUOUS
-    assert case_verdict(attrs.evolve(c, compared=False, gap=None)) == AMBIGUOUS
+    assert c.verdict is not None and c.verdict.verdict == V.SLOWER
+    assert case_verdict(attrs.evolve(c, verdict=attrs.evolve(c.verdict, verdict=V.AMBIGUOUS))) == AMBIGUOUS
+    assert case_verdict(attrs.evolve(c, verdict=attrs.evolve(c.verdict, verdict=V.BASELINE_CHANGED))) == AMBIGUOUS
+    assert case_verdict(attrs.evolve(c, compared=False, verdict=None)) == AMBIGUOUS
 
 
 @pytest.mark.skipif(dg.tools_available() is not None, reason="CUDA binary tools missing")
@@ -78,7 +81,7 @@ def test_comment_holds_verdicts_explanations_and_links(tmp_path: Path, bundle: P
     assert len(re.findall(r"^- Added `BAR\.SYNC\.DEFER_BLOCKING 0x0` at head 0x[0-9a-f]{4} \(instruction \d+ of "
                           r"\d+\), before the first loop", slow, re.MULTILINE)) == 1
     fast = text.split(f"### {FAST}: FASTER, head against base", 1)[1]
-    assert fast.lstrip().startswith("base and head: identical SASS: any difference is noise")
+    assert fast.lstrip().startswith(f"base and head: {IDENTICAL_NOTE}")
     assert "### scale_i64" not in text  # SAME cases are in the table only
     assert "<summary>Full comparison (wfbench compare)</summary>" in text and "### wfbench compare" in text
     assert "- [result](https://github.com/o/r/actions/runs/1/artifacts/2)" in text
