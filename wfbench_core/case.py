@@ -11,13 +11,8 @@ can never pass as the same series.
 
 from __future__ import annotations
 
-import hashlib
-import json
-import string
-from typing import Any, Callable, Mapping
-
 import weakref
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import attrs
 
@@ -159,11 +154,13 @@ class Case:
 
     def render(self, config: str) -> tuple[str, str]:
         """Return the (WarpForth, CUDA) sources for a configuration, with the sizes filled in."""
+        from string import Template  # here: its pattern compiles on import, and listing cases renders nothing
+
         sizes = {k: str(v) for k, v in self.sizes[config].items()}
         try:
             return (
-                string.Template(self.warpforth).substitute(sizes),
-                string.Template(self.cuda).substitute(sizes),
+                Template(self.warpforth).substitute(sizes),
+                Template(self.cuda).substitute(sizes),
             )
         except (KeyError, ValueError) as exc:
             raise ValueError(f"case {self.id}: source template needs size parameter {exc}") from None
@@ -213,6 +210,8 @@ class Case:
                 "shared_bytes": launch.shared_bytes,
                 "work": {"bytes": work.bytes, "flops": work.flops},
             }
+        import hashlib
+
         import numpy as np
 
         check_inputs = self.make_inputs("check")
@@ -236,6 +235,8 @@ class Case:
         """SHA-256 over everything that defines the measurement (computed once per case and process)."""
         known = _FINGERPRINTS.get(id(self))
         if known is None:
+            import json
+
             known = _FINGERPRINTS[id(self)] = sha256_text(json.dumps(self.describe(), sort_keys=True,
                                                                      separators=(",", ":")))
             weakref.finalize(self, _FINGERPRINTS.pop, id(self), None)
@@ -252,6 +253,8 @@ _FINGERPRINTS: dict[int, str] = {}
 
 
 def sha256_text(text: str | bytes) -> str:
+    import hashlib  # here: listing the installed cases needs no hashing
+
     data = text.encode() if isinstance(text, str) else text
     return hashlib.sha256(data).hexdigest()
 

@@ -57,6 +57,3 @@ def build(case_ids: tuple[str, ...], priorities: tuple[str, ...], warpforthc: tu
                 click.echo(f"ERROR: {why}", err=True)
         raise CaseFailed(f"{len(failed)} case(s) did not compile and are recorded as ERROR in the bundle: "
                          f"{', '.join(failed)}")
-
-
-COMMANDS = [build]

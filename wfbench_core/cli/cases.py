@@ -34,6 +34,3 @@ def list_cases(as_json: bool) -> None:
         rows.append([e["id"], f"v{e['version']}", e["priority"], fmt(e["sizes"]["canonical"]),
                      fmt(e["sizes"]["check"]), e["plugin"]])
     click.echo(render_table(rows))
-
-
-COMMANDS = [list_cases]

@@ -56,6 +56,3 @@ def check_cmd(result: Optional[Path], history_dir: Path, min_change: float, mad_
     else:
         click.echo(alerts.render_text(report))
     sys.exit(report.exit_code)
-
-
-COMMANDS = [check_cmd]

@@ -58,6 +58,3 @@ def crosscheck_cmd(bundle, case_ids, priorities, against, modes, small, samples,
         click.echo(xc.render(kernels, gaps, tolerance))
     if not xc.within(kernels, tolerance):
         raise CaseFailed(f"a kernel's wfbench and nvbench times differ by more than {tolerance:.1%}")
-
-
-COMMANDS = [crosscheck_cmd]

@@ -47,6 +47,3 @@ def execute_cmd(bundle: Path, case_ids: tuple[str, ...], priorities: tuple[str, 
         return
     result = execute(bundle, registry=reg, request=request, progress=progress_printer(quiet), out=out)
     finish(result, out, as_json)
-
-
-COMMANDS = [execute_cmd]

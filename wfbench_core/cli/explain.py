@@ -135,6 +135,3 @@ def explain(case_id: str, bundle: Path | None, wf_ptx: Path | None, warpforthc: 
         progress(f"report: {out}")
     else:
         click.echo(text, nl=False)
-
-
-COMMANDS = [explain]

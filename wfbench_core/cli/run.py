@@ -67,6 +67,3 @@ def run(case_ids: tuple[str, ...], priorities: tuple[str, ...], warpforthc: tupl
     finally:
         t.close()
     finish(result, out, as_json)
-
-
-COMMANDS = [run]
