@@ -69,7 +69,7 @@ def explain(case_id: str, bundle: Path | None, wf_ptx: Path | None, warpforthc: 
     differences, each side's hottest loop, and with --profile Nsight Compute metrics. Markdown output."""
     from wfbench_core.build import compile as comp
     from wfbench_core.build.diagnostics import arch_limits
-    from wfbench_core.review.explain import Side, analyse, render_markdown
+    from wfbench_core.review.explain import ExplainedSide, analyse, render_markdown
 
     if bundle is not None and wf_ptx is not None:
         raise WfbenchError("give the WarpForth PTX one way: --bundle or --wf-ptx (or neither, to compile it here)")
@@ -92,8 +92,8 @@ def explain(case_id: str, bundle: Path | None, wf_ptx: Path | None, warpforthc: 
     cuda_ptx = comp.compile_cuda(case.render("canonical")[1], case_id=f"{case.id}[canonical]", arch=arch,
                                  compiler=compiler).ptx
     provenance.append(f"CUDA PTX: {compiler.kind} {compiler.version} {' '.join(compiler.flags)}.")
-    sides = [Side(f"WarpForth {label}" if label else "WarpForth", case.wf_kernel, ptx) for label, ptx in wf.items()]
-    sides.append(Side("CUDA", case.cuda_kernel, cuda_ptx))
+    sides = [ExplainedSide(f"WarpForth {label}" if label else "WarpForth", case.wf_kernel, ptx) for label, ptx in wf.items()]
+    sides.append(ExplainedSide("CUDA", case.cuda_kernel, cuda_ptx))
     progress(f"assembling {len(sides)} side(s) for {arch}")
     reports = analyse(case, sides, arch)
     if profile:

@@ -42,7 +42,7 @@ PREFIX = "========="
 
 
 @attrs.frozen
-class Finding:
+class SanitizerFinding:
     """What compute-sanitizer reported first for one side of a case."""
 
     case_id: str
@@ -124,7 +124,7 @@ def first_report(log: str) -> Optional[str]:
 
 def sanitize_case(case: Case, side: str, ptx: str, kernel: str, *, config: str = "check",
                   tools: Sequence[str] | None = None, sanitizer: Path | None = None,
-                  timeout_s: float = DEFAULT_TIMEOUT_S) -> Optional[Finding]:
+                  timeout_s: float = DEFAULT_TIMEOUT_S) -> Optional[SanitizerFinding]:
     """Run one side of a case once under compute-sanitizer; its first finding, or None when clean.
 
     :param side: the side's label (``wf``, ``wf:head``, ``cuda``); ``ptx`` is that side's PTX for ``config``
@@ -153,7 +153,7 @@ def sanitize_case(case: Case, side: str, ptx: str, kernel: str, *, config: str =
             text = log.read_text(errors="replace") if log.exists() else ""
             line = first_report(text)
             if rc == ERROR_EXITCODE or (line and rc != 0):
-                return Finding(case.id, config, side, tool, line or "error reported (no report line in the log)")
+                return SanitizerFinding(case.id, config, side, tool, line or "error reported (no report line in the log)")
             if rc != 0:
                 why = _last_line(stderr) or _last_line(text) or f"exit status {rc}"
                 raise WfbenchError(f"{case.id}[{config}] {side_name(side)}: compute-sanitizer {tool} could not run "

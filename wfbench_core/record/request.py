@@ -13,7 +13,7 @@ from typing import Optional
 import attrs
 
 from wfbench_core.record.origin import PluginOrigin
-from wfbench_core.record.results import MODE_PAIRED, TimingProtocol, converter, dumps, loads
+from wfbench_core.record.results import MODE_PAIRED, TimingProtocol, dumps, loads
 
 
 @attrs.frozen
@@ -61,7 +61,3 @@ class RunRequest:
     @property
     def case_ids(self) -> tuple[str, ...]:
         return tuple(c.id for c in self.cases)
-
-
-def structure_request(data: dict) -> ExecuteRequest:
-    return converter().structure(data, ExecuteRequest)  # type: ignore[no-any-return]

@@ -100,7 +100,7 @@ class CaseComparison:
 
 
 @attrs.frozen
-class Comparison:
+class RunComparison:
     base_name: str
     head_name: str
     base_compiler: str
@@ -312,7 +312,7 @@ def split_labels(result: RunResult, base_label: Optional[str] = None,
 
 
 def compare_runs(base: RunResult, head: RunResult, *, base_name: str = "base", head_name: str = "head",
-                 settings: Settings = Settings(), history: Optional["History"] = None) -> Comparison:
+                 settings: Settings = Settings(), history: Optional["History"] = None) -> RunComparison:
     """Two separate runs, matched by case ID (and compiler label "" on both sides).
 
     A change counts only beyond the between-run variation of the case's series, estimated from ``history``
@@ -352,7 +352,7 @@ def compare_runs(base: RunResult, head: RunResult, *, base_name: str = "base", h
     if base.environment.gpu_name != head.environment.gpu_name \
             or base.environment.compute_capability != head.environment.compute_capability:
         cases = [_not_attributed(c) for c in cases]
-    return Comparison(base_name=base_name, head_name=head_name, base_compiler=base.warpforthc.version,
+    return RunComparison(base_name=base_name, head_name=head_name, base_compiler=base.warpforthc.version,
                       head_compiler=head.warpforthc.version, platform=_platform(head), same_run=False,
                       notes=tuple(notes), cases=tuple(cases), settings=settings)
 
@@ -365,7 +365,7 @@ def _not_attributed(c: CaseComparison) -> CaseComparison:
 
 
 def compare_labels(result: RunResult, base_label: Optional[str] = None, head_label: Optional[str] = None, *,
-                   name: str = "result", settings: Settings = Settings()) -> Comparison:
+                   name: str = "result", settings: Settings = Settings()) -> RunComparison:
     """One base/head run: the two compiler labels against the same CUDA samples."""
     bl, hl = split_labels(result, base_label, head_label, where=name)
     bmap = {c.id: c for c in result.cases if c.compiler_label == bl}
@@ -383,7 +383,7 @@ def compare_labels(result: RunResult, base_label: Optional[str] = None, head_lab
         info = result.compilers.get(label)
         return info.version if info else "?"
 
-    return Comparison(base_name=bl, head_name=hl, base_compiler=version(bl), head_compiler=version(hl),
+    return RunComparison(base_name=bl, head_name=hl, base_compiler=version(bl), head_compiler=version(hl),
                       platform=_platform(result), same_run=True, notes=(), cases=tuple(cases),
                       settings=settings)
 
@@ -398,7 +398,7 @@ def _pct(c: Change) -> str:
     return f"{c.percent:+.2f}% [{(c.ci_low - 1) * 100:+.2f}, {(c.ci_high - 1) * 100:+.2f}]"
 
 
-def _rows(cmp: Comparison, bold: bool) -> list[list[str]]:
+def _rows(cmp: RunComparison, bold: bool) -> list[list[str]]:
     rows = []
     for c in cmp.cases:
         name = f"{c.case_id} v{c.version}"
@@ -427,7 +427,7 @@ def _rows(cmp: Comparison, bold: bool) -> list[list[str]]:
 HEADER = ["case", "gap", "gap change [CI]", "WF us", "WF change [CI]", "CUDA us", "CUDA change [CI]", "verdict"]
 
 
-def _footer(cmp: Comparison) -> list[str]:
+def _footer(cmp: RunComparison) -> list[str]:
     s = cmp.settings
     lines = [f"change = head/base of the medians; [CI] = {s.confidence:.0%} bootstrap interval; significant when "
              f"it excludes 0 and Mann-Whitney p < {s.alpha:g}; 'negligible' = significant but under "
@@ -453,19 +453,19 @@ def _footer(cmp: Comparison) -> list[str]:
     return lines
 
 
-def _title(cmp: Comparison) -> str:
+def _title(cmp: RunComparison) -> str:
     how = "one interleaved base/head run" if cmp.same_run else "two runs"
     return (f"{cmp.base_name} (warpforthc {cmp.base_compiler}) -> {cmp.head_name} (warpforthc "
             f"{cmp.head_compiler}); {cmp.platform}; {how}")
 
 
-def render_text(cmp: Comparison) -> str:
+def render_text(cmp: RunComparison) -> str:
     from wfbench_core.review.report import render_table
 
     return "\n".join([_title(cmp), "", render_table([HEADER] + _rows(cmp, bold=False)), ""] + _footer(cmp))
 
 
-def render_markdown(cmp: Comparison) -> str:
+def render_markdown(cmp: RunComparison) -> str:
     out = ["### wfbench compare", "", _title(cmp).replace(" -> ", " → "), "",
            "| " + " | ".join(HEADER) + " |", "|---|" + "---:|" * (len(HEADER) - 2) + "---|"]
     for row in _rows(cmp, bold=True):

@@ -44,7 +44,7 @@ CLASS_HELP = {
 
 
 @attrs.frozen
-class Side:
+class ExplainedSide:
     """One side to explain: its label in the report, kernel name and PTX."""
 
     label: str  # "WarpForth", "WarpForth base", "CUDA"
@@ -54,14 +54,14 @@ class Side:
 
 @attrs.frozen
 class SideReport:
-    side: Side
+    side: ExplainedSide
     diag: SideDiagnostics
     loop: Optional[Loop]
     profile: Optional[KernelProfile] = None
     sass: tuple[Instr, ...] = ()
 
 
-def analyse(case: Case, sides: Sequence[Side], arch: str) -> list[SideReport]:
+def analyse(case: Case, sides: Sequence[ExplainedSide], arch: str) -> list[SideReport]:
     """Static diagnostics of every side for ``arch`` at the case's canonical launch (no GPU)."""
     launch = case.launch(case.sizes["canonical"])
     threads = launch.block[0] * launch.block[1] * launch.block[2]

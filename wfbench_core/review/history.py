@@ -27,7 +27,6 @@ import contextlib
 import datetime as _dt
 import hashlib
 import json
-import os
 import re
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
@@ -111,10 +110,6 @@ class SeriesKey:
         return (f"{self.case_id} v{self.case_version}{label} on {self.gpu_name} ({self.compute_capability}), "
                 f"{self.cuda_compiler} {self.cuda_compiler_version} {' '.join(self.cuda_flags)}, {self.mode}"
                 f"{protocol}")
-
-    def differences(self, other: "SeriesKey") -> list[str]:
-        """Key fields that differ from ``other`` (why two measurements are not one series)."""
-        return [f.name for f in attrs.fields(SeriesKey) if getattr(self, f.name) != getattr(other, f.name)]
 
 
 @attrs.frozen
@@ -336,10 +331,6 @@ def refusal(result: RunResult, *, allow_incomplete: bool = False) -> Optional[st
 
 # --------------------------------------------------------------------------------------------------------
 # the store
-
-
-def default_dir() -> Path:
-    return Path(os.environ.get(HISTORY_ENV) or DEFAULT_DIR)
 
 
 def _content_hash(data: bytes) -> str:

@@ -331,10 +331,9 @@ class InProcess(Supervisor):
         self.worker = Worker(_Collect(self.queue))
         self.worker.registry = self.registry
         self.proc = None
-        self.alive = True
 
     def _send(self, message: dict) -> None:
-        self.alive = self.worker.handle(json.loads(json.dumps(message)))
+        self.worker.handle(json.loads(json.dumps(message)))
 
     def _await(self, key: str) -> dict:
         while self.queue:
