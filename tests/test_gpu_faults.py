@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from wfbench_core.build.cudatools import find_tool
 from wfbench_core.record.results import ERROR, FAILED, OK, UNSTABLE
 
 pytestmark = pytest.mark.gpu
@@ -107,7 +108,7 @@ def test_hang_ends_at_the_case_deadline(bundle: Path, tmp_path: Path) -> None:
 def test_sanitizer_finds_the_bad_store_and_the_race(bundle: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from wfbench_core.gpu import sanitize
 
-    if sanitize.find_compute_sanitizer() is None:
+    if find_tool("compute-sanitizer") is None:
         pytest.skip("compute-sanitizer not installed")
     for key in ("PYTHONPATH", "WFBENCH_PLUGINS"):  # the sanitizer's child finds the plugin the same way
         monkeypatch.setenv(key, _env()[key])

@@ -131,7 +131,9 @@ def test_a_sanitized_run_past_its_deadline_is_a_hang(tmp_path: Path) -> None:
 
 
 def test_finding_compute_sanitizer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(sanitize.SANITIZER_ENV, raising=False)
+    from wfbench_core.build.cudatools import ENV, find_tool
+
+    monkeypatch.delenv(ENV["compute-sanitizer"], raising=False)
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     home = tmp_path / "cuda"
     (home / "bin").mkdir(parents=True)
@@ -139,15 +141,18 @@ def test_finding_compute_sanitizer(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     tool.write_text("#!/bin/sh\n")
     tool.chmod(0o755)
     monkeypatch.setenv("CUDA_HOME", str(home))
-    assert sanitize.find_compute_sanitizer() == tool
-    monkeypatch.setenv(sanitize.SANITIZER_ENV, str(tmp_path / "nope"))
-    with pytest.raises(WfbenchError, match="is not an executable file"):
-        sanitize.find_compute_sanitizer()
+    assert find_tool("compute-sanitizer") == tool
+    monkeypatch.setenv(ENV["compute-sanitizer"], str(tmp_path / "nope"))
+    with pytest.raises(WfbenchError, match="WFBENCH_COMPUTE_SANITIZER.*is not an executable file"):
+        find_tool("compute-sanitizer")
 
 
-def test_no_sanitizer_is_one_clear_line(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sanitize, "find_compute_sanitizer", lambda: None)
-    with pytest.raises(WfbenchError, match="compute-sanitizer not found: install the CUDA toolkit"):
+def test_no_sanitizer_is_one_clear_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from wfbench_core.build import cudatools
+
+    monkeypatch.delenv(cudatools.ENV["compute-sanitizer"], raising=False)
+    monkeypatch.setattr(cudatools, "candidates", lambda name: [tmp_path / name])  # a machine without it
+    with pytest.raises(WfbenchError, match=r"compute-sanitizer not found \(--sanitize runs it\): install the CUDA"):
         sanitize.sanitize_case(AXPY, "wf", "", "axpy_f64")
 
 

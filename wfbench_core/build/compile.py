@@ -19,6 +19,7 @@ from typing import Iterable
 
 import attrs
 
+from wfbench_core.build.cudatools import find_tool, require_tool
 from wfbench_core.case import sha256_text
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.results import CompileRecord, CompilerInfo
@@ -135,13 +136,8 @@ def compile_warpforth(source: str, *, binary: Path, case_id: str, arch: str | No
 
 
 def find_nvcc() -> Path | None:
-    found = shutil.which("nvcc")
-    if found:
-        return Path(found)
-    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if root and (Path(root) / "bin" / "nvcc").is_file():
-            return Path(root) / "bin" / "nvcc"
-    return None
+    """nvcc, found where every CUDA tool is (:mod:`wfbench_core.build.cudatools`); None when absent."""
+    return find_tool("nvcc")
 
 
 @functools.lru_cache(maxsize=4)
@@ -170,7 +166,7 @@ def cuda_compiler(prefer: str = "auto") -> CompilerInfo:
         if nvcc is not None:
             return CompilerInfo(kind="nvcc", version=nvcc_version(nvcc), flags=NVCC_FLAGS)
         if prefer == "nvcc":
-            raise WfbenchError("nvcc not found: put the CUDA toolkit's bin on PATH or set CUDA_HOME")
+            require_tool("nvcc", why="--cuda-compiler nvcc")
     version = nvrtc_version()
     if version is None:
         raise WfbenchError(
@@ -217,9 +213,7 @@ def prefetch_cuda(sources: Iterable[tuple[str, str]], *, arch: str, compiler: Co
 
 
 def _compile_nvcc(source: str, *, case_id: str, arch: str, flags: tuple[str, ...]) -> Compiled:
-    nvcc = find_nvcc()
-    if nvcc is None:
-        raise WfbenchError("nvcc not found: put the CUDA toolkit's bin on PATH or set CUDA_HOME")
+    nvcc = require_tool("nvcc", why="the CUDA side is compiled with nvcc")
     with tempfile.TemporaryDirectory(prefix="wfbench-") as tmp:
         src = Path(tmp) / f"{case_id}.cu"
         out = Path(tmp) / f"{case_id}.ptx"
@@ -274,10 +268,7 @@ def _nvrtc_ok(err: object, case_id: str, step: str) -> None:
 
 def ptxas_check(ptx: str, *, arch: str, case_id: str) -> str:
     """Assemble PTX with ``ptxas`` (when installed) to prove it is valid for ``arch``; returns its -v report."""
-    nvcc = find_nvcc()
-    ptxas = shutil.which("ptxas") or (str(nvcc.parent / "ptxas") if nvcc else None)
-    if not ptxas or not Path(ptxas).exists():
-        raise WfbenchError("ptxas not found: install the CUDA toolkit to check PTX without a GPU")
+    ptxas = str(require_tool("ptxas", why="it checks PTX without a GPU"))
     with tempfile.TemporaryDirectory(prefix="wfbench-") as tmp:
         src = Path(tmp) / f"{case_id}.ptx"
         src.write_text(ptx)

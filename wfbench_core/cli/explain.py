@@ -53,7 +53,7 @@ def _wf_sides(case, bundle: Path | None, wf_ptx: Path | None, warpforthc: str | 
 @click.option("--cuda-compiler", type=click.Choice(["auto", "nvcc", "nvrtc"]), default="auto", show_default=True)
 @click.option("--profile", is_flag=True, help="Also profile both kernels with Nsight Compute (GPU host).")
 @click.option("--ncu", default=None, metavar="PATH", help="Nsight Compute binary [default: $WFBENCH_NCU, PATH, "
-              "$CUDA_HOME/bin, /usr/local/cuda/bin, next to nvcc, /opt/nvidia/nsight-compute].")
+              "$CUDA_HOME/bin, /usr/local/cuda/bin, next to nvcc, the nsight-compute folders].")
 @click.option("--result", "result_path", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="A run result: show its timing and roofline for the case, and store the diagnostics (and "
                    "profiles) in it.")

@@ -11,8 +11,8 @@ too when the kernel uses shared memory (a ``.shared`` declaration in its PTX, or
 the launch). A finding is the sanitizer's first report line, e.g.
 ``Invalid __global__ write of size 4 bytes``; the case is then FAILED with that line.
 
-compute-sanitizer ships with the CUDA toolkit; it is looked up on PATH, in ``$CUDA_HOME/bin``,
-``$CUDA_PATH/bin``, ``/usr/local/cuda/bin`` (and versioned ``/usr/local/cuda-*/bin``) and next to nvcc.
+compute-sanitizer ships with the CUDA toolkit; it is looked up where every CUDA tool is
+(:mod:`wfbench_core.build.cudatools`; ``$WFBENCH_COMPUTE_SANITIZER`` names it).
 The child finds the case through the installed plugins (the same environment as the parent's).
 """
 
@@ -33,9 +33,9 @@ import attrs
 
 from wfbench_core.case import Case
 from wfbench_core.errors import WfbenchError
+from wfbench_core.build.cudatools import require_tool
 from wfbench_core.build.faults import HANG, Fault, KernelFault, side_name
 
-SANITIZER_ENV = "WFBENCH_COMPUTE_SANITIZER"
 ERROR_EXITCODE = 86  # what compute-sanitizer exits with when it reported an error
 DEFAULT_TIMEOUT_S = 300.0  # kernels run 10-100x slower under the sanitizer; a check-size launch is short
 PREFIX = "========="
@@ -54,34 +54,6 @@ class SanitizerFinding:
     @property
     def message(self) -> str:
         return f"{self.case_id}[{self.config}] {side_name(self.side)}: compute-sanitizer {self.tool}: {self.line}"
-
-
-def find_compute_sanitizer() -> Optional[Path]:
-    """``$WFBENCH_COMPUTE_SANITIZER``, PATH, the CUDA toolkit's bin folders, next to nvcc; None if absent."""
-    explicit = os.environ.get(SANITIZER_ENV)
-    if explicit:
-        p = Path(explicit).expanduser()
-        if p.is_file() and os.access(p, os.X_OK):
-            return p
-        raise WfbenchError(f"{SANITIZER_ENV}={explicit} is not an executable file")
-    found = shutil.which("compute-sanitizer")
-    if found:
-        return Path(found)
-    roots = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda",
-             *sorted((str(p) for p in Path("/usr/local").glob("cuda-*")), reverse=True)]
-    from wfbench_core.build.compile import find_nvcc
-
-    nvcc = find_nvcc()
-    if nvcc is not None:
-        roots.append(str(Path(nvcc).resolve().parent.parent))
-    for root in roots:
-        if not root:
-            continue
-        for candidate in (Path(root) / "bin" / "compute-sanitizer",
-                          Path(root) / "compute-sanitizer" / "compute-sanitizer"):
-            if candidate.is_file() and os.access(candidate, os.X_OK):
-                return candidate
-    return None
 
 
 def uses_shared_memory(case: Case, ptx: str, config: str = "check") -> bool:
@@ -134,10 +106,7 @@ def sanitize_case(case: Case, side: str, ptx: str, kernel: str, *, config: str =
     :raises KernelFault: (class ``hang``, not sticky: only the child is killed) the run did not finish
         within ``timeout_s``.
     """
-    tool_path = sanitizer or find_compute_sanitizer()
-    if tool_path is None:
-        raise WfbenchError("compute-sanitizer not found: install the CUDA toolkit, put its bin folder on PATH, "
-                           f"set CUDA_HOME, or set {SANITIZER_ENV}=/path/to/compute-sanitizer")
+    tool_path = sanitizer or require_tool("compute-sanitizer", why="--sanitize runs it")
     for tool in tools or tools_for(case, ptx, config):
         with tempfile.TemporaryDirectory(prefix="wfbench-sanitize-") as tmp:
             ptx_file = Path(tmp) / f"{case.id}.{config}.ptx"

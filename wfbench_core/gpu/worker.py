@@ -93,11 +93,9 @@ class Worker:
         self.arch = sm_arch(environment.compute_capability)
         self.cuda = cuda_compiler(self.request.cuda_compiler)
         if self.request.sanitize:
-            from wfbench_core.gpu.sanitize import find_compute_sanitizer
+            from wfbench_core.build.cudatools import require_tool
 
-            if find_compute_sanitizer() is None:
-                raise WfbenchError("--sanitize needs NVIDIA's compute-sanitizer (CUDA toolkit); put its bin folder "
-                                   "on PATH or set WFBENCH_COMPUTE_SANITIZER")
+            require_tool("compute-sanitizer", why="--sanitize runs it")
         self._prefetch(list(prefetch))
         if copy:  # the run's yardsticks, measured once by its first worker
             environment = attrs.evolve(environment, copy_gbps=self.timer.copy_gbps(),
