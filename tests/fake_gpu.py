@@ -9,7 +9,9 @@ Loaded into the executor's worker process through ``WFBENCH_PLUGINS=fake_gpu`` (
 - ``hang``: a wait on the "GPU" that never returns, under the watchdog (a kernel that never terminates);
 - ``quiet-hang``: never returns, outside any watchdog wait;
 - ``raise``: the timer raises an unexpected exception (a plugin bug);
-- ``launch``: a launch fails with a sticky CUDA error (a WfbenchError, as the real timer raises).
+- ``launch``: a launch fails with a sticky CUDA error (a WfbenchError, as the real timer raises);
+- ``crash``: the worker process ends with a Python traceback on its standard error (an exception no handler
+  catches, as a broken driver binding may raise).
 
 Every worker appends its pid to ``FAKE_GPU_PIDS`` (a file), so tests can see that each one is gone. With
 ``FAKE_GPU_PREFETCH`` (a file), each measurement appends its pid, its case and the cases whose CUDA compile the
@@ -69,6 +71,8 @@ class FakeTimer:
             time.sleep(3600)
         elif what == "raise":
             raise RuntimeError("the fake timer broke")
+        elif what == "crash":
+            raise BaseException("the fake driver lost the device")  # not an Exception: nothing catches it
         elif what == "launch":
             raise WfbenchError(f"{case.id}[check] wf: launch failed: [700] CUDA_ERROR_ILLEGAL_ADDRESS")
         n = self.protocol.samples

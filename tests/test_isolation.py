@@ -99,6 +99,18 @@ def test_each_bad_case_costs_itself_and_the_next_case_runs_in_a_fresh_worker(fak
     assert stored.complete and stored == result
 
 
+def test_a_dead_workers_last_words_are_in_its_case(fake_gpu, prebuilt_bundle) -> None:  # type: ignore[no-untyped-def]
+    """A worker that dies with a traceback: the traceback's last lines become the case's message."""
+    fake_gpu(scale_i64="crash")
+    result = execute(prebuilt_bundle(("scale_i64", "axpy_f64")), registry=Registry.load(),
+                     request=ExecuteRequest(protocol=QUICK))
+    message = result.case("scale_i64").message
+    assert result.case("scale_i64").status == ERROR and "\n" not in message
+    assert message.startswith("scale_i64: the GPU worker process exited unexpectedly (exit 1); its last output: ")
+    assert message.endswith("BaseException: the fake driver lost the device"), message
+    assert result.case("axpy_f64").status == OK  # the next case runs in a fresh worker
+
+
 def test_a_hang_outside_any_watchdog_wait_is_caught_by_the_quiet_limit(fake_gpu, prebuilt_bundle, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from wfbench_core.gpu import watchdog
 

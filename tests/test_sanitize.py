@@ -7,6 +7,7 @@ found an error, else runs the application and returns the application's exit sta
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -95,9 +96,10 @@ def test_a_memcheck_report_is_a_finding(tmp_path: Path) -> None:
     assert finding is not None and finding.tool == "memcheck"
     assert finding.message == ("axpy_f64[check] WarpForth: compute-sanitizer memcheck: "
                                "Invalid __global__ write of size 4 bytes")
-    call = (tmp_path / "calls.txt").read_text().split()
-    assert call[0] == "memcheck" and call[1] == sys.executable
-    assert call[2:5] == ["-m", "wfbench_core.gpu.sanitize", "--case"] and "axpy_f64" in call
+    call = (tmp_path / "calls.txt").read_text().split(" ", 4)
+    assert call[0] == "memcheck" and call[1] == sys.executable and call[2:4] == ["-m", "wfbench_core.gpu.sanitize"]
+    spec = json.loads(call[4])
+    assert (spec["case_id"], spec["side"], spec["kernel"], spec["config"]) == ("axpy_f64", "wf", "axpy_f64", "check")
 
 
 def test_racecheck_runs_for_shared_memory_kernels(tmp_path: Path) -> None:
@@ -157,7 +159,17 @@ def test_no_sanitizer_is_one_clear_line(tmp_path: Path, monkeypatch: pytest.Monk
 
 
 def test_child_refuses_bad_input_in_one_line(tmp_path: Path) -> None:
-    r = subprocess.run([sys.executable, "-m", "wfbench_core.gpu.sanitize", "--case", "nope", "--side", "wf",
-                        "--kernel", "k", "--ptx", str(tmp_path / "k.ptx")], capture_output=True, text=True)
-    assert r.returncode == 2 and r.stderr.startswith("wfbench: error: unknown case 'nope'")
-    assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    from wfbench_core.gpu.launcher import LaunchSpec, command
+
+    (tmp_path / "k.ptx").write_text("// ptx\n")
+    for argv, first_words in (
+        (command(LaunchSpec("nope", "wf", "k", str(tmp_path / "k.ptx")), "wfbench_core.gpu.sanitize"),
+         "wfbench: error: unknown case 'nope'"),
+        (command(LaunchSpec("axpy_f64", "wf", "k", str(tmp_path / "none.ptx")), "wfbench_core.gpu.sanitize"),
+         f"wfbench: error: {tmp_path / 'none.ptx'}: cannot read the PTX"),
+        ([sys.executable, "-m", "wfbench_core.gpu.sanitize", "{not json"], "wfbench: error: launch spec: not valid JSON"),
+        ([sys.executable, "-m", "wfbench_core.gpu.sanitize"], "wfbench: error: usage: "),
+    ):
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 2 and r.stderr.startswith(first_words), r.stderr
+        assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1

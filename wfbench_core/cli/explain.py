@@ -103,7 +103,7 @@ def explain(case_id: str, bundle: Path | None, wf_ptx: Path | None, warpforthc: 
         for r in reports:
             progress(f"profiling {case.id} ({r.side.label}) with Nsight Compute")
             p = profile_side(case_id=case.id, ptx=r.side.ptx, kernel=r.side.kernel,
-                             label=r.side.label.replace(" ", "-").lower(), ncu=ncu)
+                             label=r.side.label.replace(" ", "-").lower(), ncu=ncu, recipe=reg.recipe)
             profiled.append(attrs.evolve(r, profile=p))
         reports = profiled
 

@@ -1,12 +1,13 @@
 """``--sanitize``: run each side's kernel once under NVIDIA compute-sanitizer and report its first finding.
 
-For one case and one side, :func:`sanitize_case` starts::
+For one case and one side, :func:`sanitize_case` starts (a child of :mod:`wfbench_core.gpu.child`: its own
+process group, killed whole at its deadline, dead with its parent)::
 
     compute-sanitizer --tool memcheck --error-exitcode 86 --log-file LOG \\
-        python -m wfbench_core.gpu.sanitize --case ID --side wf --kernel NAME --ptx FILE --config check
+        python -m wfbench_core.gpu.sanitize '{"case_id": ID, "side": "wf", "kernel": NAME, "ptx": FILE, ...}'
 
-The child (this module's ``main``) loads that side's PTX with the timer's own primitives, launches it once on
-the configuration's inputs into poisoned outputs, and exits. ``memcheck`` always runs; ``racecheck`` runs
+The child (a launcher, :mod:`wfbench_core.gpu.launcher`) runs :func:`launch_once`: it loads that side's PTX with the
+timer's own primitives, launches it once on the configuration's inputs into poisoned outputs, and exits. ``memcheck`` always runs; ``racecheck`` runs
 too when the kernel uses shared memory (a ``.shared`` declaration in its PTX, or dynamic shared bytes in
 the launch). A finding is the sanitizer's first report line, e.g.
 ``Invalid __global__ write of size 4 bytes``; the case is then FAILED with that line.
@@ -18,12 +19,7 @@ The child finds the case through the installed plugins (the same environment as 
 
 from __future__ import annotations
 
-import argparse
-import os
 import re
-import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -34,6 +30,8 @@ import attrs
 from wfbench_core.case import Case
 from wfbench_core.errors import WfbenchError
 from wfbench_core.build.cudatools import require_tool
+from wfbench_core.gpu import child
+from wfbench_core.gpu.launcher import LaunchSpec, command, serve
 from wfbench_core.build.faults import HANG, Fault, KernelFault, side_name
 
 ERROR_EXITCODE = 86  # what compute-sanitizer exits with when it reported an error
@@ -99,6 +97,8 @@ def sanitize_case(case: Case, side: str, ptx: str, kernel: str, *, config: str =
                   timeout_s: float = DEFAULT_TIMEOUT_S) -> Optional[SanitizerFinding]:
     """Run one side of a case once under compute-sanitizer; its first finding, or None when clean.
 
+    The plugins reach the launcher through this process's environment (:func:`wfbench_core.gpu.child.plugin_env`).
+
     :param side: the side's label (``wf``, ``wf:head``, ``cuda``); ``ptx`` is that side's PTX for ``config``
         and ``kernel`` its entry name.
     :param tools: default memcheck, plus racecheck when the kernel uses shared memory.
@@ -112,10 +112,11 @@ def sanitize_case(case: Case, side: str, ptx: str, kernel: str, *, config: str =
             ptx_file = Path(tmp) / f"{case.id}.{config}.ptx"
             ptx_file.write_text(ptx)
             log = Path(tmp) / "sanitizer.log"
+            spec = LaunchSpec(case.id, side, kernel, str(ptx_file), config)
             cmd = [str(tool_path), "--tool", tool, "--error-exitcode", str(ERROR_EXITCODE), "--log-file", str(log),
-                   sys.executable, "-m", "wfbench_core.gpu.sanitize", "--case", case.id, "--side", side,
-                   "--kernel", kernel, "--ptx", str(ptx_file), "--config", config]
-            rc, stderr = _run(cmd, timeout_s)
+                   *command(spec, "wfbench_core.gpu.sanitize")]
+            ended = child.run(cmd, timeout_s=timeout_s)
+            rc, stderr = ended.returncode, ended.stderr
             if rc is None:  # the child was killed: this process's own CUDA context is untouched (not sticky)
                 raise KernelFault(case.id, config, side, Fault(HANG, False, detail=(
                     f"did not finish within {timeout_s:g} s under compute-sanitizer {tool}")))
@@ -130,22 +131,6 @@ def sanitize_case(case: Case, side: str, ptx: str, kernel: str, *, config: str =
     return None
 
 
-def _run(cmd: list[str], timeout_s: float) -> tuple[Optional[int], str]:
-    """Run in its own process group; on timeout kill the whole group. (None, stderr) on timeout."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
-                            start_new_session=True)
-    try:
-        _, err = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.communicate()
-        return None, ""
-    return proc.returncode, err
-
-
 def _last_line(text: str) -> str:
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     return lines[-1] if lines else ""
@@ -156,32 +141,16 @@ def _last_line(text: str) -> str:
 # -------------------------------------------------------------------------------------------------
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m wfbench_core.gpu.sanitize",
-                                     description="Launch one side of a case once (run under compute-sanitizer).")
-    parser.add_argument("--case", required=True)
-    parser.add_argument("--side", required=True, help="wf, wf:LABEL or cuda")
-    parser.add_argument("--kernel", required=True)
-    parser.add_argument("--ptx", required=True, type=Path)
-    parser.add_argument("--config", default="check", choices=("check", "canonical"))
-    args = parser.parse_args(argv)
-    from wfbench_core.discover.registry import Registry
-    from wfbench_core.record.results import TimingProtocol
+def launch_once(spec: LaunchSpec, ptx: str) -> None:
+    """In the launcher, under compute-sanitizer: launch one side once on its configuration's inputs (GPU)."""
     from wfbench_core.contracts import Side
+    from wfbench_core.discover.registry import Registry
     from wfbench_core.gpu.timer import CudaEventTimer
+    from wfbench_core.record.results import TimingProtocol
 
-    try:
-        case = Registry.load().case(args.case)
-        try:
-            ptx = args.ptx.read_text()
-        except OSError as exc:
-            raise WfbenchError(f"{args.ptx}: cannot read ({exc.strerror})") from None
-        CudaEventTimer(TimingProtocol()).launch_once(case, args.config, Side(args.side, args.kernel, {args.config: ptx}))
-    except WfbenchError as exc:
-        print(f"wfbench: error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    return 0
+    case = Registry.load().case(spec.case_id)
+    CudaEventTimer(TimingProtocol()).launch_once(case, spec.config, Side(spec.side, spec.kernel, {spec.config: ptx}))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(serve(launch_once, prog="wfbench_core.gpu.sanitize"))

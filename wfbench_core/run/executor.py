@@ -5,10 +5,7 @@ This is the one entry point every transport calls (``wfbench execute BUNDLE``), 
 
 from __future__ import annotations
 
-import json
 import os
-import select
-import signal
 import subprocess
 import sys
 import time
@@ -18,7 +15,9 @@ from typing import Any, Callable, Iterable, Optional
 import attrs
 
 from wfbench_core import SUITE_VERSION, __version__
+from wfbench_core.gpu import messages as msg
 from wfbench_core.gpu import watchdog
+from wfbench_core.gpu.child import Child, Lines
 from wfbench_core.build.bundle import BundleManifest, utcnow
 from wfbench_core.build.prepare import Prepared, prepare_all
 from wfbench_core.case import Case
@@ -86,7 +85,8 @@ def execute(
     passes: list[list[CaseResult]] = []
     try:
         supervisor.upcoming = list(by_case)
-        environment, cuda, arch = supervisor.start(copy=True)
+        ready = supervisor.start(copy=True)
+        environment, cuda, arch = ready.environment, ready.cuda, ready.arch
         header.update(environment=environment, cuda=cuda, created=utcnow())
         progress(f"GPU {environment.gpu_name} ({arch}), driver {environment.driver_version}; "
                  f"CUDA side: {cuda.kind} {cuda.version} {' '.join(cuda.flags)}")
@@ -136,10 +136,12 @@ def execute(
 
 
 class Supervisor:
-    """Runs cases in a worker process, one at a time, with the watchdog's deadlines.
+    """Runs cases in a worker process (:mod:`wfbench_core.gpu.child`), one at a time, with the watchdog's
+    deadlines; requests and replies are :mod:`wfbench_core.gpu.messages`.
 
     A worker is replaced after any case that ended in ERROR (its CUDA context may be unusable), after a
-    crash, and after a missed deadline (it is killed first).
+    crash (its last standard-error lines go into the case's message), and after a missed deadline (it is
+    killed first, with everything it started).
     """
 
     def __init__(self, bundle: Path, request: ExecuteRequest, progress: Progress, registry: Registry) -> None:
@@ -147,8 +149,8 @@ class Supervisor:
         self.request = request
         self.progress = progress
         self.registry = registry
-        self.proc: Optional[subprocess.Popen] = None
-        self.replies: Any = None
+        self.child: Optional[Child] = None
+        self.replies: Optional[Lines] = None
         self.quiet_limit_s = watchdog.quiet_limit_s(request.protocol.max_case_s)
         self.upcoming: list[str] = []  # the cases still to run in this pass: a new worker compiles their CUDA ahead
 
@@ -157,122 +159,117 @@ class Supervisor:
     def _spawn(self) -> None:
         read_fd, write_fd = os.pipe()
         try:
-            # the worker imports what this process can import (plugins named by module included)
-            env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "wfbench_core.gpu.worker", str(write_fd)],
-                stdin=subprocess.PIPE, stdout=_stderr_fd(), pass_fds=(write_fd,), text=True, env=env,
-            )
+            self.child = Child([sys.executable, "-m", "wfbench_core.gpu.worker", str(write_fd)],
+                               recipe=self.registry.recipe, stdin=subprocess.PIPE, pass_fds=(write_fd,))
         finally:
             os.close(write_fd)
-        self.replies = _Lines(read_fd)
+        self.replies = Lines(read_fd)
 
-    def _send(self, message: dict) -> None:
-        assert self.proc is not None and self.proc.stdin is not None
+    def _send(self, message: msg.Request) -> None:
+        assert self.child is not None and self.child.proc.stdin is not None
         try:
-            self.proc.stdin.write(json.dumps(message) + "\n")
-            self.proc.stdin.flush()
+            self.child.proc.stdin.write(msg.encode(message).encode())
+            self.child.proc.stdin.flush()
         except (BrokenPipeError, OSError):
             pass  # the worker is gone; reading its replies says how
 
     def _alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        return self.child is not None and self.child.alive()
 
     def restart(self) -> None:
         """The next case starts in a fresh worker process."""
         self.close()
 
     def _kill(self) -> None:
-        if self.proc is None:
+        if self.child is None:
             return
-        if self.proc.poll() is None:
-            self.proc.kill()
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:  # pragma: no cover - a process stuck in the driver
-            pass
-        if self.proc.stdin is not None:
+        self.child.kill()
+        if self.child.proc.stdin is not None:
             try:
-                self.proc.stdin.close()
+                self.child.proc.stdin.close()
             except OSError:
                 pass
-        self.replies.close()
-        self.proc = None
+        if self.replies is not None:
+            self.replies.close()
+        self.child = None
 
     def close(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self._send({"op": "exit"})
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                pass
+        if self._alive():
+            self._send(msg.Exit())
+            assert self.child is not None
+            self.child.wait(timeout=10)
         self._kill()
 
-    def _await(self, key: str) -> dict:
-        """The worker's next reply carrying ``key``; progress and deadlines are handled on the way.
+    def _next(self, limit: float, what: str) -> msg.Message:
+        """The worker's next message; :class:`_Lost` when it dies or stays silent past ``limit``."""
+        assert self.replies is not None and self.child is not None
+        try:
+            line = self.replies.next(timeout=limit)
+        except TimeoutError:
+            self._kill()
+            raise _Lost(f"did not finish within {limit:g} s (hang?) while waiting for {what}", hang=True) from None
+        if line is None:
+            reason = self.child.end_reason("the GPU worker process",
+                                           signal_hint="the case's kernel or the driver took it down")
+            self._kill()
+            raise _Lost(reason)
+        try:
+            return msg.decode(line)
+        except WfbenchError as exc:
+            self._kill()
+            raise _Lost(f"the GPU worker sent {exc}") from None
 
-        Raises :class:`_Lost` when the worker dies or misses a deadline (it is killed then).
-        """
+    def _await(self, *kinds: type) -> msg.Message:
+        """The worker's next reply of one of ``kinds`` (or a :class:`CaseError`); progress and deadlines are
+        handled on the way. Raises :class:`_Lost` when the worker dies or misses a deadline (it is killed)."""
         limit, what = self.quiet_limit_s, "work outside a GPU wait"
         while True:
-            try:
-                msg = self.replies.next(timeout=limit)
-            except TimeoutError:
-                self._kill()
-                raise _Lost(f"did not finish within {limit:g} s (hang?) while waiting for {what}", hang=True) from None
-            if msg is None:
-                code = self.proc.wait() if self.proc is not None else None
-                self._kill()
-                raise _Lost(_death(code))
-            if "progress" in msg:
-                self.progress(msg["progress"])
-            elif "arm" in msg:
-                limit, what = float(msg["arm"]), msg.get("what", "the GPU")
-            elif "disarm" in msg:
+            m = self._next(limit, what)
+            if isinstance(m, msg.ProgressLine):
+                self.progress(m.line)
+            elif isinstance(m, msg.Arm):
+                limit, what = m.deadline_s, m.what
+            elif isinstance(m, msg.Disarm):
                 limit, what = self.quiet_limit_s, "work outside a GPU wait"
-            elif "fatal" in msg:
+            elif isinstance(m, msg.Fatal):
                 self._kill()
-                raise _fatal(msg["fatal"])
-            elif key in msg or "case_error" in msg:
-                return msg
+                raise msg.fatal_error(m)
+            elif isinstance(m, (*kinds, msg.CaseError)):
+                return m
 
-    def start(self, copy: bool = False) -> tuple[Any, Any, str]:
+    def start(self, copy: bool = False) -> msg.Ready:
         """Start a worker; the first one also reads the GPU (and the copy yardstick)."""
-        from wfbench_core.record.results import CompilerInfo, Environment, converter
-
         self._spawn()
-        self._send({"op": "init", "bundle": str(self.bundle), "request": converter().unstructure(self.request),
-                    "copy": copy, "plugins": self.registry.recipe, "prefetch": list(self.upcoming)})
+        self._send(msg.Init(str(self.bundle), self.request, copy, tuple(self.upcoming)))
         try:
-            reply = self._await("init")["init"]
+            ready = self._await(msg.Ready)
         except _Lost as lost:
             raise WfbenchError(f"the GPU worker did not start: {lost}") from None
-        c = converter()
-        return c.structure(reply["environment"], Environment), c.structure(reply["cuda"], CompilerInfo), reply["arch"]
+        if isinstance(ready, msg.CaseError):  # pragma: no cover - a worker answers Init with Ready or Fatal
+            raise WfbenchError(f"the GPU worker did not start: {ready.message}")
+        return ready
 
     def run_case(self, case_id: str, variants: dict[str, Prepared]) -> list[CaseResult]:
-        from wfbench_core.record.results import converter
-
         if not self._alive():
             self._kill()
             self.start()
         if case_id in self.upcoming:
             self.upcoming = self.upcoming[self.upcoming.index(case_id) + 1:]
-        self._send({"op": "case", "id": case_id})
+        self._send(msg.RunCase(case_id))
         try:
-            reply = self._await("results")
+            reply = self._await(msg.Results)
         except _Lost as lost:
             return [_error_result(case_id, p.case, p.plugin, label, self.request.mode, f"{case_id}: {lost}")
                     for label, p in variants.items()]
-        if "case_error" in reply:
-            if reply.get("restart"):
+        if isinstance(reply, msg.CaseError):
+            if reply.restart:
                 self._kill()
-            return [_error_result(case_id, p.case, p.plugin, label, self.request.mode, reply["case_error"])
+            return [_error_result(case_id, p.case, p.plugin, label, self.request.mode, reply.message)
                     for label, p in variants.items()]
-        results = [converter().structure(r, CaseResult) for r in reply["results"]]
-        if any(r.status == ERROR for r in results):
+        assert isinstance(reply, msg.Results)
+        if any(r.status == ERROR for r in reply.results):
             self._kill()  # a CUDA error may have left the context unusable: the next case gets a fresh one
-        return results
+        return list(reply.results)
 
 
 def merge_repeats(passes: list[list[CaseResult]], unstable_noise: float) -> list[CaseResult]:
@@ -322,28 +319,29 @@ def merge_repeats(passes: list[list[CaseResult]], unstable_noise: float) -> list
 
 
 class InProcess(Supervisor):
-    """The same conversation with a worker living in this process (no isolation, no deadlines)."""
+    """The same conversation with a worker living in this process (no isolation, no deadlines); every
+    message still goes through its JSON line."""
 
     def _spawn(self) -> None:
         from wfbench_core.gpu.worker import Worker
 
-        self.queue: list[dict] = []
+        self.queue: list[msg.Message] = []
         self.worker = Worker(_Collect(self.queue))
         self.worker.registry = self.registry
-        self.proc = None
+        self.child = None
 
-    def _send(self, message: dict) -> None:
-        self.worker.handle(json.loads(json.dumps(message)))
+    def _send(self, message: msg.Request) -> None:
+        self.worker.handle(msg.decode(msg.encode(message)))  # type: ignore[arg-type]
 
-    def _await(self, key: str) -> dict:
+    def _await(self, *kinds: type) -> msg.Message:
         while self.queue:
-            msg = self.queue.pop(0)
-            if "progress" in msg:
-                self.progress(msg["progress"])
-            elif "fatal" in msg:
-                raise _fatal(msg["fatal"])
-            elif key in msg or "case_error" in msg:
-                return msg
+            m = self.queue.pop(0)
+            if isinstance(m, msg.ProgressLine):
+                self.progress(m.line)
+            elif isinstance(m, msg.Fatal):
+                raise msg.fatal_error(m)
+            elif isinstance(m, (*kinds, msg.CaseError)):
+                return m
         raise _Lost("the timer gave no answer")
 
     def _alive(self) -> bool:
@@ -356,21 +354,17 @@ class InProcess(Supervisor):
         pass
 
     def close(self) -> None:
-        from wfbench_core.gpu import watchdog
-
         watchdog.install(None)
 
 
 class _Collect:
-    """A write-only text stream that parses each line into ``queue``."""
+    """A write-only text stream that decodes each line into ``queue``."""
 
-    def __init__(self, queue: list[dict]) -> None:
+    def __init__(self, queue: list[msg.Message]) -> None:
         self.queue = queue
 
     def write(self, text: str) -> None:
-        for line in text.splitlines():
-            if line.strip():
-                self.queue.append(json.loads(line))
+        self.queue.extend(msg.decode(line) for line in text.splitlines() if line.strip())
 
     def flush(self) -> None:
         pass
@@ -382,61 +376,6 @@ class _Lost(Exception):
     def __init__(self, message: str, hang: bool = False) -> None:
         super().__init__(message)
         self.hang = hang
-
-
-def _fatal(info: dict) -> WfbenchError:
-    from wfbench_core.errors import NoGpuError
-
-    cls = NoGpuError if info.get("exit_code") == NoGpuError.exit_code else WfbenchError
-    err = cls(info.get("message", "the GPU worker failed"))
-    err.exit_code = int(info.get("exit_code", 2))
-    return err
-
-
-def _death(code: Optional[int]) -> str:
-    if code is not None and code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = f"signal {-code}"
-        return f"the GPU worker process died ({name}); the case's kernel or the driver took it down"
-    return f"the GPU worker process exited unexpectedly (exit {code})"
-
-
-def _stderr_fd() -> Any:
-    try:
-        return sys.stderr.fileno()
-    except (AttributeError, OSError, ValueError):  # captured stderr without a file descriptor
-        return subprocess.DEVNULL
-
-
-class _Lines:
-    """JSON lines from a pipe, read with a deadline."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-        self.buf = b""
-
-    def next(self, timeout: float) -> Optional[dict]:
-        end = time.monotonic() + timeout
-        while b"\n" not in self.buf:
-            left = end - time.monotonic()
-            if left <= 0:
-                raise TimeoutError
-            ready, _, _ = select.select([self.fd], [], [], left)
-            if not ready:
-                continue
-            chunk = os.read(self.fd, 65536)
-            if not chunk:
-                return None
-            self.buf += chunk
-        line, _, self.buf = self.buf.partition(b"\n")
-        return json.loads(line)  # type: ignore[no-any-return]
-
-    def close(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
 
 
 def _error_result(case_id: str, case: Case | None, plugin: str, label: str, mode: str, why: str) -> CaseResult:
