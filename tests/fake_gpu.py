@@ -56,7 +56,7 @@ class FakeTimer:
         if ahead:
             from wfbench_core.build.compile import _PREFETCHED
 
-            pending = sorted({key[0].split("[")[0] for key in _PREFETCHED})
+            pending = sorted({key[0].case_id for key in _PREFETCHED})
             with open(ahead, "a") as fh:
                 fh.write(f"{os.getpid()} {case.id} {','.join(pending)}\n")
         what = _behaviour(case.id)
@@ -74,7 +74,7 @@ class FakeTimer:
         elif what == "crash":
             raise BaseException("the fake driver lost the device")  # not an Exception: nothing catches it
         elif what == "launch":
-            raise WfbenchError(f"{case.id}[check] wf: launch failed: [700] CUDA_ERROR_ILLEGAL_ADDRESS")
+            raise WfbenchError(f"{case.key('check')} wf: launch failed: [700] CUDA_ERROR_ILLEGAL_ADDRESS")
         n = self.protocol.samples
         check = Check("check", "wf", "reference", "out", True, 0.0, 0.0, 0, 100)
         return Measurement(

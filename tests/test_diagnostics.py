@@ -236,7 +236,7 @@ def test_diagnose_case_for_the_executor(nvcc: Path) -> None:
     assert (wf.kernel, cu.kernel, wf.block_threads) == (case.wf_kernel, case.cuda_kernel, 256)
     # a broken side never raises: the case goes on without diagnostics, and the note says why
     wf, cu, note = dg.diagnose_case(case, wf_ptx="not ptx", cuda_ptx=cuda_ptx, arch=ARCH)
-    assert (wf, cu) == (None, None) and note.startswith("static diagnostics skipped: scale_i64 (WarpForth)")
+    assert (wf, cu) == (None, None) and note.startswith("static diagnostics skipped: scale_i64[canonical] WarpForth")
 
 
 def test_diagnose_case_without_tools(monkeypatch: pytest.MonkeyPatch) -> None:

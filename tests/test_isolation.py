@@ -193,3 +193,23 @@ def test_a_failure_in_any_repeat_is_the_case_result() -> None:
     bad = attrs.evolve(ok, status=FAILED, timing=None, message="3 of 9 elements never written")
     merged = merge_repeats([[ok], [bad], [ok]], 0.03)
     assert [(c.status, c.message) for c in merged] == [(FAILED, "repeat 2 of 3: 3 of 9 elements never written")]
+
+
+def test_a_worker_matches_the_bundle_with_the_plugins_once(prebuilt_bundle, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Every case a worker loads comes from its one reading of the manifest (not one per case)."""
+    import io
+
+    from wfbench_core.build import prepare
+    from wfbench_core.gpu.worker import Worker
+
+    read: list[Path] = []
+    real = prepare.read_manifest
+    monkeypatch.setattr(prepare, "read_manifest", lambda folder: read.append(folder) or real(folder))
+    worker = Worker(io.StringIO())
+    worker.registry, worker.bundle = Registry.load(), prebuilt_bundle(("scale_i64", "axpy_f64", "transpose_f64"))
+    for cid in ("scale_i64", "axpy_f64", "transpose_f64", "axpy_f64"):
+        variants = worker._variants(cid)
+        assert variants[""].case.id == cid and set(variants[""].files) == {"check", "canonical"}
+    assert len(read) == 1
+    with pytest.raises(Exception, match="'nope' is not in bundle"):
+        worker._variants("nope")

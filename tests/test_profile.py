@@ -107,7 +107,7 @@ def test_profile_side_reports_ncu_permission_errors_in_one_line(tmp_path: Path) 
     with pytest.raises(pf.ProfileError) as err:
         pf.profile_side(case_id="reduce_sum_f64", ptx="// ptx", kernel="k", label="wf", ncu=ncu)
     msg = str(err.value)
-    assert msg.startswith("reduce_sum_f64 (wf): ncu profiled nothing: ERR_NVGPUCTRPERM") and "\n" not in msg
+    assert msg.startswith("reduce_sum_f64[canonical] wf: ncu profiled nothing: ERR_NVGPUCTRPERM") and "\n" not in msg
     assert "root" in msg
 
 

@@ -87,6 +87,31 @@ Sizes = Mapping[str, int]
 Arrays = Mapping[str, Any]
 
 
+@attrs.frozen(order=True)
+class CaseKey:
+    """Which case, built by which WarpForth compiler, at which configuration: the one identity of a case.
+
+    Printed one way, everywhere (messages, compile file names, bundle failures): ``axpy_f64``,
+    ``axpy_f64[check]``, ``axpy_f64 (head)``, ``axpy_f64[check] (head)``. Nothing parses that text: code
+    keeps the key.
+
+    :param compiler: the compiler label of a base/head run (``base``, ``head``); ``""`` with one compiler.
+    :param config: ``check`` or ``canonical``; ``""`` for the case as a whole.
+    """
+
+    case_id: str
+    compiler: str = ""
+    config: str = ""
+
+    def __str__(self) -> str:
+        text = f"{self.case_id}[{self.config}]" if self.config else self.case_id
+        return f"{text} ({self.compiler})" if self.compiler else text
+
+    def at(self, config: str) -> CaseKey:
+        """The same case and compiler at ``config``."""
+        return attrs.evolve(self, config=config)
+
+
 @attrs.frozen(kw_only=True)
 class Case:
     """A benchmark case: a WarpForth kernel and its hand-written CUDA equivalent.
@@ -151,6 +176,10 @@ class Case:
     @property
     def outputs(self) -> tuple[Param, ...]:
         return tuple(p for p in self.params if p.output)
+
+    def key(self, config: str = "", compiler: str = "") -> CaseKey:
+        """This case's identity at ``config`` (and ``compiler``)."""
+        return CaseKey(self.id, compiler, config)
 
     def render(self, config: str) -> tuple[str, str]:
         """Return the (WarpForth, CUDA) sources for a configuration, with the sizes filled in."""

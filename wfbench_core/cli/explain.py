@@ -34,7 +34,7 @@ def _wf_sides(case, bundle: Path | None, wf_ptx: Path | None, warpforthc: str | 
 
     binary = find_warpforthc(warpforthc)
     progress(f"compiling {case.id} with {binary}")
-    compiled = compile_warpforth(case.render("canonical")[0], binary=binary, case_id=f"{case.id}[canonical]",
+    compiled = compile_warpforth(case.render("canonical")[0], binary=binary, case_id=case.key("canonical"),
                                  arch=arch)
     return {"": compiled.ptx}, [f"WarpForth PTX: warpforthc {warpforthc_info(binary).version}."]
 
@@ -89,7 +89,7 @@ def explain(case_id: str, bundle: Path | None, wf_ptx: Path | None, warpforthc: 
     arch_limits(arch)  # an architecture without known limits is refused before anything is compiled
     wf, provenance = _wf_sides(case, bundle, wf_ptx, warpforthc, arch, progress)
     compiler = comp.cuda_compiler(cuda_compiler)
-    cuda_ptx = comp.compile_cuda(case.render("canonical")[1], case_id=f"{case.id}[canonical]", arch=arch,
+    cuda_ptx = comp.compile_cuda(case.render("canonical")[1], case_id=case.key("canonical"), arch=arch,
                                  compiler=compiler).ptx
     provenance.append(f"CUDA PTX: {compiler.kind} {compiler.version} {' '.join(compiler.flags)}.")
     sides = [ExplainedSide(f"WarpForth {label}" if label else "WarpForth", case.wf_kernel, ptx) for label, ptx in wf.items()]
@@ -101,7 +101,7 @@ def explain(case_id: str, bundle: Path | None, wf_ptx: Path | None, warpforthc: 
 
         profiled = []
         for r in reports:
-            progress(f"profiling {case.id} ({r.side.label}) with Nsight Compute")
+            progress(f"profiling {case.key('canonical')} {r.side.label} with Nsight Compute")
             p = profile_side(case_id=case.id, ptx=r.side.ptx, kernel=r.side.kernel,
                              label=r.side.label.replace(" ", "-").lower(), ncu=ncu, recipe=reg.recipe)
             profiled.append(attrs.evolve(r, profile=p))

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Mapping
 
 from wfbench_core.build.cudatools import require_tool
+from wfbench_core.case import CaseKey
 from wfbench_core.gpu import child
 from wfbench_core.gpu.child import Recipe
 from wfbench_core.gpu.launcher import LaunchSpec, command, serve
@@ -170,19 +171,19 @@ def profile_side(*, case_id: str, ptx: str, kernel: str, label: str, ncu: str | 
     """
     binary = require_tool("ncu", ncu, why="--profile runs Nsight Compute")
     with tempfile.TemporaryDirectory(prefix="wfbench-ncu-") as tmp:
-        ptx_path = Path(tmp) / f"{case_id}.{label}.ptx"
+        ptx_path = Path(tmp) / f"{label}.ptx"
         ptx_path.write_text(ptx)
         proc = child.run(ncu_command(binary, case_id=case_id, ptx=ptx_path, kernel=kernel),
                          timeout_s=NCU_TIMEOUT_S, recipe=recipe)
     if proc.returncode is None:
-        raise ProfileError(f"{case_id} ({label}): ncu took over {NCU_TIMEOUT_S} s")
+        raise ProfileError(f"{CaseKey(case_id, config='canonical')} {label}: ncu took over {NCU_TIMEOUT_S} s")
     out = proc.stdout + "\n" + proc.stderr
     errors = ncu_errors(out)
     rows = parse_raw_csv(proc.stdout)
     if proc.returncode != 0 or not rows:
         why = "; ".join(errors[:2]) or _last_lines(out) or f"exit status {proc.returncode}"
         hint = " (profiling needs root or NVreg_RestrictProfilingToAdminUsers=0)" if "ERR_NVGPUCTRPERM" in out else ""
-        raise ProfileError(f"{case_id} ({label}): ncu profiled nothing: {why}{hint}")
+        raise ProfileError(f"{CaseKey(case_id, config='canonical')} {label}: ncu profiled nothing: {why}{hint}")
     return to_profile(rows[-1], ncu_version=ncu_version(binary))
 
 

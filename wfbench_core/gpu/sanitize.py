@@ -27,7 +27,7 @@ from typing import Optional, Sequence
 
 import attrs
 
-from wfbench_core.case import Case
+from wfbench_core.case import Case, CaseKey
 from wfbench_core.errors import WfbenchError
 from wfbench_core.build.cudatools import require_tool
 from wfbench_core.gpu import child
@@ -51,7 +51,7 @@ class SanitizerFinding:
 
     @property
     def message(self) -> str:
-        return f"{self.case_id}[{self.config}] {side_name(self.side)}: compute-sanitizer {self.tool}: {self.line}"
+        return f"{CaseKey(self.case_id, config=self.config)} {side_name(self.side)}: compute-sanitizer {self.tool}: {self.line}"
 
 
 def uses_shared_memory(case: Case, ptx: str, config: str = "check") -> bool:
@@ -109,7 +109,7 @@ def sanitize_case(case: Case, side: str, ptx: str, kernel: str, *, config: str =
     tool_path = sanitizer or require_tool("compute-sanitizer", why="--sanitize runs it")
     for tool in tools or tools_for(case, ptx, config):
         with tempfile.TemporaryDirectory(prefix="wfbench-sanitize-") as tmp:
-            ptx_file = Path(tmp) / f"{case.id}.{config}.ptx"
+            ptx_file = Path(tmp) / "kernel.ptx"
             ptx_file.write_text(ptx)
             log = Path(tmp) / "sanitizer.log"
             spec = LaunchSpec(case.id, side, kernel, str(ptx_file), config)
@@ -126,7 +126,7 @@ def sanitize_case(case: Case, side: str, ptx: str, kernel: str, *, config: str =
                 return SanitizerFinding(case.id, config, side, tool, line or "error reported (no report line in the log)")
             if rc != 0:
                 why = _last_line(stderr) or _last_line(text) or f"exit status {rc}"
-                raise WfbenchError(f"{case.id}[{config}] {side_name(side)}: compute-sanitizer {tool} could not run "
+                raise WfbenchError(f"{case.key(config)} {side_name(side)}: compute-sanitizer {tool} could not run "
                                    f"the kernel: {why}")
     return None
 

@@ -32,7 +32,7 @@ import attrs
 
 from wfbench_core.gpu import messages as msg
 from wfbench_core.gpu import watchdog
-from wfbench_core.case import CONFIGS
+from wfbench_core.case import CONFIGS, CaseKey
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.results import (
     ERROR,
@@ -56,6 +56,8 @@ class Worker:
         self.bundle = Path()
         self.cuda: CompilerInfo | None = None
         self.arch = ""
+        self.plan: dict[str, dict[str, Any]] | None = None  # the bundle matched with the plugins, once
+        self.loaded: dict[str, dict[str, Any]] = {}  # cases whose files are read (for the CUDA compile ahead)
 
     def send(self, message: msg.Reply) -> None:
         self.out.write(msg.encode(message))
@@ -88,18 +90,30 @@ class Worker:
 
     def _prefetch(self, case_ids: list[str]) -> None:
         """Start compiling the CUDA side of ``case_ids`` (both configurations) ahead of their turn."""
-        if not case_ids:
-            return
         from wfbench_core.build.compile import prefetch_cuda
-        from wfbench_core.build.prepare import prepare_all
 
-        try:
-            _, by_case = prepare_all(self.bundle, self.registry, case_ids)
-        except WfbenchError:
-            return  # a case that cannot be read says so when its turn comes
-        sources = [(f"{cid}[{config}]", next(iter(variants.values())).files[config].cuda_source)
-                   for cid, variants in by_case.items() for config in CONFIGS]
+        sources = []
+        for cid in case_ids:
+            try:
+                variants = self._variants(cid)
+            except WfbenchError:
+                continue  # a case that cannot be read says so when its turn comes
+            sources += [(CaseKey(cid, config=config), next(iter(variants.values())).files[config].cuda_source)
+                        for config in CONFIGS]
         prefetch_cuda(sources, arch=self.arch, compiler=self.cuda)
+
+    def _variants(self, case_id: str) -> dict[str, Any]:
+        """``{label: Prepared}`` of a case with its files loaded, from this worker's one match of the bundle."""
+        if self.plan is None:
+            from wfbench_core.build.prepare import prepare_all
+
+            self.plan = prepare_all(self.bundle, self.registry, load=False)[1]
+        if case_id not in self.loaded:
+            if case_id not in self.plan:
+                raise WfbenchError(f"case {case_id!r} is not in bundle {self.bundle}; it holds "
+                                   f"{', '.join(self.plan) or 'no cases'}")
+            self.loaded[case_id] = {label: p.loaded() for label, p in self.plan[case_id].items()}
+        return self.loaded[case_id]
 
     def _fp64_peak(self) -> float | None:
         """The f64 add/multiply peak for the roofline (the default timer only; None when it cannot be had)."""
@@ -116,10 +130,9 @@ class Worker:
             return None
 
     def case(self, case_id: str) -> msg.Results:
-        from wfbench_core.build.prepare import prepare_all
-
-        _, by_case = prepare_all(self.bundle, self.registry, [case_id])
-        return msg.Results(tuple(run_case(by_case[case_id], timer=self.timer, protocol=self.request.protocol,
+        variants = self._variants(case_id)
+        self.loaded.pop(case_id)  # each case runs once per worker: its files need not stay
+        return msg.Results(tuple(run_case(variants, timer=self.timer, protocol=self.request.protocol,
                                           cuda=self.cuda, arch=self.arch, mode=self.request.mode,
                                           sanitize=self.request.sanitize, progress=self.progress)))
 
@@ -196,7 +209,7 @@ def run_case(variants: dict[str, Any], *, timer: Any, protocol: Any, cuda: Any, 
     compile_s = 0.0
     try:
         for config in CONFIGS:
-            compiled = compile_cuda(some.files[config].cuda_source, case_id=f"{case.id}[{config}]", arch=arch,
+            compiled = compile_cuda(some.files[config].cuda_source, case_id=case.key(config), arch=arch,
                                     compiler=cuda)
             cuda_ptx[config] = compiled.ptx
             compile_s += compiled.record.wall_s

@@ -67,7 +67,7 @@ def analyse(case: Case, sides: Sequence[ExplainedSide], arch: str) -> list[SideR
     threads = launch.block[0] * launch.block[1] * launch.block[2]
     out = []
     for s in sides:
-        a = assemble(s.ptx, s.kernel, arch, what=f"{case.id} ({s.label})")
+        a = assemble(s.ptx, s.kernel, arch, what=f"{case.key('canonical')} {s.label}")
         out.append(SideReport(s, summarize(a, s.kernel, arch, threads, launch.shared_bytes), hottest_loop(a.sass),
                               sass=a.sass))
     return out

@@ -255,7 +255,7 @@ def timing_mode(result: RunResult, case: CaseResult) -> str:
 
 
 def case_name(case: CaseResult) -> str:
-    return f"{case.id}[{case.compiler_label}]" if case.compiler_label else case.id
+    return str(case.key)
 
 
 def series_key(result: RunResult, case: CaseResult) -> SeriesKey:

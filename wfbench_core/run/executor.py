@@ -386,7 +386,7 @@ def _error_result(case_id: str, case: Case | None, plugin: str, label: str, mode
 
 
 def _one_line(r: CaseResult) -> str:
-    name = f"{r.id} [{r.compiler_label}]" if r.compiler_label else r.id
+    name = r.key
     if r.timing is None:
         return f"{name}: {r.status.upper()}: {r.message}"
     t = r.timing
