@@ -53,86 +53,112 @@ def execute(
     A base/head bundle times every compiler's PTX and the CUDA PTX in the same interleaved rounds and
     reports one CaseResult per compiler label, all against the same CUDA samples.
     """
-    t_start = time.perf_counter()
-    case_ids = list(request.case_ids)
-    manifests, by_case = prepare_all(bundle, registry, case_ids, load=False)  # the worker loads each case
-    if request.mode == MODE_AA and len(manifests) > 1:
+    run = _Run(bundle, registry, request, progress, out)
+    if request.mode == MODE_AA and len(run.manifests) > 1:
         raise WfbenchError("--aa times the CUDA PTX against itself; it takes a single warpforthc, not base/head")
-    first = next(iter(manifests.values()))
-    results: list[CaseResult] = []
     if registry.recipe is None:
         progress("cases run in this process: a plugin of this run exists only here (e.g. in a conftest), so a "
                  "separate worker could not load it; a kernel that faults or hangs will end the run")
         supervisor: Supervisor = InProcess(bundle, request, progress, registry)
     else:
         supervisor = Supervisor(bundle, request, progress, registry)
-    header: dict[str, Any] = {}
-
-    def snapshot(complete: bool) -> RunResult:
-        return RunResult(
-            schema_version=SCHEMA_VERSION, suite_version=SUITE_VERSION, wfbench_version=__version__,
-            created=header["created"], mode=request.mode, protocol=request.protocol,
-            environment=mark_host(header["environment"], results), warpforthc=first.warpforthc,
-            cuda_compiler=header["cuda"],
-            cases=tuple(results), source=first.source, wall_s=time.perf_counter() - t_start,
-            compilers={label: m.warpforthc for label, m in manifests.items() if label}, complete=complete,
-        )
-
-    def save(complete: bool) -> None:
-        if out is not None:
-            write_result(snapshot(complete), out)
-
     passes: list[list[CaseResult]] = []
     try:
-        supervisor.upcoming = list(by_case)
-        ready = supervisor.start(copy=True)
-        environment, cuda, arch = ready.environment, ready.cuda, ready.arch
-        header.update(environment=environment, cuda=cuda, created=utcnow())
-        progress(f"GPU {environment.gpu_name} ({arch}), driver {environment.driver_version}; "
-                 f"CUDA side: {cuda.kind} {cuda.version} {' '.join(cuda.flags)}")
-        if environment.copy_gbps:
-            progress(f"device-to-device copy: {environment.copy_gbps:.0f} GB/s (read + write)")
-        save(False)
-        protocol = request.protocol
+        run.begin(supervisor)
         for repeat in range(request.repeat):
             if repeat:
                 supervisor.restart()  # every repeat in a fresh process: what changes between processes shows
-                supervisor.upcoming = list(by_case)
+                supervisor.upcoming = list(run.by_case)
                 progress(f"repeat {repeat + 1} of {request.repeat}, in a fresh process")
             passes.append([])
-            for case_id, variants in by_case.items():
-                spent = time.perf_counter() - t_start
-                if protocol.suite_budget_s and spent > protocol.suite_budget_s:
-                    why = f"not run: the suite budget of {protocol.suite_budget_s:.0f} s was spent ({spent:.0f} s)"
-                    progress(f"{case_id}: {why}")
-                    passes[-1].extend(_error_result(case_id, p.case, p.plugin, label, request.mode, why)
-                                      for label, p in variants.items())
-                else:
-                    progress(f"{case_id}: checking and timing")
-                    for result in supervisor.run_case(case_id, variants):
-                        progress(_one_line(result))
-                        passes[-1].append(result)
-                results[:] = merge_repeats(passes, request.protocol.unstable_noise)
-                save(False)
+            run.one_pass(supervisor, passes)
     finally:
         supervisor.close()
-    if request.repeat > 1:
-        for r in results:
-            if r.timing is not None and r.timing.repeat_gaps:
-                progress(f"{_one_line(r)}; over {len(r.timing.repeat_gaps)} processes: "
-                         f"{' '.join(f'{g:.4f}' for g in r.timing.repeat_gaps)}")
-
-    for label, manifest in manifests.items():
-        for cid, why in manifest.failures.items():
-            if case_ids and cid not in case_ids:
-                continue
-            reg = registry.cases.get(cid)
-            results.append(_error_result(cid, reg.value if reg else None, reg.plugin if reg else "", label,
-                                         request.mode, why))
-    result = snapshot(True)
+    run.report_repeats()
+    run.add_unbuilt()
+    result = run.snapshot(True)
     if out is not None:
         write_result(result, out)
     return result
+
+
+class _Run:
+    """One execution's state: the bundle's plan, the results so far, the result file kept up to date."""
+
+    def __init__(self, bundle: Path, registry: Registry, request: ExecuteRequest, progress: Progress,
+                 out: Optional[Path]) -> None:
+        self.t_start = time.perf_counter()
+        self.registry, self.request, self.progress, self.out = registry, request, progress, out
+        self.case_ids = list(request.case_ids)
+        # matched once here; each worker loads a case's files where it runs
+        self.manifests, self.by_case = prepare_all(bundle, registry, self.case_ids, load=False)
+        self.first = next(iter(self.manifests.values()))
+        self.results: list[CaseResult] = []
+        self.header: dict[str, Any] = {}
+
+    def snapshot(self, complete: bool) -> RunResult:
+        h, first = self.header, self.first
+        return RunResult(
+            schema_version=SCHEMA_VERSION, suite_version=SUITE_VERSION, wfbench_version=__version__,
+            created=h["created"], mode=self.request.mode, protocol=self.request.protocol,
+            environment=mark_host(h["environment"], self.results), warpforthc=first.warpforthc,
+            cuda_compiler=h["cuda"], cases=tuple(self.results), source=first.source,
+            wall_s=time.perf_counter() - self.t_start,
+            compilers={label: m.warpforthc for label, m in self.manifests.items() if label}, complete=complete,
+        )
+
+    def save(self) -> None:
+        """The result file so far, marked incomplete."""
+        if self.out is not None:
+            write_result(self.snapshot(False), self.out)
+
+    def begin(self, supervisor: Supervisor) -> None:
+        """Start the first worker (it reads the GPU and measures the yardsticks) and say what it found."""
+        supervisor.upcoming = list(self.by_case)
+        ready = supervisor.start(copy=True)
+        env, cuda = ready.environment, ready.cuda
+        self.header.update(environment=env, cuda=cuda, created=utcnow())
+        self.progress(f"GPU {env.gpu_name} ({ready.arch}), driver {env.driver_version}; "
+                      f"CUDA side: {cuda.kind} {cuda.version} {' '.join(cuda.flags)}")
+        if env.copy_gbps:
+            self.progress(f"device-to-device copy: {env.copy_gbps:.0f} GB/s (read + write)")
+        self.save()
+
+    def one_pass(self, supervisor: Supervisor, passes: list[list[CaseResult]]) -> None:
+        """Every case once (or not run, past the suite budget); the passes so far merged after each case."""
+        protocol = self.request.protocol
+        for case_id, variants in self.by_case.items():
+            spent = time.perf_counter() - self.t_start
+            if protocol.suite_budget_s and spent > protocol.suite_budget_s:
+                why = f"not run: the suite budget of {protocol.suite_budget_s:.0f} s was spent ({spent:.0f} s)"
+                self.progress(f"{case_id}: {why}")
+                passes[-1].extend(_error_result(case_id, p.case, p.plugin, label, self.request.mode, why)
+                                  for label, p in variants.items())
+            else:
+                self.progress(f"{case_id}: checking and timing")
+                for result in supervisor.run_case(case_id, variants):
+                    self.progress(_one_line(result))
+                    passes[-1].append(result)
+            self.results[:] = merge_repeats(passes, protocol.unstable_noise)
+            self.save()
+
+    def report_repeats(self) -> None:
+        if self.request.repeat <= 1:
+            return
+        for r in self.results:
+            if r.timing is not None and r.timing.repeat_gaps:
+                self.progress(f"{_one_line(r)}; over {len(r.timing.repeat_gaps)} processes: "
+                              f"{' '.join(f'{g:.4f}' for g in r.timing.repeat_gaps)}")
+
+    def add_unbuilt(self) -> None:
+        """The cases the bundle records as not built (compile errors), as ERROR results."""
+        for label, manifest in self.manifests.items():
+            for cid, why in manifest.failures.items():
+                if self.case_ids and cid not in self.case_ids:
+                    continue
+                reg = self.registry.cases.get(cid)
+                self.results.append(_error_result(cid, reg.value if reg else None, reg.plugin if reg else "",
+                                                  label, self.request.mode, why))
 
 
 class Supervisor:
