@@ -76,56 +76,23 @@ def explain(case_id: str, bundle: Path | None, wf_ptx: Path | None, warpforthc: 
     progress = progress_printer(quiet)
     reg = load_registry()
     case = reg.case(case_id)
-    if arch is None and profile:
-        from wfbench_core.record.results import TimingProtocol
-        from wfbench_core.gpu.timer import CudaEventTimer
-
-        arch = CudaEventTimer(TimingProtocol()).arch()  # NoGpuError (one line) without a GPU
-    if arch is None and bundle is not None:
-        from wfbench_core.build.bundle import read_manifest
-
-        arch = read_manifest(bundle).arch or None
-    arch = arch or "sm_90"
+    arch = _arch(arch, profile, bundle)
     arch_limits(arch)  # an architecture without known limits is refused before anything is compiled
     wf, provenance = _wf_sides(case, bundle, wf_ptx, warpforthc, arch, progress)
     compiler = comp.cuda_compiler(cuda_compiler)
     cuda_ptx = comp.compile_cuda(case.render("canonical")[1], case_id=case.key("canonical"), arch=arch,
                                  compiler=compiler).ptx
     provenance.append(f"CUDA PTX: {compiler.kind} {compiler.version} {' '.join(compiler.flags)}.")
-    sides = [ExplainedSide(f"WarpForth {label}" if label else "WarpForth", case.wf_kernel, ptx) for label, ptx in wf.items()]
+    sides = [ExplainedSide(f"WarpForth {label}" if label else "WarpForth", case.wf_kernel, ptx)
+             for label, ptx in wf.items()]
     sides.append(ExplainedSide("CUDA", case.cuda_kernel, cuda_ptx))
     progress(f"assembling {len(sides)} side(s) for {arch}")
     reports = analyse(case, sides, arch)
     if profile:
-        from wfbench_core.gpu.profile import profile_side
-
-        profiled = []
-        for r in reports:
-            progress(f"profiling {case.key('canonical')} {r.side.label} with Nsight Compute")
-            p = profile_side(case_id=case.id, ptx=r.side.ptx, kernel=r.side.kernel,
-                             label=r.side.label.replace(" ", "-").lower(), ncu=ncu, recipe=reg.recipe)
-            profiled.append(attrs.evolve(r, profile=p))
-        reports = profiled
-
+        reports = _profiled(reports, case, ncu, reg.recipe, progress)
     result = environment = None
     if result_path is not None:
-        from wfbench_core.record.results import load_result, write_result
-
-        run = load_result(result_path)
-        environment = run.environment
-        label = next(iter(wf))
-        try:
-            result = run.case(case.id, label)
-        except KeyError:
-            raise WfbenchError(f"{result_path}: has no result for case {case.id!r}"
-                               + (f" (compiler {label})" if label else "")) from None
-        updated = attrs.evolve(result, diag_wf=reports[0].diag, diag_cuda=reports[-1].diag,
-                               profile_wf=reports[0].profile or result.profile_wf,
-                               profile_cuda=reports[-1].profile or result.profile_cuda)
-        run = attrs.evolve(run, cases=tuple(updated if c is result else c for c in run.cases))
-        write_result(run, result_path)
-        progress(f"stored the diagnostics{' and profiles' if profile else ''} of {case.id} in {result_path}")
-        result = updated
+        result, environment = _store(result_path, case, next(iter(wf)), reports, progress)
     text = render_markdown(case, reports, arch=arch, provenance=provenance, result=result, environment=environment,
                            loop_lines=loop_lines)
     if out is not None:
@@ -135,3 +102,50 @@ def explain(case_id: str, bundle: Path | None, wf_ptx: Path | None, warpforthc: 
         progress(f"report: {out}")
     else:
         click.echo(text, nl=False)
+
+
+def _arch(arch: str | None, profile: bool, bundle: Path | None) -> str:
+    """The SASS target: as given, else this host's GPU when profiling, else the bundle's, else sm_90."""
+    if arch is None and profile:
+        from wfbench_core.gpu.timer import CudaEventTimer
+        from wfbench_core.record.results import TimingProtocol
+
+        arch = CudaEventTimer(TimingProtocol()).arch()  # NoGpuError (one line) without a GPU
+    if arch is None and bundle is not None:
+        from wfbench_core.build.bundle import read_manifest
+
+        arch = read_manifest(bundle).arch or None
+    return arch or "sm_90"
+
+
+def _profiled(reports: list, case, ncu: str | None, recipe, progress) -> list:  # type: ignore[no-untyped-def]
+    """Each side's report with its Nsight Compute profile (ncu, on this host's GPU)."""
+    from wfbench_core.gpu.profile import profile_side
+
+    profiled = []
+    for r in reports:
+        progress(f"profiling {case.key('canonical')} {r.side.label} with Nsight Compute")
+        p = profile_side(case_id=case.id, ptx=r.side.ptx, kernel=r.side.kernel,
+                         label=r.side.label.replace(" ", "-").lower(), ncu=ncu, recipe=recipe)
+        profiled.append(attrs.evolve(r, profile=p))
+    return profiled
+
+
+def _store(result_path: Path, case, label: str, reports: list, progress):  # type: ignore[no-untyped-def]
+    """Store the diagnostics (and profiles) in the run result; its updated case result and environment."""
+    from wfbench_core.record.results import load_result, write_result
+
+    run = load_result(result_path)
+    try:
+        result = run.case(case.id, label)
+    except KeyError:
+        raise WfbenchError(f"{result_path}: has no result for case {case.id!r}"
+                           + (f" (compiler {label})" if label else "")) from None
+    updated = attrs.evolve(result, diag_wf=reports[0].diag, diag_cuda=reports[-1].diag,
+                           profile_wf=reports[0].profile or result.profile_wf,
+                           profile_cuda=reports[-1].profile or result.profile_cuda)
+    run = attrs.evolve(run, cases=tuple(updated if c is result else c for c in run.cases))
+    write_result(run, result_path)
+    profiled = reports[0].profile is not None
+    progress(f"stored the diagnostics{' and profiles' if profiled else ''} of {case.id} in {result_path}")
+    return updated, run.environment
