@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as _dt
 import html
 import json
+import math
 import shutil
 from collections import Counter
 from importlib import resources
@@ -25,8 +26,6 @@ from wfbench_core.errors import WfbenchError
 from wfbench_core.record.fsutil import atomic_write
 from wfbench_core.review.history import History, Point, Series, SeriesKey, git_links, point_order, utc_sortable
 from wfbench_core.record.results import MODE_AA, OK
-from wfbench_core.dashboard.browser import BROWSER_ENV, find_browser, screenshot  # noqa: F401 - the package's API
-from wfbench_core.dashboard.headline import diagnostics
 
 ASSETS = ("chart.umd.js", "LICENSE-chart.js.md", "app.js", "style.css")
 
@@ -242,6 +241,99 @@ def _floor(members: Sequence[Series]) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------------------------------------
+# diagnostics of the newest canonical run (optional fields: shown only where a result carries them)
+
+DIAG_KEYS = ("registers", "occupancy")  # diag_wf / diag_cuda scalars (SideDiagnostics) shown as they are
+
+
+def _num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _range(v: Any) -> Optional[list[float]]:
+    """A number or a list of numbers as [min, max]; None for anything else."""
+    if _num(v):
+        return [v, v]
+    if isinstance(v, (list, tuple)) and v and all(_num(x) for x in v):
+        return [min(v), max(v)]
+    return None
+
+
+def _side_diag(case: dict[str, Any], side: str, copy_gbps: Any, fp64_peak: Any = None) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    kattrs = case.get(f"attrs_{side}")
+    if isinstance(kattrs, dict):
+        out.update({k: kattrs[k] for k in ("registers", "local_bytes", "shared_bytes") if _num(kattrs.get(k))})
+    diag = case.get(f"diag_{side}")
+    if isinstance(diag, dict):
+        out.update({k: diag[k] for k in DIAG_KEYS if _num(diag.get(k))})
+        if _num(diag.get("spill_stores")) and _num(diag.get("spill_loads")):
+            out["spill_bytes"] = diag["spill_stores"] + diag["spill_loads"]
+        mix = diag.get("mix")
+        if isinstance(mix, dict) and mix and all(isinstance(k, str) and _num(v) for k, v in mix.items()):
+            out["mix"] = {k: v for k, v in mix.items() if k != "predicated"}  # a tag, not a class
+    timing = case.get("timing")
+    gbps = timing.get(f"gbps_{side}") if isinstance(timing, dict) else None
+    if _num(gbps) and _num(copy_gbps) and copy_gbps > 0 and case.get("metric", "bandwidth") == "bandwidth":
+        out["copy_pct"] = gbps / copy_gbps
+    gflops = timing.get(f"gflops_{side}") if isinstance(timing, dict) else None
+    if _num(gflops) and _num(fp64_peak) and fp64_peak > 0 and case.get("metric") == "compute":
+        out["roofline"] = gflops / fp64_peak  # share of the f64 add/multiply peak measured in the same run
+    return out
+
+
+def _nvml(raw: Any) -> dict[str, Any]:
+    """What NVML saw while a case was timed (``timing.nvml``, an NvmlSummary), as ranges and reasons."""
+    if not isinstance(raw, dict) or not _num(raw.get("n")) or not raw["n"]:
+        return {}
+    out: dict[str, Any] = {}
+    for key, lo, hi in (("sm_clock_mhz", "sm_mhz_min", "sm_mhz_max"), ("power_w", "power_w_median", "power_w_max"),
+                        ("temperature_c", "temp_c_max", "temp_c_max")):
+        if _num(raw.get(lo)) and _num(raw.get(hi)) and raw[hi]:
+            out[key] = [raw[lo], raw[hi]]
+    reasons = raw.get("reasons")
+    if isinstance(reasons, (list, tuple)) and all(isinstance(r, str) for r in reasons):
+        out["throttle"] = list(reasons)
+    return out
+
+
+def diagnostics(raw: dict[str, Any], rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Per case of one run (the rows shown), what both kernels look like and what the GPU did while timed.
+
+    Reads, per case: ``attrs_wf``/``attrs_cuda`` (``registers``, ``local_bytes``, ``shared_bytes``),
+    ``diag_wf``/``diag_cuda`` (:class:`~wfbench_core.record.results.SideDiagnostics`: ``registers``, ``spill_stores``
+    + ``spill_loads``, ``occupancy``, ``mix`` {class: count}), ``timing.gbps_wf``/``gbps_cuda`` against
+    ``environment.copy_gbps`` and ``timing.gflops_wf``/``gflops_cuda`` against
+    ``environment.fp64_peak_gflops`` (the roofline), ``timing.clocks_sm_mhz`` and ``timing.nvml``
+    (:class:`~wfbench_core.record.results.NvmlSummary`: SM clock, power and temperature ranges, throttle
+    ``reasons``). Anything absent or of another shape is left out; a case with nothing to show has no entry.
+    """
+    env = raw.get("environment") if isinstance(raw.get("environment"), dict) else {}
+    copy_gbps = env.get("copy_gbps")
+    raw_cases = {(c.get("id"), c.get("version"), c.get("compiler_label", "")): c
+                 for c in raw.get("cases") or [] if isinstance(c, dict)}
+    cases = []
+    for r in rows:
+        case = raw_cases.get((r["case"], r["version"], r["label"]))
+        if case is None:
+            continue
+        peak = env.get("fp64_peak_gflops")
+        wf, cuda = _side_diag(case, "wf", copy_gbps, peak), _side_diag(case, "cuda", copy_gbps, peak)
+        nvml: dict[str, Any] = {}
+        timing = case.get("timing") if isinstance(case.get("timing"), dict) else {}
+        clocks = _range(timing.get("clocks_sm_mhz"))
+        if clocks:
+            nvml["sm_clock_mhz"] = clocks
+        nvml.update(_nvml(timing.get("nvml")))
+        if wf or cuda or nvml:
+            cases.append({"case": r["case"], "version": r["version"], "label": r["label"], "wf": wf, "cuda": cuda,
+                          "nvml": nvml})
+    gpu = {k: env[k] for k in ("sm_clock_mhz", "max_sm_clock_mhz", "mem_clock_mhz", "max_mem_clock_mhz",
+                               "power_limit_w", "temperature_c", "copy_gbps") if _num(env.get(k)) and env[k]}
+    return {"cases": cases, "gpu": gpu}
+
+
+# --------------------------------------------------------------------------------------------------------
 # the page's data
 
 
@@ -255,7 +347,20 @@ def build_data(history: History, *, title: str = "WarpForth vs CUDA",
     platforms: dict[tuple[str, ...], list[Series]] = {}
     for s in history.series.values():
         platforms.setdefault(s.key.platform, []).append(s)
-    canonical = _canonical_first(platforms, headline_gpu, history)
+
+    def newest(members: Sequence[Series]) -> tuple[str, str]:
+        return max(point_order(p) for s in members for p in s.points)
+
+    canonical = sorted((m for m in platforms.values() if kind_of(m[0].key) == KIND_CANONICAL), key=newest,
+                       reverse=True)
+    if headline_gpu is not None:
+        chosen = [m for m in canonical if m[0].key.gpu_name == headline_gpu]
+        if not chosen:
+            gpus = sorted({m[0].key.gpu_name for m in canonical})
+            raise WfbenchError(f"--headline-gpu {headline_gpu!r}: no canonical (paired, unlabelled) series on that "
+                               f"GPU in {history.root}; GPUs there: {', '.join(gpus) or 'none'}")
+        canonical.remove(chosen[0])
+        canonical.insert(0, chosen[0])
     summaries = [_canonical_summary(m) for m in canonical]
     headline = summaries[0] if summaries else None
     if headline is not None:
@@ -271,15 +376,35 @@ def build_data(history: History, *, title: str = "WarpForth vs CUDA",
             basehead.setdefault(m[0].key.platform[:-1], []).extend(m)
     comparisons = sorted((c for m in basehead.values() for c in _comparisons(m)),
                          key=lambda c: utc_sortable(c["created"]), reverse=True)
-    aa = sorted((m for m in platforms.values() if kind_of(m[0].key) == KIND_AA), key=_newest, reverse=True)
+    aa = sorted((m for m in platforms.values() if kind_of(m[0].key) == KIND_AA), key=newest, reverse=True)
     floors = [_floor(m) for m in aa]
     if headline is not None:
         same_gpu = [f for f in floors if (f["gpu"], f["cc"]) == (headline["gpu"], headline["cc"])]
         headline["floor"] = same_gpu[0]["spread"] if same_gpu else None
+
     # the series, one group per platform: canonical (headline first), base/head, A/A
-    groups, out_series = _series_groups([(KIND_CANONICAL, m) for m in canonical]
-                                        + [(KIND_BASEHEAD, m) for m in basehead.values()]
-                                        + [(KIND_AA, m) for m in aa])
+    groups, out_series = [], []
+    grouped = ([(KIND_CANONICAL, m) for m in canonical] + [(KIND_BASEHEAD, m) for m in basehead.values()]
+               + [(KIND_AA, m) for m in aa])
+    for kind, group_members in grouped:
+        latest_run = max((p for s in group_members for p in s.points), key=point_order).run
+        newest_version = {}
+        for s in group_members:
+            newest_version[s.key.case_id] = max(newest_version.get(s.key.case_id, 0), s.key.case_version)
+        order = sorted(group_members, key=lambda s: (not any(p.run == latest_run for p in s.points), s.key.case_id,
+                                                     -s.key.case_version, s.key.compiler_label, s.id))
+        k = group_members[0].key
+        groups.append({"kind": kind, **_platform_facts(k), "series": [s.id for s in order]})
+        for s in order:
+            current = any(p.run == latest_run for p in s.points)
+            superseded = newest_version[s.key.case_id] if newest_version[s.key.case_id] > s.key.case_version else None
+            out_series.append({
+                "id": s.id, "kind": kind, "case": s.key.case_id, "version": s.key.case_version,
+                "mode": s.key.mode, "label": s.key.compiler_label, "priority": s.points[-1].priority,
+                "current": current, "superseded_by": superseded,
+                "signature": _signature(s),
+                "points": [_point(p, x) for p, x in zip(s.points, x_labels(s.points))],
+            })
     return {
         "title": title,
         "generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -293,51 +418,6 @@ def build_data(history: History, *, title: str = "WarpForth vs CUDA",
         "groups": groups,
         "series": out_series,
     }
-
-
-def _newest(members: Sequence[Series]) -> tuple[str, str]:
-    return max(point_order(p) for s in members for p in s.points)
-
-
-def _canonical_first(platforms: dict[tuple[str, ...], list[Series]], headline_gpu: Optional[str],
-                     history: History) -> list[list[Series]]:
-    """The canonical platforms, newest first, or the asked-for GPU's first."""
-    canonical = sorted((m for m in platforms.values() if kind_of(m[0].key) == KIND_CANONICAL), key=_newest,
-                       reverse=True)
-    if headline_gpu is not None:
-        chosen = [m for m in canonical if m[0].key.gpu_name == headline_gpu]
-        if not chosen:
-            gpus = sorted({m[0].key.gpu_name for m in canonical})
-            raise WfbenchError(f"--headline-gpu {headline_gpu!r}: no canonical (paired, unlabelled) series on that "
-                               f"GPU in {history.root}; GPUs there: {', '.join(gpus) or 'none'}")
-        canonical.remove(chosen[0])
-        canonical.insert(0, chosen[0])
-    return canonical
-
-
-def _series_groups(grouped: Sequence[tuple[str, Sequence[Series]]]) -> tuple[list[dict[str, Any]],
-                                                                            list[dict[str, Any]]]:
-    """One group per platform and every series of it, those of the group's latest run first."""
-    groups, out_series = [], []
-    for kind, group_members in grouped:
-        latest_run = max((p for s in group_members for p in s.points), key=point_order).run
-        newest_version: dict[str, int] = {}
-        for s in group_members:
-            newest_version[s.key.case_id] = max(newest_version.get(s.key.case_id, 0), s.key.case_version)
-        order = sorted(group_members, key=lambda s: (not any(p.run == latest_run for p in s.points), s.key.case_id,
-                                                     -s.key.case_version, s.key.compiler_label, s.id))
-        groups.append({"kind": kind, **_platform_facts(group_members[0].key), "series": [s.id for s in order]})
-        for s in order:
-            current = any(p.run == latest_run for p in s.points)
-            superseded = newest_version[s.key.case_id] if newest_version[s.key.case_id] > s.key.case_version else None
-            out_series.append({
-                "id": s.id, "kind": kind, "case": s.key.case_id, "version": s.key.case_version,
-                "mode": s.key.mode, "label": s.key.compiler_label, "priority": s.points[-1].priority,
-                "current": current, "superseded_by": superseded,
-                "signature": _signature(s),
-                "points": [_point(p, x) for p, x in zip(s.points, x_labels(s.points))],
-            })
-    return groups, out_series
 
 
 def _embed(data: dict[str, Any]) -> str:
@@ -369,3 +449,82 @@ def build_site(history: History, out: str | Path, *, title: Optional[str] = None
     index = out / "index.html"
     atomic_write(index, render_page(data))
     return index
+
+
+BROWSER_ENV = "WFBENCH_CHROMIUM"
+# Debian's Chromium, then Google Chrome (preinstalled on GitHub's Ubuntu runners, where the apt package
+# "chromium" is only a stub that asks for a snap)
+BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome-stable", "google-chrome")
+
+
+def _browser_version(path: str) -> Optional[str]:
+    """``path --version`` when it runs and names a Chromium or Chrome; None for a stub or anything else."""
+    import subprocess
+
+    try:
+        res = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    text = res.stdout.strip().splitlines()[-1] if res.stdout.strip() else ""
+    return text if res.returncode == 0 and ("Chromium" in text or "Chrome" in text) else None
+
+
+def find_browser(explicit: Optional[str] = None) -> tuple[str, str]:
+    """A Chromium-family browser to drive headless, as (path, version line).
+
+    ``explicit`` or ``$WFBENCH_CHROMIUM`` when given (it must work); otherwise the first of
+    :data:`BROWSER_NAMES` on PATH that answers ``--version`` as a Chromium or Chrome.
+    """
+    import os
+
+    named = explicit or os.environ.get(BROWSER_ENV)
+    if named:
+        path = shutil.which(named) or named
+        version = _browser_version(path)
+        if version is None:
+            raise WfbenchError(f"{named}: does not run as a Chromium or Chrome ('{named} --version' failed); "
+                               f"name a working one with --chromium PATH / ${BROWSER_ENV}")
+        return path, version
+    tried = []
+    for name in BROWSER_NAMES:
+        path = shutil.which(name)
+        if path is None:
+            continue
+        version = _browser_version(path)
+        if version is not None:
+            return path, version
+        tried.append(path)
+    stubs = f" ({', '.join(tried)} did not run: a snap stub?)" if tried else ""
+    raise WfbenchError(f"no Chromium or Chrome found{stubs}; install one (Debian: apt-get install chromium; "
+                       f"Ubuntu: Google Chrome) or name it with --chromium PATH / ${BROWSER_ENV}")
+
+
+def screenshot(index: Path, png: Path, *, width: int = 1280, dark: bool = False,
+               chromium: Optional[str] = None) -> list[str]:
+    """Open the page in headless Chromium or Chrome, save a full-page PNG; returns console errors, if any."""
+    try:
+        from playwright.sync_api import Error as PlaywrightError
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        raise WfbenchError("the screenshot needs the Python package 'playwright' (pip install playwright); "
+                           "its browser download is not needed, a system Chromium is used") from None
+    path, _version = find_browser(chromium)
+    errors: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=path)
+        try:
+            page = browser.new_page(viewport={"width": width, "height": 900},
+                                    color_scheme="dark" if dark else "light")
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(Path(index).resolve().as_uri())
+            try:
+                page.wait_for_function("window.wfbenchDashboard !== undefined", timeout=30_000)
+            except PlaywrightError:
+                raise WfbenchError(f"{index}: the page did not finish drawing in {path} "
+                                   f"({'; '.join(errors) or 'no error reported'}); no screenshot written") from None
+            png.parent.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(png), full_page=True)
+        finally:
+            browser.close()
+    return errors

@@ -185,38 +185,13 @@ def run_case(variants: dict[str, Any], *, timer: Any, protocol: Any, cuda: Any, 
     a finding makes the case FAILED with the sanitizer's first report line, and it is not timed.
     The static diagnostics of both sides (ptxas, SASS) are made on a thread while the GPU works.
     """
-    case = next(iter(variants.values())).case
-    bases = _bases(variants, mode)
-    try:
-        cuda_ptx, compile_s, record = _compile_cuda_side(variants, arch, cuda)
-    except WfbenchError as exc:
-        return [attrs.evolve(b, message=str(exc)) for b in bases.values()]
-    bases = {k: attrs.evolve(b, compile_cuda=record) for k, b in bases.items()}
+    from wfbench_core.build.compile import compile_cuda
+    from wfbench_core.contracts import Side
 
-    def all_(**changes: object) -> list[CaseResult]:
-        return [attrs.evolve(b, **changes) for b in bases.values()]  # type: ignore[arg-type]
-
-    diagnosing = None if mode == MODE_AA else _diagnose_in_background(case, variants, cuda_ptx["canonical"], arch)
-    sides = _sides(case, variants, cuda_ptx, mode)
-    try:
-        finding = _sanitized(case, sides) if sanitize else None
-        if finding is not None:
-            return all_(status=FAILED, message=finding.message)
-        m = timer.measure(case, sides, reference_label="cuda")
-    except WfbenchError as exc:
-        return all_(message=str(exc))
-    diags = {label: future.result() for label, future in diagnosing.items()} if diagnosing else {}
-    for note in dict.fromkeys(d[2] for d in diags.values() if d[2]):
-        progress(f"{case.id}: no static diagnostics: {note}")
-    return [_result(base, m, variants[label], diags.get(label), compile_s, protocol)
-            for label, base in bases.items()]
-
-
-def _bases(variants: dict[str, Any], mode: str) -> dict[str, CaseResult]:
-    """Each compiler label's result as far as the bundle says: ERROR until checked and timed."""
-    case = next(iter(variants.values())).case
+    some = next(iter(variants.values()))
+    case = some.case
     work = case.work(case.sizes["canonical"])
-    return {
+    bases = {
         label: CaseResult(
             id=case.id, version=case.version, priority=case.priority, fingerprint=case.fingerprint(),
             status=ERROR, mode=mode, metric=case.metric, work_bytes=work.bytes, work_flops=work.flops,
@@ -227,61 +202,65 @@ def _bases(variants: dict[str, Any], mode: str) -> dict[str, CaseResult]:
         for label, prep in variants.items()
     }
 
+    def all_(**changes: object) -> list[CaseResult]:
+        return [attrs.evolve(b, **changes) for b in bases.values()]  # type: ignore[arg-type]
 
-def _compile_cuda_side(variants: dict[str, Any], arch: str, cuda: Any) -> tuple[dict[str, str], float, Any]:
-    """The CUDA PTX of both configurations, their compile time, and the canonical compile's record."""
-    from wfbench_core.build.compile import compile_cuda
+    cuda_ptx: dict[str, str] = {}
+    compile_s = 0.0
+    try:
+        for config in CONFIGS:
+            compiled = compile_cuda(some.files[config].cuda_source, case_id=case.key(config), arch=arch,
+                                    compiler=cuda)
+            cuda_ptx[config] = compiled.ptx
+            compile_s += compiled.record.wall_s
+            if config == "canonical":
+                bases = {k: attrs.evolve(b, compile_cuda=compiled.record) for k, b in bases.items()}
+    except WfbenchError as exc:
+        return all_(message=str(exc))
 
-    some = next(iter(variants.values()))
-    ptx: dict[str, str] = {}
-    seconds, record = 0.0, None
-    for config in CONFIGS:
-        compiled = compile_cuda(some.files[config].cuda_source, case_id=some.case.key(config), arch=arch,
-                                compiler=cuda)
-        ptx[config] = compiled.ptx
-        seconds += compiled.record.wall_s
-        if config == "canonical":
-            record = compiled.record
-    return ptx, seconds, record
-
-
-def _sides(case: Any, variants: dict[str, Any], cuda_ptx: dict[str, str], mode: str) -> list[Any]:
-    """What the timer measures: each WarpForth variant (or, for --aa, the CUDA PTX as "wf") and the CUDA side."""
-    from wfbench_core.contracts import Side
-
+    diagnosing = None if mode == MODE_AA else _diagnose_in_background(case, variants, cuda_ptx["canonical"], arch)
     if mode == MODE_AA:
         sides = [Side("wf", case.cuda_kernel, cuda_ptx)]
     else:
         sides = [Side(_wf_label(label), case.wf_kernel, {c: prep.files[c].wf_ptx for c in CONFIGS})
                  for label, prep in variants.items()]
-    return [*sides, Side("cuda", case.cuda_kernel, cuda_ptx)]
+    sides.append(Side("cuda", case.cuda_kernel, cuda_ptx))
+    if sanitize:
+        from wfbench_core.gpu.sanitize import DEFAULT_TIMEOUT_S, sanitize_case
 
+        for side in sides:
+            try:
+                with watchdog.guard(f"{case.id} {side.label} under compute-sanitizer",
+                                    deadline_s=DEFAULT_TIMEOUT_S + 60.0):
+                    finding = sanitize_case(case, side.label, side.ptx["check"], side.kernel)
+            except WfbenchError as exc:
+                return all_(message=str(exc))
+            if finding is not None:
+                return all_(status=FAILED, message=finding.message)
+    try:
+        m = timer.measure(case, sides, reference_label="cuda")
+    except WfbenchError as exc:
+        return all_(message=str(exc))
 
-def _sanitized(case: Any, sides: list[Any]) -> Any:
-    """The first side's compute-sanitizer finding on its check configuration, or None when all are clean."""
-    from wfbench_core.gpu.sanitize import DEFAULT_TIMEOUT_S, sanitize_case
-
-    for side in sides:
-        with watchdog.guard(f"{case.id} {side.label} under compute-sanitizer", deadline_s=DEFAULT_TIMEOUT_S + 60.0):
-            finding = sanitize_case(case, side.label, side.ptx["check"], side.kernel)
-        if finding is not None:
-            return finding
-    return None
-
-
-def _result(base: CaseResult, m: Any, prep: Any, diag: Any, compile_s: float, protocol: Any) -> CaseResult:
-    """One compiler label's result from the measurement: FAILED with the timer's message, or timed."""
-    if diag is not None:
-        base = attrs.evolve(base, diag_wf=diag[0], diag_cuda=diag[1])
-    side = _wf_label(base.compiler_label)
-    costs = attrs.evolve(m.costs, compile_cuda_s=compile_s,
-                         compile_wf_s=sum(prep.files[c].compile_wf.wall_s for c in CONFIGS))
-    base = attrs.evolve(base, checks=m.checks, costs=costs, attrs_wf=m.kernel_attrs.get(side),
-                        attrs_cuda=m.kernel_attrs.get("cuda"))
-    if not m.passed:
-        return attrs.evolve(base, status=FAILED, message=m.message)
-    return attrs.evolve(base, **timed_status(m, side, work_bytes=base.work_bytes, work_flops=base.work_flops,
-                                             unstable_noise=protocol.unstable_noise))
+    diags = {label: future.result() for label, future in diagnosing.items()} if diagnosing else {}
+    for note in dict.fromkeys(d[2] for d in diags.values() if d[2]):
+        progress(f"{case.id}: no static diagnostics: {note}")
+    out = []
+    for label, base in bases.items():
+        if label in diags:
+            base = attrs.evolve(base, diag_wf=diags[label][0], diag_cuda=diags[label][1])
+        prep = variants[label]
+        side = _wf_label(label)
+        costs = attrs.evolve(m.costs, compile_cuda_s=compile_s,
+                             compile_wf_s=sum(prep.files[c].compile_wf.wall_s for c in CONFIGS))
+        base = attrs.evolve(base, checks=m.checks, costs=costs, attrs_wf=m.kernel_attrs.get(side),
+                            attrs_cuda=m.kernel_attrs.get("cuda"))
+        if not m.passed:
+            out.append(attrs.evolve(base, status=FAILED, message=m.message))
+            continue
+        out.append(attrs.evolve(base, **timed_status(m, side, work_bytes=work.bytes, work_flops=work.flops,
+                                                     unstable_noise=protocol.unstable_noise)))
+    return out
 
 
 def timed_status(m: Any, side: str, *, work_bytes: int, work_flops: int, unstable_noise: float,
