@@ -27,7 +27,7 @@ import time
 from wfbench_core import hookimpl
 from wfbench_core.gpu import watchdog
 from wfbench_core.errors import WfbenchError
-from wfbench_core.record.results import Check, Costs, Environment, KernelAttrs
+from wfbench_core.record.results import Check, Costs, Environment, KernelAttrs, Sampled
 
 
 def _behaviour(case_id: str) -> str:
@@ -77,10 +77,11 @@ class FakeTimer:
             raise WfbenchError(f"{case.key('check')} wf: launch failed: [700] CUDA_ERROR_ILLEGAL_ADDRESS")
         n = self.protocol.samples
         check = Check("check", "wf", "reference", "out", True, 0.0, 0.0, 0, 100)
+        sampled = Sampled(samples_us={s.label: (3.0 if s.label.startswith("wf") else 2.0,) * n for s in sides},
+                          order=tuple(sides[i % len(sides)].label for i in range(n)), launches_per_sample=1)
         return Measurement(
             passed=True, message="", checks=(check,), kernel_attrs={s.label: KernelAttrs(16, 0, 0, 1024) for s in sides},
-            costs=Costs(), samples_us={s.label: (3.0 if s.label.startswith("wf") else 2.0,) * n for s in sides},
-            first=tuple(sides[i % len(sides)].label for i in range(n)), launches_per_sample=1)
+            costs=Costs(), sampled=sampled)
 
 
 @hookimpl(tryfirst=True)

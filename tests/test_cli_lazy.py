@@ -54,7 +54,11 @@ def test_table_matches_each_command() -> None:
 
 def test_help_lists_every_command_as_click_would() -> None:
     """The lazy listing prints what click prints once every command is loaded."""
-    lazy = main.get_help(click.Context(main, info_name="wfbench"))
-    loaded = click.Group("wfbench", commands=[main.load(n) for n in COMMANDS], help=main.help,
-                         params=main.params, context_settings=main.context_settings)
-    assert lazy == loaded.get_help(click.Context(loaded, info_name="wfbench"))
+    def commands_section(group: click.Group) -> str:
+        formatter = click.HelpFormatter()
+        group.format_commands(click.Context(group, info_name="wfbench"), formatter)
+        return formatter.getvalue()
+
+    loaded = click.Group("wfbench", commands=[main.load(n) for n in COMMANDS])
+    lazy = commands_section(main)
+    assert lazy.startswith("Commands:") and lazy == commands_section(loaded)

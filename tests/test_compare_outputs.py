@@ -10,7 +10,7 @@ import pytest
 
 from wfbench_cases.axpy_f64 import CASE as AXPY
 from wfbench_cases.scale_i64 import CASE as SCALE
-from wfbench_core.gpu.timer import _idempotence, compare, describe_check, never_written, poison_value
+from wfbench_core.gpu.correctness import compare, describe_check, idempotence, never_written, poison_value
 
 
 def test_compare_outputs() -> None:
@@ -54,7 +54,7 @@ def test_nothing_written_says_so_and_no_warning_reaches_stderr() -> None:
     # run in a fresh interpreter with warnings turned into errors: an all-poison output must not warn
     code = (
         "import warnings, numpy as np; warnings.simplefilter('error');"
-        "from wfbench_core.gpu.timer import compare, poison_value, describe_check;"
+        "from wfbench_core.gpu.correctness import compare, poison_value, describe_check;"
         "from wfbench_cases.axpy_f64 import CASE;"
         "got = np.full(1000, poison_value('float64')[0]); want = np.ones(1000);"
         "c = compare(got, want, 1e-12, 0.0);"
@@ -88,16 +88,16 @@ def test_integers_are_compared_exactly_above_2_53() -> None:
 
 def test_idempotence_compares_bits_of_two_launches() -> None:
     first = np.arange(8.0)
-    assert _idempotence(first, first.copy()).passed
+    assert idempotence(first, first.copy()).passed
     second = first.copy()
     second[6:] = poison_value("float64")[0]  # the second launch skipped the tail
-    c = _idempotence(first, second)
+    c = idempotence(first, second)
     assert not c.passed and c.mismatches == 2 and c.unwritten == 2
     line = describe_check(AXPY, c.check("check", "wf", "idempotent", "Z"))
     assert line == ("axpy_f64[check] WarpForth: output Z changes on a second launch into re-poisoned outputs: "
                     "2 of 8 elements differ (2 not written by the second launch)")
     nan_a, nan_b = np.array([np.nan]), np.array([-np.nan])  # different NaN bits differ
-    assert not _idempotence(nan_a, nan_b).passed
+    assert not idempotence(nan_a, nan_b).passed
 
 
 def test_cross_check_names_both_sides() -> None:

@@ -189,7 +189,7 @@ def test_a_failure_in_any_repeat_is_the_case_result() -> None:
 
     stats = SideStats(2.0, 2.0, 0.0, 0.0, 5, (2.0,) * 5)
     ok = CaseResult(id="c", version=1, priority="P0", fingerprint="f", status=OK,
-                    timing=Timing(1, 0.0, stats, stats, 1.0, ("wf",) * 5))
+                    timing=Timing(launches_per_sample=1, warpforth=stats, cuda=stats, gap=1.0, order=("wf",) * 5))
     bad = attrs.evolve(ok, status=FAILED, timing=None, message="3 of 9 elements never written")
     merged = merge_repeats([[ok], [bad], [ok]], 0.03)
     assert [(c.status, c.message) for c in merged] == [(FAILED, "repeat 2 of 3: 3 of 9 elements never written")]

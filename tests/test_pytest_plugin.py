@@ -33,7 +33,7 @@ FAKE_GPU_CONFTEST = f"""
 
     from wfbench_core import hookimpl
     from wfbench_core.errors import WfbenchError
-    from wfbench_core.record.results import Check, Costs, Environment, KernelAttrs
+    from wfbench_core.record.results import Check, Costs, Environment, KernelAttrs, Sampled
     from wfbench_core.contracts import Measurement
     from wfbench_transports.local import LocalTransport
 
@@ -62,9 +62,9 @@ FAKE_GPU_CONFTEST = f"""
             return Measurement(
                 passed=passed, message="" if passed else "7 of 100 elements differ from the reference",
                 checks=(check,), kernel_attrs={{s.label: KernelAttrs(16, 0, 0, 1024) for s in sides}},
-                costs=Costs(), samples_us={{s.label: ({WF_US} if s.label.startswith("wf") else {CUDA_US},) * n
-                                           for s in sides}},
-                first=tuple(sides[i % len(sides)].label for i in range(n)), launches_per_sample=1)
+                costs=Costs(), sampled=Sampled(
+                    samples_us={{s.label: ({WF_US} if s.label.startswith("wf") else {CUDA_US},) * n for s in sides}},
+                    order=tuple(sides[i % len(sides)].label for i in range(n)), launches_per_sample=1))
 
 
     class CountingLocal(LocalTransport):

@@ -50,7 +50,7 @@ def _stats(us: float) -> SideStats:
 
 
 def _case(metric: str, gbps: tuple[float | None, float | None], gflops: tuple[float | None, float | None]) -> CaseResult:
-    t = Timing(1, 0.0, _stats(2.0), _stats(1.0), 2.0, ("wf",), gbps_wf=gbps[0], gbps_cuda=gbps[1],
+    t = Timing(launches_per_sample=1, warpforth=_stats(2.0), cuda=_stats(1.0), gap=2.0, order=("wf",), gbps_wf=gbps[0], gbps_cuda=gbps[1],
                gflops_wf=gflops[0], gflops_cuda=gflops[1])
     return CaseResult(id="c", version=1, priority="P0", fingerprint="f", status="ok", metric=metric, timing=t)
 
@@ -74,11 +74,10 @@ def test_missing_yardsticks_or_rates_stay_none() -> None:
 
 @pytest.mark.gpu
 def test_measured_peak_on_this_gpu() -> None:
-    from wfbench_core.record.results import TimingProtocol
-    from wfbench_core.gpu.timer import CudaEventTimer
+    from wfbench_core.gpu.device import Device
 
-    timer = CudaEventTimer(TimingProtocol(warmup_s=0.2))
-    peak = rl.measure_fp64_peak(timer)
-    sms = int(timer._ctx.device.MULTIPROCESSOR_COUNT)
+    device = Device().open()
+    peak = rl.measure_fp64_peak(device, warmup_s=0.2)
+    sms = device.sm_count
     # at most one DADD or DMUL per lane per clock: 64 f64 lanes per SM at most, at no more than 3 GHz
     assert 0 < peak < sms * 64 * 3.0

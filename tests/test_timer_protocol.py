@@ -19,6 +19,7 @@ from wfbench_core.case import Case, Launch, Param, Tolerance, Work
 from wfbench_core.build.faults import ILLEGAL_ADDRESS, KernelFault
 from wfbench_core.record.results import TimingProtocol
 from wfbench_core.contracts import Side
+from wfbench_core.gpu.device import Device, Driver
 from wfbench_core.gpu.timer import CudaEventTimer
 
 N = 64
@@ -28,9 +29,11 @@ class FakeDriver:
     """Device memory, modules, one stream and events; errors as numba-cuda raises them."""
 
     def __init__(self, kernels: dict[str, Callable[..., None]]) -> None:
-        from wfbench_core.gpu.gpu_rounds import GATE_KERNEL
+        from wfbench_core.gpu.correctness import DIFFER_KERNEL
+        from wfbench_core.gpu.gpu_rounds import EMPTY, GATE_KERNEL
 
-        self.kernels = {GATE_KERNEL: self.gate, **kernels}  # the clean rounds' gate kernel
+        # the clean rounds' gate kernel, the timed buffers' comparison and the empty kernel of the launch floor
+        self.kernels = {GATE_KERNEL: self.gate, DIFFER_KERNEL: self.differ, EMPTY: lambda launch: 0.001, **kernels}
         self.gate_misses = 0  # the next this many gates open by themselves (the host "missed" them)
         self.memory: dict[int, np.ndarray] = {}
         self._ptrs = itertools.count(0x7F0000000000, 1 << 32)  # far apart: placements offset into allocations
@@ -101,14 +104,19 @@ class FakeDriver:
                 self.attrs = type("A", (), {"regs": 16, "local": 0, "shared": 0, "maxthreads": 1024})()
 
         class Module:
+            def __init__(self, ptx: str) -> None:
+                self.ptx = ptx
+
             def get_function(self, name: str) -> Function:
+                if ".shared" in self.ptx:  # the stand-in's JIT takes no shared memory (cuda.core loads lazily)
+                    outer.raise_api("CUDA_ERROR_INVALID_PTX", "cuLibraryLoadData")
                 if name not in outer.kernels:
                     outer.raise_api("CUDA_ERROR_NOT_FOUND", "cuModuleGetFunction")
                 return Function(name)
 
         class Context:
             device = type("D", (), {"MAX_SHARED_MEMORY_PER_BLOCK": 49152, "MAX_REGISTERS_PER_BLOCK": 65536,
-                                    "L2_CACHE_SIZE": 1 << 20})()
+                                    "L2_CACHE_SIZE": 1 << 20, "compute_capability": (9, 0)})()
 
             @staticmethod
             def get_memory_info() -> tuple[int, int]:
@@ -116,7 +124,7 @@ class FakeDriver:
 
             def create_module_ptx(self, ptx: str) -> Module:
                 outer.api()
-                return Module()
+                return Module(ptx)
 
         class Cuda:
             @staticmethod
@@ -172,6 +180,11 @@ class FakeDriver:
             self.gate_misses -= 1
             flag[1] = 1
 
+    @staticmethod
+    def differ(launch: int, a: np.ndarray, b: np.ndarray, words: int, count: np.ndarray) -> None:
+        """Count the 32-bit words in which two buffers differ (as the real comparison kernel does)."""
+        count[0] += np.count_nonzero(a.reshape(-1).view(np.uint32)[:words] != b.reshape(-1).view(np.uint32)[:words])
+
     def run_pending(self, until: Any = None) -> None:
         """Run the stream's work in order: all of it, or up to and including the event ``until``."""
         while self.pending:
@@ -182,21 +195,35 @@ class FakeDriver:
                     return
                 continue
             self.launches[kernel] = self.launches.get(kernel, 0) + 1
-            self.clock_ms += 0.01
             arrays = [self.memory.get(a, a) for a in args]
             fault = self.kernels[kernel](self.launches[kernel], *arrays)
-            if fault:
+            self.clock_ms += fault if isinstance(fault, float) else 0.01  # a kernel may say how long it ran (ms)
+            if isinstance(fault, str):
                 self.sticky = fault
                 self.pending.clear()
                 self.raise_api(fault, "cuStreamSynchronize")
 
 
+def ptxas_log(ptx: str, arch: str) -> str:
+    """The stand-in's JIT log: what the real ptxas says about the PTX (as the driver's JIT would)."""
+    import subprocess
+    import tempfile
+
+    from wfbench_core.build.cudatools import require_tool
+
+    with tempfile.NamedTemporaryFile("w", suffix=".ptx") as f:
+        f.write(ptx)
+        f.flush()
+        r = subprocess.run([str(require_tool("ptxas")), f"-arch={arch}", "-o", "/dev/null", f.name],
+                           capture_output=True, text=True, check=False)
+    return r.stderr
+
+
 def make_timer(driver: FakeDriver) -> CudaEventTimer:
-    timer = CudaEventTimer(TimingProtocol(warmup_s=0.0, min_sample_ms=1.0, samples=5))
-    timer._cuda, timer._ctx, timer._stream = driver.cuda, driver.ctx, driver.stream
-    timer._launch, timer._launch_stream = driver.launch, driver.stream
-    timer._LaunchConfig = lambda grid, block, shmem_size: (grid, block, shmem_size)
-    return timer
+    parts = Driver(cuda=driver.cuda, context=driver.ctx, stream=driver.stream, launch=driver.launch,
+                   launch_config=lambda grid, block, shmem_size: (grid, block, shmem_size), launch_stream=driver.stream,
+                   jit_log=ptxas_log)
+    return CudaEventTimer(TimingProtocol(warmup_s=0.0, min_sample_ms=1.0, samples=5), Device(parts))
 
 
 CASE = Case(
@@ -231,7 +258,7 @@ def test_correct_sides_pass_with_every_check_per_side() -> None:
         assert {("check", side, "reference"), ("check", side, "idempotent"), ("canonical", side, "reference"),
                 ("canonical", side, "after-timing")} <= whats
     assert ("canonical", "wf~cuda", "cross") in whats
-    assert len(m.samples_us["wf"]) == 5
+    assert len(m.sampled.samples_us["wf"]) == 5
 
 
 def test_a_second_launch_that_skips_the_tail_is_caught() -> None:
@@ -239,21 +266,115 @@ def test_a_second_launch_that_skips_the_tail_is_caught() -> None:
         y[: n - (3 if launch == 2 else 0)] = k * x[: n - (3 if launch == 2 else 0)]
 
     m, _ = measure(second_skips)
-    assert not m.passed and m.samples_us == {}
+    assert not m.passed and m.sampled is None
     assert m.message.startswith("scale[check] WarpForth: output Y changes on a second launch into re-poisoned "
                                 "outputs: 3 of 64 elements differ (3 not written by the second launch)")
 
 
-def test_after_timing_every_side_is_launched_again_into_poison() -> None:
+def _address(a: np.ndarray) -> int:
+    return int(a.__array_interface__["data"][0])
+
+
+def test_a_kernel_wrong_once_timing_began_fails_on_the_first_timed_placement() -> None:
     def wrong_late(launch: int, k: int, x: np.ndarray, y: np.ndarray, n: int) -> None:
         y[:n] = k * x[:n] + (1 if launch > 10 else 0)  # right while checked, off by one once timing began
 
     m, _ = measure(wrong_late)
+    assert not m.passed and m.sampled is None
+    (bad,) = [c for c in m.checks if not c.passed]
+    assert (bad.config, bad.side, bad.what, bad.mismatches, bad.placement, bad.buffer_set) == (
+        "canonical", "wf", "timed-buffers", N, 0, 0)
+    assert m.message == ("scale[canonical] WarpForth: output Y of timed placement 0 (buffer set 0) is wrong on a "
+                         "verifying launch into the re-poisoned timed buffers: 64 of 64 written elements outside "
+                         "tolerance (rtol 0, atol 0), max abs err 1, max rel err 1.11e-16")
+
+
+def test_after_timing_every_side_is_launched_again_into_poison_on_its_own_buffers() -> None:
+    own: list[int] = []  # the correctness phase's output buffers: the first two this side writes
+
+    def wrong_late_on_own(launch: int, k: int, x: np.ndarray, y: np.ndarray, n: int) -> None:
+        if len(own) < 2 and _address(y) not in own:
+            own.append(_address(y))
+        y[:n] = k * x[:n] + (1 if launch > 10 and _address(y) in own else 0)
+
+    m, _ = measure(wrong_late_on_own)
     assert not m.passed
     (bad,) = [c for c in m.checks if not c.passed]
     assert (bad.config, bad.side, bad.what, bad.mismatches) == ("canonical", "wf", "after-timing", N)
     assert m.message == ("scale[canonical] WarpForth: output Y is wrong after timing: 64 of 64 written elements "
                          "outside tolerance (rtol 0, atol 0), max abs err 1, max rel err 1.11e-16")
+
+
+def test_half_the_work_on_buffers_other_than_the_checked_ones_fails_naming_the_placement() -> None:
+    checked: list[int] = []  # the first two output buffers it sees: the check and canonical correctness buffers
+
+    def half_elsewhere(launch: int, k: int, x: np.ndarray, y: np.ndarray, n: int) -> None:
+        if len(checked) < 2 and _address(y) not in checked:
+            checked.append(_address(y))
+        m = n if _address(y) in checked else n // 2
+        y[:m] = k * x[:m]
+
+    m, driver = measure(half_elsewhere)
+    assert not m.passed and m.sampled is None
+    (bad,) = [c for c in m.checks if not c.passed]
+    assert (bad.what, bad.placement, bad.buffer_set, bad.unwritten) == ("timed-buffers", 0, 0, N // 2)
+    assert m.message == ("scale[canonical] WarpForth: output Y of timed placement 0 (buffer set 0) is wrong on a "
+                         "verifying launch into the re-poisoned timed buffers: 32 of 64 elements never written "
+                         "(still hold the sentinel 0x5a5a5a5a5a5a5a5a)")
+    assert all(c.passed for c in m.checks if c.what in ("reference", "idempotent", "cross"))  # it passed those
+
+
+def test_every_placement_set_and_side_is_verified_and_counted() -> None:
+    driver = FakeDriver({"wf_scale": good, "cu_scale": good})
+    m = _timed(driver)
+    assert m.passed, m.message
+    s = m.sampled
+    placements = len(set(s.placement_of))
+    assert s.placement_checks == placements * s.buffer_sets * 2 * 2  # two verifying launches per set and side
+    timed = {c.side: c for c in m.checks if c.what == "timed-buffers"}
+    assert set(timed) == {"wf", "cuda"} and all(c.passed and c.total == N * placements * s.buffer_sets * 2
+                                                for c in timed.values())
+    assert s.launch_floor_us == pytest.approx(1.0)  # the stand-in's empty kernel: 0.001 ms per launch
+    assert m.costs.placement_checks_s > 0
+
+
+def test_a_kernel_that_outputs_right_only_into_poison_is_wrong_as_timing_left_it() -> None:
+    from wfbench_core.gpu.correctness import poison_value
+
+    sentinel = poison_value("int64")[0]
+
+    def only_into_poison(launch: int, k: int, x: np.ndarray, y: np.ndarray, n: int) -> None:
+        fresh = y[:n] == sentinel
+        y[:n] = np.where(fresh, k * x[:n], y[:n] + 1)  # right on a poisoned output, off by one on a written one
+
+    for samples in (5, 6):  # the last pair's second side is CUDA, then WarpForth: caught either way
+        m = _timed(FakeDriver({"wf_scale": only_into_poison, "cu_scale": good}), placements=1, rotation=1,
+                   samples=samples, min_samples=samples)
+        assert not m.passed
+        (bad,) = [c for c in m.checks if not c.passed]
+        assert bad.placement == 0 and bad.what == ("relaunch" if samples == 5 else "left-by-timing"), bad
+        assert m.message.startswith("scale[canonical] WarpForth: output Y of timed placement 0 (buffer set 0) is wrong ")
+
+
+def test_a_kernel_that_skips_work_on_an_answered_output_is_implausible() -> None:
+    from wfbench_core.gpu.outcome import case_result, measured
+    from wfbench_core.gpu.plausibility import Yardsticks
+    from wfbench_core.record.results import IMPLAUSIBLE
+
+    def skips_when_answered(launch: int, k: int, x: np.ndarray, y: np.ndarray, n: int) -> float:
+        if np.array_equal(y[:n], k * x[:n]):
+            return 0.0001  # 0.1 us: it only looked
+        y[:n] = k * x[:n]
+        return 0.01
+
+    driver = FakeDriver({"wf_scale": skips_when_answered, "cu_scale": good})
+    m = _timed(driver)
+    assert m.passed, m.message  # every output it left is right: only its time gives it away
+    result = measured(case_result(CASE, mode="paired", plugin="test"), m, "wf", unstable_noise=0.03,
+                      yardsticks=Yardsticks())
+    assert result.status == IMPLAUSIBLE and result.timing is None
+    assert result.message.startswith("scale[canonical] WarpForth: ") and "of an empty kernel timed the same way " \
+        "(events mode): faster than this GPU can run it; not kept" in result.message
 
 
 def test_int64_off_by_one_above_2_53_fails_at_tolerance_0() -> None:
@@ -284,6 +405,38 @@ def test_a_missing_kernel_is_a_load_failure() -> None:
     assert str(err.value) == ("scale[check] WarpForth: load: load failure (CUDA_ERROR_NOT_FOUND): kernel 'wf_scale' "
                               "not found in its PTX")
     assert not err.value.sticky
+
+
+BIG_SHARED_PTX = """\
+.version 7.5
+.target sm_75
+.address_size 64
+
+.visible .entry wf_scale(.param .u64 k, .param .u64 x, .param .u64 y, .param .u64 n)
+{
+    .reg .b64 %rd<3>;
+    .shared .align 8 .b8 big[262144];
+    mov.u64 %rd1, big;
+    ld.param.u64 %rd2, [k];
+    st.shared.u64 [%rd1], %rd2;
+    ret;
+}
+"""
+
+
+def test_a_load_failure_keeps_the_jit_log() -> None:
+    from wfbench_core.build.cudatools import find_tool
+
+    if find_tool("ptxas") is None:
+        pytest.skip("no ptxas here (the stand-in's JIT)")
+    driver = FakeDriver({"wf_scale": good, "cu_scale": good})
+    sides = [Side("wf", "wf_scale", {"check": BIG_SHARED_PTX, "canonical": BIG_SHARED_PTX}), SIDES[1]]
+    with pytest.raises(KernelFault) as err:
+        make_timer(driver).measure(CASE, sides, reference_label="cuda")
+    assert not err.value.sticky
+    assert str(err.value) == ("scale[check] WarpForth: load: load failure (CUDA_ERROR_INVALID_PTX): the JIT says: "
+                              "ptxas error : Entry function 'wf_scale' uses too much shared data (0x40000 bytes, "
+                              "0xc000 max)")
 
 
 def test_a_block_over_the_thread_limit_is_out_of_resources_naming_threads() -> None:
@@ -325,7 +478,8 @@ def test_float_outputs_are_poisoned_with_the_payload_nan(dtype: str) -> None:
 
 def _timed(driver: FakeDriver, **protocol: Any) -> Any:
     timer = make_timer(driver)
-    timer.protocol = TimingProtocol(warmup_s=0.0, min_sample_ms=1.0, **{"samples": 6, "placements": 3, **protocol})
+    timer.protocol = TimingProtocol(warmup_s=0.0, min_sample_ms=1.0, **{"samples": 6, "placements": 3,
+                                                                        "min_samples": 6, **protocol})
     return timer.measure(CASE, SIDES, reference_label="cuda")
 
 
@@ -339,8 +493,8 @@ def test_launches_rotate_over_buffer_sets_each_holding_the_inputs() -> None:
     driver = FakeDriver({"wf_scale": counting, "cu_scale": good})
     m = _timed(driver)
     assert m.passed, m.message
-    assert m.buffer_sets == 8  # 1 KiB of buffers: 8 sets fit in half the stand-in's 1 MiB L2
-    assert m.launches_per_sample % 8 == 0 and len(m.samples_us["wf"]) == 6
+    assert m.sampled.buffer_sets == 8  # 1 KiB of buffers: 8 sets fit in half the stand-in's 1 MiB L2
+    assert m.sampled.launches_per_sample % 8 == 0 and len(m.sampled.samples_us["wf"]) == 6
     # 3 placements x 8 sets of timing buffers, plus the correctness phase's own inputs
     assert len(seen) == 3 * 8 + 2
     # every timing set was launched equally often inside its placement (the correctness buffers aside)
@@ -351,14 +505,14 @@ def test_launches_rotate_over_buffer_sets_each_holding_the_inputs() -> None:
 def test_one_placement_sits_at_offset_zero_and_rotation_one_is_one_set() -> None:
     driver = FakeDriver({"wf_scale": good, "cu_scale": good})
     m = _timed(driver, placements=1, rotation=1)
-    assert m.passed and m.buffer_sets == 1 and set(m.placement_of) == {0}
+    assert m.passed and m.sampled.buffer_sets == 1 and set(m.sampled.placement_of) == {0}
 
 
 def test_a_gate_the_host_missed_is_retaken_and_counted() -> None:
     driver = FakeDriver({"wf_scale": good, "cu_scale": good})
     driver.gate_misses = 2
     m = _timed(driver)
-    assert m.passed and m.gate_retakes == 2
+    assert m.passed and m.sampled.gate_retakes == 2
 
 
 def test_a_host_that_keeps_missing_the_gate_is_an_error_naming_the_case() -> None:

@@ -45,6 +45,7 @@ class FakeRounds:
         self.placed: list[tuple[int, tuple[int, ...]]] = []
         self.effect = {label: 1.0 for label in base_ms}
         self.rounds: list[tuple[tuple[str, ...], int]] = []
+        self.steps: list[tuple[str, int]] = []  # re-poison and verify, with the rounds taken before each
         self.now = 0.0
         self.clock_step_s = clock_step_s
 
@@ -58,6 +59,12 @@ class FakeRounds:
 
     def fit(self, launches: int) -> int:
         return launches if self.cap is None else min(launches, self.cap)
+
+    def repoison(self) -> None:
+        self.steps.append(("repoison", len(self.rounds)))
+
+    def verify(self, placement: int) -> None:
+        self.steps.append((f"verify {placement}", len(self.rounds)))
 
     def round(self, order: Sequence[str], launches: int) -> dict[str, float]:
         self.rounds.append((tuple(order), launches))
@@ -108,7 +115,7 @@ def test_samples_spread_over_fresh_placements() -> None:
                     clock=rounds.clock)
     assert [i for i, _ in rounds.placed] == list(range(6))
     assert s.placement_of == tuple(p for p in range(6) for _ in range(5))
-    assert s.placements == 6 and s.stop_reason == sampling.STOP_SAMPLES and s.seed == 42
+    assert len(set(s.placement_of)) == 6 and s.stop_reason == sampling.STOP_SAMPLES and s.placement_seed == 42
     assert len(s.samples_us["wf"]) == len(s.samples_us["cuda"]) == 30
     # every placement draws its own offsets, and the same seed draws the same ones again
     offsets = [o for _, o in rounds.placed]
@@ -157,7 +164,7 @@ def test_adaptive_stopping_stops_at_the_minimum_when_placements_agree() -> None:
     rounds = FakeRounds({"wf": 0.2, "cuda": 0.18}, placement_sd=0.0, noise=0.0005)
     s = sample_case(rounds, ["wf", "cuda"], FAST, reference="cuda", seed=3, clock=rounds.clock)
     assert s.stop_reason == sampling.STOP_TARGET
-    assert len(s.placement_of) == 20 and s.placements == 4  # the first block boundary at >= 20 pairs
+    assert len(s.placement_of) == 20 and len(set(s.placement_of)) == 4  # the first block boundary at >= 20 pairs
 
 
 def test_adaptive_stopping_runs_on_when_placements_disagree() -> None:
@@ -173,17 +180,38 @@ def test_adaptive_stopping_respects_the_time_budget() -> None:
     assert s.stop_reason == sampling.STOP_BUDGET and len(s.placement_of) == 20  # never below min_samples
 
 
-def test_a_case_too_long_for_the_limit_is_refused() -> None:
-    rounds = FakeRounds({"wf": 400.0, "cuda": 300.0})
-    with pytest.raises(WfbenchError, match="per-case limit"):
-        sample_case(rounds, ["wf", "cuda"], attrs.evolve(FAST, max_case_s=5.0), reference="cuda", seed=1,
+def test_a_case_too_long_for_the_limit_is_refused_saying_what_was_measured() -> None:
+    # the first launch on a fresh output does the work (100 us), every later one skips it (8 us)
+    class SkipsOnceWritten(FakeRounds):
+        def round(self, order: Sequence[str], launches: int) -> dict[str, float]:
+            ms = super().round(order, launches)
+            return {**ms, "wf": 0.1 + (launches - 1) * 0.008} if "wf" in order else ms
+
+    rounds = SkipsOnceWritten({"wf": 0.008, "cuda": 0.105})
+    with pytest.raises(WfbenchError) as err:
+        sample_case(rounds, ["wf", "cuda"], attrs.evolve(FAST, warmup_s=0.5, min_sample_ms=50.0, samples=60, max_case_s=60.0),
+                    reference="cuda", seed=1, clock=rounds.clock)
+    text = str(err.value)
+    assert text.startswith("timing would take about ") and "over the 60 s per-case limit (--max-case-s)" in text
+    assert "per-launch time across the warm-up and probe launches: wf 8.0" in text and "to 100 us, cuda 105 to 105 us" in text
+    assert "too large" not in text
+
+
+def test_every_placement_is_repoisoned_before_its_last_pair_and_verified_after_it() -> None:
+    rounds = FakeRounds({"wf": 0.2, "cuda": 0.18})
+    s = sample_case(rounds, ["wf", "cuda"], attrs.evolve(FAST, target_halfwidth=0.0), reference="cuda", seed=2,
                     clock=rounds.clock)
+    assert [name for name, _ in rounds.steps] == [step for p in range(6) for step in ("repoison", f"verify {p}")]
+    # the re-poison comes right before the last pair of each placement (5 pairs each here), the check right after
+    for (_, before), (_, after) in zip(rounds.steps[::2], rounds.steps[1::2]):
+        assert after - before == 1 and rounds.rounds[before][0] in (("wf", "cuda"), ("cuda", "wf"))
+    assert len(s.placement_of) == 30
 
 
 def test_three_sides_stop_only_when_every_warpforth_side_is_narrow() -> None:
     rounds = FakeRounds({"wf:base": 0.2, "wf:head": 0.21, "cuda": 0.18}, placement_sd=0.0, noise=0.0005)
     s = sample_case(rounds, ["wf:base", "wf:head", "cuda"], FAST, reference="cuda", seed=3, clock=rounds.clock)
-    assert s.stop_reason == sampling.STOP_TARGET and set(s.first) == {"wf:base", "wf:head", "cuda"}
+    assert s.stop_reason == sampling.STOP_TARGET and set(s.order) == {"wf:base", "wf:head", "cuda"}
 
 
 # -- the placement interval ----------------------------------------------------------------------------
@@ -284,9 +312,7 @@ class _SamplingFakeTimer:
                          mem_mhz_median=2619, reasons=("sw_power_cap",) if throttle else (),
                          power_throttled=bool(throttle))
         return Measurement(passed=True, message="", checks=(), kernel_attrs={}, costs=Costs(),
-                           samples_us=s.samples_us, first=s.first, launches_per_sample=s.launches_per_sample,
-                           warmup_busy_s=s.warmup_busy_s, placement_of=s.placement_of, placement_seed=s.seed,
-                           short_retakes=s.short_retakes, stop_reason=s.stop_reason, nvml=nv)
+                           sampled=attrs.evolve(s, nvml=nv))
 
 
 def test_a_run_records_placements_interval_nvml_and_a_depressed_host(prebuilt_bundle) -> None:  # type: ignore[no-untyped-def]
@@ -335,7 +361,7 @@ def test_warm_up_ends_on_wall_time_where_launches_are_capped() -> None:
     rounds = FakeRounds({"wf": 0.003, "cuda": 0.003}, cap=256, clock_step_s=0.02)
     proto = attrs.evolve(FAST, warmup_s=1.0)
     s = sample_case(rounds, ["wf", "cuda"], proto, reference="cuda", seed=1, clock=rounds.clock)
-    warm_rounds = len(rounds.rounds) - len(s.placement_of) - (s.placements - 1) - 1  # minus samples, untimed, probe
+    warm_rounds = len(rounds.rounds) - len(s.placement_of) - (len(set(s.placement_of)) - 1) - 1  # minus samples, untimed, probe
     assert warm_rounds == pytest.approx(2.0 / 0.02, abs=2)
     assert s.warmup_busy_s < proto.warmup_s  # kernel time: the flushes are not counted
 

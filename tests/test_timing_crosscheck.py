@@ -119,3 +119,24 @@ def test_json_output_is_plain_data() -> None:
     assert wf["nvbench"]["batch_mean_us"] == pytest.approx(7.0) and wf["diff"]["events"] == pytest.approx(0.01)
     assert data["gaps"][0]["case"] == "k" and data["gaps"][0]["nvbench_gap"] == pytest.approx(7 / 6)
     assert data["worst"] == pytest.approx(0.01) and data["within"] is True
+
+
+def test_where_nvbenchs_launcher_is_the_bottleneck_its_batch_figure_is_not_compared() -> None:
+    nv = {"k/wf": xc.NvbenchTimes(batch_mean_us=11.4, cold_mean_us=9.0),
+          "k/cuda": xc.NvbenchTimes(batch_mean_us=12.9, cold_mean_us=8.0),
+          "big/wf": xc.NvbenchTimes(batch_mean_us=100.0), "big/cuda": xc.NvbenchTimes(batch_mean_us=80.0)}
+    wf = {"k": {"wf": {"events": 6.0, "graph": 2.8, "cold-l2": 9.1}, "cuda": {"events": 6.0, "graph": 2.0,
+                                                                            "cold-l2": 8.0}},
+          "big": {"wf": {"events": 101.0}, "cuda": {"events": 80.0}}}
+    kernels, _ = xc.compare(wf, nv, {"k": 6.5, "big": 6.5})
+    k = {(r.case, r.side): r for r in kernels}
+    assert k["k", "wf"].nvbench_launch_bound and not k["big", "wf"].nvbench_launch_bound
+    # graph against a launch-bound batch figure would read -75 %: it is not compared; cold-l2 still is
+    assert k["k", "wf"].diff("graph") is None and k["k", "wf"].diff("events") is None
+    assert k["k", "wf"].diff("cold-l2") == pytest.approx(9.1 / 9.0 - 1)
+    assert xc.worst_disagreement(kernels) == pytest.approx(9.1 / 9.0 - 1)  # cold-l2 of k/wf; big/wf is 1 %
+    text = xc.render(kernels, [], 0.02)
+    assert "nvbench's launcher is the bottleneck (its batch figure within 2x of an empty kernel launched back to " \
+           "back), so its batch figure is not compared: k/wf (11.40 us, floor 6.50 us), k/cuda (12.90 us, floor " \
+           "6.50 us)" in text
+    assert xc.as_json(kernels, [], 0.02)["kernels"][0]["nvbench_launch_bound"] is True

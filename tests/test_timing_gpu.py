@@ -63,36 +63,33 @@ def test_the_gate_holds_the_stream_until_the_host_opens_it_or_its_timeout() -> N
     import ctypes
     import time
 
-    from numba import cuda
-
+    from wfbench_core.gpu.device import Device
     from wfbench_core.gpu.gpu_rounds import GATE_KERNEL, GATE_PTX
-    from wfbench_core.gpu.timer import CudaEventTimer
 
-    timer = CudaEventTimer(QUICK)
-    timer._init()
-    module, fn = timer.load("gate", GATE_PTX, GATE_KERNEL)
-    flag = cuda.mapped_array(2, dtype=np.uint32)
-    cfg = timer._LaunchConfig(grid=(1, 1, 1), block=(1, 1, 1), shmem_size=0)
-    ptr = ctypes.c_uint64(int(flag.device_ctypes_pointer.value))
+    device = Device().open()
+    kernel = device.load(GATE_PTX, GATE_KERNEL, case_id="gate")
+    flag = device.mapped(2, np.uint32)
+    config = device.config((1, 1, 1), (1, 1, 1))
+    ptr = ctypes.c_uint64(device.address(flag))
 
     def gate(timeout_s: float) -> None:
         flag[0] = flag[1] = 0
-        timer._launch(timer._launch_stream, cfg, fn.kernel, ptr, ctypes.c_uint64(int(timeout_s * 1e9)))
+        device.launch(kernel, config, (ptr, ctypes.c_uint64(int(timeout_s * 1e9))))
 
     # never opened: it gives up after its timeout and says so
     t0 = time.perf_counter()
     gate(0.05)
-    timer._stream.synchronize()
+    device.synchronize()
     assert time.perf_counter() - t0 >= 0.05 and flag[1] == 1
     # opened by the host after 30 ms: the stream was held that long, and no timeout is reported
     t0 = time.perf_counter()
     gate(5.0)
-    behind = cuda.event(timing=False)
-    behind.record(timer._stream)
+    behind = device.event(timing=False)
+    device.record(behind)
     time.sleep(0.03)
     held = not behind.query()
     flag[0] = 1
-    timer._stream.synchronize()
+    device.synchronize()
     waited = time.perf_counter() - t0
     assert held and 0.03 <= waited < 1.0 and flag[1] == 0
 
@@ -123,8 +120,8 @@ def test_graph_mode_matches_events_on_a_large_kernel(prebuilt_bundle) -> None:  
         timer.protocol = attrs.evolve(QUICK, timing_mode=mode)
         m = timer.measure(case, sides, reference_label="cuda")
         assert m.passed, m.message
-        assert m.timing_mode == mode
-        medians[mode] = float(np.median(m.samples_us["cuda"]))
+        assert m.sampled.timing_mode == mode
+        medians[mode] = float(np.median(m.sampled.samples_us["cuda"]))
     assert medians[TIMING_GRAPH] == pytest.approx(medians[TIMING_EVENTS], rel=0.01)
 
 
@@ -139,7 +136,7 @@ def test_cold_l2_is_slower_than_hot_on_a_small_kernel(prebuilt_bundle) -> None: 
         timer.protocol = attrs.evolve(QUICK, timing_mode=mode, min_sample_ms=5.0)
         m = timer.measure(case, sides, reference_label="cuda")
         assert m.passed, m.message
-        medians[mode] = float(np.median(m.samples_us["cuda"]))
+        medians[mode] = float(np.median(m.sampled.samples_us["cuda"]))
     assert medians[TIMING_COLD_L2] > medians[TIMING_GRAPH]
     assert medians[TIMING_GRAPH] <= medians[TIMING_EVENTS] * 1.02  # no launch overhead to add
 

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Optional, Pr
 import attrs
 
 from wfbench_core.record.options import Option, describe_options, parse_options  # noqa: F401 - part of the transport contract
-from wfbench_core.record.results import TIMING_EVENTS, Check, Costs, Environment, KernelAttrs, NvmlSummary, RunResult
+from wfbench_core.record.results import Check, Costs, Environment, KernelAttrs, RunResult
+from wfbench_core.record.timing_record import Sampled
 
 if TYPE_CHECKING:
     from wfbench_core.case import Case
@@ -39,31 +40,26 @@ class Side:
 
 @attrs.frozen
 class Measurement:
-    """What the timer observed for one case."""
+    """What the timer observed for one case: the checks, and for a correct case its samples (``sampled``).
+
+    ``sampled`` is the one timing record (:class:`~wfbench_core.record.timing_record.Sampled`): the result's
+    ``timing`` is made from it whole, so every field a timer fills in reaches the result file.
+    """
 
     passed: bool
     message: str
     checks: tuple[Check, ...]
     kernel_attrs: Mapping[str, KernelAttrs]
     costs: Costs
-    samples_us: Mapping[str, tuple[float, ...]] = attrs.Factory(dict)  # label -> per-launch us
-    first: tuple[str, ...] = ()  # label that went first in each round
-    launches_per_sample: int = 0
-    warmup_busy_s: float = 0.0  # measured busy time of the warm-up (the setting is the protocol's warmup_s)
-    clocks_sm_mhz: tuple[int, ...] = ()
-    placement_of: tuple[int, ...] = ()  # placement of each round (empty: one placement)
-    placement_seed: int = 0
-    short_retakes: int = 0
-    buffer_sets: int = 1  # buffer sets each placement's launches rotated over
-    gate_retakes: int = 0  # rounds re-taken because the host missed the start gate
-    stop_reason: str = ""
-    timing_mode: str = TIMING_EVENTS
-    nvml: Optional[NvmlSummary] = None
-
+    sampled: Optional[Sampled] = None  # None when a check failed (the case is not timed)
 
 
 class Timer(TypingProtocol):
-    """What the executor needs from a timer (the ``wfbench_make_timer`` hook returns one)."""
+    """What the executor needs from a timer (the ``wfbench_make_timer`` hook returns one).
+
+    A timer may also offer ``fp64_peak_gflops(compiler) -> float | None``, the f64 add/multiply peak the
+    roofline compares with (the default timer does); a run whose timer has none shows no f64 share.
+    """
 
     def environment(self) -> Environment: ...
 

@@ -47,7 +47,7 @@ import attrs
 import pytest
 
 from wfbench_core.errors import NoGpuError, WfbenchError
-from wfbench_core.record.results import ERROR, FAILED, CaseResult, TimingProtocol, RunResult, setting_problem
+from wfbench_core.record.results import FAILING, CaseResult, TimingProtocol, RunResult, setting_problem
 
 log = logging.getLogger("wfbench")
 
@@ -393,7 +393,7 @@ class GpuSession:
         return result
 
     def bench(self, case_id: str, *, strict: bool = True) -> CaseResult:
-        """Check and time a case; the result joins the session JSON. ``strict`` fails the test on FAILED/ERROR."""
+        """Check and time a case; the result joins the session JSON. ``strict`` fails the test on a failing status."""
         run = self.execute([case_id])
         self.state.runs.append(run)
         result = _the_case(run, case_id)
@@ -426,7 +426,7 @@ def _the_case(run: RunResult, case_id: str) -> CaseResult:
 
 
 def _fail_unless_correct(result: CaseResult) -> None:
-    if result.status in (FAILED, ERROR):
+    if result.status in FAILING:
         pytest.fail(f"{result.id}: {result.status.upper()}: {result.message}", pytrace=False)
 
 

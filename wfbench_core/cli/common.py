@@ -158,7 +158,7 @@ def finish(result: Any, out: Path | None, as_json: bool) -> None:
     """Print the result (the file is already written); exit 1 when a case failed or could not run."""
     from wfbench_core.errors import CaseFailed
     from wfbench_core.review.report import render
-    from wfbench_core.record.results import ERROR, FAILED, dumps
+    from wfbench_core.record.results import FAILING, dumps
 
     if as_json:
         click.echo(dumps(result), nl=False)
@@ -166,6 +166,6 @@ def finish(result: Any, out: Path | None, as_json: bool) -> None:
         click.echo(render(result))
         if out is not None:
             click.echo(f"result: {out}")
-    bad = [c.id for c in result.cases if c.status in (FAILED, ERROR)]
+    bad = [c.id for c in result.cases if c.status in FAILING]
     if bad:
         raise CaseFailed(f"{len(bad)} case(s) failed or could not run: {', '.join(bad)}")

@@ -107,10 +107,9 @@ def explain(case_id: str, bundle: Path | None, wf_ptx: Path | None, warpforthc: 
 def _arch(arch: str | None, profile: bool, bundle: Path | None) -> str:
     """The SASS target: as given, else this host's GPU when profiling, else the bundle's, else sm_90."""
     if arch is None and profile:
-        from wfbench_core.gpu.timer import CudaEventTimer
-        from wfbench_core.record.results import TimingProtocol
+        from wfbench_core.gpu.device import Device
 
-        arch = CudaEventTimer(TimingProtocol()).arch()  # NoGpuError (one line) without a GPU
+        arch = Device().arch()  # NoGpuError (one line) without a GPU
     if arch is None and bundle is not None:
         from wfbench_core.build.bundle import read_manifest
 

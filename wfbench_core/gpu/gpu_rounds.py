@@ -1,6 +1,6 @@
 """The GPU edge of sampling for the default timer: placements, rotation, clean rounds and the timing modes.
 
-:class:`CudaRounds` implements :class:`wfbench_core.gpu.sampling.Rounds` on the timer's context and stream:
+:class:`CudaRounds` implements :class:`wfbench_core.gpu.sampling.Rounds` on a :class:`~wfbench_core.gpu.device.Device`:
 
 - ``place``: fresh input and output buffers, each a new allocation padded by a random 256-byte-multiple
   offset, the case's canonical inputs copied in again from a device-side master copy (outside any timed
@@ -21,20 +21,23 @@
   does), outside the timed span: each launch is timed by its own pair of events and a side's sample is the
   sum. At most :data:`COLD_MAX_LAUNCHES` launches make a sample.
 
-numba-cuda, cuda.core and cuda.bindings are imported lazily (through the timer).
+Everything GPU-side goes through :class:`wfbench_core.gpu.device.Device` (which imports the CUDA libraries lazily).
 """
 
 from __future__ import annotations
 
 import ctypes
 import math
-from typing import Any, Callable, Mapping, Sequence
+import time
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 import attrs
 import numpy as np
 
-from wfbench_core.case import Case
 from wfbench_core.gpu import watchdog
+from wfbench_core.case import Case
+from wfbench_core.gpu.correctness import TimedBuffers
+from wfbench_core.gpu.device import Device, Kernel
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.results import TIMING_COLD_L2, TIMING_EVENTS, TIMING_GRAPH
 from wfbench_core.gpu.sampling import buffer_sets
@@ -47,6 +50,20 @@ GATE_MAX_QUEUED = 256  # launches queued behind the gate at most (the driver's l
 LEAD_MS = 2.0  # the untimed lead-in before the start event: at most this much GPU work (no launch longer)
 COLD_GATE_QUEUED = 32  # cold-l2: flush + launch items queued behind the gate
 GATE_MAX_RETAKES = 3  # a host that keeps missing the gate is an error, not an endless loop
+FLOOR_LAUNCHES = 1024  # launches of the empty kernel per round of the launch floor (the mode may cap them)
+FLOOR_ROUNDS = 5  # rounds of the launch floor after one untimed one; the floor is their median
+
+EMPTY = "wfbench_empty"  # the empty kernel's label in the rounds (the launch floor)
+EMPTY_PTX = """\
+.version 7.5
+.target sm_75
+.address_size 64
+
+.visible .entry wfbench_empty()
+{
+    ret;
+}
+"""
 
 GATE_KERNEL = "wfbench_gate"
 GATE_PTX = """\
@@ -85,32 +102,20 @@ class TimingSetup:
     canonical inputs (host) and the reference outputs (their shapes and dtypes size the output buffers)."""
 
     case: Case
-    kernels: Mapping[str, Any]  # side label -> loaded kernel (numba Function)
+    kernels: Mapping[str, Kernel]  # side label -> loaded kernel
     inputs: Mapping[str, Any]
     want: Mapping[str, np.ndarray]
-
-
-def _driver_ok(result: Any, what: str) -> Any:
-    """Unpack a cuda.bindings driver call's ``(CUresult, value...)``; a failure is one clear error."""
-    from cuda.bindings import driver as cu
-
-    err = result[0] if isinstance(result, tuple) else result
-    if err != cu.CUresult.CUDA_SUCCESS:
-        name = cu.cuGetErrorName(err)[1]
-        raise WfbenchError(f"{what} failed: {name.decode() if isinstance(name, bytes) else name}")
-    if isinstance(result, tuple) and len(result) > 1:
-        return result[1]
-    return None
+    # side label -> each output as the correctness phase checked it: the timed buffers are verified against
+    # these after every placement (none: not verified, as in ``wfbench crosscheck``)
+    good: Optional[Mapping[str, Mapping[str, np.ndarray]]] = None
 
 
 class CudaRounds:
-    """Rounds of paired launches on the timer's stream (see the module docstring)."""
+    """Rounds of paired launches on the device's stream (see the module docstring)."""
 
-    def __init__(self, timer: Any, setup: TimingSetup, mode: str) -> None:
-        self.timer = timer
+    def __init__(self, device: Device, setup: TimingSetup, mode: str, *, rotation: int) -> None:
+        self.device = device
         self.setup = setup
-        self.cuda = timer._cuda
-        self.stream = timer._stream
         self.labels = list(setup.kernels)
         self.launchers: dict[str, list[Callable[[], None]]] = {}  # label -> one launcher per buffer set
         self.set_args: list[list[Any]] = []  # the kernels' arguments of each buffer set of the placement
@@ -119,32 +124,31 @@ class CudaRounds:
         self._buffers: list[Any] = []
         self._offsets: tuple[int, ...] = ()
         self._graphs: dict[tuple[str, int], tuple[Any, Any]] = {}
-        self._events = [self.cuda.event(timing=True) for _ in range(len(self.labels) + 1)]
+        self._events = [device.event() for _ in range(len(self.labels) + 1)]
         self._cold_events: list[tuple[Any, Any]] = []
         self._per_launch_ms: dict[str, float] = {}  # the latest per-launch time of each side (watchdog, gate)
         self._flush_buf: Any = None
-        case, cuda = setup.case, self.cuda
+        case = setup.case
         self._ptrs = [p for p in case.params if p.kind == "ptr"]
         host = {p.name: np.ascontiguousarray(setup.want[p.name] if p.output else setup.inputs[p.name],
                                              dtype=p.dtype).reshape(-1) for p in self._ptrs}
         self._nbytes = {name: int(a.nbytes) for name, a in host.items()}
         # the inputs stay on the GPU once, so a new placement copies device to device
-        self._master = {p.name: cuda.to_device(host[p.name], stream=self.stream)
-                        for p in self._ptrs if not p.output and self._nbytes[p.name]}
-        self.stream.synchronize()
-        free = int(timer._ctx.get_memory_info()[0])
-        self.sets = buffer_sets(sum(self._nbytes.values()), l2_bytes=self._l2_bytes(), free_bytes=free,
-                                limit=timer.protocol.rotation)
-        module, fn = timer.load("gate", GATE_PTX, GATE_KERNEL)
-        self._gate_module = module  # keeps the kernel loaded
-        self._flag = cuda.mapped_array(2, dtype=np.uint32)  # [0]: the host opens the gate, [1]: it timed out
-        cfg = timer._LaunchConfig(grid=(1, 1, 1), block=(1, 1, 1), shmem_size=0)
-        launch, stream, kernel = timer._launch, timer._launch_stream, fn.kernel
-        flag, timeout = ctypes.c_uint64(int(self._flag.device_ctypes_pointer.value or 0)), ctypes.c_uint64(GATE_TIMEOUT_NS)
-        self._gate: Callable[[], None] = lambda: launch(stream, cfg, kernel, flag, timeout)
-
-    def _l2_bytes(self) -> int:
-        return int(getattr(self.timer._ctx.device, "L2_CACHE_SIZE", 0))
+        self._master = {p.name: device.to_device(host[p.name]) for p in self._ptrs
+                        if not p.output and self._nbytes[p.name]}
+        device.synchronize()
+        self.sets = buffer_sets(sum(self._nbytes.values()), l2_bytes=device.l2_bytes, free_bytes=device.free_bytes(),
+                                limit=rotation)
+        self._gate_kernel = device.load(GATE_PTX, GATE_KERNEL, case_id="gate", label="gate")  # stays loaded
+        self._flag = device.mapped(2, np.uint32)  # [0]: the host opens the gate, [1]: it timed out
+        self._gate = device.launcher(self._gate_kernel, device.config((1, 1, 1), (1, 1, 1)),
+                                     (ctypes.c_uint64(device.address(self._flag)), ctypes.c_uint64(GATE_TIMEOUT_NS)))
+        self._empty = device.launcher(device.load(EMPTY_PTX, EMPTY, case_id="floor", label="floor"),
+                                      device.config((1, 1, 1), (1, 1, 1)), ())
+        self.check = None if setup.good is None else TimedBuffers(device, case, setup.want, setup.good)
+        self.check_s = 0.0  # wall time of re-poisoning and verifying the timed buffers
+        self._outs: list[dict[str, Any]] = []  # each buffer set's output buffers
+        self._last_writer = ""  # the side whose launches came last (its output is what the buffers hold)
 
     @property
     def mode(self) -> str:
@@ -159,38 +163,34 @@ class CudaRounds:
     # -- placements -------------------------------------------------------------------------------
 
     def place(self, index: int, offsets: Callable[[int], np.ndarray]) -> None:
-        case, cuda, stream = self.setup.case, self.cuda, self.stream
+        case, device = self.setup.case, self.device
         offs = tuple(int(o) for o in offsets(len(self._ptrs) * self.sets))
         if offs == self._offsets and self._buffers:
             return  # the same placement again: the same buffers
         self._drop_graphs()
-        self.stream.synchronize()  # the previous placement's launches are done before its buffers go
+        device.synchronize()  # the previous placement's launches are done before its buffers go
         self._buffers = []
-        self._release()
+        device.release()
         keep: list[Any] = []
-        self.set_args = []
+        self.set_args, self._outs = [], []
         scalars = {p.name: self.setup.inputs[p.name] for p in case.params if p.kind != "ptr"}
         for k in range(self.sets):
             bufs: dict[str, Any] = {}
             for p, off in zip(self._ptrs, offs[k * len(self._ptrs):(k + 1) * len(self._ptrs)]):
                 nbytes = self._nbytes[p.name]
-                raw = cuda.device_array(off + max(nbytes, 1), dtype=np.uint8, stream=stream)
+                raw = device.empty(off + max(nbytes, 1), np.uint8)
                 view = raw[off:off + nbytes].view(np.dtype(p.dtype)) if nbytes else raw[off:off + 1]
                 if p.name in self._master:
-                    view.copy_to_device(self._master[p.name], stream=stream)
+                    device.copy_in(view, self._master[p.name])
                 keep.append(raw)
                 bufs[p.name] = view
-            self.set_args.append(self.timer._args(case, bufs, scalars))
-        stream.synchronize()
+            self.set_args.append(device.args(case, bufs, scalars))
+            self._outs.append({p.name: bufs[p.name] for p in case.outputs})
+        device.synchronize()
         self._buffers, self._offsets = keep, offs
-        self.launchers = {label: [self.timer._launcher(fn, case, "canonical", args) for args in self.set_args]
-                          for label, fn in self.setup.kernels.items()}
-
-    def _release(self) -> None:
-        """Free dropped buffers now (numba defers frees; rotated sets of a large case add up)."""
-        deallocations = getattr(self.timer._ctx, "deallocations", None)
-        if deallocations is not None:
-            deallocations.clear()
+        self.launchers = {label: [device.case_launcher(kernel, case, "canonical", args) for args in self.set_args]
+                          for label, kernel in self.setup.kernels.items()}
+        self.launchers[EMPTY] = [self._empty] * self.sets
 
     # -- rounds -----------------------------------------------------------------------------------
 
@@ -204,9 +204,10 @@ class CudaRounds:
         return launches
 
     def round(self, order: Sequence[str], launches: int) -> dict[str, float]:
+        self._last_writer = order[-1]
         if self.mode == TIMING_COLD_L2:
             return self._seen({label: self._cold_side(label, launches) for label in order}, launches)
-        ev, stream = self._events, self.stream
+        ev, device = self._events, self.device
         graphs = {}
         if self.mode == TIMING_GRAPH:  # capture and instantiate before the timed span, not inside it
             graphs = {label: self._graph(label, self._chunk(launches)) for label in order}
@@ -217,7 +218,7 @@ class CudaRounds:
             last = self.launchers[order[-1]]
             for j in range(lead):  # untimed: the first side starts after the other side's kernel
                 last[j % len(last)]()
-            ev[0].record(stream)
+            device.record(ev[0])
             for i, label in enumerate(order):
                 if self.mode == TIMING_GRAPH:
                     times = launches // self._chunk(launches)
@@ -237,12 +238,46 @@ class CudaRounds:
                     else:
                         for j in range(launches):
                             gos[j % sets]()
-                ev[i + 1].record(stream)
+                device.record(ev[i + 1])
 
         what = f"a round of {launches} launches of {', '.join(order)}"
         self._gated(enqueue, ev[len(order)], what, self._expected_s(order, launches))  # the round's last event
-        return self._seen({label: self.timer._elapsed_ms(ev[i], ev[i + 1]) for i, label in enumerate(order)},
+        return self._seen({label: device.elapsed_ms(ev[i], ev[i + 1]) for i, label in enumerate(order)},
                           launches)
+
+    # -- the timed buffers' checks and the launch floor ----------------------------------------------
+
+    def repoison(self) -> None:
+        if self.check is None:
+            return
+        t0 = time.perf_counter()
+        for outs in self._outs:
+            self.check.poison(outs)
+        self.check_s += time.perf_counter() - t0
+
+    def verify(self, placement: int) -> None:
+        """Every buffer set's outputs as the timed launches left them (the last side's output), then after one
+        launch of each side into the re-poisoned outputs; a wrong one raises WrongOnTimedBuffers."""
+        if self.check is None:
+            return
+        t0 = time.perf_counter()
+        expected_s = sum(self._per_launch_ms.values()) / 1000.0 * 2
+        for k, outs in enumerate(self._outs):
+            with watchdog.guard(f"verifying buffer set {k} of placement {placement}", expected_s):
+                if self._last_writer in self.setup.kernels:
+                    self.check.expect(outs, self._last_writer, placement=placement, buffer_set=k)
+                for label in self.setup.kernels:
+                    self.check.verify_launch(self.launchers[label][k], outs, label, placement=placement,
+                                             buffer_set=k)
+        self.check_s += time.perf_counter() - t0
+
+    def launch_floor_us(self) -> float:
+        """Per-launch time of an empty kernel, timed as the sides are (this mode, behind the gate), in us."""
+        from wfbench_core.record.stats import median
+
+        launches = self.fit(FLOOR_LAUNCHES)
+        self.round([EMPTY], launches)  # untimed: the graph is captured, the launch path is warm
+        return median([self.round([EMPTY], launches)[EMPTY] / launches for _ in range(FLOOR_ROUNDS)]) * 1000.0
 
     def _lead(self, label: str, launches: int) -> int:
         """Launches of the lead-in: as many of ``label``'s as fit in LEAD_MS (none before its time is known, or
@@ -290,32 +325,29 @@ class CudaRounds:
         return ms
 
     def _cold_side(self, label: str, launches: int) -> float:
-        from numba.cuda.cudadrv.driver import device_memset
-
-        cuda, stream = self.cuda, self.stream
+        device = self.device
         if self._flush_buf is None:
-            l2 = self._l2_bytes()
-            if l2 <= 0:
+            if device.l2_bytes <= 0:
                 raise WfbenchError("cold-l2 timing needs the GPU's L2 size, which the driver did not report")
-            self._flush_buf = cuda.device_array(l2, dtype=np.uint8, stream=stream)
+            self._flush_buf = device.empty(device.l2_bytes, np.uint8)
         while len(self._cold_events) < launches:
-            self._cold_events.append((cuda.event(timing=True), cuda.event(timing=True)))
+            self._cold_events.append((device.event(), device.event()))
         gos = self.launchers[label]
         queued = min(launches, COLD_GATE_QUEUED)
 
         def enqueue() -> None:
             for j in range(launches):
-                device_memset(self._flush_buf, j & 0xFF, self._flush_buf.nbytes, stream=stream)
+                device.memset(self._flush_buf, j & 0xFF)
                 start, end = self._cold_events[j]
-                start.record(stream)
+                device.record(start)
                 gos[j % len(gos)]()
-                end.record(stream)
+                device.record(end)
                 if j + 1 == queued:
                     self._open()
 
         self._gated(enqueue, self._cold_events[launches - 1][1], f"{launches} cold-L2 launches of {label}",
                     self._expected_s([label], launches))
-        return sum(self.timer._elapsed_ms(s, e) for s, e in self._cold_events[:launches])
+        return sum(device.elapsed_ms(s, e) for s, e in self._cold_events[:launches])
 
     # -- graphs -----------------------------------------------------------------------------------
 
@@ -328,53 +360,32 @@ class CudaRounds:
         return chunk
 
     def _replay(self, graph_exec: Any, times: int) -> None:
-        from cuda.bindings import driver as cu
-
-        h = cu.CUstream(int(self.stream.handle))
-        for _ in range(times):
-            _driver_ok(cu.cuGraphLaunch(graph_exec, h), "cuGraphLaunch")
+        self.device.replay(graph_exec, times)
 
     def _graph(self, label: str, chunk: int) -> Any:
         key = (label, chunk)
-        if key in self._graphs:
-            return self._graphs[key][1]
-        from cuda.bindings import driver as cu
+        if key not in self._graphs:
+            gos = self.launchers[label]
 
-        h = cu.CUstream(int(self.stream.handle))
-        gos = self.launchers[label]
-        _driver_ok(cu.cuStreamBeginCapture(h, cu.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
-                   "cuStreamBeginCapture")
-        try:
-            for j in range(chunk):
-                gos[j % len(gos)]()
-        except BaseException:
-            cu.cuStreamEndCapture(h)  # leave the stream usable; the launch error is what counts
-            raise
-        graph = _driver_ok(cu.cuStreamEndCapture(h), "cuStreamEndCapture")
-        try:
-            graph_exec = _driver_ok(cu.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
-        except WfbenchError:
-            cu.cuGraphDestroy(graph)
-            raise
-        self._graphs[key] = (graph, graph_exec)
-        _driver_ok(cu.cuGraphUpload(graph_exec, h), "cuGraphUpload")  # not on the first timed replay
-        return graph_exec
+            def enqueue() -> None:
+                for j in range(chunk):
+                    gos[j % len(gos)]()
+
+            self._graphs[key] = self.device.capture(enqueue)
+        return self._graphs[key][1]
 
     def _drop_graphs(self) -> None:
         if not self._graphs:
             return
-        from cuda.bindings import driver as cu
-
-        self.stream.synchronize()
+        self.device.synchronize()
         for graph, graph_exec in self._graphs.values():
-            cu.cuGraphExecDestroy(graph_exec)
-            cu.cuGraphDestroy(graph)
+            self.device.drop_graph(graph, graph_exec)
         self._graphs = {}
 
     def close(self) -> None:
         """Graphs, buffers, master copies and the flush buffer go."""
         self._drop_graphs()
-        self.stream.synchronize()
+        self.device.synchronize()
         self._buffers, self._master, self._flush_buf, self._cold_events = [], {}, None, []
-        self.launchers, self.set_args, self._offsets = {}, [], ()
-        self._release()
+        self.launchers, self.set_args, self._offsets, self._outs, self.check = {}, [], (), [], None
+        self.device.release()

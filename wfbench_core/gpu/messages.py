@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, Optional, Union
 
 import attrs
 
@@ -29,12 +29,15 @@ if TYPE_CHECKING:
 
 @attrs.frozen
 class Init:
-    """Read the GPU and toolchain; compile the CUDA side of ``prefetch`` ahead; measure the yardsticks if ``copy``."""
+    """Read the GPU and toolchain; compile the CUDA side of ``prefetch`` ahead; measure the yardsticks if ``copy``,
+    else judge cases by the first worker's (``copy_gbps``, ``fp64_peak_gflops``)."""
 
     bundle: str
     request: ExecuteRequest
     copy: bool = False
     prefetch: tuple[str, ...] = ()
+    copy_gbps: Optional[float] = None
+    fp64_peak_gflops: Optional[float] = None
 
 
 @attrs.frozen

@@ -16,9 +16,9 @@ import time
 from typing import Any, Iterable, Optional, Sequence
 
 import attrs
-import numpy as np
 
 from wfbench_core.record.results import CaseResult, Environment, NvmlSummary
+from wfbench_core.record.stats import median
 
 PERIOD_S = 0.1
 
@@ -68,8 +68,8 @@ def summarize(readings: Sequence[Reading]) -> Optional[NvmlSummary]:
     if not readings:
         return None
 
-    def values(field: str) -> np.ndarray:
-        return np.array([getattr(r, field) for r in readings if getattr(r, field) is not None], dtype=np.float64)
+    def values(field: str) -> list[float]:
+        return [float(getattr(r, field)) for r in readings if getattr(r, field) is not None]
 
     sm, mem, power, temp = values("sm_mhz"), values("mem_mhz"), values("power_w"), values("temp_c")
     mask = 0
@@ -77,19 +77,19 @@ def summarize(readings: Sequence[Reading]) -> Optional[NvmlSummary]:
         mask |= r.reasons or 0
     names = reason_names(mask)
 
-    def stat(a: np.ndarray, fn: Any) -> float:
-        return float(fn(a)) if a.size else 0.0
+    def mid(a: list[float]) -> float:
+        return median(a) if a else 0.0
 
     return NvmlSummary(
         n=len(readings),
-        sm_mhz_min=int(stat(sm, np.min)),
-        sm_mhz_median=int(round(stat(sm, np.median))),
-        sm_mhz_max=int(stat(sm, np.max)),
-        mem_mhz_min=int(stat(mem, np.min)),
-        mem_mhz_median=int(round(stat(mem, np.median))),
-        power_w_median=round(stat(power, np.median), 1),
-        power_w_max=round(stat(power, np.max), 1),
-        temp_c_max=int(stat(temp, np.max)),
+        sm_mhz_min=int(min(sm, default=0.0)),
+        sm_mhz_median=int(round(mid(sm))),
+        sm_mhz_max=int(max(sm, default=0.0)),
+        mem_mhz_min=int(min(mem, default=0.0)),
+        mem_mhz_median=int(round(mid(mem))),
+        power_w_median=round(mid(power), 1),
+        power_w_max=round(max(power, default=0.0), 1),
+        temp_c_max=int(max(temp, default=0.0)),
         reasons=names,
         power_throttled=bool(POWER_REASONS.intersection(names)),
         thermal_throttled=bool(THERMAL_REASONS.intersection(names)),
@@ -110,7 +110,7 @@ def host_health(env: Environment, summaries: Iterable[Optional[NvmlSummary]]) ->
                    f"{env.default_power_limit_w:.0f} W")
     mem = [s.mem_mhz_median for s in summaries if s is not None and s.mem_mhz_median]
     if mem and env.max_mem_clock_mhz:
-        under_load = float(np.median(mem))
+        under_load = median(mem)
         if under_load < HEALTHY_FRACTION * env.max_mem_clock_mhz:
             why.append(f"memory clock {under_load:.0f} MHz under load is below the board's "
                        f"{env.max_mem_clock_mhz} MHz")

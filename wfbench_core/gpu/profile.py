@@ -2,7 +2,7 @@
 
 ``ncu`` runs ``python -m wfbench_core.gpu.profile SPEC`` (a launcher, :mod:`wfbench_core.gpu.launcher`; ncu is
 a child of :mod:`wfbench_core.gpu.child`: its own process group, killed whole at its deadline, dead with its
-parent), which loads the side's PTX and launches the case's canonical configuration (the timer's own loading, argument and launch
+parent), which loads the side's PTX and launches the case's canonical configuration (the device module's loading, argument and launch
 code, on the case's own inputs) a few times; ``ncu`` profiles the last launch only, so module loading and
 first-launch effects stay out. Metrics come back as ``--csv --page raw`` (one row per profiled launch:
 column names, then units, then values) and are parsed into :class:`~wfbench_core.record.results.KernelProfile`.
@@ -199,27 +199,21 @@ def _last_lines(text: str, n: int = 2) -> str:
 
 def launch(case_id: str, ptx: str, kernel: str, launches: int = LAUNCHES) -> None:
     """Load ``ptx`` and launch ``kernel`` on the case's canonical inputs ``launches`` times, then synchronise."""
+    from wfbench_core.gpu.device import Device
     from wfbench_core.discover.registry import Registry
-    from wfbench_core.record.results import TimingProtocol
-    from wfbench_core.gpu.timer import CudaEventTimer
 
     case = Registry.load().case(case_id)  # the plugins its environment names
-    timer = CudaEventTimer(TimingProtocol())
-    timer._init()
-    cuda = timer._cuda
-    module, fn = timer.load(case_id, ptx, kernel)
+    device = Device().open()
+    loaded = device.load(ptx, kernel, case_id=case_id, label=case_id)
     inputs = case.make_inputs("canonical")
     want = case.make_reference(inputs, "canonical")  # only the outputs' shapes and types are used
-    bufs = {p.name: cuda.to_device(inputs[p.name], stream=timer._stream)
-            for p in case.params if p.kind == "ptr" and not p.output}
-    bufs.update({p.name: cuda.device_array(want[p.name].shape, dtype=want[p.name].dtype, stream=timer._stream)
-                 for p in case.outputs})
+    bufs = {p.name: device.to_device(inputs[p.name]) for p in case.params if p.kind == "ptr" and not p.output}
+    bufs.update({p.name: device.empty(want[p.name].shape, want[p.name].dtype) for p in case.outputs})
     scalars = {p.name: inputs[p.name] for p in case.params if p.kind != "ptr"}
-    go = timer._launcher(fn, case, "canonical", timer._args(case, bufs, scalars))
+    go = device.case_launcher(loaded, case, "canonical", device.args(case, bufs, scalars))
     for _ in range(launches):
         go()
-    timer._stream.synchronize()
-    del module
+    device.synchronize()
 
 
 def _launch_spec(spec: LaunchSpec, ptx: str) -> None:

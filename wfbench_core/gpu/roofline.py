@@ -1,6 +1,6 @@
 """Roofline yardsticks measured in the same run: the f64 add/multiply peak, and each side's share of it.
 
-The memory yardstick is the device-to-device copy (``Environment.copy_gbps``, measured by the timer). The
+The memory yardstick is the device-to-device copy (:func:`measure_copy_gbps`, ``Environment.copy_gbps``). The
 compute yardstick is :func:`measure_fp64_peak`: a micro-kernel of independent ``x = x * a + b`` chains compiled
 through the project's own CUDA compile path with ``-fmad=false``, so it runs separate DMUL and DADD
 instructions, the operations WarpForth emits (``mul.rn.f64``, ``add.rn.f64``), not fused multiply-adds.
@@ -10,11 +10,14 @@ On a GPU whose f64 units issue one DMUL or DADD per lane per clock this is half 
 from __future__ import annotations
 
 import ctypes
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 import attrs
 
 from wfbench_core.record.results import CaseResult, CompilerInfo, Environment
+
+if TYPE_CHECKING:
+    from wfbench_core.gpu.device import Device
 
 KERNEL = "wfbench_fp64_peak"
 CHAINS = 8  # independent dependency chains per thread: enough to hide the f64 pipeline latency
@@ -23,6 +26,7 @@ BLOCK = 256
 BLOCKS_PER_SM = 32  # several waves of resident blocks
 ITERS = 4096
 TIMED_LAUNCHES = 10
+COPY_REPEATS = 20  # timed batches of 10 copies
 
 SOURCE = r"""
 // f64 add/multiply peak: CHAINS independent chains of x = x * a + b per thread. Compiled with
@@ -41,54 +45,65 @@ extern "C" __global__ void wfbench_fp64_peak(double* out, double a, double b, lo
 """
 
 
-def measure_fp64_peak(timer: Any, *, compiler: CompilerInfo | None = None) -> float:
-    """The f64 add/multiply rate of this GPU in GFLOP/s, measured with the timer's context, stream and events.
+def _busy_then_timed(device: Device, go: Callable[[], None], warmup_s: float, repeats: int, per: int = 1
+                     ) -> list[float]:
+    """Run ``go`` (``per`` times between two events) until the GPU has been busy for ``warmup_s`` (at least
+    0.2 s: clocks ramp, as for the cases), then ``repeats`` timed times: the ms of one ``go`` each time."""
+    start, end = device.event(), device.event()
 
-    Call it once per run (the executor does, beside ``timer.copy_gbps()``); it takes well under a second
-    after the same warm-up as the cases.
+    def timed() -> float:
+        device.record(start)
+        for _ in range(per):
+            go()
+        device.record(end)
+        end.synchronize()
+        return device.elapsed_ms(start, end) / per
+
+    busy_ms = 0.0
+    while busy_ms < max(warmup_s, 0.2) * 1000.0:
+        busy_ms += timed() * per
+    return [timed() for _ in range(repeats)]
+
+
+def measure_copy_gbps(device: Device, *, warmup_s: float) -> float:
+    """Device-to-device copy bandwidth in GB/s (bytes read + written, 1 GiB each way), the memory yardstick."""
+    import numpy as np
+
+    from wfbench_core.record.stats import median
+
+    nbytes = 1 << 30
+    src, dst = device.empty(nbytes // 8, np.float64), device.empty(nbytes // 8, np.float64)
+    times = _busy_then_timed(device, lambda: device.copy_in(dst, src), warmup_s, COPY_REPEATS, per=10)
+    del src, dst
+    device.release()
+    return 2 * nbytes / (median(times) * 1e-3) / 1e9
+
+
+def measure_fp64_peak(device: Device, *, warmup_s: float = 1.0, compiler: CompilerInfo | None = None) -> float:
+    """The f64 add/multiply rate of this GPU in GFLOP/s, measured on the device's stream with its events.
+
+    Call it once per run (the worker does, beside the copy yardstick); it takes well under a second after the
+    same warm-up as the cases.
     """
     import numpy as np
 
     from wfbench_core.build.compile import compile_cuda, cuda_compiler
     from wfbench_core.errors import WfbenchError
+    from wfbench_core.record.stats import median
 
-    timer._init()
-    cuda, stream = timer._cuda, timer._stream
-    arch = timer.arch()
-    ptx = compile_cuda(SOURCE, case_id="fp64-peak", arch=arch, compiler=compiler or cuda_compiler()).ptx
-    module, fn = timer.load("fp64-peak", ptx, KERNEL)
-    sms = int(timer._ctx.device.MULTIPROCESSOR_COUNT)
-    blocks = sms * BLOCKS_PER_SM
-    out = cuda.device_array(blocks * BLOCK, dtype=np.float64, stream=stream)
-    args = [ctypes.c_uint64(int(out.device_ctypes_pointer.value or 0)), ctypes.c_double(0.999999),
-            ctypes.c_double(1e-6), ctypes.c_int64(ITERS)]
-    cfg = timer._LaunchConfig(grid=(blocks, 1, 1), block=(BLOCK, 1, 1), shmem_size=0)
-
-    def go() -> None:
-        timer._launch(timer._launch_stream, cfg, fn.kernel, *args)
-
-    start, end = cuda.event(timing=True), cuda.event(timing=True)
-    busy_ms = 0.0
-    while busy_ms < max(timer.protocol.warmup_s, 0.2) * 1000.0:  # clocks ramp, as for the cases
-        start.record(stream)
-        go()
-        end.record(stream)
-        end.synchronize()
-        busy_ms += timer._elapsed_ms(start, end)
-    times = []
-    for _ in range(TIMED_LAUNCHES):
-        start.record(stream)
-        go()
-        end.record(stream)
-        end.synchronize()
-        times.append(timer._elapsed_ms(start, end))
-    result = out.copy_to_host(stream=stream)
-    stream.synchronize()
-    del module
+    ptx = compile_cuda(SOURCE, case_id="fp64-peak", arch=device.arch(), compiler=compiler or cuda_compiler()).ptx
+    kernel = device.load(ptx, KERNEL, case_id="fp64-peak", label="fp64-peak")
+    blocks = device.sm_count * BLOCKS_PER_SM
+    out = device.empty(blocks * BLOCK, np.float64)
+    args = [ctypes.c_uint64(device.address(out)), ctypes.c_double(0.999999), ctypes.c_double(1e-6),
+            ctypes.c_int64(ITERS)]
+    times = _busy_then_timed(device, device.launcher(kernel, device.config((blocks, 1, 1), (BLOCK, 1, 1)), args),
+                             warmup_s, TIMED_LAUNCHES)
+    result = device.read({"out": out})["out"]
     if not np.all(np.isfinite(result)):
         raise WfbenchError("fp64 peak micro-kernel produced non-finite values; the measurement is void")
     flops = float(FLOPS_PER_ITER) * ITERS * blocks * BLOCK
-    return flops / (float(np.median(times)) * 1e-3) / 1e9
+    return flops / (median(times) * 1e-3) / 1e9
 
 
 @attrs.frozen

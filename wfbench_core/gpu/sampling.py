@@ -20,6 +20,9 @@ Rules, each written once here:
   together (each stays resident, as one set would), or where one set is at least the L2's size (one set
   could only partly stay resident between launches, by an amount its layout decides; rotated, no launch
   finds its own data left in the L2). Launches per sample are a multiple of the sets.
+- **Checked buffers**: before the last pair of every placement the outputs are poisoned again (work a kernel
+  skips on an already-written output then shows as a wrong result), and after the placement's last pair
+  its outputs are verified (:meth:`Rounds.verify`) before its buffers go.
 - **Adaptive stopping**: after each block, from ``min_samples`` pairs on, sampling stops once every
   WarpForth side's gap interval (:func:`wfbench_core.record.stats.gap_interval`) is narrower than
   ``target_halfwidth``, or ``case_budget_s`` of sampling is spent; never beyond ``samples`` pairs.
@@ -31,11 +34,11 @@ import math
 import time
 from typing import Callable, Mapping, Protocol as TypingProtocol, Sequence
 
-import attrs
 import numpy as np
 
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.results import TimingProtocol
+from wfbench_core.record.timing_record import Sampled
 
 SAMPLE_MARGIN = 1.10  # calibrate for 10 % above min_sample_ms: clocks and placements move per-launch time
 MAX_SHORT_RETAKES = 8  # a case whose samples keep coming in short is an error, not an endless loop
@@ -64,18 +67,12 @@ class Rounds(TypingProtocol):
     def round(self, order: Sequence[str], launches: int) -> Mapping[str, float]:
         """One round: every side in ``order``, ``launches`` launches each; kernel ms of each side."""
 
+    def repoison(self) -> None:
+        """Overwrite every output buffer of the placement with the poison (untimed, before a round)."""
 
-@attrs.frozen
-class Sampled:
-    samples_us: dict[str, tuple[float, ...]]  # label -> per-launch us of each kept sample
-    first: tuple[str, ...]  # label that went first in each kept round
-    placement_of: tuple[int, ...]  # placement of each kept round
-    launches_per_sample: int  # launches of the last sample (earlier ones may have fewer after a re-take)
-    warmup_busy_s: float
-    short_retakes: int
-    stop_reason: str
-    placements: int  # placements used
-    seed: int
+    def verify(self, placement: int) -> None:
+        """Check the placement's outputs: as the timed launches left them, then after one launch of each side
+        into re-poisoned outputs; a wrong output raises (naming the placement)."""
 
 
 def placement_blocks(samples: int, placements: int) -> list[int]:
@@ -168,73 +165,107 @@ def sample_case(rounds: Rounds, labels: Sequence[str], protocol: TimingProtocol,
         rounds.place(p, lambda n: placement_offsets(rng, n))
 
     place(0)
-    # warm-up: alternate sides until the kernels have kept the GPU busy for warmup_s (clocks ramp up), or
-    # for WARMUP_WALL_FACTOR x warmup_s of wall time where launches are capped (cold-l2: the flushes between
-    # launches keep the GPU busy too, and are not kernel time)
-    busy_ms, k = 0.0, 1
-    t_warm = clock()
-    while busy_ms < protocol.warmup_s * 1000.0 and clock() - t_warm < WARMUP_WALL_FACTOR * protocol.warmup_s:
-        ms = rounds.round(labels, rounds.fit(k))
-        busy_ms += sum(ms.values())
-        if max(ms.values()) < WARMUP_STEP_MS:
-            k *= 2
-    k = rounds.fit(k)
-    probe = rounds.round(labels, k)
-    launches = rounds.fit(launches_for(min(probe.values()) / k, protocol.min_sample_ms))
-    predicted_s = protocol.samples * launches * max(probe.values()) / k * len(labels) / 1000.0
-    if predicted_s > protocol.max_case_s:
-        raise WfbenchError(
-            f"timing would take about {predicted_s:.0f} s, over the {protocol.max_case_s:.0f} s per-case limit; "
-            f"the case's canonical size is too large for this GPU"
-        )
-
-    samples: dict[str, list[float]] = {label: [] for label in labels}
-    first: list[str] = []
-    where: list[int] = []
-    retakes = 0
+    seen: dict[str, list[float]] = {label: [] for label in labels}  # per-launch ms of each warm-up round
+    busy_ms, k = _warm_up(rounds, labels, protocol, clock, seen)
+    launches = _calibrate(rounds, labels, protocol, k, seen)
+    pairs = _Pairs(rounds, protocol, labels, launches)
     reason = ""
-    blocks = placement_blocks(protocol.samples, protocol.placements)
     t0 = clock()
-    r = 0
-    for p, block in enumerate(blocks):
+    for p, block in enumerate(placement_blocks(protocol.samples, protocol.placements)):
         if p > 0:
             place(p)
             rounds.round([reference], rounds.fit(1))  # untimed: every new buffer set touched once (one side
             # suffices: both sides' launches take the same buffers)
-        for _ in range(block):
-            order = round_order(labels, r)
-            while True:
-                ms = rounds.round(order, launches)
-                shortest = min(ms.values())
-                if shortest >= protocol.min_sample_ms:
-                    break
-                more = rounds.fit(max(launches + 1, math.ceil(
-                    launches * protocol.min_sample_ms * SAMPLE_MARGIN / max(shortest, 1e-9))))
-                if more <= launches:  # the mode caps launches per sample (cold-l2): the sample stands
-                    break
-                retakes += 1
-                if retakes > MAX_SHORT_RETAKES:
-                    raise WfbenchError(
-                        f"samples keep coming in under {protocol.min_sample_ms:g} ms ({shortest:.2f} ms with "
-                        f"{launches} launches) after {MAX_SHORT_RETAKES} re-takes; the GPU's speed is not steady"
-                    )
-                launches = more
-            for label in labels:
-                samples[label].append(ms[label] * 1000.0 / launches)
-            first.append(order[0])
-            where.append(p)
-            r += 1
-        reason = stop_reason(samples, where, reference, clock() - t0, protocol)
+        for n in range(block):
+            if n == block - 1:
+                rounds.repoison()
+            pairs.take(p)
+        rounds.verify(p)
+        reason = stop_reason(pairs.samples, pairs.where, reference, clock() - t0, protocol)
         if reason:
             break
     return Sampled(
-        samples_us={label: tuple(v) for label, v in samples.items()},
-        first=tuple(first),
-        placement_of=tuple(where),
-        launches_per_sample=launches,
+        samples_us={label: tuple(v) for label, v in pairs.samples.items()},
+        order=tuple(pairs.first),
+        placement_of=tuple(pairs.where),
+        launches_per_sample=pairs.launches,
         warmup_busy_s=busy_ms / 1000.0,
-        short_retakes=retakes,
+        short_retakes=pairs.retakes,
         stop_reason=reason or STOP_SAMPLES,
-        placements=len(set(where)),
-        seed=seed,
+        placement_seed=seed,
     )
+
+
+def _warm_up(rounds: Rounds, labels: Sequence[str], protocol: TimingProtocol, clock: Callable[[], float],
+             seen: dict[str, list[float]]) -> tuple[float, int]:
+    """Alternate the sides until the kernels have kept the GPU busy for warmup_s (clocks ramp up), or for
+    WARMUP_WALL_FACTOR x warmup_s of wall time where launches are capped (cold-l2: the flushes between
+    launches keep the GPU busy too, and are not kernel time); the busy ms and the launches a round reached.
+    Each side's per-launch ms of every round is added to ``seen``."""
+    busy_ms, k = 0.0, 1
+    t_warm = clock()
+    while busy_ms < protocol.warmup_s * 1000.0 and clock() - t_warm < WARMUP_WALL_FACTOR * protocol.warmup_s:
+        n = rounds.fit(k)
+        ms = rounds.round(labels, n)
+        for label, value in ms.items():
+            seen[label].append(value / n)
+        busy_ms += sum(ms.values())
+        if max(ms.values()) < WARMUP_STEP_MS:
+            k *= 2
+    return busy_ms, rounds.fit(k)
+
+
+def _calibrate(rounds: Rounds, labels: Sequence[str], protocol: TimingProtocol, k: int,
+               seen: dict[str, list[float]]) -> int:
+    """Launches per sample from a probe round of ``k`` launches; a case too slow for max_case_s is refused with
+    what was measured: each side's per-launch time across the warm-up and probe rounds (``seen``)."""
+    probe = rounds.round(labels, k)
+    launches = rounds.fit(launches_for(min(probe.values()) / k, protocol.min_sample_ms))
+    predicted_s = protocol.samples * launches * max(probe.values()) / k * len(labels) / 1000.0
+    if predicted_s > protocol.max_case_s:
+        for label, value in probe.items():
+            seen[label].append(value / k)
+        ranges = ", ".join(f"{label} {min(v) * 1e3:.3g} to {max(v) * 1e3:.3g} us" for label, v in seen.items())
+        raise WfbenchError(
+            f"timing would take about {predicted_s:.0f} s, over the {protocol.max_case_s:.0f} s per-case limit "
+            f"(--max-case-s): per-launch time across the warm-up and probe launches: {ranges}; a sample is "
+            f"{launches} launches, {launches * min(probe.values()) / k:.0f} ms of the fastest side, "
+            f"{launches * max(probe.values()) / k:.0f} ms of the slowest"
+        )
+    return launches
+
+
+class _Pairs:
+    """The kept pairs of one case so far, and the launches per sample (raised by re-takes of short samples)."""
+
+    def __init__(self, rounds: Rounds, protocol: TimingProtocol, labels: Sequence[str], launches: int) -> None:
+        self.rounds, self.protocol, self.labels, self.launches = rounds, protocol, list(labels), launches
+        self.samples: dict[str, list[float]] = {label: [] for label in labels}
+        self.first: list[str] = []
+        self.where: list[int] = []
+        self.retakes = 0
+
+    def take(self, placement: int) -> None:
+        """One round, the sides in this pair's order; a sample that came in short is re-taken with more launches."""
+        protocol, rounds = self.protocol, self.rounds
+        order = round_order(self.labels, len(self.first))
+        while True:
+            ms = rounds.round(order, self.launches)
+            shortest = min(ms.values())
+            if shortest >= protocol.min_sample_ms:
+                break
+            more = rounds.fit(max(self.launches + 1, math.ceil(
+                self.launches * protocol.min_sample_ms * SAMPLE_MARGIN / max(shortest, 1e-9))))
+            if more <= self.launches:  # the mode caps launches per sample (cold-l2): the sample stands
+                break
+            self.retakes += 1
+            if self.retakes > MAX_SHORT_RETAKES:
+                raise WfbenchError(
+                    f"samples keep coming in under {protocol.min_sample_ms:g} ms ({shortest:.2f} ms with "
+                    f"{self.launches} launches) after {MAX_SHORT_RETAKES} re-takes; the GPU's speed is not steady"
+                )
+            self.launches = more
+        for label in self.labels:
+            self.samples[label].append(ms[label] * 1000.0 / self.launches)
+        self.first.append(order[0])
+        self.where.append(placement)

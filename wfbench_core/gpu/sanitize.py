@@ -7,7 +7,8 @@ process group, killed whole at its deadline, dead with its parent)::
         python -m wfbench_core.gpu.sanitize '{"case_id": ID, "side": "wf", "kernel": NAME, "ptx": FILE, ...}'
 
 The child (a launcher, :mod:`wfbench_core.gpu.launcher`) runs :func:`launch_once`: it loads that side's PTX with the
-timer's own primitives, launches it once on the configuration's inputs into poisoned outputs, and exits. ``memcheck`` always runs; ``racecheck`` runs
+device module's primitives, launches it once on the configuration's inputs into poisoned outputs, and exits.
+``memcheck`` always runs; ``racecheck`` runs
 too when the kernel uses shared memory (a ``.shared`` declaration in its PTX, or dynamic shared bytes in
 the launch). A finding is the sanitizer's first report line, e.g.
 ``Invalid __global__ write of size 4 bytes``; the case is then FAILED with that line.
@@ -145,11 +146,11 @@ def launch_once(spec: LaunchSpec, ptx: str) -> None:
     """In the launcher, under compute-sanitizer: launch one side once on its configuration's inputs (GPU)."""
     from wfbench_core.contracts import Side
     from wfbench_core.discover.registry import Registry
-    from wfbench_core.gpu.timer import CudaEventTimer
-    from wfbench_core.record.results import TimingProtocol
+    from wfbench_core.gpu.correctness import Checker
+    from wfbench_core.gpu.device import Device
 
     case = Registry.load().case(spec.case_id)
-    CudaEventTimer(TimingProtocol()).launch_once(case, spec.config, Side(spec.side, spec.kernel, {spec.config: ptx}))
+    Checker(Device()).launch_once(case, spec.config, Side(spec.side, spec.kernel, {spec.config: ptx}))
 
 
 if __name__ == "__main__":

@@ -34,17 +34,9 @@ from wfbench_core.gpu import messages as msg
 from wfbench_core.gpu import watchdog
 from wfbench_core.case import CONFIGS, CaseKey
 from wfbench_core.errors import WfbenchError
-from wfbench_core.record.results import (
-    ERROR,
-    FAILED,
-    MODE_AA,
-    OK,
-    UNSTABLE,
-    CaseResult,
-    CompilerInfo,
-    Timing,
-    sm_arch,
-)
+from wfbench_core.gpu.outcome import case_result, measured
+from wfbench_core.gpu.plausibility import Yardsticks
+from wfbench_core.record.results import FAILED, MODE_AA, CaseResult, CompilerInfo, sm_arch
 
 
 class Worker:
@@ -58,6 +50,7 @@ class Worker:
         self.arch = ""
         self.plan: dict[str, dict[str, Any]] | None = None  # the bundle matched with the plugins, once
         self.loaded: dict[str, dict[str, Any]] = {}  # cases whose files are read (for the CUDA compile ahead)
+        self.yardsticks = Yardsticks()  # what the run's cases are judged by (wfbench_core.gpu.plausibility)
 
     def send(self, message: msg.Reply) -> None:
         self.out.write(msg.encode(message))
@@ -86,6 +79,10 @@ class Worker:
         if init.copy:  # the run's yardsticks, measured once by its first worker
             environment = attrs.evolve(environment, copy_gbps=self.timer.copy_gbps(),
                                        fp64_peak_gflops=self._fp64_peak())
+        given = environment if init.copy else attrs.evolve(  # later workers are told the first one's
+            environment, copy_gbps=init.copy_gbps, fp64_peak_gflops=init.fp64_peak_gflops)
+        self.yardsticks = Yardsticks(copy_gbps=given.copy_gbps, fp64_peak_gflops=given.fp64_peak_gflops,
+                                     l2_bytes=environment.l2_bytes)
         return msg.Ready(environment, self.cuda, self.arch)
 
     def _prefetch(self, case_ids: list[str]) -> None:
@@ -116,15 +113,13 @@ class Worker:
         return self.loaded[case_id]
 
     def _fp64_peak(self) -> float | None:
-        """The f64 add/multiply peak for the roofline (the default timer only; None when it cannot be had)."""
-        from wfbench_core.gpu.roofline import measure_fp64_peak
-        from wfbench_core.gpu.timer import CudaEventTimer
-
-        if not isinstance(self.timer, CudaEventTimer):
+        """The f64 add/multiply peak for the roofline, where the timer measures one (None when it cannot)."""
+        measure = getattr(self.timer, "fp64_peak_gflops", None)
+        if measure is None:
             return None
         try:
             with watchdog.guard("the f64 peak micro-kernel", 0.2):
-                return measure_fp64_peak(self.timer, compiler=self.cuda)
+                return measure(self.cuda)
         except WfbenchError as exc:
             self.progress(f"f64 peak not measured: {exc}")
             return None
@@ -134,7 +129,8 @@ class Worker:
         self.loaded.pop(case_id)  # each case runs once per worker: its files need not stay
         return msg.Results(tuple(run_case(variants, timer=self.timer, protocol=self.request.protocol,
                                           cuda=self.cuda, arch=self.arch, mode=self.request.mode,
-                                          sanitize=self.request.sanitize, progress=self.progress)))
+                                          sanitize=self.request.sanitize, progress=self.progress,
+                                          yardsticks=self.yardsticks)))
 
     def serve(self, requests: IO[bytes]) -> None:
         for line in requests:
@@ -178,53 +174,31 @@ def _wf_label(label: str) -> str:
 
 
 def run_case(variants: dict[str, Any], *, timer: Any, protocol: Any, cuda: Any, arch: str,
-             mode: str, sanitize: bool = False, progress: Any = lambda line: None) -> list[CaseResult]:
+             mode: str, sanitize: bool = False, progress: Any = lambda line: None,
+             yardsticks: Any = None) -> list[CaseResult]:
     """Check and time one case: every WarpForth variant (one, or base and head) against the CUDA side.
 
     With ``sanitize``, each side's check configuration is first launched once under compute-sanitizer;
     a finding makes the case FAILED with the sanitizer's first report line, and it is not timed.
     The static diagnostics of both sides (ptxas, SASS) are made on a thread while the GPU works.
     """
-    from wfbench_core.build.compile import compile_cuda
-    from wfbench_core.contracts import Side
-
     some = next(iter(variants.values()))
     case = some.case
-    work = case.work(case.sizes["canonical"])
-    bases = {
-        label: CaseResult(
-            id=case.id, version=case.version, priority=case.priority, fingerprint=case.fingerprint(),
-            status=ERROR, mode=mode, metric=case.metric, work_bytes=work.bytes, work_flops=work.flops,
-            cuda_source_sha256=case.cuda_source_sha256(),
-            warpforth_source_sha256=prep.files["canonical"].compile_wf.source_sha256,
-            plugin=prep.plugin, compiler_label=label, compile_wf=prep.files["canonical"].compile_wf,
-        )
-        for label, prep in variants.items()
-    }
+    bases = {label: case_result(case, mode=mode, plugin=prep.plugin, compiler_label=label,
+                                compile_wf=prep.files["canonical"].compile_wf)
+             for label, prep in variants.items()}
 
     def all_(**changes: object) -> list[CaseResult]:
         return [attrs.evolve(b, **changes) for b in bases.values()]  # type: ignore[arg-type]
 
-    cuda_ptx: dict[str, str] = {}
-    compile_s = 0.0
     try:
-        for config in CONFIGS:
-            compiled = compile_cuda(some.files[config].cuda_source, case_id=case.key(config), arch=arch,
-                                    compiler=cuda)
-            cuda_ptx[config] = compiled.ptx
-            compile_s += compiled.record.wall_s
-            if config == "canonical":
-                bases = {k: attrs.evolve(b, compile_cuda=compiled.record) for k, b in bases.items()}
+        cuda_ptx, record, compile_s = _compile_cuda_side(some, arch, cuda)
     except WfbenchError as exc:
         return all_(message=str(exc))
+    bases = {k: attrs.evolve(b, compile_cuda=record) for k, b in bases.items()}
 
     diagnosing = None if mode == MODE_AA else _diagnose_in_background(case, variants, cuda_ptx["canonical"], arch)
-    if mode == MODE_AA:
-        sides = [Side("wf", case.cuda_kernel, cuda_ptx)]
-    else:
-        sides = [Side(_wf_label(label), case.wf_kernel, {c: prep.files[c].wf_ptx for c in CONFIGS})
-                 for label, prep in variants.items()]
-    sides.append(Side("cuda", case.cuda_kernel, cuda_ptx))
+    sides = _sides(case, variants, cuda_ptx, mode)
     if sanitize:
         from wfbench_core.gpu.sanitize import DEFAULT_TIMEOUT_S, sanitize_case
 
@@ -250,70 +224,39 @@ def run_case(variants: dict[str, Any], *, timer: Any, protocol: Any, cuda: Any, 
         if label in diags:
             base = attrs.evolve(base, diag_wf=diags[label][0], diag_cuda=diags[label][1])
         prep = variants[label]
-        side = _wf_label(label)
         costs = attrs.evolve(m.costs, compile_cuda_s=compile_s,
                              compile_wf_s=sum(prep.files[c].compile_wf.wall_s for c in CONFIGS))
-        base = attrs.evolve(base, checks=m.checks, costs=costs, attrs_wf=m.kernel_attrs.get(side),
-                            attrs_cuda=m.kernel_attrs.get("cuda"))
-        if not m.passed:
-            out.append(attrs.evolve(base, status=FAILED, message=m.message))
-            continue
-        out.append(attrs.evolve(base, **timed_status(m, side, work_bytes=work.bytes, work_flops=work.flops,
-                                                     unstable_noise=protocol.unstable_noise)))
+        out.append(measured(attrs.evolve(base, costs=costs), m, _wf_label(label),
+                            unstable_noise=protocol.unstable_noise, yardsticks=yardsticks))
     return out
 
 
-def timed_status(m: Any, side: str, *, work_bytes: int, work_flops: int, unstable_noise: float,
-                 repeat_gaps: tuple[float, ...] = ()) -> dict[str, Any]:
-    """The ``timing``, ``status`` and ``message`` of a correct case from its samples (one home of that rule).
+def _sides(case: Any, variants: dict[str, Any], cuda_ptx: dict[str, str], mode: str) -> list[Any]:
+    """The sides to time: every WarpForth variant (in an A/A run the CUDA PTX stands in), then the CUDA side."""
+    from wfbench_core.contracts import Side
 
-    Used for one worker's measurement and for the samples of ``--repeat`` processes put together.
-    """
-    from wfbench_core.record.stats import gap, is_unstable, pair_ratio_noise, summarize
-
-    wf, cu = summarize(m.samples_us[side]), summarize(m.samples_us["cuda"])
-    timing = Timing(
-        launches_per_sample=m.launches_per_sample, warmup_busy_s=m.warmup_busy_s, warpforth=wf, cuda=cu,
-        gap=gap(wf, cu), order=tuple(m.first),
-        clocks_sm_mhz=m.clocks_sm_mhz,
-        gbps_wf=_rate(work_bytes, wf.median_us), gbps_cuda=_rate(work_bytes, cu.median_us),
-        gflops_wf=_rate(work_flops, wf.median_us), gflops_cuda=_rate(work_flops, cu.median_us),
-        pair_ratio_noise=pair_ratio_noise(wf.samples_us, cu.samples_us),
-        repeat_gaps=repeat_gaps,
-        **_timing_fields(m, side),
-    )
-    unstable = is_unstable(wf, cu, unstable_noise)
-    message = (f"noisy: MAD/median {wf.noise:.1%} (WarpForth), {cu.noise:.1%} (CUDA) > "
-               f"{unstable_noise:.0%}") if unstable else ""
-    return {"timing": timing, "status": UNSTABLE if unstable else OK, "message": message}
+    if mode == MODE_AA:
+        sides = [Side("wf", case.cuda_kernel, cuda_ptx)]
+    else:
+        sides = [Side(_wf_label(label), case.wf_kernel, {c: prep.files[c].wf_ptx for c in CONFIGS})
+                 for label, prep in variants.items()]
+    return sides + [Side("cuda", case.cuda_kernel, cuda_ptx)]
 
 
-def _timing_fields(m: Any, label: str, reference: str = "cuda") -> dict[str, Any]:
-    """The Timing fields of placement-aware sampling, NVML and the mode, for side ``label``."""
-    from wfbench_core.gpu import nvml
-    from wfbench_core.record.stats import GAP_INTERVAL_METHOD, gap_interval, placement_noise
+def _compile_cuda_side(prep: Any, arch: str, cuda: Any) -> tuple[dict[str, str], Any, float]:
+    """The CUDA side's PTX of every configuration, the canonical compile's record and the compiles' wall time."""
+    from wfbench_core.build.compile import compile_cuda
 
-    wf, cu = m.samples_us[label], m.samples_us[reference]
-    where = m.placement_of or (0,) * len(wf)
-    within, between = placement_noise(wf, cu, where)
-    interval = gap_interval(wf, cu, where)
-    return {
-        "timing_mode": m.timing_mode,
-        "placements": len(set(where)),
-        "placement_of": tuple(where),
-        "placement_seed": m.placement_seed,
-        "within_placement_noise": within,
-        "between_placement_noise": between,
-        "gap_lo": interval[0] if interval else None,
-        "gap_hi": interval[1] if interval else None,
-        "gap_interval": GAP_INTERVAL_METHOD if interval else "",
-        "stop_reason": m.stop_reason,
-        "short_retakes": m.short_retakes,
-        "buffer_sets": m.buffer_sets,
-        "gate_retakes": m.gate_retakes,
-        "nvml": m.nvml,
-        "throttled": nvml.throttled(m.nvml),
-    }
+    ptx: dict[str, str] = {}
+    record, wall_s = None, 0.0
+    for config in CONFIGS:
+        compiled = compile_cuda(prep.files[config].cuda_source, case_id=prep.case.key(config), arch=arch,
+                                compiler=cuda)
+        ptx[config] = compiled.ptx
+        wall_s += compiled.record.wall_s
+        if config == "canonical":
+            record = compiled.record
+    return ptx, record, wall_s
 
 
 def _diagnose_in_background(case: Any, variants: dict[str, Any], cuda_ptx: str, arch: str) -> dict[str, Any]:
@@ -328,11 +271,6 @@ def _diagnose_in_background(case: Any, variants: dict[str, Any], cuda_ptx: str, 
                for label, prep in variants.items()}
     pool.shutdown(wait=False)
     return futures
-
-
-def _rate(amount: int, median_us: float) -> float | None:
-    """Bytes or FLOPs per launch at a median time, in G/s."""
-    return amount / (median_us * 1e-6) / 1e9 if amount else None
 
 
 def main(argv: list[str]) -> None:

@@ -18,28 +18,37 @@ if TYPE_CHECKING:
 
 from wfbench_core.case import CaseKey
 from wfbench_core.errors import WfbenchError
+from wfbench_core.record.timing_record import (  # noqa: F401 - the timing record is part of the schema
+    TIMING_COLD_L2,
+    TIMING_EVENTS,
+    TIMING_GRAPH,
+    TIMING_MODES,
+    NvmlSummary,
+    Sampled,
+    Sampling,
+    SideStats,
+    Timing,
+)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # how a result of an older schema is read: version -> function that rewrites its JSON to the next version
 # (2: Timing.warmup_s, the measured busy time of the warm-up, became warmup_busy_s, apart from the setting;
-# 3: the protocol gained ``rotation``, which runs before it did not do: they read as rotation 1)
+# 3: the protocol gained ``rotation``, which runs before it did not do: they read as rotation 1;
+# 4: the launch floor, the checks of the timed buffers and the IMPLAUSIBLE status, none of which older runs had)
 
 # status of a case in a run
 OK = "ok"  # correct, timed, stable
 UNSTABLE = "unstable"  # correct and timed, but MAD/median above the threshold on a side
 FAILED = "failed"  # a correctness check failed: not timed
 ERROR = "error"  # could not compile, load or launch
-STATUSES = (OK, UNSTABLE, FAILED, ERROR)
+IMPLAUSIBLE = "implausible"  # correct, but timed faster than the GPU can run it: no timing kept
+STATUSES = (OK, UNSTABLE, FAILED, ERROR, IMPLAUSIBLE)
+FAILING = (FAILED, ERROR, IMPLAUSIBLE)  # a case with one of these failed the run (exit status 1, never in history)
 
 # timing modes: the paired WarpForth/CUDA comparison, or the CUDA PTX against itself (the method's floor)
 MODE_PAIRED = "paired"
 MODE_AA = "aa"
 
-# how a sample is timed (TimingProtocol.timing_mode)
-TIMING_EVENTS = "events"
-TIMING_GRAPH = "graph"
-TIMING_COLD_L2 = "cold-l2"
-TIMING_MODES = (TIMING_EVENTS, TIMING_GRAPH, TIMING_COLD_L2)
 
 
 def setting(default: Any, help: str, *, flag: str = "", low: Optional[float] = None,
@@ -181,81 +190,13 @@ class KernelProfile:
 
 
 @attrs.frozen
-class SideStats:
-    """Per-launch kernel time of one side, in microseconds, and the raw per-sample values."""
-
-    median_us: float
-    p95_us: float
-    mad_us: float
-    noise: float  # MAD / median
-    n: int
-    samples_us: tuple[float, ...]
-
-
-@attrs.frozen
-class NvmlSummary:
-    """What NVML reported while one case was timed (read on a thread, about 10 times a second)."""
-
-    n: int = 0  # readings
-    sm_mhz_min: int = 0
-    sm_mhz_median: int = 0
-    sm_mhz_max: int = 0
-    mem_mhz_min: int = 0
-    mem_mhz_median: int = 0
-    power_w_median: float = 0.0
-    power_w_max: float = 0.0
-    temp_c_max: int = 0
-    reasons: tuple[str, ...] = ()  # clock event (throttle) reasons seen in any reading
-    power_throttled: bool = False  # a power cap or power brake slowed the clocks at least once
-    thermal_throttled: bool = False  # a thermal slowdown slowed the clocks at least once
-
-
-@attrs.frozen
-class Timing:
-    """The paired samples of one case: sample i of each side was taken back to back."""
-
-    launches_per_sample: int
-    warmup_busy_s: float  # measured: how long the warm-up kept the GPU busy (the setting is protocol.warmup_s)
-    warpforth: SideStats
-    cuda: SideStats
-    gap: float  # median WarpForth / median CUDA
-    order: tuple[str, ...]  # which side went first in each pair: "wf" or "cuda"
-    clocks_sm_mhz: tuple[int, ...] = ()  # SM clock sampled during timing
-    gbps_wf: Optional[float] = None
-    gbps_cuda: Optional[float] = None
-    gflops_wf: Optional[float] = None
-    gflops_cuda: Optional[float] = None
-    # MAD/median of the per-pair ratios WarpForth/CUDA: what pairing leaves of the noise, since a clock dip
-    # that slows both samples of a pair cancels in their ratio
-    pair_ratio_noise: Optional[float] = None
-    timing_mode: str = TIMING_EVENTS  # see TimingProtocol.timing_mode
-    # placement-aware sampling: the pairs were spread over this many fresh buffer placements
-    placements: int = 1
-    placement_of: tuple[int, ...] = ()  # placement index of each pair
-    placement_seed: int = 0  # seed of the placements' random offsets (replays them)
-    within_placement_noise: Optional[float] = None  # median over placements of the pair ratios' MAD/median
-    between_placement_noise: Optional[float] = None  # standard deviation of log per-placement gaps
-    gap_lo: Optional[float] = None  # 95 % interval of the gap over placements (see gap_interval)
-    gap_hi: Optional[float] = None
-    gap_interval: str = ""  # how gap_lo/gap_hi were made
-    stop_reason: str = ""  # "target", "budget" or "samples": why sampling stopped
-    short_retakes: int = 0  # rounds re-taken because a sample came in under min_sample_ms
-    buffer_sets: int = 1  # buffer sets each placement's launches rotated over (see TimingProtocol.rotation)
-    gate_retakes: int = 0  # rounds re-taken because the host did not release the start gate in time
-    nvml: Optional[NvmlSummary] = None
-    throttled: bool = False  # power or thermal throttling during timing: kept, marked, out of trends
-    # --repeat K: the gap of each fresh process (the headline pools their samples; placements are numbered
-    # across processes, so the interval covers what changes between processes too)
-    repeat_gaps: tuple[float, ...] = ()
-
-
-@attrs.frozen
 class Check:
     """One correctness comparison of one output."""
 
     config: str  # "check" | "canonical"
     side: str  # "wf" | "cuda" | "wf~cuda" (the two sides against each other)
-    what: str  # "reference" | "idempotent" | "cross" | "after-timing"
+    # "reference" | "idempotent" | "cross" | "after-timing" | "left-by-timing" | "timed-buffers" | "relaunch"
+    what: str
     output: str
     passed: bool
     max_abs_err: float  # over the written elements with finite values on both sides
@@ -264,6 +205,8 @@ class Check:
     total: int
     unwritten: int = 0  # elements still holding the poison (NaN / integer sentinel): never written
     nonfinite: int = 0  # written elements that are NaN or inf where the reference is finite
+    placement: Optional[int] = None  # a check of the timed buffers: which placement and buffer set failed
+    buffer_set: Optional[int] = None
 
 
 @attrs.frozen
@@ -278,6 +221,7 @@ class Costs:
     alloc_copy_s: float = 0.0
     correctness_s: float = 0.0
     timing_s: float = 0.0
+    placement_checks_s: float = 0.0  # verifying the timed buffers (part of timing_s)
 
 
 @attrs.frozen
@@ -478,7 +422,12 @@ def _from_2(raw: dict) -> dict:
     return {**raw, "schema_version": 3}
 
 
-_UPGRADES = {1: _from_1, 2: _from_2}
+def _from_3(raw: dict) -> dict:
+    """Schema 3 -> 4: the fields schema 4 added (launch floor, checks of the timed buffers) read as not measured."""
+    return {**raw, "schema_version": 4}
+
+
+_UPGRADES = {1: _from_1, 2: _from_2, 3: _from_3}
 
 
 def parse_result(data: str | bytes, where: str = "result") -> RunResult:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from typing import TYPE_CHECKING, Iterable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence
 
 import attrs
 
@@ -255,6 +255,28 @@ def placement_noise(wf_samples_us: Sequence[float], cuda_samples_us: Sequence[fl
     g = np.log(placement_gaps(wf, cu, where))
     return (float(np.median(within)) if within else None,
             float(g.std(ddof=1)) if g.size >= 2 else None)
+
+
+def rate(amount: int, median_us: float) -> Optional[float]:
+    """Bytes or FLOPs per launch at a median time, in G/s (None where the operation has no such amount)."""
+    return amount / (median_us * 1e-6) / 1e9 if amount else None
+
+
+def paired_statistics(wf_samples_us: Sequence[float], cuda_samples_us: Sequence[float],
+                      placement_of: Sequence[int]) -> dict[str, Any]:
+    """What a stored timing says about its paired samples, by field: each side's summary, the gap, the noise of
+    the pair ratios, and the placement-aware noise and interval of the gap."""
+    wf, cu = summarize(wf_samples_us), summarize(cuda_samples_us)
+    within, between = placement_noise(wf_samples_us, cuda_samples_us, placement_of)
+    interval = gap_interval(wf_samples_us, cuda_samples_us, placement_of)
+    return {
+        "warpforth": wf, "cuda": cu, "gap": gap(wf, cu),
+        "pair_ratio_noise": pair_ratio_noise(wf.samples_us, cu.samples_us),
+        "placements": len(set(placement_of)),
+        "within_placement_noise": within, "between_placement_noise": between,
+        "gap_lo": interval[0] if interval else None, "gap_hi": interval[1] if interval else None,
+        "gap_interval": GAP_INTERVAL_METHOD if interval else "",
+    }
 
 
 # --------------------------------------------------------------------------------------------------------

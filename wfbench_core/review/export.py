@@ -68,6 +68,11 @@ def _gap_mad(case: CaseResult) -> float:
     return stats.pair_ratio_mad(case.timing.warpforth.samples_us, case.timing.cuda.samples_us)
 
 
+def _trend(case: CaseResult) -> bool:
+    """Correct, timed and stable, and not launch-bound: a point of the trend."""
+    return case.status == OK and case.timing is not None and case.timed and not case.timing.launch_bound
+
+
 def _suffix(result: RunResult, case: CaseResult) -> str:
     """``@mode`` and ``@setting=value`` for what keeps a run out of the canonical series (``""`` if nothing)."""
     mode = timing_mode(result, case)
@@ -94,7 +99,7 @@ def github_action_benchmark(result: RunResult, *, label: Optional[str] = None, w
     if why:
         raise WfbenchError(f"{where}: {why.replace('never stored', 'never published')}; nothing exported")
     mine = [c for c in result.cases if c.compiler_label == want]
-    cases = [c for c in mine if c.status == OK and c.timed]
+    cases = [c for c in mine if _trend(c)]
     entries: list[dict[str, Any]] = []
     for c in cases:
         t = c.timing
@@ -109,7 +114,7 @@ def github_action_benchmark(result: RunResult, *, label: Optional[str] = None, w
                         "extra": extra})
     p0 = [c for c in mine if c.priority == "P0"]
     suite = stats.suite_geomean([stats.SetMember(c.id, c.version, c.timing.gap if c.timing else 0.0,
-                                                 c.status == OK and c.timed) for c in p0], complete=result.complete)
+                                                 _trend(c)) for c in p0], complete=result.complete)
     if suite is not None:
         noise = stats.geomean_noise([c.timing.gap for c in p0 if c.timing], [_gap_mad(c) for c in p0])
         extra = "\n".join(_platform_lines(result) + [

@@ -37,12 +37,13 @@ from wfbench_core.record import stats
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.fsutil import atomic_write, create_exclusive
 from wfbench_core.record.results import (
-    ERROR, FAILED, OK, CaseResult, TimingProtocol, RunResult, SideStats, converter, dumps, parse_result,
+    FAILING, OK, CaseResult, TimingProtocol, RunResult, SideStats, converter, dumps, parse_result,
 )
 
 HISTORY_ENV = "WFBENCH_HISTORY"
 DEFAULT_DIR = "wfbench-history"
-INDEX_VERSION = 3  # 2: points carry the board and the PTX hash, keys the protocol; 3: SASS hash, throttling, host health
+INDEX_VERSION = 4  # 2: points carry the board and the PTX hash, keys the protocol; 3: SASS hash, throttling, host
+# health; 4: launch-bound points
 RUNS_DIR = "runs"
 INDEX_FILE = "index.json"
 LOCK_FILE = ".lock"
@@ -150,12 +151,13 @@ class Point:
     sass_sha256: str = ""  # its machine code (static diagnostics): equal SASS, equal kernel
     throttled: bool = False  # the GPU throttled (power, thermal) while it was timed
     depressed_host: bool = False  # the run's memory clock or power sat below the board's healthy band
+    launch_bound: bool = False  # events mode timed the host's launch rate, not the kernel
 
     @property
     def stable(self) -> bool:
-        """Counted in trends and alerts: stable, and measured on a healthy, unthrottled GPU (others are kept
-        and shown, marked)."""
-        return self.status == OK and not self.throttled and not self.depressed_host
+        """Counted in trends and alerts: stable, measured on a healthy, unthrottled GPU, and not launch-bound
+        (others are kept and shown, marked)."""
+        return self.status == OK and not self.throttled and not self.depressed_host and not self.launch_bound
 
     @property
     def noise(self) -> float:
@@ -304,7 +306,7 @@ def point_of(result: RunResult, case: CaseResult, run_file: str) -> Point:
         gpu_uuid=result.environment.gpu_uuid,
         ptx_sha256=case.compile_wf.ptx_sha256 if case.compile_wf is not None else "",
         sass_sha256=case.diag_wf.sass_sha256 if case.diag_wf is not None else "",
-        throttled=t.throttled, depressed_host=result.environment.depressed_host,
+        throttled=t.throttled, depressed_host=result.environment.depressed_host, launch_bound=t.launch_bound,
     )
 
 
@@ -315,7 +317,7 @@ def points_from_run(result: RunResult, run_file: str) -> list[tuple[SeriesKey, P
 
 def refusal(result: RunResult, *, allow_incomplete: bool = False) -> Optional[str]:
     """Why this run must not become history, or None: nothing of a failed run is stored."""
-    bad = [c for c in result.cases if c.status in (FAILED, ERROR)]
+    bad = [c for c in result.cases if c.status in FAILING]
     if bad:
         what = "; ".join(f"{case_name(c)} {c.status.upper()}" + (f": {c.message}" if c.message else "")
                          for c in bad)

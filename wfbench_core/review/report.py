@@ -47,7 +47,7 @@ def table_rows(result: RunResult) -> list[list[str]]:
             cu_rate,
             format_roofline(roofline(c, result.environment), c.metric),
             static,
-            c.status.upper(),
+            c.status.upper() + (" LAUNCH-BOUND" if t.launch_bound else ""),
         ])
     return rows
 

@@ -23,13 +23,15 @@ import itertools
 import json
 import math
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Sequence
 
 import attrs
-import numpy as np
 
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.results import TIMING_COLD_L2, TIMING_EVENTS, TimingProtocol, RunResult
+
+if TYPE_CHECKING:
+    from wfbench_core.gpu.device import Device
 
 NVBENCH_BATCH_MEAN = "nv/batch/time/gpu/mean"
 NVBENCH_COLD_MEAN = "nv/cold/time/gpu/mean"
@@ -57,9 +59,22 @@ class KernelRow:
     side: str  # "wf" | "cuda"
     wfbench_us: Mapping[str, float]  # timing mode -> wfbench median, us per launch
     nvbench: NvbenchTimes
+    launch_floor_us: Optional[float] = None  # an empty kernel, launched back to back (events mode)
+
+    @property
+    def nvbench_launch_bound(self) -> bool:
+        """nvbench's batch figure is its launcher's rate, not the kernel's (within LAUNCH_BOUND_FACTOR of the
+        floor): nothing that times the kernel compares with it."""
+        from wfbench_core.gpu.plausibility import LAUNCH_BOUND_FACTOR
+
+        batch = self.nvbench.batch_mean_us
+        return bool(batch and self.launch_floor_us and batch <= LAUNCH_BOUND_FACTOR * self.launch_floor_us)
 
     def diff(self, mode: str = TIMING_EVENTS) -> Optional[float]:
-        """wfbench median in ``mode`` over the nvbench figure that measures the same thing, minus 1."""
+        """wfbench median in ``mode`` over the nvbench figure that measures the same thing, minus 1 (None where
+        there is none, or nvbench's batch figure is its launcher's rate)."""
+        if mode != TIMING_COLD_L2 and self.nvbench_launch_bound:
+            return None
         ref = self.nvbench.cold_mean_us if mode == TIMING_COLD_L2 else self.nvbench.batch_mean_us
         have = self.wfbench_us.get(mode)
         return None if ref is None or have is None or ref <= 0 else have / ref - 1.0
@@ -122,15 +137,16 @@ def bench_name(case_id: str, side: str) -> str:
     return f"{case_id}/{side}"
 
 
-def compare(wfbench_us: Mapping[str, Mapping[str, Mapping[str, float]]], nvbench: Mapping[str, NvbenchTimes]
-            ) -> tuple[list[KernelRow], list[GapRow]]:
-    """``wfbench_us``: case -> side -> mode -> median us; ``nvbench``: benchmark name -> figures."""
+def compare(wfbench_us: Mapping[str, Mapping[str, Mapping[str, float]]], nvbench: Mapping[str, NvbenchTimes],
+            floors: Mapping[str, float] = {}) -> tuple[list[KernelRow], list[GapRow]]:
+    """``wfbench_us``: case -> side -> mode -> median us; ``nvbench``: benchmark name -> figures; ``floors``:
+    case -> the launch floor in events mode (us), where measured."""
     kernels: list[KernelRow] = []
     gaps: list[GapRow] = []
     for case_id, sides in wfbench_us.items():
         for side, by_mode in sides.items():
             kernels.append(KernelRow(case_id, side, dict(by_mode),
-                                     nvbench.get(bench_name(case_id, side), NvbenchTimes())))
+                                     nvbench.get(bench_name(case_id, side), NvbenchTimes()), floors.get(case_id)))
         if "wf" in sides and "cuda" in sides:
             mode = next(iter(sides["cuda"]))
             nv_wf = nvbench.get(bench_name(case_id, "wf"), NvbenchTimes())
@@ -171,6 +187,13 @@ def render(kernels: Sequence[KernelRow], gaps: Sequence[GapRow], tolerance: floa
             g_rows.append([g.case, f"{g.wfbench_gap:.4f}x",
                            "-" if g.nvbench_gap is None else f"{g.nvbench_gap:.4f}x", _pct(g.diff)])
         text += "\n\n" + render_table(g_rows)
+    bound = [f"{k.case}/{k.side} ({_us(k.nvbench.batch_mean_us)} us, floor {_us(k.launch_floor_us)} us)"
+             for k in kernels if k.nvbench_launch_bound]
+    if bound:
+        from wfbench_core.gpu.plausibility import LAUNCH_BOUND_FACTOR
+
+        text += (f"\n\nnvbench's launcher is the bottleneck (its batch figure within {LAUNCH_BOUND_FACTOR:g}x of an "
+                 f"empty kernel launched back to back), so its batch figure is not compared: " + ", ".join(bound))
     worst = worst_disagreement(kernels)
     if worst is not None:
         text += f"\n\nworst per-kernel disagreement {worst:.2%} (target <= {tolerance:.0%})"
@@ -183,7 +206,8 @@ def as_json(kernels: Sequence[KernelRow], gaps: Sequence[GapRow], tolerance: flo
 
     conv = converter()
     return {
-        "kernels": [{**conv.unstructure(k), "diff": {m: k.diff(m) for m in k.wfbench_us}} for k in kernels],
+        "kernels": [{**conv.unstructure(k), "diff": {m: k.diff(m) for m in k.wfbench_us},
+                     "nvbench_launch_bound": k.nvbench_launch_bound} for k in kernels],
         "gaps": [{**conv.unstructure(g), "diff": g.diff} for g in gaps],
         "worst": worst_disagreement(kernels),
         "tolerance": tolerance,
@@ -216,16 +240,14 @@ def small_case(case: Any) -> Any:
     return attrs.evolve(case, sizes={**case.sizes, "canonical": case.sizes["check"]})
 
 
-def run_nvbench(launchers: Mapping[str, Callable[[Any], None]], json_path: Path, device: int) -> dict[str, NvbenchTimes]:
-    """Time each launcher (given a cuda.core Stream) with nvbench, cold and batch; name -> figures."""
+def run_nvbench(launchers: Mapping[str, Callable[[Any], None]], json_path: Path, device: Device
+                ) -> dict[str, NvbenchTimes]:
+    """Time each launcher (given a stream of nvbench's, wrapped by the device) with nvbench, cold and batch;
+    name -> figures."""
     try:
         import cuda.bench as bench
     except ImportError:
         raise WfbenchError(INSTALL_HINT) from None
-    try:
-        from cuda.core import Stream
-    except ImportError:  # cuda-core < 0.4
-        from cuda.core.experimental import Stream  # type: ignore[no-redef]
 
     def make(go: Callable[[Any], None]) -> Callable[[Any], None]:
         streams: dict[int, Any] = {}
@@ -235,7 +257,7 @@ def run_nvbench(launchers: Mapping[str, Callable[[Any], None]], json_path: Path,
                 handle = int(launch.get_stream().__cuda_stream__()[1])
                 stream = streams.get(handle)
                 if stream is None:
-                    stream = streams[handle] = Stream.from_handle(handle)
+                    stream = streams[handle] = device.wrap_stream(handle)
                 go(stream)
 
             state.exec(once)
@@ -251,8 +273,8 @@ def run_nvbench(launchers: Mapping[str, Callable[[Any], None]], json_path: Path,
     json_path.parent.mkdir(parents=True, exist_ok=True)
     try:
         # --timeout bounds a benchmark whose noise stays above nvbench's stopping criterion (default 15 s)
-        bench.run_all_benchmarks(["wfbench-crosscheck", "--devices", str(device), "--timeout", "5", "--quiet",
-                                  "--json", str(json_path)])
+        bench.run_all_benchmarks(["wfbench-crosscheck", "--devices", str(device.ordinal), "--timeout", "5",
+                                  "--quiet", "--json", str(json_path)])
     except Exception as exc:  # noqa: BLE001 - nvbench's own error, in one line
         raise WfbenchError(f"nvbench failed: {type(exc).__name__}: {exc}") from None
     try:
@@ -273,11 +295,9 @@ def crosscheck(bundle: Path, *, registry: Any, case_ids: Sequence[str] = (), aga
     disagreement is the timers' and not the buffers' placement. Outputs are not checked here (``wfbench
     run`` does that); a CUDA error is one line naming the case.
     """
-    from wfbench_core.build.compile import compile_cuda, cuda_compiler
+    from wfbench_core.build.compile import cuda_compiler
+    from wfbench_core.gpu.device import Device
     from wfbench_core.build.prepare import prepare
-    from wfbench_core.gpu.gpu_rounds import CudaRounds, TimingSetup
-    from wfbench_core.gpu.sampling import sample_case, zero_offsets
-    from wfbench_core.gpu.timer import CudaEventTimer
 
     manifest, prepared = prepare(bundle, registry, case_ids)
     if manifest.labels:
@@ -286,57 +306,78 @@ def crosscheck(bundle: Path, *, registry: Any, case_ids: Sequence[str] = (), aga
         raise WfbenchError(f"{bundle}: no case to cross-check")
     if against is not None and small:
         raise WfbenchError("--against compares a stored run's canonical sizes; it cannot be used with --small")
-    one_placement = attrs.evolve(protocol, placements=1)
-    timer = CudaEventTimer(one_placement)
-    arch = timer.arch()
+    device = Device().open()
     cuda = cuda_compiler(cuda_compiler_kind)
     wfbench_us: dict[str, dict[str, dict[str, float]]] = (
         medians_from_result(against, [p.case.id for p in prepared]) if against is not None else {})
     launchers: dict[str, Callable[[Any], None]] = {}
+    floors: dict[str, float] = {}  # case -> launch floor in events mode
     keep: list[Any] = []
     for prep in prepared:
         case = small_case(prep.case) if small else prep.case
-        config = "check" if small else "canonical"  # whose PTX is timed (small: the check sizes' build)
         if against is not None and case.id not in wfbench_us:
             raise WfbenchError(f"case {case.id} has no timed paired result in the --against run")
-        ptx = {"wf": prep.files[config].wf_ptx,
-               "cuda": compile_cuda(prep.files[config].cuda_source, case_id=f"{case.id}[{config}]", arch=arch,
-                                    compiler=cuda).ptx}
-        kernels = {}
-        for label, name in (("wf", case.wf_kernel), ("cuda", case.cuda_kernel)):
-            module, fn = timer.load(label, ptx[label], name, case_id=case.id)
-            keep.append(module)
-            kernels[label] = fn
-        inputs = case.make_inputs("canonical")
-        with timer._faults(case.id, "canonical", "", "timing"):
-            rounds = CudaRounds(timer, TimingSetup(case, kernels, inputs, case.make_reference(inputs, "canonical")),
-                                TIMING_EVENTS)
-            rounds.place(0, zero_offsets)  # the placement sample_case makes with placements=1
-            keep.append(rounds)
-            for mode in (modes if against is None else ()):
-                progress(f"{case.id}: wfbench, {mode} mode{' (check sizes)' if small else ''}")
-                rounds.mode = mode
-                timer.protocol = attrs.evolve(one_placement, timing_mode=mode)
-                sampled = sample_case(rounds, list(kernels), timer.protocol, reference="cuda")
-                for label, values in sampled.samples_us.items():
-                    wfbench_us.setdefault(case.id, {}).setdefault(label, {})[mode] = float(np.median(values))
+        rounds = _case_rounds(device, prep, case, small, cuda, protocol.rotation)
+        keep.append(rounds)
+        for mode in (modes if against is None else ()):
+            progress(f"{case.id}: wfbench, {mode} mode{' (check sizes)' if small else ''}")
+            wfbench_us.setdefault(case.id, {}).update(
+                _medians(rounds, attrs.evolve(protocol, placements=1, timing_mode=mode), case.id, device))
+        floors[case.id] = _floor(rounds, case.id, device)
         geo = case.launch(case.sizes["canonical"])
-        cfg = timer._LaunchConfig(grid=geo.grid, block=geo.block, shmem_size=geo.shared_bytes)
-        for label, fn in kernels.items():
-            launchers[bench_name(case.id, label)] = _rotating(timer._launch, cfg, fn.kernel, rounds.set_args)
+        config = device.config(geo.grid, geo.block, geo.shared_bytes)
+        for label, kernel in rounds.setup.kernels.items():
+            launchers[bench_name(case.id, label)] = _rotating(device, kernel, config, rounds.set_args)
     progress(f"nvbench: timing {len(launchers)} kernels")
-    device = int(timer._ctx.device.id)
     nv = run_nvbench(launchers, json_path, device)
     del keep
-    return compare(wfbench_us, nv)
+    return compare(wfbench_us, nv, floors)
 
 
-def _rotating(launch: Any, cfg: Any, kernel: Any, set_args: Sequence[Sequence[Any]]) -> Callable[[Any], None]:
+def _case_rounds(device: Device, prep: Any, case: Any, small: bool, cuda: Any, rotation: int) -> Any:
+    """Both sides of a case loaded and bound to one placement at offset 0 (the one ``placements=1`` makes)."""
+    from wfbench_core.build.compile import compile_cuda
+    from wfbench_core.gpu.gpu_rounds import CudaRounds, TimingSetup
+    from wfbench_core.gpu.sampling import zero_offsets
+
+    config = "check" if small else "canonical"  # whose PTX is timed (small: the check sizes' build)
+    ptx = {"wf": prep.files[config].wf_ptx,
+           "cuda": compile_cuda(prep.files[config].cuda_source, case_id=case.key(config), arch=device.arch(),
+                                compiler=cuda).ptx}
+    kernels = {label: device.load(ptx[label], name, case_id=case.id, label=label)
+               for label, name in (("wf", case.wf_kernel), ("cuda", case.cuda_kernel))}
+    inputs = case.make_inputs("canonical")
+    with device.faults(case.id, "canonical", "", "timing"):
+        rounds = CudaRounds(device, TimingSetup(case, kernels, inputs, case.make_reference(inputs, "canonical")),
+                            TIMING_EVENTS, rotation=rotation)
+        rounds.place(0, zero_offsets)
+    return rounds
+
+
+def _medians(rounds: Any, protocol: TimingProtocol, case_id: str, device: Device) -> dict[str, dict[str, float]]:
+    """wfbench's median per side in ``protocol.timing_mode``, sampled on the rounds' one placement."""
+    from wfbench_core.gpu.sampling import sample_case
+    from wfbench_core.record.stats import median
+
+    rounds.mode = protocol.timing_mode
+    with device.faults(case_id, "canonical", "", "timing"):
+        sampled = sample_case(rounds, list(rounds.setup.kernels), protocol, reference="cuda")
+    return {label: {protocol.timing_mode: median(values)} for label, values in sampled.samples_us.items()}
+
+
+def _floor(rounds: Any, case_id: str, device: Device) -> float:
+    """The launch floor in events mode: an empty kernel launched back to back, as nvbench's batch launches."""
+    rounds.mode = TIMING_EVENTS
+    with device.faults(case_id, "canonical", "", "timing"):
+        return float(rounds.launch_floor_us())
+
+
+def _rotating(device: Device, kernel: Any, config: Any, set_args: Sequence[Sequence[Any]]) -> Callable[[Any], None]:
     """nvbench's launch of one kernel: each call on the next of the placement's buffer sets, as wfbench's."""
     sets = itertools.cycle(list(set_args))
 
     def go(stream: Any) -> None:
-        launch(stream, cfg, kernel, *next(sets))
+        device.launch(kernel, config, next(sets), stream=stream)
 
     return go
 

@@ -23,6 +23,7 @@ from wfbench_core.build.prepare import Prepared, prepare_all
 from wfbench_core.case import Case
 from wfbench_core.errors import WfbenchError
 from wfbench_core.gpu.nvml import mark_host
+from wfbench_core.gpu.outcome import error_result as _error_result, merge_repeats
 from wfbench_core.discover.registry import Registry
 from wfbench_core.record.request import ExecuteRequest
 from wfbench_core.record.results import ERROR, MODE_AA, SCHEMA_VERSION, CaseResult, RunResult, Source, write_result
@@ -179,6 +180,8 @@ class Supervisor:
         self.replies: Optional[Lines] = None
         self.quiet_limit_s = watchdog.quiet_limit_s(request.protocol.max_case_s)
         self.upcoming: list[str] = []  # the cases still to run in this pass: a new worker compiles their CUDA ahead
+        #: what the run's first worker measured (Init's yardstick fields): later ones judge cases by it
+        self.yardsticks: dict[str, Optional[float]] = {}
 
     # -- process handling -------------------------------------------------------------------------
 
@@ -266,13 +269,16 @@ class Supervisor:
     def start(self, copy: bool = False) -> msg.Ready:
         """Start a worker; the first one also reads the GPU (and the copy yardstick)."""
         self._spawn()
-        self._send(msg.Init(str(self.bundle), self.request, copy, tuple(self.upcoming)))
+        self._send(msg.Init(str(self.bundle), self.request, copy, tuple(self.upcoming), **self.yardsticks))
         try:
             ready = self._await(msg.Ready)
         except _Lost as lost:
             raise WfbenchError(f"the GPU worker did not start: {lost}") from None
         if isinstance(ready, msg.CaseError):  # pragma: no cover - a worker answers Init with Ready or Fatal
             raise WfbenchError(f"the GPU worker did not start: {ready.message}")
+        if copy:
+            env = ready.environment
+            self.yardsticks = {"copy_gbps": env.copy_gbps, "fp64_peak_gflops": env.fp64_peak_gflops}
         return ready
 
     def run_case(self, case_id: str, variants: dict[str, Prepared]) -> list[CaseResult]:
@@ -296,52 +302,6 @@ class Supervisor:
         if any(r.status == ERROR for r in reply.results):
             self._kill()  # a CUDA error may have left the context unusable: the next case gets a fresh one
         return list(reply.results)
-
-
-def merge_repeats(passes: list[list[CaseResult]], unstable_noise: float) -> list[CaseResult]:
-    """One result per case from ``--repeat`` passes, each made in a fresh process.
-
-    A case that failed or could not run in any pass is that pass's result. Otherwise the passes' samples
-    are pooled, their placements numbered on across passes (so the interval of the gap covers what changes
-    between processes too), and each pass's own gap is kept in ``timing.repeat_gaps``.
-    """
-    if len(passes) == 1:
-        return list(passes[0])
-    from wfbench_core.contracts import Measurement
-    from wfbench_core.record.results import FAILED, Costs
-    from wfbench_core.gpu.worker import timed_status
-
-    by_pass = [{(r.id, r.compiler_label): r for r in p} for p in passes]
-    out = []
-    for key in dict.fromkeys(k for p in by_pass for k in p):
-        runs = [(n, p[key]) for n, p in enumerate(by_pass) if key in p]
-        bad = next(((n, r) for n, r in runs if r.status in (FAILED, ERROR) or r.timing is None), None)
-        if bad is not None:
-            n, r = bad
-            out.append(attrs.evolve(r, message=f"repeat {n + 1} of {len(passes)}: {r.message}"))
-            continue
-        timings = [r.timing for _, r in runs]
-        placement_of: list[int] = []
-        for t in timings:
-            where = t.placement_of or (0,) * len(t.warpforth.samples_us)
-            base = max(placement_of) + 1 if placement_of else 0
-            placement_of.extend(base + w for w in where)
-        throttled = [t.nvml for t in timings if t.throttled]
-        m = Measurement(
-            passed=True, message="", checks=(), kernel_attrs={}, costs=Costs(),
-            samples_us={"wf": tuple(x for t in timings for x in t.warpforth.samples_us),
-                        "cuda": tuple(x for t in timings for x in t.cuda.samples_us)},
-            first=tuple(x for t in timings for x in t.order), launches_per_sample=timings[0].launches_per_sample,
-            warmup_busy_s=sum(t.warmup_busy_s for t in timings), clocks_sm_mhz=tuple(c for t in timings for c in t.clocks_sm_mhz),
-            placement_of=tuple(placement_of), placement_seed=timings[0].placement_seed,
-            short_retakes=sum(t.short_retakes for t in timings), stop_reason=timings[-1].stop_reason,
-            timing_mode=timings[0].timing_mode, nvml=throttled[0] if throttled else timings[0].nvml,
-        )
-        first = runs[0][1]
-        fields = timed_status(m, "wf", work_bytes=first.work_bytes, work_flops=first.work_flops,
-                              unstable_noise=unstable_noise, repeat_gaps=tuple(t.gap for t in timings))
-        out.append(attrs.evolve(first, **fields))
-    return out
 
 
 class InProcess(Supervisor):
@@ -402,13 +362,6 @@ class _Lost(Exception):
     def __init__(self, message: str, hang: bool = False) -> None:
         super().__init__(message)
         self.hang = hang
-
-
-def _error_result(case_id: str, case: Case | None, plugin: str, label: str, mode: str, why: str) -> CaseResult:
-    """A case that was not checked or timed (it did not compile, or the suite budget was spent)."""
-    return CaseResult(id=case_id, version=case.version if case else 0, priority=case.priority if case else "",
-                      fingerprint=case.fingerprint() if case else "", status=ERROR, mode=mode, message=why,
-                      plugin=plugin, compiler_label=label)
 
 
 def _one_line(r: CaseResult) -> str:

@@ -1,0 +1,480 @@
+"""Correctness: poison, launch, read back, compare; the checks a case passes before and after it is timed.
+
+Per configuration (``check`` then ``canonical``) and per side, into the side's own output buffers poisoned
+first (a NaN with a payload no arithmetic produces for floats, a sentinel for integers): compare with the
+numpy reference (integers exactly, as integers; elements still holding the poison are reported as never
+written, apart from value errors); re-poison and launch a second time and require the same bits
+(idempotence: every launch writes every element, and the same values); compare the sides with each other.
+After timing, each side's outputs are re-poisoned and each side is launched once more and compared with the
+reference again. Every failed check is one line (:func:`describe_check`).
+
+Everything GPU-side goes through :class:`wfbench_core.gpu.device.Device`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import math
+import sys
+import time
+from typing import Any, Callable, Iterator, Mapping, MutableMapping, Sequence
+
+import attrs
+import numpy as np
+
+from wfbench_core.gpu import watchdog
+from wfbench_core.case import Case
+from wfbench_core.contracts import Side
+from wfbench_core.gpu.device import Device, Kernel
+from wfbench_core.build.faults import side_name
+from wfbench_core.record.results import Check
+
+INT_SENTINEL = 0x5A5A5A5A5A5A5A5A
+
+
+def _float_dtype(dtype: np.dtype) -> bool:
+    return np.issubdtype(dtype, np.floating)
+
+
+# Poison written into every output before a launch: a NaN with a payload no arithmetic produces (floats),
+# or the sentinel truncated to the width (integers). An element still holding it was never written.
+_FLOAT_POISON_BITS = {8: 0x7FFA5A5A5A5A5A5A, 4: 0x7FDA5A5A, 2: 0x7E5A}
+
+
+def poison_value(dtype: np.dtype | str) -> np.ndarray:
+    """The poison of a dtype as a one-element array (bit-exact)."""
+    dtype = np.dtype(dtype)
+    if _float_dtype(dtype):
+        bits = np.array([_FLOAT_POISON_BITS[dtype.itemsize]], dtype=f"u{dtype.itemsize}")
+        return bits.view(dtype)
+    return np.array([INT_SENTINEL], dtype=np.uint64).view(np.int64).astype(dtype)
+
+
+def poison_name(dtype: np.dtype | str) -> str:
+    dtype = np.dtype(dtype)
+    return "NaN poison" if _float_dtype(dtype) else f"sentinel {int(poison_value(dtype)[0]):#x}"
+
+
+def _bits(a: np.ndarray) -> np.ndarray:
+    a = np.ascontiguousarray(a)
+    return a.view(f"u{a.dtype.itemsize}") if a.dtype.itemsize in (1, 2, 4, 8) else a
+
+
+def never_written(got: np.ndarray, want: np.ndarray | None = None) -> np.ndarray:
+    """Mask of the elements of ``got`` that still hold the poison (and that the reference does not hold)."""
+    mask = _bits(got) == _bits(poison_value(got.dtype))[0]
+    if want is not None and want.dtype == got.dtype and want.shape == got.shape:
+        mask &= _bits(want) != _bits(poison_value(want.dtype))[0]
+    return mask.ravel()
+
+
+@attrs.frozen
+class Comparison:
+    """One output against its expected value. Error sizes are over the written, finite elements only."""
+
+    passed: bool
+    max_abs_err: float
+    max_rel_err: float
+    mismatches: int  # outside tolerance, unwritten and non-finite elements included
+    total: int
+    unwritten: int = 0  # still holding the poison
+    nonfinite: int = 0  # written, NaN or inf where the expected value is finite
+
+    def check(self, config: str, side: str, what: str, output: str) -> Check:
+        return Check(config, side, what, output, self.passed, _json_float(self.max_abs_err),
+                     _json_float(self.max_rel_err), self.mismatches, self.total, self.unwritten, self.nonfinite)
+
+
+def compare(got: np.ndarray, want: np.ndarray, rtol: float, atol: float, *, poison: bool = True) -> Comparison:
+    """Elementwise ``|got-want| <= atol + rtol*|want|``.
+
+    Integer outputs are compared as integers (exactly: an int64 off by one above 2**53 is a mismatch at
+    tolerance 0). NaN or inf in ``got`` where ``want`` is finite is a mismatch. With ``poison``, elements
+    of ``got`` still holding the poison are counted as never written, apart from value errors.
+    """
+    total = int(max(np.size(got), np.size(want)))
+    if got.shape == want.shape and got.dtype == want.dtype and np.array_equal(got, want):
+        return Comparison(True, 0.0, 0.0, 0, total)  # identical: the common case, and cheap on large outputs
+    if got.shape != want.shape:
+        return Comparison(False, math.inf, math.inf, total, total)
+    unwritten = never_written(got, want) if poison else np.zeros(got.size, dtype=bool)
+    written = ~unwritten
+    g, w = np.ravel(got), np.ravel(want)
+    with np.errstate(all="ignore"):
+        if np.issubdtype(g.dtype, np.integer) and np.issubdtype(w.dtype, np.integer):
+            gi, wi = g.astype(np.int64), w.astype(np.int64)
+            # |g - w| exactly, in uint64 (wraps correctly for any two int64 values)
+            diff_u = np.where(gi >= wi, gi.view(np.uint64) - wi.view(np.uint64),
+                              wi.view(np.uint64) - gi.view(np.uint64))
+            if rtol == 0 and atol == 0:
+                bad = gi != wi
+            else:
+                bad = (gi != wi) & ~(diff_u.astype(np.float64) <= atol + rtol * np.abs(wi.astype(np.float64)))
+            diff = diff_u.astype(np.float64)
+            wabs = np.abs(wi.astype(np.float64))
+            nonfinite = np.zeros(g.size, dtype=bool)
+        else:
+            gf, wf = g.astype(np.float64), w.astype(np.float64)
+            diff = np.abs(gf - wf)
+            wabs = np.abs(wf)
+            bad = ~(diff <= atol + rtol * wabs)  # NaN compares False -> bad
+            nonfinite = ~np.isfinite(gf) & np.isfinite(wf)
+        bad |= unwritten
+        nonfinite &= written
+        sized = written & np.isfinite(diff)  # the error size is over written, finite elements
+        d = diff[sized]
+        max_abs = float(d.max()) if d.size else 0.0
+        r = np.where(wabs[sized] > 0, d / np.where(wabs[sized] > 0, wabs[sized], 1.0), np.where(d > 0, np.inf, 0.0))
+        max_rel = float(r.max()) if r.size else 0.0
+    n_bad = int(bad.sum())
+    return Comparison(n_bad == 0, max_abs, max_rel, n_bad, total, int(unwritten.sum()), int(nonfinite.sum()))
+
+
+def _json_float(x: float) -> float:
+    # JSON has no inf/NaN; an infinite error is stored as the largest double (shown as "inf", never as a size).
+    return x if math.isfinite(x) else sys.float_info.max
+
+
+def _fmt_err(x: float) -> str:
+    return "inf" if not math.isfinite(x) or x >= sys.float_info.max else f"{x:.3g}"
+
+
+def idempotence(first: np.ndarray, second: np.ndarray) -> Comparison:
+    """The second launch (into re-poisoned outputs) must reproduce the first bit for bit."""
+    if first.shape != second.shape:
+        return Comparison(False, math.inf, math.inf, max(first.size, second.size), max(first.size, second.size))
+    differ = (_bits(first) != _bits(second)).ravel()
+    unwritten = never_written(second) & ~never_written(first)
+    n = int(differ.sum())
+    return Comparison(n == 0, 0.0, 0.0, n, int(first.size), int(unwritten.sum()))
+
+
+_WHAT = {"reference": "differs from the numpy reference", "idempotent": "changes on a second launch",
+         "cross": "WarpForth and CUDA disagree", "after-timing": "is wrong after timing",
+         "left-by-timing": "is wrong as the timed launches left it",
+         "timed-buffers": "is wrong on a verifying launch into the re-poisoned timed buffers",
+         "relaunch": "is wrong when launched again over its own output in the timed buffers"}
+
+
+def describe_check(case: Case, check: Check) -> str:
+    """One line for a failed check: never-written elements apart from value errors and their real size."""
+    tol = case.tolerances.get(check.output)
+    out = next((p for p in case.outputs if p.name == check.output), None)
+    poison = poison_name(out.dtype) if out is not None and out.dtype else "poison"
+    side = check.side
+    if "~" in side:
+        side = " vs ".join(side_name(s) for s in side.split("~"))
+    else:
+        side = side_name(side)
+    head = f"{case.key(check.config)} {side}: output {check.output}"
+    if check.placement is not None:
+        head += f" of timed placement {check.placement} (buffer set {check.buffer_set})"
+    if check.what == "idempotent":
+        text = (f"{head} changes on a second launch into re-poisoned outputs: {check.mismatches} of "
+                f"{check.total} elements differ")
+        if check.unwritten:
+            text += f" ({check.unwritten} not written by the second launch)"
+        return text
+    parts = []
+    if check.unwritten:
+        parts.append(f"{check.unwritten} of {check.total} elements never written (still hold the {poison})")
+    wrong = check.mismatches - check.unwritten
+    if wrong > 0:
+        written = check.total - check.unwritten
+        tol_s = f" (rtol {tol.rtol:g}, atol {tol.atol:g})" if tol else ""
+        text = f"{wrong} of {written} written elements outside tolerance{tol_s}"
+        if check.nonfinite:
+            text += f", {check.nonfinite} of them NaN or inf"
+        if wrong > check.nonfinite:
+            text += f", max abs err {_fmt_err(check.max_abs_err)}, max rel err {_fmt_err(check.max_rel_err)}"
+        parts.append(text)
+    if not parts:  # shapes differ
+        parts.append(f"{check.mismatches} of {check.total} elements outside tolerance")
+    return f"{head} {_WHAT[check.what]}: " + "; ".join(parts)
+
+
+def describe_failures(case: Case, failed: Sequence[Check]) -> str:
+    more = f"; {len(failed) - 1} more failed checks" if len(failed) > 1 else ""
+    return describe_check(case, failed[0]) + more
+
+
+
+
+# -- the protocol on a device -------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def spent(costs: MutableMapping[str, float], key: str) -> Iterator[None]:
+    """Add the wall time of the block to ``costs[key]``."""
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        costs[key] = costs.get(key, 0.0) + time.perf_counter() - t0
+
+
+@attrs.frozen
+class Checked:
+    """One configuration after its checks: each side's loaded kernel, the inputs (host) and reference outputs,
+    each side's checked output, and a launch of each side into its own output buffers (for the checks after
+    timing)."""
+
+    config: str
+    kernels: Mapping[str, Kernel]
+    inputs: Mapping[str, Any]
+    want: Mapping[str, np.ndarray]
+    got: Mapping[str, Mapping[str, np.ndarray]]
+    own: Mapping[str, tuple[Callable[[], None], Mapping[str, Any]]]
+
+
+class Checker:
+    """Launches sides into poisoned outputs and compares what they wrote (see the module docstring)."""
+
+    def __init__(self, device: Device) -> None:
+        self.device = device
+        self._launch_s: dict[str, float] = {}  # slowest single launch seen, per configuration (watchdog)
+
+    def poison(self, outs: Mapping[str, Any], want: Mapping[str, np.ndarray]) -> None:
+        """Fill every output buffer with the poison of its dtype (see :func:`poison_value`)."""
+        for name, buf in outs.items():
+            self.device.copy_in(buf, np.full(want[name].shape, poison_value(want[name].dtype)[0],
+                                             dtype=want[name].dtype))
+
+    def run_once(self, go: Callable[[], None], outs: Mapping[str, Any], want: Mapping[str, np.ndarray],
+                 what: str = "a launch", config: str = "") -> dict[str, np.ndarray]:
+        """Poison the outputs, launch once, wait (under the watchdog), and read the outputs back.
+
+        The wait's expected time is the slowest launch of this configuration seen so far (none yet: the
+        watchdog's floor applies).
+        """
+        self.poison(outs, want)
+        seen = self._launch_s.setdefault(config, 0.0)
+        t0 = time.perf_counter()
+        with watchdog.guard(what, seen):
+            go()
+            self.device.synchronize()
+        self._launch_s[config] = max(seen, time.perf_counter() - t0)
+        return self.device.read(outs)
+
+    def check_config(self, case: Case, sides: Sequence[Side], config: str, reference_label: str,
+                     costs: MutableMapping[str, float]) -> tuple[list[Check], Checked]:
+        """Load every side for ``config``, launch each twice into its own poisoned outputs, compare each with
+        the reference and with the reference side; the wall time of each step is added to ``costs``."""
+        device = self.device
+        with spent(costs, "load_s"):
+            kernels = {s.label: device.load(s.ptx[config], s.kernel, case_id=case.id, config=config, label=s.label)
+                       for s in sides}
+        with spent(costs, "inputs_s"):
+            inputs = case.make_inputs(config)
+        with spent(costs, "reference_s"):
+            want = case.make_reference(inputs, config)
+        with spent(costs, "alloc_copy_s"), device.faults(case.id, config, "", "allocate"):
+            dev_in = {p.name: device.to_device(inputs[p.name]) for p in case.params if p.kind == "ptr" and not p.output}
+            outs = {s.label: {p.name: device.empty(want[p.name].shape, want[p.name].dtype) for p in case.outputs}
+                    for s in sides}
+            device.synchronize()
+        scalars = {p.name: inputs[p.name] for p in case.params if p.kind != "ptr"}
+        own = {s.label: (device.case_launcher(kernels[s.label], case, config,
+                                              device.args(case, {**dev_in, **outs[s.label]}, scalars)), outs[s.label])
+               for s in sides}
+        checks: list[Check] = []
+        got: dict[str, dict[str, np.ndarray]] = {}
+        with spent(costs, "correctness_s"):
+            for s in sides:
+                got[s.label] = self._twice(case, config, s.label, kernels[s.label], own[s.label], want, checks)
+            for s in sides:
+                if s.label != reference_label:
+                    checks.extend(_cross(case, config, s.label, reference_label, got))
+        return checks, Checked(config, kernels, inputs, want, got, own)
+
+    def _twice(self, case: Case, config: str, label: str, kernel: Kernel,
+               own: tuple[Callable[[], None], Mapping[str, Any]], want: Mapping[str, np.ndarray],
+               checks: list[Check]) -> dict[str, np.ndarray]:
+        """Launch one side twice into re-poisoned outputs: reference and idempotence checks; its first output."""
+        go, outs = own
+        what = f"{case.key(config)} {label} launch"
+        with self.device.faults(case.id, config, label, "launch", kernel, case.launch(case.sizes[config])):
+            first = self.run_once(go, outs, want, what, config)
+            second = self.run_once(go, outs, want, what + " (again)", config)
+        for p in case.outputs:
+            tol = case.tolerances[p.name]
+            checks.append(compare(first[p.name], want[p.name], tol.rtol, tol.atol)
+                          .check(config, label, "reference", p.name))
+            checks.append(idempotence(first[p.name], second[p.name]).check(config, label, "idempotent", p.name))
+        return first
+
+    def after_timing(self, case: Case, checked: Checked) -> list[Check]:
+        """After timing: re-poison each side's own outputs, launch it once, compare it to the reference.
+
+        Catches a kernel whose output depends on what timing left in memory (or on launch count).
+        """
+        checks = []
+        for label, (go, outs) in checked.own.items():
+            with self.device.faults(case.id, checked.config, label, "launch after timing"):
+                after = self.run_once(go, outs, checked.want, f"{case.key(checked.config)} {label} launch after "
+                                      f"timing", checked.config)
+            for p in case.outputs:
+                tol = case.tolerances[p.name]
+                checks.append(compare(after[p.name], checked.want[p.name], tol.rtol, tol.atol)
+                              .check(checked.config, label, "after-timing", p.name))
+        return checks
+
+    def launch_once(self, case: Case, config: str, side: Side) -> dict[str, np.ndarray]:
+        """Load one side's PTX, launch it once on the configuration's inputs into poisoned outputs, return them.
+
+        The smallest complete use of a kernel (what ``compute-sanitizer`` watches in ``wfbench_core.gpu.sanitize``).
+        """
+        device = self.device
+        kernel = device.load(side.ptx[config], side.kernel, case_id=case.id, config=config, label=side.label)
+        inputs = case.make_inputs(config)
+        want = case.make_reference(inputs, config)
+        with device.faults(case.id, config, "", "allocate"):
+            bufs = {p.name: device.to_device(inputs[p.name]) for p in case.params if p.kind == "ptr" and not p.output}
+            outs = {p.name: device.empty(want[p.name].shape, want[p.name].dtype) for p in case.outputs}
+        scalars = {p.name: inputs[p.name] for p in case.params if p.kind != "ptr"}
+        go = device.case_launcher(kernel, case, config, device.args(case, {**bufs, **outs}, scalars))
+        with device.faults(case.id, config, side.label, "launch", kernel, case.launch(case.sizes[config])):
+            return self.run_once(go, outs, want, f"{case.key(config)} {side.label} launch", config)
+
+
+def _cross(case: Case, config: str, label: str, reference_label: str,
+           got: Mapping[str, Mapping[str, np.ndarray]]) -> list[Check]:
+    """Side ``label`` against the reference side, output by output, under the case's tolerances."""
+    checks = []
+    for p in case.outputs:
+        tol = case.tolerances[p.name]
+        checks.append(compare(got[label][p.name], got[reference_label][p.name], tol.rtol, tol.atol)
+                      .check(config, f"{label}~{reference_label}", "cross", p.name))
+    return checks
+
+
+# -- the timed buffers --------------------------------------------------------------------------------------
+
+DIFFER_KERNEL = "wfbench_differ"
+DIFFER_BLOCK = 256
+# count the 32-bit words in which a and b differ (one atomic add per thread that found any)
+DIFFER_PTX = """\
+.version 7.5
+.target sm_75
+.address_size 64
+
+.visible .entry wfbench_differ(.param .u64 a, .param .u64 b, .param .u64 words, .param .u64 count)
+{
+    .reg .pred  %p<4>;
+    .reg .b32   %r<8>;
+    .reg .b64   %rd<16>;
+
+    ld.param.u64    %rd1, [a];
+    ld.param.u64    %rd2, [b];
+    ld.param.u64    %rd3, [words];
+    ld.param.u64    %rd4, [count];
+    mov.u32         %r1, %ctaid.x;
+    mov.u32         %r2, %ntid.x;
+    mov.u32         %r3, %tid.x;
+    mov.u32         %r4, %nctaid.x;
+    mul.wide.u32    %rd5, %r1, %r2;
+    cvt.u64.u32     %rd6, %r3;
+    add.u64         %rd5, %rd5, %rd6;
+    mul.wide.u32    %rd7, %r4, %r2;
+    mov.u64         %rd8, 0;
+$L_loop:
+    setp.ge.u64     %p1, %rd5, %rd3;
+    @%p1 bra        $L_done;
+    shl.b64         %rd9, %rd5, 2;
+    add.u64         %rd10, %rd1, %rd9;
+    add.u64         %rd11, %rd2, %rd9;
+    ld.global.u32   %r5, [%rd10];
+    ld.global.u32   %r6, [%rd11];
+    setp.ne.u32     %p2, %r5, %r6;
+    @%p2 add.u64    %rd8, %rd8, 1;
+    add.u64         %rd5, %rd5, %rd7;
+    bra             $L_loop;
+$L_done:
+    setp.eq.u64     %p3, %rd8, 0;
+    @%p3 bra        $L_end;
+    atom.global.add.u64 %rd12, [%rd4], %rd8;
+$L_end:
+    ret;
+}
+"""
+
+
+class WrongOnTimedBuffers(Exception):
+    """The outputs of a timed placement are wrong: the case fails with this check (not timed)."""
+
+    def __init__(self, check: Check) -> None:
+        super().__init__(f"{check.side}: output {check.output} is wrong on timed placement {check.placement}")
+        self.check = check
+
+
+class TimedBuffers:
+    """Verifies the outputs of the buffers that were timed, on the device.
+
+    Each side's output from the correctness phase (checked against the reference, and bit-identical on a
+    second launch) is kept on the device; a timed buffer set's output is compared with it word for word by a
+    small kernel. Only where the bits differ is the output read back and compared with the reference under
+    the case's tolerance (a kernel may round differently at another address and still be right). A wrong
+    output raises :class:`WrongOnTimedBuffers` naming the placement and buffer set.
+    """
+
+    def __init__(self, device: Device, case: Case, want: Mapping[str, np.ndarray],
+                 good: Mapping[str, Mapping[str, np.ndarray]]) -> None:
+        self.device, self.case, self.want = device, case, want
+        # as the timed buffers hold them: flat, in each output parameter's type
+        flat = {p.name: np.ascontiguousarray(want[p.name], dtype=p.dtype).reshape(-1) for p in case.outputs}
+        self._poison = {name: device.to_device(np.full(w.size, poison_value(w.dtype)[0], dtype=w.dtype))
+                        for name, w in flat.items()}
+        self._good = {label: {name: device.to_device(np.ascontiguousarray(out[name], dtype=flat[name].dtype)
+                                                     .reshape(-1)) for name in flat}
+                      for label, out in good.items()}
+        self._count = device.empty(1, np.uint64)
+        self._zero = np.zeros(1, dtype=np.uint64)
+        self._kernel = device.load(DIFFER_PTX, DIFFER_KERNEL, case_id=case.id, label="check")
+        self.launches: dict[str, int] = dict.fromkeys(good, 0)  # verifying launches of each side
+        device.synchronize()
+
+    def poison(self, outs: Mapping[str, Any]) -> None:
+        """Overwrite a buffer set's outputs with the poison (device to device)."""
+        for name, buf in outs.items():
+            self.device.copy_in(buf, self._poison[name])
+
+    def verify_launch(self, go: Callable[[], None], outs: Mapping[str, Any], label: str, *, placement: int,
+                      buffer_set: int) -> None:
+        """Re-poison the outputs, launch side ``label`` once (``go``) and check what it wrote; then launch it
+        again over its own output and check again (a kernel right only on a poisoned output fails there)."""
+        self.poison(outs)
+        for what in ("timed-buffers", "relaunch"):
+            go()
+            self.launches[label] += 1
+            self.expect(outs, label, placement=placement, buffer_set=buffer_set, what=what)
+
+    def expect(self, outs: Mapping[str, Any], label: str, *, placement: int, buffer_set: int,
+               what: str = "left-by-timing") -> None:
+        """The outputs hold what side ``label`` wrote in the correctness phase, or are right within tolerance."""
+        for name, buf in outs.items():
+            if self._differ(buf, self._good[label][name]) == 0:
+                continue
+            got = self.device.read({name: buf})[name].reshape(self.want[name].shape)
+            tol = self.case.tolerances[name]
+            check = compare(got, self.want[name], tol.rtol, tol.atol).check("canonical", label, what, name)
+            if not check.passed:
+                raise WrongOnTimedBuffers(attrs.evolve(check, placement=placement, buffer_set=buffer_set))
+
+    def _differ(self, a: Any, b: Any) -> int:
+        """Words in which two device buffers differ (1 where the size is not whole words: checked on the host)."""
+        if a.nbytes % 4 or a.nbytes != b.nbytes:
+            return 1
+        device, words = self.device, a.nbytes // 4
+        device.copy_in(self._count, self._zero)
+        blocks = min(math.ceil(words / DIFFER_BLOCK), max(1, 8 * device.sm_count)) or 1
+        args = (ctypes.c_uint64(device.address(a)), ctypes.c_uint64(device.address(b)), ctypes.c_uint64(words),
+                ctypes.c_uint64(device.address(self._count)))
+        device.launch(self._kernel, device.config((blocks, 1, 1), (DIFFER_BLOCK, 1, 1)), args)
+        return int(device.read({"count": self._count})["count"][0])
+
+    def checks(self) -> list[Check]:
+        """One passing check per side and output: how many elements the verifying launches wrote right (a
+        buffer set's output is checked after each launch)."""
+        return [Check("canonical", label, "timed-buffers", name, True, 0.0, 0.0, 0, int(w.size) * n)
+                for label, n in self.launches.items() if n for name, w in self.want.items()]

@@ -1,0 +1,200 @@
+"""How a case's outcome becomes its :class:`~wfbench_core.record.results.CaseResult`: the one module that makes them.
+
+- :func:`case_result`: a case about to be checked and timed (ERROR until something better is known);
+- :func:`error_result`: a case that could not be checked or timed (it did not compile, its worker died, the
+  suite budget was spent);
+- :func:`measured`: a case from its timer's :class:`~wfbench_core.contracts.Measurement`: FAILED with the
+  first failed check, or timed (OK or UNSTABLE) with the :class:`~wfbench_core.record.results.Timing` made whole from
+  the timer's :class:`~wfbench_core.record.results.Sampled` record (:func:`timing_of`);
+- :func:`merge_repeats`: one result per case from the passes of ``--repeat``, their records pooled
+  (:func:`pool`, one rule per field of the record).
+
+The statistics come from :mod:`wfbench_core.record.stats`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional, Sequence
+
+import attrs
+
+from wfbench_core.gpu.plausibility import Yardsticks, implausible, launch_bound, launch_bound_note
+from wfbench_core.record.results import (ERROR, FAILED, FAILING, IMPLAUSIBLE, OK, UNSTABLE, CaseResult, CompileRecord, Sampled,
+                                  Timing)
+from wfbench_core.record.timing_record import sampled_of, sampling_fields
+
+
+def case_result(case: Any, *, mode: str, plugin: str, compiler_label: str = "",
+                compile_wf: Optional[CompileRecord] = None) -> CaseResult:
+    """A case about to be checked and timed: its identity, work and sources; ERROR until it gets further."""
+    work = case.work(case.sizes["canonical"])
+    return CaseResult(
+        id=case.id, version=case.version, priority=case.priority, fingerprint=case.fingerprint(), status=ERROR,
+        mode=mode, metric=case.metric, work_bytes=work.bytes, work_flops=work.flops,
+        cuda_source_sha256=case.cuda_source_sha256(),
+        warpforth_source_sha256=compile_wf.source_sha256 if compile_wf else "", plugin=plugin,
+        compiler_label=compiler_label, compile_wf=compile_wf,
+    )
+
+
+def error_result(case_id: str, case: Any, plugin: str, label: str, mode: str, why: str) -> CaseResult:
+    """A case that was not checked or timed (it did not compile, or the suite budget was spent)."""
+    return CaseResult(id=case_id, version=case.version if case else 0, priority=case.priority if case else "",
+                      fingerprint=case.fingerprint() if case else "", status=ERROR, mode=mode, message=why,
+                      plugin=plugin, compiler_label=label)
+
+
+def measured(base: CaseResult, m: Any, side: str, *, unstable_noise: float,
+             yardsticks: Optional[Yardsticks] = None) -> CaseResult:
+    """``base`` with what the timer measured of WarpForth side ``side`` against ``"cuda"``: its checks, kernel
+    attributes and costs, then FAILED (with the first failed check's line), IMPLAUSIBLE (faster than the run's
+    yardsticks allow: the figure, no timing) or timed."""
+    base = attrs.evolve(base, checks=m.checks, attrs_wf=m.kernel_attrs.get(side),
+                        attrs_cuda=m.kernel_attrs.get("cuda"))
+    if not m.passed:
+        return attrs.evolve(base, status=FAILED, message=m.message)
+    if m.sampled is None:
+        return attrs.evolve(base, message=f"{base.id}: the timer passed the case but returned no samples")
+    fields = timed_status(m.sampled, side, work_bytes=base.work_bytes, work_flops=base.work_flops,
+                          unstable_noise=unstable_noise)
+    why = implausible(fields["timing"], work_bytes=base.work_bytes, work_flops=base.work_flops,
+                      yardsticks=yardsticks or Yardsticks())
+    if why:
+        return attrs.evolve(base, status=IMPLAUSIBLE,
+                            message=f"{base.key.at('canonical')} {why}: faster than this GPU can run it; not kept")
+    return attrs.evolve(base, **fields)
+
+
+def timing_of(sampled: Sampled, side: str, *, work_bytes: int, work_flops: int, reference: str = "cuda",
+              repeat_gaps: tuple[float, ...] = ()) -> Timing:
+    """The stored timing of side ``side`` against ``reference``: the record's every field, and the statistics."""
+    from wfbench_core.gpu.nvml import throttled
+    from wfbench_core.record.stats import paired_statistics, rate
+
+    wf, cu = sampled.samples_us[side], sampled.samples_us[reference]
+    where = sampled.placement_of or (0,) * len(wf)
+    figures = paired_statistics(wf, cu, where)
+    timing = Timing(
+        **{**sampling_fields(sampled), "placement_of": tuple(where)}, **figures,
+        gbps_wf=rate(work_bytes, figures["warpforth"].median_us), gbps_cuda=rate(work_bytes, figures["cuda"].median_us),
+        gflops_wf=rate(work_flops, figures["warpforth"].median_us),
+        gflops_cuda=rate(work_flops, figures["cuda"].median_us),
+        throttled=throttled(sampled.nvml), repeat_gaps=repeat_gaps,
+    )
+    return attrs.evolve(timing, launch_bound=launch_bound(timing))
+
+
+def timed_status(sampled: Sampled, side: str, *, work_bytes: int, work_flops: int, unstable_noise: float,
+                 repeat_gaps: tuple[float, ...] = ()) -> dict[str, Any]:
+    """The ``timing``, ``status`` and ``message`` of a correct case from its samples (one home of that rule).
+
+    Used for one worker's measurement and for the samples of ``--repeat`` processes put together.
+    """
+    from wfbench_core.record.stats import is_unstable
+
+    timing = timing_of(sampled, side, work_bytes=work_bytes, work_flops=work_flops, repeat_gaps=repeat_gaps)
+    wf, cu = timing.warpforth, timing.cuda
+    unstable = is_unstable(wf, cu, unstable_noise)
+    notes = [f"noisy: MAD/median {wf.noise:.1%} (WarpForth), {cu.noise:.1%} (CUDA) > {unstable_noise:.0%}"] \
+        if unstable else []
+    if timing.launch_bound:
+        notes.append(launch_bound_note(timing))
+    message = "; ".join(notes)
+    return {"timing": timing, "status": UNSTABLE if unstable else OK, "message": message}
+
+
+# -- --repeat: pooling the passes' records ------------------------------------------------------------------
+
+
+def _first(values: Sequence[Any]) -> Any:
+    return values[0]
+
+
+def _last(values: Sequence[Any]) -> Any:
+    return values[-1]
+
+
+def _sum(values: Sequence[Any]) -> Any:
+    return sum(values)
+
+
+def _joined(values: Sequence[tuple[Any, ...]]) -> tuple[Any, ...]:
+    return tuple(x for v in values for x in v)
+
+
+def _numbered_on(values: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
+    """Placements of each pass numbered on after the previous pass's: the passes' placements stay apart."""
+    out: list[int] = []
+    for where in values:
+        base = max(out) + 1 if out else 0
+        out.extend(base + w for w in where)
+    return tuple(out)
+
+
+def _throttled_first(values: Sequence[Any]) -> Any:
+    """The NVML summary of a pass that throttled (the pooled case is then throttled), else the first pass's."""
+    from wfbench_core.gpu.nvml import throttled
+
+    return next((v for v in values if throttled(v)), values[0])
+
+
+def _median_known(values: Sequence[Optional[float]]) -> Optional[float]:
+    """The median of the passes' values that were measured (None when none was)."""
+    from wfbench_core.record.stats import median
+
+    known = [v for v in values if v is not None]
+    return median(known) if known else None
+
+
+# how each field of the timing record is pooled over --repeat passes (a field without a rule is an error)
+POOL: dict[str, Callable[[Sequence[Any]], Any]] = {
+    "launches_per_sample": _first,
+    "warmup_busy_s": _sum,
+    "order": _joined,
+    "clocks_sm_mhz": _joined,
+    "timing_mode": _first,
+    "placement_of": _numbered_on,
+    "placement_seed": _first,
+    "stop_reason": _last,
+    "short_retakes": _sum,
+    "buffer_sets": _first,
+    "gate_retakes": _sum,
+    "nvml": _throttled_first,
+    "launch_floor_us": _median_known,
+    "placement_checks": _sum,
+}
+
+
+def pool(records: Sequence[Sampled]) -> Sampled:
+    """One record from the records of several passes of one case: samples joined, every field by its rule."""
+    labels = list(records[0].samples_us)
+    filled = [attrs.evolve(r, placement_of=r.placement_of or (0,) * len(r.samples_us[labels[0]])) for r in records]
+    fields = {name: POOL[name]([getattr(r, name) for r in filled]) for name in sampling_fields(records[0])}
+    return Sampled(samples_us={label: _joined([r.samples_us[label] for r in filled]) for label in labels}, **fields)
+
+
+def merge_repeats(passes: list[list[CaseResult]], unstable_noise: float) -> list[CaseResult]:
+    """One result per case from ``--repeat`` passes, each made in a fresh process.
+
+    A case that failed or could not run in any pass is that pass's result. Otherwise the passes' samples
+    are pooled, their placements numbered on across passes (so the interval of the gap covers what changes
+    between processes too), and each pass's own gap is kept in ``timing.repeat_gaps``.
+    """
+    if len(passes) == 1:
+        return list(passes[0])
+    by_pass = [{r.key: r for r in p} for p in passes]
+    out = []
+    for key in dict.fromkeys(k for p in by_pass for k in p):
+        runs = [(n, p[key]) for n, p in enumerate(by_pass) if key in p]
+        bad = next(((n, r) for n, r in runs if r.status in FAILING or r.timing is None), None)
+        if bad is not None:
+            n, r = bad
+            out.append(attrs.evolve(r, message=f"repeat {n + 1} of {len(passes)}: {r.message}"))
+            continue
+        timings = [r.timing for _, r in runs if r.timing is not None]
+        first = runs[0][1]
+        fields = timed_status(pool([sampled_of(t) for t in timings]), "wf", work_bytes=first.work_bytes,
+                              work_flops=first.work_flops, unstable_noise=unstable_noise,
+                              repeat_gaps=tuple(t.gap for t in timings))
+        out.append(attrs.evolve(first, **fields))
+    return out
