@@ -57,6 +57,12 @@ def _dim3(value: Any) -> tuple[int, int, int]:
     return dims + (1,) * (3 - len(dims))  # type: ignore[return-value]
 
 
+def _as_tuple(value: Any) -> tuple[Any, ...]:
+    # a Python function, not the builtin: attrs reads a converter's signature, and a builtin's is parsed from
+    # its text signature (the tokenizer's patterns compile on first use, ~10 ms that listing cases would pay)
+    return tuple(value)
+
+
 @attrs.frozen
 class Launch:
     """Launch geometry: grid and block (x, y, z) and dynamic shared memory in bytes."""
@@ -143,7 +149,7 @@ class Case:
     cuda: str
     wf_kernel: str
     cuda_kernel: str
-    params: tuple[Param, ...] = attrs.field(converter=tuple)
+    params: tuple[Param, ...] = attrs.field(converter=_as_tuple)
     sizes: Mapping[str, Mapping[str, int]]
     launch: Callable[[Sizes], Launch] = attrs.field(eq=False, hash=False)
     inputs: Callable[[Sizes, np.random.Generator], Arrays] = attrs.field(eq=False, hash=False)
