@@ -13,6 +13,10 @@ Loaded into the executor's worker process through ``WFBENCH_PLUGINS=fake_gpu`` (
 - ``crash``: the worker process ends with a Python traceback on its standard error (an exception no handler
   catches, as a broken driver binding may raise).
 
+With ``FAKE_GPU_CHAIN_COST`` (a number), a WarpForth kernel whose PTX holds the power study's dependent chain
+(``tools/power_study.py``: ``mov.u32 %ps_r1, K``) is that much slower per iteration (relative), and every
+sample gets 0.05 % noise and every placement (``samples / 2`` of them) a 0.05 % effect, from a fixed seed.
+
 Every worker appends its pid to ``FAKE_GPU_PIDS`` (a file), so tests can see that each one is gone. With
 ``FAKE_GPU_PREFETCH`` (a file), each measurement appends its pid, its case and the cases whose CUDA compile the
 worker still holds prefetched, so tests can see what a new worker compiles ahead.
@@ -21,6 +25,7 @@ worker still holds prefetched, so tests can see what a new worker compiles ahead
 from __future__ import annotations
 
 import os
+import re
 import signal
 import time
 
@@ -44,7 +49,9 @@ class FakeTimer:
                 fh.write(f"{os.getpid()}\n")
 
     def environment(self) -> Environment:
-        return Environment(gpu_name="Fake GPU", gpu_uuid="GPU-fake", compute_capability="9.0")
+        board = os.environ.get("CUDA_VISIBLE_DEVICES", "")  # one board per visible device, as on a real host
+        return Environment(gpu_name="Fake GPU", gpu_uuid=f"GPU-fake-{board}" if board else "GPU-fake",
+                           compute_capability="9.0")
 
     def copy_gbps(self) -> None:
         return None
@@ -77,11 +84,30 @@ class FakeTimer:
             raise WfbenchError(f"{case.key('check')} wf: launch failed: [700] CUDA_ERROR_ILLEGAL_ADDRESS")
         n = self.protocol.samples
         check = Check("check", "wf", "reference", "out", True, 0.0, 0.0, 0, 100)
-        sampled = Sampled(samples_us={s.label: (3.0 if s.label.startswith("wf") else 2.0,) * n for s in sides},
-                          order=tuple(sides[i % len(sides)].label for i in range(n)), launches_per_sample=1)
+        cost = os.environ.get("FAKE_GPU_CHAIN_COST")
+        samples = _costed(sides, n, float(cost)) if cost else {
+            s.label: (3.0 if s.label.startswith("wf") else 2.0,) * n for s in sides}
+        sampled = Sampled(samples_us=samples, order=tuple(sides[i % len(sides)].label for i in range(n)),
+                          launches_per_sample=1, placement_of=tuple(i // 2 for i in range(n)) if cost else ())
         return Measurement(
             passed=True, message="", checks=(check,), kernel_attrs={s.label: KernelAttrs(16, 0, 0, 1024) for s in sides},
             costs=Costs(), sampled=sampled)
+
+
+def _costed(sides, n: int, cost: float) -> dict[str, tuple[float, ...]]:  # type: ignore[no-untyped-def]
+    import zlib
+
+    import numpy as np
+
+    rng = np.random.default_rng(zlib.crc32(" ".join(s.label for s in sides).encode()))
+    placement = np.exp(rng.normal(0.0, 0.0005, (n + 1) // 2))[np.arange(n) // 2]
+    out = {}
+    for s in sides:
+        chain = re.search(r"mov\.u32\s+%ps_r1, (\d+);", s.ptx.get("canonical", ""))
+        slow = 1.0 + cost * int(chain.group(1)) if chain else 1.0
+        base = 3.0 * placement * slow if s.label.startswith("wf") else 2.0 * np.ones(n)
+        out[s.label] = tuple(float(x) for x in base * (1.0 + 0.0005 * rng.standard_normal(n)))
+    return out
 
 
 @hookimpl(tryfirst=True)

@@ -87,7 +87,7 @@ def test_tampered_bundle_is_refused(prebuilt_bundle) -> None:  # type: ignore[no
     ptx.write_text(ptx.read_text() + "\n// edited\n")
     r = invoke("execute", str(bundle), "--validate-only")
     assert r.exit_code == 2
-    assert "axpy_f64: bundle files for 'canonical' do not match the manifest hashes" in one_error_line(r)
+    assert "does not match the hash in the bundle's manifest (case axpy_f64, canonical)" in one_error_line(r)
 
 
 def test_not_a_bundle(tmp_path: Path) -> None:
@@ -95,7 +95,10 @@ def test_not_a_bundle(tmp_path: Path) -> None:
     assert r.exit_code == 2 and "not a wfbench bundle" in one_error_line(r)
     (tmp_path / "manifest.json").write_text("{")
     r = invoke("execute", str(tmp_path), "--validate-only")
-    assert "not valid JSON" in one_error_line(r)
+    assert "manifest.json: not a wfbench bundle manifest (truncated JSON" in one_error_line(r)
+    (tmp_path / "manifest.json").write_text("{x}")
+    r = invoke("execute", str(tmp_path), "--validate-only")
+    assert "manifest.json: not a wfbench bundle manifest (not valid JSON" in one_error_line(r)
 
 
 CHANGED_AXPY = """

@@ -708,3 +708,48 @@ def test_example_history_renders(browser: Any, tmp_path: Path) -> None:
         _artifact(shot)
     finally:
         page.close()
+
+
+# ------------------------------------------------------------------------------------------------------------
+# the Δ column: the verdict of check and compare, never a colour of its own
+
+
+def test_the_change_column_shows_the_verdict_check_and_compare_give(browser: Any, tmp_path: Path) -> None:
+    """The newest run: axpy_f64's gap moved +2.6 % with byte-identical PTX (SAME by rule, neutral, as compare and
+    check say), scale_i64 is new code 10 % slower (SLOWER, red). A base/head run's head is 5 % faster (FASTER)."""
+    from wfbench_core.review import alerts, compare
+
+    h_dir = tmp_path / "h"
+    for n in range(4):
+        add_run(h_dir, synth_run(n, placements=15))
+    newest = synth_run(4, placements=15, run_offset={"axpy_f64": 1.026}, wf_scale={"scale_i64": 1.10})
+    add_run(h_dir, newest)
+    add_run(h_dir, basehead_run(5))
+    h = History.open(h_dir)
+    data = build_data(h)
+    rows = {r["case"]: r for r in data["headline"]["cases"]}
+    report = alerts.check(History.open(h_dir), newest, run_name="r")
+    for f in report.findings:
+        assert rows[f.case_id]["verdict_label"] == f.judged.label
+        assert rows[f.case_id]["change"] == pytest.approx(f.judged.change)
+    assert rows["axpy_f64"]["verdict_label"].startswith("SAME (identical code")
+    assert rows["axpy_f64"]["change"] == pytest.approx(0.026, abs=0.002)
+    assert rows["scale_i64"]["verdict"] == "slower"
+    [cmp] = data["comparisons"]
+    want = compare.compare_labels(basehead_run(5))
+    assert {r["case"]: r["verdict_label"] for r in cmp["rows"]} == {c.case_id: c.verdict.label for c in want.cases}
+    assert {r["verdict"] for r in cmp["rows"]} == {"faster"}
+    page, errors, _ = _open(browser, build_site(h, tmp_path / "site"))
+    try:
+        cells = page.locator("#headline table.cases td.verdict-cell")
+        shown = {cells.nth(i).get_attribute("data-verdict"): (cells.nth(i).inner_text(),
+                                                                cells.nth(i).get_attribute("class"))
+                 for i in range(cells.count())}
+        assert shown["same"][0].startswith("+2.6%") and "SAME (identical code" in shown["same"][0]
+        assert "bad" not in shown["same"][1] and "good" not in shown["same"][1]
+        assert "SLOWER" in shown["slower"][0] and "bad" in shown["slower"][1]
+        head_vs_base = page.locator("article.comparison td.verdict-cell")
+        assert all("FASTER" in t for t in head_vs_base.all_inner_texts()) and head_vs_base.count() == 2
+        assert not errors, errors
+    finally:
+        page.close()

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from wfbench_core.build import diagnostics as dg
+from wfbench_core.build.code_identity import IDENTICAL_NOTE, identical, sass_note
 from wfbench_core.discover.registry import Registry
 from wfbench_core.record.results import SideDiagnostics, converter
 
@@ -189,11 +190,12 @@ def test_identical_code_has_one_hash_whatever_the_kernel_is_called() -> None:
     renamed = ptx.replace(case.wf_kernel, "renamed_kernel")
     a = dg.diagnose(ptx, case.wf_kernel, ARCH, threads, dyn)
     b = dg.diagnose(renamed, "renamed_kernel", ARCH, threads, dyn)
-    assert dg.identical(a, b) and dg.compact(a, b).endswith("same SASS")
-    assert dg.sass_note(a, b) == "identical SASS: any difference is noise"
+    assert identical(a, b) and dg.compact(a, b).endswith("same code")
+    assert sass_note(a, b) == IDENTICAL_NOTE
     other = _wf("scale_i64")
-    assert not dg.identical(a, other) and dg.sass_note(a, other) == "SASS differs: see wfbench explain"
-    assert dg.sass_note(a, None) == ""
+    assert not identical(a, other) and sass_note(a, other).startswith("code differs (SASS")
+    assert sass_note(a, other).endswith("): see wfbench explain") and sass_note(a, None) == ""
+    assert a.resources["REG"] == a.registers and a.max_threads == 0  # no launch bounds in WarpForth's PTX
 
 
 @needs_tools

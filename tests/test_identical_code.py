@@ -1,68 +1,123 @@
-"""Identical machine code is inert: compare and check say so instead of testing for a change; throttled
-points and runs on a depressed host stay out of trends."""
+"""Identical code is SAME by rule, and identical means the SASS *and* the resources (real ptxas and cuobjdump
+on real PTX); runs on a depressed host, and throttled points the throttle rule takes out, stay out of trends."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import attrs
+import pytest
 
 from synth_runs import synth_run, with_case
-from wfbench_core.review import alerts, compare
-from wfbench_core.build.diagnostics import IDENTICAL_NOTE
+from wfbench_core.review import alerts, compare, verdicts
+from wfbench_core.build import diagnostics as dg
+from wfbench_core.build.code_identity import IDENTICAL_NOTE, code_identity, differences, identical, sass_note
 from wfbench_core.review.history import History, add_run, point_of
 from wfbench_core.record.results import SideDiagnostics
 
+needs_tools = pytest.mark.skipif(dg.tools_available() is not None,
+                                 reason=f"CUDA binary tools missing: {dg.tools_available()}")
 
-def sass(digest: str) -> SideDiagnostics:
-    return SideDiagnostics(arch="sm_90", kernel="axpy_f64", sass_sha256=digest * 64)
+
+def sass(digest: str, **resources: object) -> SideDiagnostics:
+    return SideDiagnostics(arch="sm_90", kernel="axpy_f64", sass_sha256=digest * 64, **resources)  # type: ignore[arg-type]
 
 
-def test_compare_says_identical_sass_instead_of_worse() -> None:
-    base = with_case(synth_run(0, jitter=0.002), "axpy_f64", diag_wf=sass("a"))
-    worse = with_case(synth_run(1, wf_scale={"axpy_f64": 1.10}, jitter=0.002), "axpy_f64", diag_wf=sass("a"))
+def test_compare_calls_identical_code_same_whatever_the_timing() -> None:
+    base = with_case(synth_run(0, jitter=0.002, placements=15), "axpy_f64", diag_wf=sass("a"))
+    worse = with_case(synth_run(1, wf_scale={"axpy_f64": 1.10}, jitter=0.002, placements=15), "axpy_f64",
+                      diag_wf=sass("a"))
     cmp = compare.compare_runs(base, worse)
     (axpy,) = [c for c in cmp.cases if c.case_id == "axpy_f64"]
-    assert axpy.gap.verdict == compare.IDENTICAL_SASS and axpy.warpforth.verdict == compare.IDENTICAL_SASS
-    assert axpy.sass == IDENTICAL_NOTE and cmp.regressions == []
-    assert f"axpy_f64: {IDENTICAL_NOTE}" in compare.render_text(cmp)
+    assert axpy.verdict.label == "SAME (identical code, moved)" and cmp.regressions == []
+    assert axpy.sass == IDENTICAL_NOTE and f"axpy_f64: {IDENTICAL_NOTE}" in compare.render_text(cmp)
 
-    other = with_case(synth_run(1, wf_scale={"axpy_f64": 1.10}, jitter=0.002), "axpy_f64", diag_wf=sass("b"))
-    cmp = compare.compare_runs(base, other)
-    (axpy,) = [c for c in cmp.cases if c.case_id == "axpy_f64"]
-    assert axpy.gap.verdict == compare.WORSE and [c.case_id for c in cmp.regressions] == ["axpy_f64"]
-    assert "axpy_f64: SASS differs: see wfbench explain axpy_f64" in compare.render_text(cmp)
+    other = with_case(synth_run(1, wf_scale={"axpy_f64": 1.10}, jitter=0.002, placements=15), "axpy_f64",
+                      diag_wf=sass("b"))
+    (axpy,) = [c for c in compare.compare_runs(base, other).cases if c.case_id == "axpy_f64"]
+    assert axpy.verdict.verdict == verdicts.SLOWER
+    assert "axpy_f64: code differs (SASS): see wfbench explain axpy_f64" in compare.render_text(
+        compare.compare_runs(base, other))
 
 
-def test_check_calls_a_move_with_identical_sass_noise(tmp_path: Path) -> None:
+def test_the_same_sass_with_other_resources_is_not_identical_code() -> None:
+    """Same instruction text, 48 KiB of static shared memory instead of 1 KiB: judged by the timing."""
+    small, large = sass("a", shared_static=1024), sass("a", shared_static=49152)
+    assert not identical(small, large) and code_identity(small) != code_identity(large)
+    assert differences(small, large) == ["static shared 1024 -> 49152 B"]
+    base = with_case(synth_run(0, jitter=0.002, placements=15), "axpy_f64", diag_wf=small)
+    head = with_case(synth_run(1, wf_scale={"axpy_f64": 1.10}, jitter=0.002, placements=15), "axpy_f64",
+                     diag_wf=large)
+    (axpy,) = [c for c in compare.compare_runs(base, head).cases if c.case_id == "axpy_f64"]
+    assert axpy.verdict.verdict == verdicts.SLOWER and verdicts.IDENTICAL_CODE not in axpy.verdict.qualifiers
+    for field, value in (("registers", 40), ("local_bytes", 16), ("stack_frame", 8), ("shared_dynamic", 512),
+                         ("launch_attrs", ("EIATTR_MAX_THREADS=0x80 0x1 0x1",)), ("resources", {"LOCAL": 16})):
+        assert not identical(small, attrs.evolve(small, **{field: value})), field
+
+
+def test_check_calls_identical_code_same_and_says_it_moved(tmp_path: Path) -> None:
     for n in range(6):
-        add_run(tmp_path, with_case(synth_run(n, jitter=0.0005), "axpy_f64", diag_wf=sass("c")))
-    new = with_case(synth_run(6, wf_scale={"axpy_f64": 1.12}), "axpy_f64", diag_wf=sass("c"))
+        add_run(tmp_path, with_case(synth_run(n, jitter=0.0005, placements=15), "axpy_f64", diag_wf=sass("c")))
+    new = with_case(synth_run(6, wf_scale={"axpy_f64": 1.12}, placements=15), "axpy_f64", diag_wf=sass("c"))
     report = alerts.check(History.open(tmp_path), new)
     (f,) = [f for f in report.findings if f.case_id == "axpy_f64"]
-    assert f.verdict == alerts.DRIFT and "identical SASS" in f.message and "noise" in f.message
-    assert report.exit_code != alerts.EXIT_REGRESSION
+    assert f.verdict == verdicts.SAME and f.judged.moved and "the environment changed" in f.message
+    assert report.exit_code == alerts.EXIT_DRIFT
 
 
 def test_throttled_points_and_depressed_hosts_are_kept_but_out_of_trends() -> None:
     run = synth_run(0)
     case = run.case("axpy_f64")
     assert point_of(run, case, "r.json").stable
-    throttled = attrs.evolve(case, timing=attrs.evolve(case.timing, throttled=True))
+    # throttled with no clock readings to tell dipped pairs from clean ones: out (wfbench_core.review.throttle)
+    throttled = attrs.evolve(case, timing=attrs.evolve(case.timing, throttled=True, clocks_sm_mhz=()))
     assert not point_of(run, throttled, "r.json").stable
+    # throttled, but every reading at the full clock: no pair dipped, nothing to take it out for
+    assert point_of(run, attrs.evolve(case, timing=attrs.evolve(case.timing, throttled=True)), "r.json").stable
     depressed = attrs.evolve(run, environment=attrs.evolve(run.environment, depressed_host=True))
     assert not point_of(depressed, case, "r.json").stable
 
 
-def test_a_base_head_run_names_identical_machine_code() -> None:
+def test_a_base_head_run_table_gives_the_verdicts() -> None:
     from wfbench_core.review.report import render
 
-    run = synth_run(0)
+    run = synth_run(0, placements=15)
     case = run.case("axpy_f64")
     base = attrs.evolve(case, compiler_label="base", diag_wf=sass("d"))
     same = attrs.evolve(case, compiler_label="head", diag_wf=sass("d"))
     text = render(attrs.evolve(run, cases=(base, same)))
-    assert f"axpy_f64 (base vs head): {IDENTICAL_NOTE}" in text
-    other = attrs.evolve(same, diag_wf=sass("e"))
-    assert "axpy_f64 (base vs head): SASS differs: see wfbench explain axpy_f64" in render(
-        attrs.evolve(run, cases=(base, other)))
+    assert f"axpy_f64 (base vs head): SAME (identical code), gap +0.00% [+0.00, +0.00]; {IDENTICAL_NOTE}" in text
+    other = attrs.evolve(same, diag_wf=sass("d", shared_static=2048))
+    text = render(attrs.evolve(run, cases=(base, other)))
+    assert "axpy_f64 (base vs head): SAME, gap +0.00%" in text
+    assert "; code differs (static shared 0 -> 2048 B): see wfbench explain axpy_f64" in text
+
+
+# -- with the real tools ------------------------------------------------------------------------------------
+
+# one kernel, {threads} threads of launch bounds and {shared} bytes of static shared memory (str.format)
+SHARED_PTX = (Path(__file__).parent / "fixtures" / "shared_stage.ptx.template").read_text()
+
+
+@needs_tools
+def test_real_kernels_that_differ_only_in_static_shared_memory() -> None:
+    """Two kernels whose SASS is byte-identical and whose static shared memory is 1 KiB and 48 KiB: ptxas and
+    cuobjdump see the difference, occupancy halves (8 -> 4 blocks of 256 threads per SM on sm_90), and the
+    code identity tells them apart."""
+    small = dg.diagnose(SHARED_PTX.format(threads=256, shared=1024), "stage", "sm_90", 256, 0)
+    large = dg.diagnose(SHARED_PTX.format(threads=256, shared=49152), "stage", "sm_90", 256, 0)
+    assert small.sass_sha256 == large.sass_sha256, "the instruction text is the same"
+    assert (small.shared_static, large.shared_static) == (1024, 49152)
+    assert large.resources["SHARED"] - small.resources["SHARED"] == 49152 - 1024  # cuobjdump -res-usage
+    assert (small.blocks_per_sm, large.blocks_per_sm) == (8, 4) and (small.occupancy, large.occupancy) == (1.0, 0.5)
+    assert small.max_threads == 256 and any(a.startswith("EIATTR_MAX_THREADS=") for a in small.launch_attrs)
+    assert not identical(small, large)
+    assert sass_note(small, large).startswith("code differs (static shared 1024 -> 49152 B")
+    renamed = dg.diagnose(SHARED_PTX.format(threads=256, shared=1024).replace("stage", "other"), "other", "sm_90",
+                          256, 0)
+    assert identical(small, renamed), "the kernel's name is no part of its identity"
+    # launch bounds alone: .maxntid 256 against 128, launched alike
+    loose = dg.diagnose(SHARED_PTX.format(threads=256, shared=1024), "stage", "sm_90", 128, 0)
+    tight = dg.diagnose(SHARED_PTX.format(threads=128, shared=1024), "stage", "sm_90", 128, 0)
+    assert (loose.max_threads, tight.max_threads) == (256, 128) and not identical(loose, tight)
+    assert "launch attributes" in sass_note(loose, tight)

@@ -169,6 +169,8 @@ def test_no_gpu_in_the_worker_is_one_line_and_exit_3(prebuilt_bundle, monkeypatc
 
 
 def test_repeat_runs_every_case_in_fresh_processes_and_pools_them(fake_gpu, prebuilt_bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from wfbench_core.record.stats import HIERARCHICAL_INTERVAL, process_of
+
     pids = fake_gpu(axpy_f64="ok")
     out = tmp_path / "r.json"
     result = execute(prebuilt_bundle(("scale_i64", "axpy_f64")), registry=Registry.load(), out=out,
@@ -178,6 +180,8 @@ def test_repeat_runs_every_case_in_fresh_processes_and_pools_them(fake_gpu, preb
         t = c.timing
         assert c.status == OK and len(t.repeat_gaps) == 3 and t.gap == pytest.approx(1.5)
         assert t.warpforth.n == 3 * 5 and len(t.placement_of) == 15
+        assert len(set(process_of(t.placement_of).tolist())) == 3  # the process is a level above the placement
+        assert t.gap_lo is None or t.gap_interval == HIERARCHICAL_INTERVAL
     assert load_result(out) == result
 
 

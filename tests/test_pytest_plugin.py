@@ -375,3 +375,72 @@ def test_real_gpu_through_the_plugin(pytester: pytest.Pytester, bundle: Path) ->
         assert proto.min_samples <= t.cuda.n <= proto.samples
         assert t.stop_reason in (STOP_TARGET, STOP_BUDGET, STOP_SAMPLES)
         assert (t.cuda.n == proto.samples) or t.stop_reason in (STOP_TARGET, STOP_BUDGET), (t.cuda.n, t.stop_reason)
+
+
+# a benchmark that finishes, then something that ends the session early, then a benchmark that never runs
+UNFINISHED = """
+    import pytest
+
+
+    @pytest.mark.benchmark
+    def test_a_first(wfbench_bench):
+        wfbench_bench("scale_i64")
+
+
+    def test_b_stops(wfbench_gpu):
+        {stop}
+
+
+    @pytest.mark.benchmark
+    def test_c_never(wfbench_bench):
+        wfbench_bench("axpy_f64")
+"""
+
+
+def _history_add(path: Path, tmp_path: Path, *extra: str):  # type: ignore[no-untyped-def]
+    from click.testing import CliRunner
+
+    from wfbench_core.cli import main
+
+    return CliRunner().invoke(main, ["history", "add", str(path), "--history", str(tmp_path / "hist"), *extra])
+
+
+@pytest.mark.parametrize("how, stop, args", [
+    ("Ctrl-C", "raise KeyboardInterrupt", []),
+    ("-x", "assert False, 'a plain failure'", ["-x"]),
+    ("--maxfail", "assert False, 'a plain failure'", ["--maxfail", "1"]),
+    ("pytest.exit", "pytest.exit('enough')", []),
+    ("collection error", "pass", ["--continue-on-collection-errors"]),
+])
+def test_a_session_that_did_not_finish_is_written_incomplete_and_kept_out_of_history(  # type: ignore[no-untyped-def]
+        pytester: pytest.Pytester, counts, bundle, cuda_side, tmp_path: Path, how: str, stop: str,
+        args: list[str]) -> None:
+    pytester.makepyfile(test_inner=UNFINISHED.replace("{stop}", stop))
+    if how == "collection error":
+        pytester.makepyfile(test_broken="import no_such_module_here\n")
+    out = pytester.path / "bench.json"
+    result = pytester.runpytest("--run-benchmarks", "--wfbench-transport", "counting", "--wfbench-bundle",
+                                str(bundle), "--wfbench-json", str(out), "--wfbench-samples", "5", *args,
+                                no_reraise_ctrlc=True)  # the inner Ctrl-C ends the inner session only
+    run = load_result(out)
+    assert not run.complete, how
+    assert [c.id for c in run.cases] == (["scale_i64", "axpy_f64"] if how == "collection error" else ["scale_i64"])
+    result.stdout.fnmatch_lines(["*wfbench result: *bench.json (incomplete: *; 'wfbench history add' refuses it)"])
+
+    refused = _history_add(out, tmp_path)
+    assert refused.exit_code == 2 and "an incomplete run (" in refused.stderr, refused.stderr
+    assert not (tmp_path / "hist").exists()  # nothing written
+    stored = _history_add(out, tmp_path, "--allow-incomplete")  # the existing rule: its finished cases, on request
+    assert stored.exit_code == 0, stored.stderr
+
+
+def test_a_session_that_ran_every_test_is_complete_even_with_failures(  # type: ignore[no-untyped-def]
+        pytester: pytest.Pytester, counts, bundle, cuda_side) -> None:
+    pytester.makepyfile(test_inner=UNFINISHED.replace("{stop}", "assert False, 'a plain failure'"))
+    out = pytester.path / "bench.json"
+    result = pytester.runpytest("--run-benchmarks", "--wfbench-transport", "counting", "--wfbench-bundle",
+                                str(bundle), "--wfbench-json", str(out), "--wfbench-samples", "5")
+    assert _outcomes(result) == {"passed": 2, "failed": 1}
+    run = load_result(out)
+    assert run.complete and [c.id for c in run.cases] == ["scale_i64", "axpy_f64"]
+    assert "incomplete" not in result.stdout.str()

@@ -12,7 +12,7 @@ import attrs
 import pytest
 
 from wfbench_core.errors import WfbenchError
-from wfbench_core.record import results
+from wfbench_core.record import result_rules
 from wfbench_core.record.results import SCHEMA_VERSION, RunResult, converter, dumps, load_result, loads, write_result
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -29,7 +29,7 @@ def test_stored_results_round_trip(path: Path) -> None:
     # with defaults; schema 1's measured Timing.warmup_s is schema 2's warmup_busy_s).
     stored = json.loads(path.read_text())
     while stored["schema_version"] != SCHEMA_VERSION:
-        stored = results._UPGRADES[stored["schema_version"]](stored)
+        stored = result_rules.UPGRADES[stored["schema_version"]](stored)
     _assert_contained(stored, converter().unstructure(result), "$")
 
 
@@ -48,9 +48,9 @@ def test_schema_1_results_are_read_with_the_measured_warm_up_renamed() -> None:
 
 def test_schema_2_results_read_as_before_rotation() -> None:
     raw = json.loads((FIXTURES / "h200-aa.json").read_text())
-    two = results._UPGRADES[1](raw)
+    two = result_rules.UPGRADES[1](raw)
     assert two["schema_version"] == 2 and "rotation" not in two["protocol"]
-    three = results._UPGRADES[2](two)
+    three = result_rules.UPGRADES[2](two)
     assert three["schema_version"] == 3 and three["protocol"]["rotation"] == 1
 
 
@@ -95,6 +95,20 @@ def _case_with(**changes: object) -> bytes:
     return json.dumps(data).encode()
 
 
+def _timing_with(*, wf: list[float] | None = None, cuda: list[float] | None = None, median: float | None = None,
+                 **timing: object) -> bytes:
+    """The real result with the first case's timing changed."""
+    data = _real()
+    t = data["cases"][0]["timing"]
+    for side, values in (("warpforth", wf), ("cuda", cuda)):
+        if values is not None:
+            t[side]["samples_us"] = values
+    if median is not None:
+        t["warpforth"]["median_us"] = median
+    t.update(timing)
+    return json.dumps(data).encode()
+
+
 REAL_BYTES = (FIXTURES / "h200-run1.json").read_bytes()
 # every kind of file that is not a wfbench result, and the reason the one loader must give for it
 BAD_FILES = {
@@ -113,6 +127,16 @@ BAD_FILES = {
     "type": (_with(cases="many"), r"'cases' is a JSON str, not a list"),
     "field": (_case_with(timing="fast"), r"\$\.cases\[0\]\.timing"),
     "extra": (_with(surprise=1), r"extra fields found \(surprise\)"),
+    # figures no measurement can give: refused here, so no command prints a figure made of them
+    "unequal": (_timing_with(cuda=[2.0, 2.0, 2.0]), r"case 'axpy_f64' has 30 WarpForth samples but 3 CUDA samples"),
+    "empty": (_timing_with(wf=[], cuda=[]), r"case 'axpy_f64' has no WarpForth samples"),
+    "zero": (_timing_with(cuda=[0.0] * 30), r"case 'axpy_f64' has a CUDA sample of 0.0 us"),
+    "negative": (_timing_with(wf=[-1.5] * 30), r"case 'axpy_f64' has a WarpForth sample of -1.5 us"),
+    "negative_median": (_timing_with(median=-3.0), r"has a WarpForth median of -3.0 us"),
+    "gap": (_timing_with(gap=-14702.375), r"case 'axpy_f64' has a gap of -14702.375; times must be positive"),
+    "nan": (REAL_BYTES.replace(b'"gap": ', b'"gap": NaN, "x": ', 1), r"not valid JSON: NaN is not a JSON number"),
+    "huge": (REAL_BYTES.replace(b'"gap": ', b'"gap": 1e999, "x": ', 1), r"not valid JSON: 1e999 is not a finite"),
+    "placements": (_timing_with(placement_of=[0, 1]), r"2 entries in placement_of for 30 pairs"),
 }
 
 

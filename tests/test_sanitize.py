@@ -167,7 +167,7 @@ def test_child_refuses_bad_input_in_one_line(tmp_path: Path) -> None:
          "wfbench: error: unknown case 'nope'"),
         (command(LaunchSpec("axpy_f64", "wf", "k", str(tmp_path / "none.ptx")), "wfbench_core.gpu.sanitize"),
          f"wfbench: error: {tmp_path / 'none.ptx'}: cannot read the PTX"),
-        ([sys.executable, "-m", "wfbench_core.gpu.sanitize", "{not json"], "wfbench: error: launch spec: not valid JSON"),
+        ([sys.executable, "-m", "wfbench_core.gpu.sanitize", "{not json"], "wfbench: error: launch spec: not a wfbench LaunchSpec (not valid JSON"),
         ([sys.executable, "-m", "wfbench_core.gpu.sanitize"], "wfbench: error: usage: "),
     ):
         r = subprocess.run(argv, capture_output=True, text=True, timeout=120)

@@ -64,22 +64,6 @@ def test_first_minus_second_isolates_the_position_effect() -> None:
         first_minus_second([1.0, 2.0], [1.0, 2.0], ["wf"])
 
 
-def test_between_run_threshold_floor_then_the_series_spread() -> None:
-    from wfbench_core.record.stats import MIN_RUNS, RUN_FLOOR, RUN_K, run_variation
-
-    few = run_variation([1.0, 1.2, 0.8])
-    assert few.threshold == RUN_FLOOR and few.spread is None and "3 of 5 runs" in few.basis
-    quiet = run_variation([1.0, 1.001, 0.999, 1.0005, 0.9995])
-    assert len([1] * MIN_RUNS) == 5 and quiet.threshold == RUN_FLOOR and quiet.spread == pytest.approx(0.0005)
-    values = [1.00, 1.02, 0.98, 1.01, 0.99, 1.03]
-    med = float(np.median(values))
-    mad = float(np.median(np.abs(np.asarray(values) - med)))
-    noisy = run_variation(values)
-    assert noisy.spread == pytest.approx(mad / med) and noisy.threshold == pytest.approx(RUN_K * mad / med)
-    assert noisy.exceeded(noisy.threshold * 1.01) and noisy.exceeded(-noisy.threshold * 1.01)
-    assert not noisy.exceeded(noisy.threshold * 0.99)
-
-
 def test_the_suite_geomean_is_withheld_unless_the_whole_set_is_stable() -> None:
     from wfbench_core.record.stats import SetMember, case_set_id, suite_geomean
 
@@ -101,7 +85,8 @@ def test_history_side_modules_import_no_numpy_or_scipy() -> None:
     import sys
 
     code = ("import sys; import wfbench_core.record.stats, wfbench_core.review.history, wfbench_core.review.alerts, wfbench_core.review.compare, "
-            "wfbench_core.review.export, wfbench_core.record.fsutil; "
+            "wfbench_core.review.export, wfbench_core.record.fsutil, wfbench_core.review.verdicts, wfbench_core.review.evidence, "
+            "wfbench_core.build.code_identity, wfbench_core.review.series; "
             "print(sorted(m for m in ('numpy', 'scipy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -29,6 +29,7 @@ def _pass(k: int, nvml: NvmlSummary) -> CaseResult:
 
 
 def test_repeat_keeps_every_field_of_the_timing_record() -> None:
+    from wfbench_core.record.stats import PROCESS_STRIDE
     from wfbench_core.run.executor import merge_repeats
 
     (merged,) = merge_repeats([[_pass(0, NVML)], [_pass(1, THROTTLED)], [_pass(2, NVML)]], 0.03)
@@ -39,7 +40,7 @@ def test_repeat_keeps_every_field_of_the_timing_record() -> None:
         "placement_seed", "stop_reason", "short_retakes", "buffer_sets", "gate_retakes", "nvml")}
     assert pooled == {
         "launches_per_sample": 64, "warmup_busy_s": 1.0 + 2.0 + 3.0, "order": ("wf", "cuda") * 6,
-        "clocks_sm_mhz": (1980, 1981, 1982), "timing_mode": "graph", "placement_of": (0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5),
+        "clocks_sm_mhz": (1980, 1981, 1982), "timing_mode": "graph", "placement_of": tuple(k * PROCESS_STRIDE + w for k in range(3) for w in (0, 0, 1, 1)),
         "placement_seed": 7, "stop_reason": "target", "short_retakes": 3, "buffer_sets": 8, "gate_retakes": 6,
         "nvml": THROTTLED,
     }
@@ -89,6 +90,7 @@ class _RecordTimer:
 
 def test_a_repeat_run_stores_every_field_the_timer_recorded(prebuilt_bundle) -> None:  # type: ignore[no-untyped-def]
     from wfbench_core import hookimpl
+    from wfbench_core.record.stats import PROCESS_STRIDE
     from wfbench_core.run.executor import execute
     from wfbench_core.discover.registry import Registry
     from wfbench_core.record.request import ExecuteRequest
@@ -107,5 +109,5 @@ def test_a_repeat_run_stores_every_field_the_timer_recorded(prebuilt_bundle) -> 
     t = case.timing
     assert t is not None and (t.buffer_sets, t.gate_retakes, t.short_retakes) == (8, 4, 2)
     assert (t.launches_per_sample, t.timing_mode, t.placement_seed, t.clocks_sm_mhz) == (64, "graph", 8, (1981, 1982))
-    assert t.warmup_busy_s == 2.0 + 3.0 and t.placement_of == (0, 0, 1, 1, 2, 2, 3, 3) and t.nvml == NVML
+    assert t.warmup_busy_s == 2.0 + 3.0 and t.placement_of == (0, 0, 1, 1, PROCESS_STRIDE, PROCESS_STRIDE, PROCESS_STRIDE + 1, PROCESS_STRIDE + 1) and t.nvml == NVML
     assert t.repeat_gaps == (2.0, 2.5) and t.gap == (4.0 + 5.0) / 2 / 2.0

@@ -17,7 +17,9 @@ Options (``pytest --help``, group "wfbench"):
 - ``--run-benchmarks``: run tests marked ``benchmark``; they are skipped by default.
 - ``--benchmark-json FILE`` (also ``--wfbench-json``): at session end, write ONE wfbench result JSON
   (the ``RunResult`` schema of ``wfbench run``) holding every case benchmarked in the session.
-  ``--benchmark-json`` is left to pytest-benchmark when that plugin is installed.
+  ``--benchmark-json`` is left to pytest-benchmark when that plugin is installed. A session that did not
+  run every test it collected (Ctrl-C, ``-x``, ``--maxfail``, ``pytest.exit``, a test file that did not
+  collect) writes it with ``complete: false``, which ``wfbench history add`` refuses like any incomplete run.
 - ``--wfbench-transport local|ssh|vast`` and ``--wfbench-transport-opt KEY=VALUE`` (repeatable): where
   the GPU is. The transport is constructed once, on first use, and closed at session end, so a rented
   machine serves every correctness test and benchmark of the pytest process.
@@ -176,6 +178,8 @@ class State:
         self.settings = settings
         self.runs: list[RunResult] = []
         self._registry: Any = None
+        self.collection_errors = 0  # test files that did not collect: their tests never ran
+        self.unfinished = ""  # why the session did not finish (set at its end)
 
     @property
     def registry(self) -> Any:
@@ -189,8 +193,30 @@ class State:
     def selected_case_ids(self) -> list[str]:
         return [c.id for c in self.registry.select(self.settings.case_ids, priorities=self.settings.priorities)]
 
-    def merged(self) -> RunResult | None:
-        return merge_runs(self.runs) if self.runs else None
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        """(a pytest hook: the state is registered as a plugin) count the files that did not collect"""
+        if report.failed:
+            self.collection_errors += 1
+
+    def merged(self, unfinished: str = "") -> RunResult | None:
+        """The session's result; marked incomplete (``complete: false``) when ``unfinished`` says why."""
+        if not self.runs:
+            return None
+        merged = merge_runs(self.runs)
+        return attrs.evolve(merged, complete=False) if unfinished else merged
+
+
+def unfinished(session: pytest.Session, exitstatus: int, state: State) -> str:
+    """Why the session did not run every test it collected ("" when it did): interrupted (Ctrl-C,
+    ``pytest.exit``), stopped early (``-x``, ``--maxfail``), or a test file that did not collect."""
+    if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
+        return f"the session ended with {pytest.ExitCode(exitstatus).name}"
+    stopped = session.shouldstop or session.shouldfail
+    if stopped:
+        return f"the session stopped early ({stopped})"
+    if state.collection_errors:
+        return f"{state.collection_errors} test file(s) did not collect"
+    return ""
 
 
 def merge_runs(runs: Sequence[RunResult]) -> RunResult:
@@ -219,6 +245,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", f"{MARKER}: a wfbench benchmark (skipped unless pytest runs with --run-benchmarks)")
     settings = PluginOptions.from_config(config)
     config.stash[_STATE] = State(config, settings)
+    config.pluginmanager.register(config.stash[_STATE], "wfbench-session-state")
     if _benchmark_json_clash(config, settings):
         config.issue_config_time_warning(pytest.PytestConfigWarning(f"wfbench: {BENCHMARK_JSON_CLASH}"),
                                          stacklevel=2)
@@ -254,9 +281,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = session.config.stash.get(_STATE, None)
-    if state is None or state.settings.json_path is None:
+    if state is None:
         return
-    merged = state.merged()
+    state.unfinished = unfinished(session, exitstatus, state)
+    if state.settings.json_path is None:
+        return
+    merged = state.merged(state.unfinished)
     if merged is None:
         return
     from wfbench_core.record.results import write_result
@@ -269,7 +299,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     state = config.stash.get(_STATE, None)
     if state is None:
         return
-    merged = state.merged()
+    merged = state.merged(state.unfinished)
     path = state.settings.json_path
     if _benchmark_json_clash(config, state.settings):
         terminalreporter.write_line(f"wfbench: result not written: {BENCHMARK_JSON_CLASH}", red=True)
@@ -282,7 +312,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     terminalreporter.section("wfbench")
     terminalreporter.write_line(render(merged))
     if path is not None:
-        terminalreporter.write_line(f"wfbench result: {path}")
+        terminalreporter.write_line(f"wfbench result: {path}" + (f" (incomplete: {state.unfinished}; 'wfbench "
+                                                                 f"history add' refuses it)" if state.unfinished else ""))
 
 
 # -------------------------------------------------------------------------------------------------

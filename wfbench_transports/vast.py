@@ -160,9 +160,11 @@ def find_api_key() -> str:
     """From ``VAST_API_KEY``, else the file ``vastai set api-key`` writes (the vastai CLI's order)."""
     if os.environ.get(KEY_ENV, "").strip():
         return os.environ[KEY_ENV].strip()
+    from wfbench_core.record.fsutil import read_text  # here: listing the transports loads no file helpers
+
     for path in key_files():
         if path.is_file():
-            key = path.read_text().strip()
+            key = read_text(path, "a Vast.ai API key file").strip()
             if key:
                 return key
     raise VastError(f"no Vast.ai API key: set {KEY_ENV}, or save it with 'vastai set api-key KEY' "

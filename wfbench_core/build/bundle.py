@@ -27,11 +27,12 @@ import attrs
 
 from wfbench_core import SUITE_VERSION, __version__
 from wfbench_core.case import CONFIGS, Case, CaseKey, sha256_text
-from wfbench_core.build.compile import CompileError, Compiled, compile_cuda, compile_warpforth, warpforthc_info
+from wfbench_core.build.compile import (CompileError, Compiled, compile_cuda, compile_warpforth, ptx_problem,
+                                        warpforthc_info)
 from wfbench_core.errors import WfbenchError
 from wfbench_core.build.faults import CompileFault, compile_failure
-from wfbench_core.record.fsutil import atomic_write, make_temp_dir
-from wfbench_core.record.results import CompileRecord, CompilerInfo, Source, converter
+from wfbench_core.record.fsutil import atomic_write, make_temp_dir, read_json, read_text
+from wfbench_core.record.results import CompileRecord, CompilerInfo, Source, converter, structure
 
 BUNDLE_SCHEMA = 1
 MANIFEST = "manifest.json"
@@ -219,23 +220,32 @@ class LoadedConfig:
     compile_wf: CompileRecord
 
 
+MANIFEST_WHAT = "a wfbench bundle manifest"
+
+
 def read_manifest(bundle: Path) -> BundleManifest:
     path = Path(bundle) / MANIFEST
     if not path.is_file():
         raise WfbenchError(f"{bundle}: not a wfbench bundle (no {MANIFEST}); make one with 'wfbench build'")
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise WfbenchError(f"{path}: not valid JSON ({exc.msg}); rebuild the bundle") from None
+    data = read_json(path, MANIFEST_WHAT)
     if not isinstance(data, dict) or data.get("bundle_schema") != BUNDLE_SCHEMA:
         found = data.get("bundle_schema") if isinstance(data, dict) else None
         raise WfbenchError(
             f"{path}: bundle schema {found!r} is not {BUNDLE_SCHEMA}; build and execute with the same wfbench version"
         )
-    try:
-        return converter().structure(data, BundleManifest)  # type: ignore[no-any-return]
-    except Exception as exc:  # noqa: BLE001 - any structural problem is the same user error
-        raise WfbenchError(f"{path}: malformed bundle manifest ({type(exc).__name__}); rebuild the bundle") from None
+    manifest: BundleManifest = structure(data, BundleManifest, str(path), f"not {MANIFEST_WHAT}")
+    for label in manifest.labels:
+        if not _plain_name(label):
+            raise WfbenchError(f"{path}: compiler label {label!r} is not a folder name of the bundle; rebuild it")
+    for entry in manifest.cases:
+        if sorted(entry.configs) != sorted(CONFIGS):
+            raise WfbenchError(f"{path}: case {entry.id!r} has configurations {sorted(entry.configs)}, not "
+                               f"{list(CONFIGS)}; rebuild the bundle")
+    return manifest
+
+
+def _plain_name(name: str) -> bool:
+    return bool(name) and name not in (".", "..") and "/" not in name and "\\" not in name
 
 
 def read_variants(bundle: Path) -> dict[str, tuple[BundleManifest, Path]]:
@@ -244,6 +254,18 @@ def read_variants(bundle: Path) -> dict[str, tuple[BundleManifest, Path]]:
     if not top.labels:
         return {"": (top, Path(bundle))}
     return {label: (read_manifest(Path(bundle) / label), Path(bundle) / label) for label in top.labels}
+
+
+def _bundle_file(bundle: Path, rel: str, case_id: str, what: str) -> str:
+    """A file the manifest names, read as text; it must lie inside the bundle."""
+    root = Path(bundle).resolve()
+    path = (root / rel).resolve()
+    if root != path and root not in path.parents:
+        raise WfbenchError(f"{Path(bundle) / MANIFEST}: case {case_id!r} names {rel!r}, outside the bundle; "
+                           f"rebuild the bundle")
+    if not path.is_file():
+        raise WfbenchError(f"{case_id}: bundle file missing or unreadable: {Path(bundle) / rel}; rebuild the bundle")
+    return read_text(path, what)
 
 
 def load_case_files(bundle: Path, entry: BundleCase, case: Optional[Case]) -> dict[str, LoadedConfig]:
@@ -256,12 +278,14 @@ def load_case_files(bundle: Path, entry: BundleCase, case: Optional[Case]) -> di
         )
     loaded = {}
     for config, bc in entry.configs.items():
-        try:
-            ptx = (Path(bundle) / bc.wf_ptx).read_text()
-            cu = (Path(bundle) / bc.cuda_source).read_text()
-        except OSError as exc:
-            raise WfbenchError(f"{entry.id}: bundle file missing or unreadable: {exc.filename}; rebuild the bundle") from None
-        if sha256_text(ptx) != bc.wf_ptx_sha256 or sha256_text(cu) != bc.cuda_source_sha256:
-            raise WfbenchError(f"{entry.id}: bundle files for '{config}' do not match the manifest hashes; rebuild it")
+        ptx = _bundle_file(bundle, bc.wf_ptx, entry.id, "WarpForth PTX text")
+        cu = _bundle_file(bundle, bc.cuda_source, entry.id, "CUDA source text")
+        for rel, text, digest in ((bc.wf_ptx, ptx, bc.wf_ptx_sha256), (bc.cuda_source, cu, bc.cuda_source_sha256)):
+            if sha256_text(text) != digest:
+                raise WfbenchError(f"{Path(bundle) / rel}: does not match the hash in the bundle's manifest (case "
+                                   f"{entry.id}, {config}); rebuild the bundle")
+        why = ptx_problem(ptx, case.wf_kernel) if case is not None else ""
+        if why:
+            raise WfbenchError(f"{Path(bundle) / bc.wf_ptx}: {why}; rebuild the bundle")
         loaded[config] = LoadedConfig(ptx, cu, bc.compile_wf)
     return loaded

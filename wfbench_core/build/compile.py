@@ -21,6 +21,7 @@ import attrs
 
 from wfbench_core.build.cudatools import find_tool, require_tool
 from wfbench_core.case import CaseKey, sha256_text
+from wfbench_core.record.childenv import child_env
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.results import CompileRecord, CompilerInfo
 
@@ -50,6 +51,16 @@ class Compiled:
 def ptx_target(ptx: str) -> str:
     m = re.search(r"^\s*\.target\s+([\w,]+)", ptx, re.MULTILINE)
     return m.group(1).split(",")[0] if m else ""
+
+
+def ptx_problem(ptx: str, kernel: str) -> str:
+    """Why text is not PTX holding ``kernel`` ("" when it is): what a user-given PTX file is checked for."""
+    if not re.search(r"^\s*\.version\s+\d+\.\d+", ptx, re.MULTILINE):
+        return "not PTX: no .version directive"
+    entries = re.findall(r"\.entry\s+([\w$]+)", ptx)
+    if kernel not in entries:
+        return f"no kernel {kernel!r} in the PTX (its entries: {', '.join(entries) or 'none'})"
+    return ""
 
 
 def _first_line(text: str) -> str:
@@ -84,10 +95,10 @@ def warpforthc_info(binary: Path) -> CompilerInfo:
     """Version, LLVM version and whether this build accepts ``--arch``."""
     try:
         help_text = subprocess.run(
-            [str(binary), "--help"], capture_output=True, text=True, timeout=60, check=False
+            [str(binary), "--help"], capture_output=True, text=True, timeout=60, check=False, env=child_env()
         ).stdout
         version_text = subprocess.run(
-            [str(binary), "--version"], capture_output=True, text=True, timeout=60, check=False
+            [str(binary), "--version"], capture_output=True, text=True, timeout=60, check=False, env=child_env()
         ).stdout
     except OSError as exc:
         raise WfbenchError(f"cannot run warpforthc at {binary}: {exc.strerror}") from None
@@ -117,7 +128,8 @@ def compile_warpforth(source: str, *, binary: Path, case_id: CaseKey | str, arch
         cmd += [str(src), "-o", str(out)]
         t0 = time.perf_counter()
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S, check=False)
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S, check=False,
+                                  env=child_env())
         except subprocess.TimeoutExpired:
             raise CompileError(f"{case_id}: warpforthc took over {COMPILE_TIMEOUT_S} s") from None
         wall = time.perf_counter() - t0
@@ -143,7 +155,7 @@ def find_nvcc() -> Path | None:
 
 @functools.lru_cache(maxsize=4)
 def nvcc_version(nvcc: Path) -> str:
-    out = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True, timeout=60).stdout
+    out = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True, timeout=60, env=child_env()).stdout
     m = re.search(r"release\s+([\d.]+),\s*V([\d.]+)", out)
     return m.group(2) if m else "unknown"
 
@@ -223,7 +235,7 @@ def _compile_nvcc(source: str, *, case_id: CaseKey | str, arch: str, flags: tupl
         t0 = time.perf_counter()
         try:
             proc = subprocess.run([str(nvcc), *args], cwd=tmp, capture_output=True, text=True,
-                                  timeout=COMPILE_TIMEOUT_S, check=False)
+                                  timeout=COMPILE_TIMEOUT_S, check=False, env=child_env())
         except subprocess.TimeoutExpired:
             raise CompileError(f"{case_id}: nvcc took over {COMPILE_TIMEOUT_S} s") from None
         wall = time.perf_counter() - t0
@@ -274,7 +286,8 @@ def ptxas_check(ptx: str, *, arch: str, case_id: CaseKey | str) -> str:
         src = Path(tmp) / f"{case_id}.ptx"
         src.write_text(ptx)
         proc = subprocess.run([ptxas, f"-arch={arch}", "-v", str(src), "-o", str(Path(tmp) / "out.cubin")],
-                              capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S, check=False)
+                              capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S, check=False,
+                              env=child_env())
     if proc.returncode != 0:
         raise CompileError(f"{case_id}: ptxas rejected the PTX: {_first_line(proc.stderr)}")
     return proc.stderr

@@ -2,9 +2,10 @@
 
 ``ptxas -arch=sm_XX -v`` assembles the PTX (the same PTX the GPU host loads) and reports registers, spills,
 stack frame, shared and constant bytes; ``cuobjdump -sass`` of that cubin gives the machine code, which is
-classified instruction by instruction (:data:`CLASSES`). The SHA-256 of the normalised SASS identifies
-identical code across compilers and runs. Theoretical occupancy follows the CUDA occupancy rules from one
-table of per-architecture limits (:data:`ARCH_LIMITS`).
+classified instruction by instruction (:data:`CLASSES`); ``cuobjdump -res-usage -elf`` gives the cubin's
+resource usage and launch attributes. The normalised SASS with those resources identifies identical code
+across compilers and runs (:mod:`wfbench_core.build.code_identity`). Theoretical occupancy follows the CUDA
+occupancy rules from one table of per-architecture limits (:data:`ARCH_LIMITS`).
 
 The driver on the GPU host JIT-compiles the PTX itself; with the same PTX and a ptxas of the same CUDA major
 version the code is the same, but a different ptxas may schedule differently. ``ptxas_version`` is recorded.
@@ -23,6 +24,8 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 
 import attrs
 
+from wfbench_core.record.childenv import child_env
+from wfbench_core.build.code_identity import identical, max_threads, parse_nv_info, parse_res_usage
 from wfbench_core.build.cudatools import find_tool, require_tool
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.results import SideDiagnostics
@@ -358,7 +361,8 @@ def tools_available() -> str | None:
 
 def _run(cmd: list[str], what: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S, check=False, env=env)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S, check=False,
+                              env=child_env(env))
     except subprocess.TimeoutExpired:
         raise DiagnosticsError(f"{what}: {Path(cmd[0]).name} took over {TOOL_TIMEOUT_S} s") from None
     except OSError as exc:
@@ -370,18 +374,21 @@ def _run(cmd: list[str], what: str, env: dict[str, str] | None = None) -> subpro
 
 
 def tool_version(binary: Path) -> str:
-    out = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60).stdout
+    out = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60, env=child_env()).stdout
     m = re.search(r"V(\d+\.\d+\.\d+)", out)
     return m.group(1) if m else ""
 
 
 @attrs.frozen
 class Assembled:
-    """A side's PTX assembled for one architecture: the ptxas report and the kernel's SASS."""
+    """A side's PTX assembled for one architecture: the ptxas report, the kernel's SASS and the cubin's
+    resource usage and launch attributes (:mod:`wfbench_core.build.code_identity`)."""
 
     ptxas: PtxasReport
     sass: tuple[Instr, ...]
     ptxas_version: str
+    resources: tuple[tuple[str, int], ...] = ()
+    launch_attrs: tuple[str, ...] = ()
 
 
 def assemble(ptx: str, kernel: str, arch: str, *, what: str = "") -> Assembled:
@@ -390,15 +397,15 @@ def assemble(ptx: str, kernel: str, arch: str, *, what: str = "") -> Assembled:
     ptxas = require_tool("ptxas", why="static diagnostics assemble the PTX")
     cuobjdump = require_tool("cuobjdump", why="static diagnostics read the SASS")
     nvdisasm = require_tool("nvdisasm", why="cuobjdump -sass runs it")
-    env = dict(os.environ)
-    env["NVDISASM_PATH"] = str(nvdisasm)
-    env["PATH"] = f"{nvdisasm.parent}{os.pathsep}{env.get('PATH', '')}"
+    env = {"NVDISASM_PATH": str(nvdisasm), "PATH": f"{nvdisasm.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     with tempfile.TemporaryDirectory(prefix="wfbench-diag-") as tmp:
         src, cubin = Path(tmp) / "kernel.ptx", Path(tmp) / "kernel.cubin"
         src.write_text(ptx)
         report = _run([str(ptxas), f"-arch={arch}", "-v", str(src), "-o", str(cubin)], f"{what} ({arch})").stderr
         listing = _run([str(cuobjdump), "-sass", str(cubin)], f"{what} ({arch})", env).stdout
-    return Assembled(parse_ptxas(report, kernel), tuple(parse_sass(listing, kernel)), tool_version(ptxas))
+        elf = _run([str(cuobjdump), "-res-usage", "-elf", str(cubin)], f"{what} ({arch})", env).stdout
+    return Assembled(parse_ptxas(report, kernel), tuple(parse_sass(listing, kernel)), tool_version(ptxas),
+                     tuple(sorted(parse_res_usage(elf, kernel).items())), parse_nv_info(elf, kernel))
 
 
 def diagnose(ptx: str, kernel: str, arch: str, block_threads: int, dynamic_shared: int, *,
@@ -422,7 +429,9 @@ def summarize(a: Assembled, kernel: str, arch: str, block_threads: int, dynamic_
         barriers=p.barriers, block_threads=block_threads, occupancy=occ.fraction, occupancy_limiter=occ.limiter,
         blocks_per_sm=occ.blocks, total=len(code), mix=mix_of(code), sass_sha256=sass_sha256(a.sass),
         loop_instructions=len(code_of(loop.instrs)) if loop else 0,
-        loop_mix=mix_of(code_of(loop.instrs)) if loop else {},
+        loop_mix=mix_of(code_of(loop.instrs)) if loop else {}, resources=dict(a.resources),
+        local_bytes=max(p.local_bytes, dict(a.resources).get("LOCAL", 0)), launch_attrs=a.launch_attrs,
+        max_threads=max_threads(a.launch_attrs),
     )
 
 
@@ -468,23 +477,6 @@ def mix_differences(a: Mapping[str, int], b: Mapping[str, int], n: int = 6) -> l
     return diffs[:n]
 
 
-def identical(wf: SideDiagnostics | None, cuda: SideDiagnostics | None) -> bool:
-    """Whether two sides (or two compilers' outputs) assembled to byte-identical SASS."""
-    return bool(wf and cuda and wf.sass_sha256 and wf.sass_sha256 == cuda.sass_sha256)
-
-
-IDENTICAL_NOTE = "identical SASS: any difference is noise"
-
-
-def sass_note(a: SideDiagnostics | None, b: SideDiagnostics | None) -> str:
-    """For compare, check and base/head runs: what two WarpForth builds of one case (or two runs) say about
-    their machine code. "identical SASS: any difference is noise" when the SASS is byte-identical for the
-    same architecture, "SASS differs: wfbench explain CASE" when not, "" when either side was not diagnosed."""
-    if a is None or b is None or not a.sass_sha256 or not b.sass_sha256 or a.arch != b.arch:
-        return ""
-    return IDENTICAL_NOTE if a.sass_sha256 == b.sass_sha256 else "SASS differs: see wfbench explain"
-
-
 def compact(wf: SideDiagnostics | None, cuda: SideDiagnostics | None, n: int = 3) -> str:
     """One short cell for the run table: ``regs 28/30 occ 100/100% ld.64 4/0 ldg.64 0/4 …`` (WarpForth/CUDA)."""
     if wf is None or cuda is None:
@@ -495,7 +487,7 @@ def compact(wf: SideDiagnostics | None, cuda: SideDiagnostics | None, n: int = 3
     if any(spills):
         parts.append(f"spill {spills[0]}/{spills[1]}B")
     if identical(wf, cuda):
-        parts.append("same SASS")
+        parts.append("same code")
     else:
         parts.append(f"sass {wf.total}/{cuda.total}")
         wf_mix = {k: v for k, v in wf.mix.items() if k != "predicated"}  # too fine-grained for one cell

@@ -56,7 +56,7 @@ def prepare(bundle: Path, registry: Registry, case_ids: Iterable[str] = (), *,
             continue
         if entry.id not in registry.cases:
             raise WfbenchError(
-                f"case {entry.id!r} of the bundle is not installed on this host"
+                f"case {entry.id!r} of bundle {bundle} is not installed on this host"
                 + (f" (it came from plugin {entry.plugin})" if entry.plugin else "")
                 + "; install the same case plugins here"
             )

@@ -38,7 +38,7 @@ def _command(module: str, attribute: str, help: str) -> LazyCommand:
 #: every command: its module, its click object and its help line (imported only when it runs)
 COMMANDS = {
     "build": _command("build", "build", "Compile WarpForth for the selected cases into a self-describing bundle folder."),
-    "check": _command("check", "check_cmd", "Compare the newest run (or RESULT) with its series' history."),
+    "check": _command("check", "check_cmd", "Judge the newest run (or RESULT) against its series' history."),
     "compare": _command("compare", "compare_cmd", "Per case change of the gap and of each side's time, BASE.json "
                         "HEAD.json or one base/head run."),
     "crosscheck": _command("crosscheck", "crosscheck_cmd", "Time BUNDLE's kernels with nvbench (cuda-bench) and "
@@ -56,7 +56,7 @@ COMMANDS = {
                         "form."),
     "list": _command("cases", "list_cases", "List installed cases: ID, version, priority, sizes and the plugin each "
                      "came from."),
-    "run": _command("run", "run", "Build the bundle here and execute it on a GPU: check, time, print the table, "
+    "run": _command("run", "run", "Build the bundle here (or take --bundle) and execute it on a GPU: check, time, print the table, "
                     "write JSON."),
     "transports": _command("transports", "list_transports", "List the installed transports (where bundles can "
                            "run); with NAME, its --transport-opt options."),

@@ -18,34 +18,36 @@ _DEFAULT = Rules()
 @click.command("check")
 @result_argument("result", required=False)
 @history_option
-@click.option("--min-change", type=click.FloatRange(0, 10), default=_DEFAULT.min_change, show_default=True,
-              help="Never alert on a smaller relative change (the between-run floor).")
-@click.option("--mad-k", type=click.FloatRange(0, 100), default=_DEFAULT.mad_k, show_default=True,
-              help="Nor on less than this many historical MADs.")
+@click.option("--margin", type=click.FloatRange(0, 1), default=_DEFAULT.margin, show_default=True,
+              help="SAME when the gap change's 95% interval lies within +/- this; a wider A/A floor measured on "
+                   "the same board replaces it.")
+@click.option("--min-effect", type=click.FloatRange(0, 10), default=None,
+              help="SLOWER / FASTER only when the interval lies beyond +/- this [the margin].")
 @click.option("--min-points", type=click.IntRange(1, 10_000), default=_DEFAULT.min_points, show_default=True,
-              help="Stable points a series needs before it can alert.")
+              help="Stable points a series needs before it is judged.")
 @click.option("--window", type=click.IntRange(1, 10_000), default=_DEFAULT.window, show_default=True,
-              help="Baseline: the last this many stable points.")
+              help="The reference is drawn from the last this many stable points.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.option("--markdown", is_flag=True, help="Markdown (a CI job summary).")
-def check_cmd(result: Optional[Path], history_dir: Path, min_change: float, mad_k: float, min_points: int,
+def check_cmd(result: Optional[Path], history_dir: Path, margin: float, min_effect: Optional[float], min_points: int,
               window: int, as_json: bool, markdown: bool) -> None:
-    """Compare the newest run (or RESULT) with its series' history.
+    """Judge the newest run (or RESULT) against its series' history.
 
     A case that is FAILED or ERROR in the run, or missing from it (measured in the previous run of the same
-    GPU and suite), is a correctness regression. A change counts only beyond the series' run-to-run
-    variation; one with byte-identical WarpForth PTX, or on a board the series has not seen, is not
-    attributed to the compiler.
+    GPU and suite), is a correctness regression. Every timed case is SAME, SLOWER, FASTER or AMBIGUOUS: its
+    gap against the series' reference, with an interval that carries what processes and boards vary by
+    (measured from the series' runs, stated defaults until there are enough). A run on a board the series
+    has not seen is judged too, with that board's effect in its interval.
 
-    Exit codes: 0 no regression; 1 regression (a failed or missing case, the gap, or WarpForth time with
-    CUDA steady); 4 environment drift or board change only; 2 bad input.
+    Exit codes: 0 no regression; 1 regression (a failed or missing case, or a SLOWER gap); 4 identical code
+    that moved, or a changed CUDA side, and no regression; 2 bad input.
     """
     from wfbench_core.review import alerts
     from wfbench_core.record.results import converter
 
     history, run = alerts.load_for_check(history_dir, result)
     warn_problems(history.problems)
-    rules = Rules(min_change=min_change, mad_k=mad_k, min_points=min_points, window=window)
+    rules = Rules(margin=margin, min_effect=min_effect, min_points=min_points, window=window)
     report = alerts.check(history, run, run_name=str(result) if result else "", rules=rules)
     if as_json:
         data = converter().unstructure(report)

@@ -11,6 +11,7 @@ import click
 
 from wfbench_core.cli.history import HISTORY_ENV, result_argument
 from wfbench_core.errors import WfbenchError
+from wfbench_core.review.verdicts import DEFAULT_MARGIN
 
 
 @click.command("compare")
@@ -18,29 +19,32 @@ from wfbench_core.errors import WfbenchError
 @result_argument("head", required=False)
 @click.option("--base-label", default=None, help="In a base/head run: the base compiler label [base].")
 @click.option("--head-label", default=None, help="In a base/head run: the head compiler label [head].")
-@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.01, show_default=True,
-              help="Significance level of the Mann-Whitney U test.")
-@click.option("--min-effect", type=click.FloatRange(0, 10), default=0.01, show_default=True,
-              help="A significant change smaller than this is reported as negligible.")
+@click.option("--margin", type=click.FloatRange(0, 1), default=DEFAULT_MARGIN, show_default=True,
+              help="SAME when the gap change's 95% interval lies within +/- this; a wider measured A/A floor "
+                   "(identical code in the same run, an A/A run on the same board) replaces it.")
+@click.option("--min-effect", type=click.FloatRange(0, 10), default=None,
+              help="SLOWER / FASTER only when the interval lies beyond +/- this [the margin].")
 @click.option("--markdown", is_flag=True, help="Markdown (a job summary or a PR comment).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-@click.option("--fail-on-regression", is_flag=True,
-              help="Exit 1 when a gap got worse beyond the within-run and between-run variation.")
+@click.option("--fail-on-regression", is_flag=True, help="Exit 1 when a case is SLOWER (nothing else counts).")
 @click.option("--history", "history_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               envvar=HISTORY_ENV, show_envvar=True,
-              help="History whose series give the between-run variation of two runs [none: a 1% floor].")
-def compare_cmd(base: Path, head: Optional[Path], base_label: Optional[str], head_label: Optional[str], alpha: float,
-                min_effect: float, markdown: bool, as_json: bool, fail_on_regression: bool,
+              help="History whose runs of each case measure what processes and boards add between two runs "
+                   "[none: stated defaults].")
+def compare_cmd(base: Path, head: Optional[Path], base_label: Optional[str], head_label: Optional[str],
+                margin: float, min_effect: Optional[float], markdown: bool, as_json: bool, fail_on_regression: bool,
                 history_dir: Optional[Path]) -> None:
     """Per case change of the gap and of each side's time, BASE.json HEAD.json or one base/head run.
 
-    Between two runs a change counts only beyond the between-run variation of its series (from --history,
-    else a 1% floor), and never when the WarpForth PTX is identical or the boards differ.
+    Each case is SAME (the gap change's 95% interval lies within the margin), SLOWER or FASTER (it lies beyond
+    the minimum effect), or AMBIGUOUS (neither). Identical code is SAME by rule; a changed CUDA side is
+    "baseline changed". Between two runs the interval also carries what a fresh process and another board
+    add (from --history, a --repeat run, or stated defaults).
     """
     from wfbench_core.review import compare
     from wfbench_core.record.results import converter, load_result
 
-    settings = compare.Settings(alpha=alpha, min_effect=min_effect)
+    settings = compare.Settings(margin=margin, min_effect=min_effect)
     if head is None:
         cmp = compare.compare_labels(load_result(base), base_label, head_label, name=str(base), settings=settings)
     else:
@@ -55,7 +59,9 @@ def compare_cmd(base: Path, head: Optional[Path], base_label: Optional[str], hea
         cmp = compare.compare_runs(*runs, base_name=str(base), head_name=str(head), settings=settings,
                                    history=history)
     if as_json:
-        click.echo(json.dumps(converter().unstructure(cmp), indent=1))
+        data = converter().unstructure(cmp)
+        data["regressions"] = [c.case_id for c in cmp.regressions]
+        click.echo(json.dumps(data, indent=1))
     elif markdown:
         click.echo(compare.render_markdown(cmp), nl=False)
     else:

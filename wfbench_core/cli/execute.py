@@ -32,7 +32,11 @@ def execute_cmd(bundle: Path, case_ids: tuple[str, ...], priorities: tuple[str, 
 
     reg = load_registry()
     if request_file is not None:
-        request = ExecuteRequest.from_json(request_file.read_text(), where=str(request_file))
+        from wfbench_core.record.fsutil import decode_text, read_bytes
+
+        text = decode_text(read_bytes(request_file, "a wfbench request"), str(request_file), "a wfbench request",
+                           kind="JSON text")
+        request = ExecuteRequest.from_json(text, where=str(request_file))
     else:
         request = execute_request(case_ids, options)
     if priorities and not request.case_ids:

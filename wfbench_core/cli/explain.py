@@ -15,7 +15,14 @@ def _wf_sides(case, bundle: Path | None, wf_ptx: Path | None, warpforthc: str | 
               progress) -> tuple[dict[str, str], list[str]]:  # type: ignore[no-untyped-def]
     """``({label: PTX}, provenance lines)`` of the WarpForth side, from exactly one source."""
     if wf_ptx is not None:
-        return {"": wf_ptx.read_text()}, [f"WarpForth PTX: {wf_ptx.name}."]
+        from wfbench_core.build.compile import ptx_problem
+        from wfbench_core.record.fsutil import read_text
+
+        ptx = read_text(wf_ptx, "PTX text")
+        why = ptx_problem(ptx, case.wf_kernel)
+        if why:
+            raise WfbenchError(f"{wf_ptx}: {why}; give the WarpForth PTX of case {case.id}")
+        return {"": ptx}, [f"WarpForth PTX: {wf_ptx.name}."]
     if bundle is not None:
         from wfbench_core.build.bundle import load_case_files, read_variants
 
@@ -37,6 +44,37 @@ def _wf_sides(case, bundle: Path | None, wf_ptx: Path | None, warpforthc: str | 
     compiled = compile_warpforth(case.render("canonical")[0], binary=binary, case_id=case.key("canonical"),
                                  arch=arch)
     return {"": compiled.ptx}, [f"WarpForth PTX: warpforthc {warpforthc_info(binary).version}."]
+
+
+def _profiled(reports, case, ncu: str | None, recipe, progress):  # type: ignore[no-untyped-def]
+    """The reports with each side profiled by Nsight Compute (the launcher loads the plugins of ``recipe``)."""
+    from wfbench_core.gpu.profile import profile_side
+
+    profiled = []
+    for r in reports:
+        progress(f"profiling {case.key('canonical')} {r.side.label} with Nsight Compute")
+        p = profile_side(case_id=case.id, ptx=r.side.ptx, kernel=r.side.kernel,
+                         label=r.side.label.replace(" ", "-").lower(), ncu=ncu, recipe=recipe)
+        profiled.append(attrs.evolve(r, profile=p))
+    return profiled
+
+
+def _store(run, result_path: Path, case, label: str, reports, progress):  # type: ignore[no-untyped-def]
+    """Store the diagnostics (and profiles) of ``case`` in the result file; returns its updated CaseResult."""
+    from wfbench_core.record.results import write_result
+
+    try:
+        result = run.case(case.id, label)
+    except KeyError:
+        raise WfbenchError(f"{result_path}: has no result for case {case.id!r}"
+                           + (f" (compiler {label})" if label else "")) from None
+    updated = attrs.evolve(result, diag_wf=reports[0].diag, diag_cuda=reports[-1].diag,
+                           profile_wf=reports[0].profile or result.profile_wf,
+                           profile_cuda=reports[-1].profile or result.profile_cuda)
+    write_result(attrs.evolve(run, cases=tuple(updated if c is result else c for c in run.cases)), result_path)
+    profiled = reports[0].profile is not None or reports[-1].profile is not None
+    progress(f"stored the diagnostics{' and profiles' if profiled else ''} of {case.id} in {result_path}")
+    return updated
 
 
 @click.command("explain")
@@ -74,6 +112,11 @@ def explain(case_id: str, bundle: Path | None, wf_ptx: Path | None, warpforthc: 
     if bundle is not None and wf_ptx is not None:
         raise WfbenchError("give the WarpForth PTX one way: --bundle or --wf-ptx (or neither, to compile it here)")
     progress = progress_printer(quiet)
+    run = None
+    if result_path is not None:  # a bad result file is reported before anything is compiled
+        from wfbench_core.record.results import load_result
+
+        run = load_result(result_path)
     reg = load_registry()
     case = reg.case(case_id)
     arch = _arch(arch, profile, bundle)
@@ -91,8 +134,9 @@ def explain(case_id: str, bundle: Path | None, wf_ptx: Path | None, warpforthc: 
     if profile:
         reports = _profiled(reports, case, ncu, reg.recipe, progress)
     result = environment = None
-    if result_path is not None:
-        result, environment = _store(result_path, case, next(iter(wf)), reports, progress)
+    if run is not None and result_path is not None:
+        environment = run.environment
+        result = _store(run, result_path, case, next(iter(wf)), reports, progress)
     text = render_markdown(case, reports, arch=arch, provenance=provenance, result=result, environment=environment,
                            loop_lines=loop_lines)
     if out is not None:
@@ -115,36 +159,3 @@ def _arch(arch: str | None, profile: bool, bundle: Path | None) -> str:
 
         arch = read_manifest(bundle).arch or None
     return arch or "sm_90"
-
-
-def _profiled(reports: list, case, ncu: str | None, recipe, progress) -> list:  # type: ignore[no-untyped-def]
-    """Each side's report with its Nsight Compute profile (ncu, on this host's GPU)."""
-    from wfbench_core.gpu.profile import profile_side
-
-    profiled = []
-    for r in reports:
-        progress(f"profiling {case.key('canonical')} {r.side.label} with Nsight Compute")
-        p = profile_side(case_id=case.id, ptx=r.side.ptx, kernel=r.side.kernel,
-                         label=r.side.label.replace(" ", "-").lower(), ncu=ncu, recipe=recipe)
-        profiled.append(attrs.evolve(r, profile=p))
-    return profiled
-
-
-def _store(result_path: Path, case, label: str, reports: list, progress):  # type: ignore[no-untyped-def]
-    """Store the diagnostics (and profiles) in the run result; its updated case result and environment."""
-    from wfbench_core.record.results import load_result, write_result
-
-    run = load_result(result_path)
-    try:
-        result = run.case(case.id, label)
-    except KeyError:
-        raise WfbenchError(f"{result_path}: has no result for case {case.id!r}"
-                           + (f" (compiler {label})" if label else "")) from None
-    updated = attrs.evolve(result, diag_wf=reports[0].diag, diag_cuda=reports[-1].diag,
-                           profile_wf=reports[0].profile or result.profile_wf,
-                           profile_cuda=reports[-1].profile or result.profile_cuda)
-    run = attrs.evolve(run, cases=tuple(updated if c is result else c for c in run.cases))
-    write_result(run, result_path)
-    profiled = reports[0].profile is not None
-    progress(f"stored the diagnostics{' and profiles' if profiled else ''} of {case.id} in {result_path}")
-    return updated, run.environment

@@ -70,7 +70,7 @@ def history_add(results: tuple[Path, ...], history_dir: Path, allow_incomplete: 
 def history_list(history_dir: Path, as_json: bool, verbose: bool) -> None:
     """List the series: key, point counts and the latest gap."""
     from wfbench_core.review.history import History
-    from wfbench_core.review.report import render_table
+    from wfbench_core.review.table import render_table
     from wfbench_core.record.results import converter
 
     h = History.open(history_dir)

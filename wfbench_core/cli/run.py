@@ -17,6 +17,7 @@ from wfbench_core.cli.common import (
     load_registry,
     progress_printer,
     run_request,
+    split_opt,
     warpforthc_option,
 )
 from wfbench_core.errors import WfbenchError
@@ -41,17 +42,24 @@ def _default_out() -> Path:
               help="Result JSON file, rewritten after every case [default: wfbench-results/run-<time>.json].")
 @click.option("--json", "as_json", is_flag=True, help="Print the result JSON instead of the table.")
 @click.option("--commit", default=None, help="Commit of the WarpForth tree being benchmarked (recorded).")
+@click.option("--bundle", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+              help="Execute this bundle ('wfbench build') instead of compiling here: no warpforthc runs, so the "
+                   "process holding the transport's credentials runs no compiler.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 def run(case_ids: tuple[str, ...], priorities: tuple[str, ...], warpforthc: tuple[str, ...], check_cuda: bool,
         transport: str, transport_opts: tuple[str, ...], max_cost: float | None, out: Path | None, as_json: bool,
-        commit: str | None, quiet: bool, **options: Any) -> None:
-    """Build the bundle here and execute it on a GPU: check, time, print the table, write JSON."""
+        commit: str | None, bundle: Path | None, quiet: bool, **options: Any) -> None:
+    """Build the bundle here (or take --bundle) and execute it on a GPU: check, time, print the table, write JSON."""
     from wfbench_core.run import runner
 
     reg = load_registry()
-    request = run_request(reg, case_ids, priorities, warpforthc, commit=commit, check_cuda=check_cuda,
-                          transport=transport, transport_opts=transport_opts,
-                          execute=execute_request((), options))
+    if bundle is not None:
+        request = _prebuilt_request(reg, bundle, case_ids, priorities, warpforthc, commit, transport, transport_opts,
+                                    execute_request((), options))
+    else:
+        request = run_request(reg, case_ids, priorities, warpforthc, commit=commit, check_cuda=check_cuda,
+                              transport=transport, transport_opts=transport_opts,
+                              execute=execute_request((), options))
     transport_options: dict[str, Any] = dict(request.transport_options)
     transport_class = reg.transport(transport)
     if max_cost is not None:
@@ -63,7 +71,32 @@ def run(case_ids: tuple[str, ...], priorities: tuple[str, ...], warpforthc: tupl
     t = transport_class(registry=reg, cuda_compiler=request.execute.cuda_compiler, progress=progress,
                         **transport_options)
     try:
-        result = runner.run(request, reg, t, progress=progress, out=out)
+        result = runner.run(request, reg, t, progress=progress, out=out, bundle=bundle)
     finally:
         t.close()
     finish(result, out, as_json)
+
+
+def _prebuilt_request(reg: Any, bundle: Path, case_ids: tuple[str, ...], priorities: tuple[str, ...],
+                      warpforthc: tuple[str, ...], commit: str | None, transport: str,
+                      transport_opts: tuple[str, ...], execute: Any) -> Any:
+    """The request of ``run --bundle``: the bundle checked here against the installed cases, before anything
+    is rented; cases as selected (every case of the bundle, its compile failures included, by default)."""
+    import attrs
+
+    from wfbench_core.run.executor import validate
+    from wfbench_core.record.request import RunRequest
+
+    if warpforthc or commit:
+        raise WfbenchError("--bundle runs no compiler and records the bundle's own source: leave out "
+                           "--warpforthc and --commit")
+    ids = validate(bundle, reg, case_ids)
+    if priorities:
+        wanted = {c.id for c in reg.select(priorities=priorities)}
+        case_ids = case_ids or tuple(cid for cid in ids if cid in wanted)
+        if not case_ids:
+            raise WfbenchError(f"bundle {bundle} holds no case of priority {', '.join(priorities)}")
+    return RunRequest(cases=reg.refs([reg.case(cid) for cid in ids if not case_ids or cid in case_ids]),
+                      execute=attrs.evolve(execute, case_ids=tuple(case_ids)), transport=transport,
+                      transport_options=dict(split_opt(o) for o in transport_opts), check_cuda=False)
+

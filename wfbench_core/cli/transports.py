@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from wfbench_core.cli.common import load_registry
-from wfbench_core.review.report import render_table
+from wfbench_core.review.table import render_table
 
 
 @click.command("transports")

@@ -22,10 +22,12 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from wfbench_core import __version__
+from wfbench_core.dashboard.browser import BROWSER_ENV, BROWSER_NAMES, find_browser, screenshot  # noqa: F401
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.fsutil import atomic_write
 from wfbench_core.review.history import History, Point, Series, SeriesKey, git_links, point_order, utc_sortable
 from wfbench_core.record.results import MODE_AA, OK
+from wfbench_core.review.verdicts import aa_floor
 
 ASSETS = ("chart.umd.js", "LICENSE-chart.js.md", "app.js", "style.css")
 
@@ -127,16 +129,26 @@ def _by_run(members: Sequence[Series]) -> dict[str, list[tuple[Series, Point]]]:
     return dict(sorted(runs.items(), key=lambda kv: point_order(kv[1][0][1])))
 
 
-def _case_rows(entries: Sequence[tuple[Series, Point]]) -> list[dict[str, Any]]:
-    """One row per case of one run, with its change against the series' previous stable point."""
+def _verdict_cells(v: Optional[Any]) -> dict[str, Any]:
+    """The Δ cell of a judged change (a wfbench_core.review.verdicts.Verdict): the change, the verdict and its label."""
+    if v is None:
+        return {"change": None, "verdict": None, "verdict_label": None}
+    return {"change": v.change, "verdict": v.verdict, "verdict_label": v.label}
+
+
+def _case_rows(entries: Sequence[tuple[Series, Point]], history: Optional[History] = None) -> list[dict[str, Any]]:
+    """One row per case of one run; with ``history``, its change against the series' reference and the verdict,
+    by the rule ``wfbench check`` applies."""
+    from wfbench_core.review.alerts import verdict_of
+
     rows = []
     for s, p in entries:
-        prev = [q for q in s.points if q.stable and q.run != p.run and point_order(q) < point_order(p)]
+        v = verdict_of(s, p, history)[0] if history is not None and p.stable else None
         rows.append({
             "series": s.id, "case": s.key.case_id, "version": s.key.case_version, "label": s.key.compiler_label,
             "priority": p.priority, "gap": p.gap, "gap_lo": p.gap_lo, "gap_hi": p.gap_hi, "wf": p.wf.median_us,
             "cuda": p.cuda.median_us, "noise": p.noise, "status": p.status, "warpforthc": p.warpforthc_version,
-            "change": (p.gap / prev[-1].gap - 1.0) if prev and p.stable else None,
+            **_verdict_cells(v),
         })
     rows.sort(key=lambda r: (r["priority"], r["case"], r["version"], r["label"]))
     return rows
@@ -167,12 +179,12 @@ def _platform_facts(k: SeriesKey) -> dict[str, Any]:
     return {"gpu": k.gpu_name, "cc": k.compute_capability, "cuda": _cuda_text(k)}
 
 
-def _canonical_summary(members: Sequence[Series]) -> dict[str, Any]:
+def _canonical_summary(members: Sequence[Series], history: Optional[History] = None) -> dict[str, Any]:
     """A canonical platform's newest run: per-case gaps, the geomean and its case set, and its trend."""
     runs = _by_run(members)
     order = list(runs)
     latest = order[-1]
-    rows = _case_rows(runs[latest])
+    rows = _case_rows(runs[latest], history)
     g, case_set = geomean_set(rows)
     anchors = [runs[r][0][1] for r in order]
     labels = x_labels(anchors)
@@ -197,10 +209,25 @@ def _canonical_summary(members: Sequence[Series]) -> dict[str, Any]:
     }
 
 
-def _comparisons(members: Sequence[Series]) -> list[dict[str, Any]]:
-    """Base/head runs of one platform, newest first: the labelled builds side by side, case by case."""
+def _judged(history: Optional[History], run: str) -> dict[str, Any]:
+    """The verdict on each case of a stored base/head run, by ``wfbench compare``'s rule ({} when not one)."""
+    from wfbench_core.review.compare import compare_labels
+
+    if history is None:
+        return {}
+    try:
+        cmp = compare_labels(history.load_run(run), name=run)
+    except WfbenchError:
+        return {}
+    return {c.case_id: c.verdict for c in cmp.cases if c.verdict is not None}
+
+
+def _comparisons(members: Sequence[Series], history: Optional[History] = None) -> list[dict[str, Any]]:
+    """Base/head runs of one platform, newest first: the labelled builds side by side, case by case, with the
+    verdict on each head against its base."""
     out = []
     for run, entries in reversed(_by_run(members).items()):
+        judged = _judged(history, run)
         labels = sorted({s.key.compiler_label for s, _ in entries}, key=lambda lb: (lb != "base", lb != "head", lb))
         builds = {s.key.compiler_label: p.warpforthc_version for s, p in entries}
         case_rows = _case_rows(entries)
@@ -215,8 +242,8 @@ def _comparisons(members: Sequence[Series]) -> list[dict[str, Any]]:
                 "case": case, "version": version, "priority": min(r["priority"] for r in per.values()),
                 "gaps": {lb: r["gap"] for lb, r in per.items()}, "status": {lb: r["status"] for lb, r in per.items()},
                 "series": {lb: r["series"] for lb, r in per.items()},
-                "change": (head["gap"] / base["gap"] - 1.0)
-                if base and head and base["status"] == OK and head["status"] == OK else None,
+                **_verdict_cells(judged.get(case)),
+                "change": (head["gap"] / base["gap"] - 1.0) if base and head else None,
             })
         per_label = {lb: geomean_set([r for r in case_rows if r["label"] == lb]) for lb in labels}
         sets = {tuple(names) for _, names in per_label.values()}
@@ -235,9 +262,8 @@ def _floor(members: Sequence[Series]) -> dict[str, Any]:
     runs = _by_run(members)
     entries = runs[list(runs)[-1]]
     rows = _case_rows(entries)
-    stable = [abs(r["gap"] - 1.0) for r in rows if r["status"] == OK]
     return {**_platform_facts(entries[0][0].key), **_run_facts(entries[0][1]), "rows": rows,
-            "spread": max(stable) if stable else None}
+            "spread": aa_floor(r["gap"] - 1.0 for r in rows if r["status"] == OK)}
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -337,6 +363,43 @@ def diagnostics(raw: dict[str, Any], rows: Sequence[dict[str, Any]]) -> dict[str
 # the page's data
 
 
+def _series_groups(grouped: Sequence[tuple[str, Sequence[Series]]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(groups, series) of the page: per platform group, its series in order (those of the group's newest run
+    first), each with its signature and points."""
+    groups, out_series = [], []
+    for kind, group_members in grouped:
+        latest_run = max((p for s in group_members for p in s.points), key=point_order).run
+        newest_version: dict[str, int] = {}
+        for s in group_members:
+            newest_version[s.key.case_id] = max(newest_version.get(s.key.case_id, 0), s.key.case_version)
+        order = sorted(group_members, key=lambda s: (not any(p.run == latest_run for p in s.points), s.key.case_id,
+                                                     -s.key.case_version, s.key.compiler_label, s.id))
+        groups.append({"kind": kind, **_platform_facts(group_members[0].key), "series": [s.id for s in order]})
+        for s in order:
+            current = any(p.run == latest_run for p in s.points)
+            superseded = newest_version[s.key.case_id] if newest_version[s.key.case_id] > s.key.case_version else None
+            out_series.append({
+                "id": s.id, "kind": kind, "case": s.key.case_id, "version": s.key.case_version,
+                "mode": s.key.mode, "label": s.key.compiler_label, "priority": s.points[-1].priority,
+                "current": current, "superseded_by": superseded,
+                "signature": _signature(s),
+                "points": [_point(p, x) for p, x in zip(s.points, x_labels(s.points))],
+            })
+    return groups, out_series
+
+
+def _headline_first(canonical: list[list[Series]], headline_gpu: Optional[str], root: Path) -> list[list[Series]]:
+    """The canonical platforms with the one of ``headline_gpu`` first (when named)."""
+    if headline_gpu is None:
+        return canonical
+    chosen = [m for m in canonical if m[0].key.gpu_name == headline_gpu]
+    if not chosen:
+        gpus = sorted({m[0].key.gpu_name for m in canonical})
+        raise WfbenchError(f"--headline-gpu {headline_gpu!r}: no canonical (paired, unlabelled) series on that "
+                           f"GPU in {root}; GPUs there: {', '.join(gpus) or 'none'}")
+    return chosen[:1] + [m for m in canonical if m is not chosen[0]]
+
+
 def build_data(history: History, *, title: str = "WarpForth vs CUDA",
                headline_gpu: Optional[str] = None) -> dict[str, Any]:
     """Everything the page shows, as plain JSON-able data.
@@ -351,17 +414,9 @@ def build_data(history: History, *, title: str = "WarpForth vs CUDA",
     def newest(members: Sequence[Series]) -> tuple[str, str]:
         return max(point_order(p) for s in members for p in s.points)
 
-    canonical = sorted((m for m in platforms.values() if kind_of(m[0].key) == KIND_CANONICAL), key=newest,
-                       reverse=True)
-    if headline_gpu is not None:
-        chosen = [m for m in canonical if m[0].key.gpu_name == headline_gpu]
-        if not chosen:
-            gpus = sorted({m[0].key.gpu_name for m in canonical})
-            raise WfbenchError(f"--headline-gpu {headline_gpu!r}: no canonical (paired, unlabelled) series on that "
-                               f"GPU in {history.root}; GPUs there: {', '.join(gpus) or 'none'}")
-        canonical.remove(chosen[0])
-        canonical.insert(0, chosen[0])
-    summaries = [_canonical_summary(m) for m in canonical]
+    canonical = _headline_first(sorted((m for m in platforms.values() if kind_of(m[0].key) == KIND_CANONICAL),
+                                       key=newest, reverse=True), headline_gpu, history.root)
+    summaries = [_canonical_summary(m, history) for m in canonical]
     headline = summaries[0] if summaries else None
     if headline is not None:
         try:
@@ -374,7 +429,7 @@ def build_data(history: History, *, title: str = "WarpForth vs CUDA",
     for m in platforms.values():
         if kind_of(m[0].key) == KIND_BASEHEAD:
             basehead.setdefault(m[0].key.platform[:-1], []).extend(m)
-    comparisons = sorted((c for m in basehead.values() for c in _comparisons(m)),
+    comparisons = sorted((c for m in basehead.values() for c in _comparisons(m, history)),
                          key=lambda c: utc_sortable(c["created"]), reverse=True)
     aa = sorted((m for m in platforms.values() if kind_of(m[0].key) == KIND_AA), key=newest, reverse=True)
     floors = [_floor(m) for m in aa]
@@ -383,28 +438,8 @@ def build_data(history: History, *, title: str = "WarpForth vs CUDA",
         headline["floor"] = same_gpu[0]["spread"] if same_gpu else None
 
     # the series, one group per platform: canonical (headline first), base/head, A/A
-    groups, out_series = [], []
-    grouped = ([(KIND_CANONICAL, m) for m in canonical] + [(KIND_BASEHEAD, m) for m in basehead.values()]
-               + [(KIND_AA, m) for m in aa])
-    for kind, group_members in grouped:
-        latest_run = max((p for s in group_members for p in s.points), key=point_order).run
-        newest_version = {}
-        for s in group_members:
-            newest_version[s.key.case_id] = max(newest_version.get(s.key.case_id, 0), s.key.case_version)
-        order = sorted(group_members, key=lambda s: (not any(p.run == latest_run for p in s.points), s.key.case_id,
-                                                     -s.key.case_version, s.key.compiler_label, s.id))
-        k = group_members[0].key
-        groups.append({"kind": kind, **_platform_facts(k), "series": [s.id for s in order]})
-        for s in order:
-            current = any(p.run == latest_run for p in s.points)
-            superseded = newest_version[s.key.case_id] if newest_version[s.key.case_id] > s.key.case_version else None
-            out_series.append({
-                "id": s.id, "kind": kind, "case": s.key.case_id, "version": s.key.case_version,
-                "mode": s.key.mode, "label": s.key.compiler_label, "priority": s.points[-1].priority,
-                "current": current, "superseded_by": superseded,
-                "signature": _signature(s),
-                "points": [_point(p, x) for p, x in zip(s.points, x_labels(s.points))],
-            })
+    groups, out_series = _series_groups([(KIND_CANONICAL, m) for m in canonical]
+                                        + [(KIND_BASEHEAD, m) for m in basehead.values()] + [(KIND_AA, m) for m in aa])
     return {
         "title": title,
         "generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -449,82 +484,3 @@ def build_site(history: History, out: str | Path, *, title: Optional[str] = None
     index = out / "index.html"
     atomic_write(index, render_page(data))
     return index
-
-
-BROWSER_ENV = "WFBENCH_CHROMIUM"
-# Debian's Chromium, then Google Chrome (preinstalled on GitHub's Ubuntu runners, where the apt package
-# "chromium" is only a stub that asks for a snap)
-BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome-stable", "google-chrome")
-
-
-def _browser_version(path: str) -> Optional[str]:
-    """``path --version`` when it runs and names a Chromium or Chrome; None for a stub or anything else."""
-    import subprocess
-
-    try:
-        res = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    text = res.stdout.strip().splitlines()[-1] if res.stdout.strip() else ""
-    return text if res.returncode == 0 and ("Chromium" in text or "Chrome" in text) else None
-
-
-def find_browser(explicit: Optional[str] = None) -> tuple[str, str]:
-    """A Chromium-family browser to drive headless, as (path, version line).
-
-    ``explicit`` or ``$WFBENCH_CHROMIUM`` when given (it must work); otherwise the first of
-    :data:`BROWSER_NAMES` on PATH that answers ``--version`` as a Chromium or Chrome.
-    """
-    import os
-
-    named = explicit or os.environ.get(BROWSER_ENV)
-    if named:
-        path = shutil.which(named) or named
-        version = _browser_version(path)
-        if version is None:
-            raise WfbenchError(f"{named}: does not run as a Chromium or Chrome ('{named} --version' failed); "
-                               f"name a working one with --chromium PATH / ${BROWSER_ENV}")
-        return path, version
-    tried = []
-    for name in BROWSER_NAMES:
-        path = shutil.which(name)
-        if path is None:
-            continue
-        version = _browser_version(path)
-        if version is not None:
-            return path, version
-        tried.append(path)
-    stubs = f" ({', '.join(tried)} did not run: a snap stub?)" if tried else ""
-    raise WfbenchError(f"no Chromium or Chrome found{stubs}; install one (Debian: apt-get install chromium; "
-                       f"Ubuntu: Google Chrome) or name it with --chromium PATH / ${BROWSER_ENV}")
-
-
-def screenshot(index: Path, png: Path, *, width: int = 1280, dark: bool = False,
-               chromium: Optional[str] = None) -> list[str]:
-    """Open the page in headless Chromium or Chrome, save a full-page PNG; returns console errors, if any."""
-    try:
-        from playwright.sync_api import Error as PlaywrightError
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        raise WfbenchError("the screenshot needs the Python package 'playwright' (pip install playwright); "
-                           "its browser download is not needed, a system Chromium is used") from None
-    path, _version = find_browser(chromium)
-    errors: list[str] = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=path)
-        try:
-            page = browser.new_page(viewport={"width": width, "height": 900},
-                                    color_scheme="dark" if dark else "light")
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(Path(index).resolve().as_uri())
-            try:
-                page.wait_for_function("window.wfbenchDashboard !== undefined", timeout=30_000)
-            except PlaywrightError:
-                raise WfbenchError(f"{index}: the page did not finish drawing in {path} "
-                                   f"({'; '.join(errors) or 'no error reported'}); no screenshot written") from None
-            png.parent.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(png), full_page=True)
-        finally:
-            browser.close()
-    return errors

@@ -38,6 +38,13 @@
     return (text === "0.0" ? "±" : v > 0 ? "+" : "−") + text + "%";
   }
   function changeClass(v) { return v === null ? "" : v > 0.005 ? " bad" : v < -0.005 ? " good" : ""; }
+  // a judged change: coloured by its verdict (wfbench check / compare), never by its size alone
+  function verdictCell(r) {
+    var cls = { slower: " bad", faster: " good" }[r.verdict] || "";
+    return el("td", { class: "num verdict-cell" + cls, dataset: { verdict: r.verdict || "" } }, [
+      r.change === null || r.change === undefined ? "–" : fmtPct(r.change),
+      r.verdict_label ? el("span", { class: "verdict-word", text: " " + r.verdict_label }) : null]);
+  }
   function gapClass(g) { return g <= 1.0 ? "good" : g <= 1.1 ? "near" : "bad"; }
   function gapWords(g) {
     if (g <= 1.0) return "WarpForth at or faster than CUDA";
@@ -129,7 +136,7 @@
         el("td", { class: "num", text: fmtUs(c.wf) }),
         el("td", { class: "num", text: fmtUs(c.cuda) }),
         el("td", { class: "num", text: (c.noise * 100).toFixed(2) + "%" }),
-        el("td", { class: "num" + changeClass(c.change), text: c.change === null ? "–" : fmtPct(c.change) }),
+        verdictCell(c),
         el("td", null, [statusBadge(c.status)]),
       ]);
     });
@@ -137,7 +144,7 @@
       el("thead", null, [el("tr", null, [
         el("th", { text: "case" }), el("th", { class: "num", text: "gap" }), el("th", { class: "num", text: "WarpForth µs" }),
         el("th", { class: "num", text: "CUDA µs" }), el("th", { class: "num", text: "noise" }),
-        el("th", { class: "num", text: "Δ gap vs previous" }), el("th", { text: "status" }),
+        el("th", { class: "num", text: "Δ gap vs reference · verdict" }), el("th", { text: "status" }),
       ])]),
       el("tbody", null, body),
     ])]);
@@ -316,7 +323,7 @@
           return el("td", { class: "num" + (r.status[lb] === "unstable" ? " unstable" : "") }, [
             g === undefined ? "–" : r.series[lb] ? el("a", { href: "#s-" + r.series[lb], class: "case-gap " + gapClass(g),
               text: fmtGap(g) }) : fmtGap(g)]);
-        })).concat(bh ? [el("td", { class: "num" + changeClass(r.change), text: r.change === null ? "–" : fmtPct(r.change) })] : []));
+        })).concat(bh ? [verdictCell(r)] : []));
     });
     var gmChange = c.geomeans.base && c.geomeans.head ? c.geomeans.head / c.geomeans.base - 1 : null;
     var gm = el("tr", { class: "total" }, [el("td", { text: c.case_set === null
@@ -326,7 +333,7 @@
       .concat(bh ? [el("td", { class: "num" + changeClass(gmChange), text: gmChange === null ? "–" : fmtPct(gmChange) })] : []));
     var head = [el("th", { text: "case" })].concat(labels.map(function (lb) {
       return el("th", { class: "num" }, [badge("label", lb, "label"), " ", el("span", { class: "mono build", text: c.builds[lb] })]); }))
-      .concat(bh ? [el("th", { class: "num", text: "head vs base" })] : []);
+      .concat(bh ? [el("th", { class: "num", text: "head vs base · verdict" })] : []);
     return el("article", { class: "card section-card comparison", dataset: { run: c.run } }, [
       el("div", { class: "section-head" }, [
         el("div", { class: "eyebrow", text: "Base/head run · " + c.gpu }),
@@ -374,7 +381,9 @@
     legend.appendChild(el("h2", { text: "Reading this page" }));
     legend.appendChild(el("p", { class: "explain" }, ["Times are per kernel launch; dates are UTC. Chart x labels are the " +
       "commit and the run time. In the kernel-time charts ", el("span", { class: "ring" }), " is WarpForth (CUDA A in an A/A run) " +
-      "and ", el("span", { class: "dot" }), " CUDA, so equal times stay visible as a dot inside a ring."]));
+      "and ", el("span", { class: "dot" }), " CUDA, so equal times stay visible as a dot inside a ring. A Δ column " +
+      "gives the change of the gap and its verdict as wfbench check (a run against its series) and wfbench compare " +
+      "(head against base) judge it: SAME, SLOWER, FASTER or AMBIGUOUS, with what qualifies it."]));
     legend.appendChild(el("dl", { class: "legend" }, [].concat.apply([], items.map(function (k) {
       var cls = { unstable: "unstable", stable: "ok", aa: "aa", label: "label", canonical: "canonical" }[k];
       return [el("dt", null, [el("span", { class: "badge" + (cls ? " " + cls : ""), dataset: { legend: k }, text: BADGES[k][0] })]),

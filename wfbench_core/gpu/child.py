@@ -9,7 +9,8 @@ Every child started here
   (``PR_SET_PDEATHSIG``, set between fork and exec). A launcher that compute-sanitizer or ncu starts is not
   our direct child: it asks for the same signal itself (:func:`die_with_parent`), so the chain
   executor -> worker -> compute-sanitizer -> launcher ends together;
-- gets the plugin set one way: the environment (:func:`plugin_env`: ``PYTHONPATH``, ``WFBENCH_PLUGINS``,
+- gets this process's environment without its secrets (:func:`wfbench_core.record.childenv.child_env`) and the
+  plugin set one way, through that environment (:func:`plugin_env`: ``PYTHONPATH``, ``WFBENCH_PLUGINS``,
   ``WFBENCH_DISABLE_PLUGIN_AUTOLOAD``), so ``Registry.load()`` in the child finds what the parent found;
 - passes its standard error on to ours and keeps its last lines, so a child that dies can say why
   (:meth:`Child.end_reason`).
@@ -33,6 +34,7 @@ from typing import IO, Any, Callable, Optional, Sequence
 import attrs
 
 from wfbench_core.discover.plugins import DISABLE_ENV, PLUGINS_ENV
+from wfbench_core.record.childenv import child_env
 
 PR_SET_PDEATHSIG = 1
 #: how many of a child's last standard-error lines are kept for its end reason
@@ -49,9 +51,10 @@ def plugin_env(recipe: Recipe | None = None, base: Optional[dict[str, str]] = No
 
     ``PYTHONPATH`` is this process's import path (plugins named by module import there too); the recipe's
     module names join ``WFBENCH_PLUGINS``, and its autoload choice sets ``WFBENCH_DISABLE_PLUGIN_AUTOLOAD``.
-    Without a recipe the plugin variables are inherited as they are.
+    Without a recipe the plugin variables are inherited as they are. ``base``: this process's environment
+    without its secrets.
     """
-    env = dict(os.environ if base is None else base)
+    env = dict(child_env() if base is None else base)
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
     if recipe is not None:
         autoload, names = recipe

@@ -123,12 +123,12 @@ def _joined(values: Sequence[tuple[Any, ...]]) -> tuple[Any, ...]:
 
 
 def _numbered_on(values: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
-    """Placements of each pass numbered on after the previous pass's: the passes' placements stay apart."""
-    out: list[int] = []
-    for where in values:
-        base = max(out) + 1 if out else 0
-        out.extend(base + w for w in where)
-    return tuple(out)
+    """Placements of pass k numbered from k x :data:`~wfbench_core.record.stats.PROCESS_STRIDE` on: the passes'
+    placements stay apart, and the gap's interval resamples processes, then placements
+    (:func:`wfbench_core.record.stats.run_gap_interval`)."""
+    from wfbench_core.record.stats import PROCESS_STRIDE
+
+    return tuple(k * PROCESS_STRIDE + w for k, where in enumerate(values) for w in where)
 
 
 def _throttled_first(values: Sequence[Any]) -> Any:
@@ -177,8 +177,8 @@ def merge_repeats(passes: list[list[CaseResult]], unstable_noise: float) -> list
     """One result per case from ``--repeat`` passes, each made in a fresh process.
 
     A case that failed or could not run in any pass is that pass's result. Otherwise the passes' samples
-    are pooled, their placements numbered on across passes (so the interval of the gap covers what changes
-    between processes too), and each pass's own gap is kept in ``timing.repeat_gaps``.
+    are pooled, the placements of pass k numbered from k x ``PROCESS_STRIDE`` on (so the interval of the gap
+    resamples processes, then placements), and each pass's own gap is kept in ``timing.repeat_gaps``.
     """
     if len(passes) == 1:
         return list(passes[0])

@@ -24,6 +24,7 @@ from typing import Mapping
 
 from wfbench_core.build.cudatools import require_tool
 from wfbench_core.case import CaseKey
+from wfbench_core.record.childenv import child_env
 from wfbench_core.gpu import child
 from wfbench_core.gpu.child import Recipe
 from wfbench_core.gpu.launcher import LaunchSpec, command, serve
@@ -156,7 +157,8 @@ def top_stalls(p: KernelProfile, n: int = 3) -> list[tuple[str, float]]:
 
 def ncu_version(ncu: Path) -> str:
     try:
-        out = subprocess.run([str(ncu), "--version"], capture_output=True, text=True, timeout=60).stdout
+        out = subprocess.run([str(ncu), "--version"], capture_output=True, text=True, timeout=60,
+                             env=child_env()).stdout
     except OSError:
         return ""
     m = re.search(r"Version\s+([\d.]+)", out)

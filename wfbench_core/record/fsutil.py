@@ -1,16 +1,25 @@
-"""The one way wfbench writes files: through a temporary file in the same folder, then an atomic rename.
+"""The one way wfbench writes files, and the one way it reads the files a user hands it.
 
-Files are created with mode 0666 less the process umask, like any ordinary write (``tempfile.mkstemp``
-would make them 0600, which a web server running as another user cannot serve).
+Writing goes through a temporary file in the same folder, then an atomic rename. Files are created with mode
+0666 less the process umask, like any ordinary write (``tempfile.mkstemp`` would make them 0600, which a web
+server running as another user cannot serve).
+
+Reading (:func:`read_text`, :func:`parse_json`, :func:`read_json`) turns whatever bytes a file holds (binary,
+not UTF-8, empty, truncated or invalid JSON, JSON nested too deeply, ``NaN``) into text or JSON, or into one
+line, ``WHERE: not WHAT (why)``, raised as a :class:`~wfbench_core.errors.WfbenchError`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import tempfile
 import secrets
 from pathlib import Path
+from typing import Any
+
+from wfbench_core.errors import WfbenchError
 
 
 def _write_temp(path: Path, data: bytes) -> Path:
@@ -76,3 +85,75 @@ def make_temp_dir(prefix: str, parent: Path) -> Path:
     os.umask(mask)
     os.chmod(path, 0o777 & ~mask)
     return path
+
+
+# ---------------------------------------------------------------------------------------------------------
+# reading what a user hands wfbench
+
+
+def not_a(where: str, what: str, why: str) -> WfbenchError:
+    """The one-line error for a file that is not ``what``."""
+    return WfbenchError(f"{where}: not {what} ({why})")
+
+
+def decode_text(data: bytes, where: str, what: str, *, kind: str = "text") -> str:
+    """``data`` as UTF-8 text (a leading BOM dropped), or ``WHERE: not WHAT (why)``."""
+    if b"\x00" in data:
+        raise not_a(where, what, f"binary data, not {kind}")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise not_a(where, what, f"not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start}") from None
+    return text.removeprefix("\ufeff")
+
+
+def read_bytes(path: str | os.PathLike[str], what: str) -> bytes:
+    """The bytes of a file, or one line naming it (missing, a directory, unreadable)."""
+    p = Path(path)
+    try:
+        return p.read_bytes()
+    except IsADirectoryError:
+        raise WfbenchError(f"{p}: a directory, not {what}") from None
+    except OSError as exc:
+        raise WfbenchError(f"{p}: cannot read ({exc.strerror or type(exc).__name__})") from None
+
+
+def read_text(path: str | os.PathLike[str], what: str) -> str:
+    """A text file a user gave (PTX, CUDA source, a key): UTF-8, or one line naming the file."""
+    return decode_text(read_bytes(path, what), str(path), what)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"{text} is not a finite number")
+    return value
+
+
+def parse_json(text: str, where: str, what: str) -> Any:
+    """JSON text as Python data, or ``WHERE: not WHAT (why)``: empty, truncated, invalid, too deep, NaN."""
+    if not text.strip():
+        raise not_a(where, what, "empty file")
+    try:
+        return json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
+    except json.JSONDecodeError as exc:
+        if exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string"):
+            end = text.count("\n", 0, len(text.rstrip())) + 1
+            why = f"truncated JSON: it ends at line {end} before the document is complete"
+        else:
+            why = f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        raise not_a(where, what, why) from None
+    except ValueError as exc:  # NaN, Infinity
+        raise not_a(where, what, f"not valid JSON: {exc}") from None
+    except RecursionError:
+        raise not_a(where, what, "JSON nested too deeply") from None
+
+
+def read_json(path: str | os.PathLike[str], what: str) -> Any:
+    """A JSON file a user gave, or one line naming it and what is wrong."""
+    where = str(path)
+    return parse_json(decode_text(read_bytes(path, what), where, what, kind="JSON text"), where, what)

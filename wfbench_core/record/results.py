@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from pathlib import Path
 from typing import Any, Optional
 
@@ -30,20 +31,11 @@ from wfbench_core.record.timing_record import (  # noqa: F401 - the timing recor
     Timing,
 )
 
-SCHEMA_VERSION = 4
-# how a result of an older schema is read: version -> function that rewrites its JSON to the next version
-# (2: Timing.warmup_s, the measured busy time of the warm-up, became warmup_busy_s, apart from the setting;
-# 3: the protocol gained ``rotation``, which runs before it did not do: they read as rotation 1;
-# 4: the launch floor, the checks of the timed buffers and the IMPLAUSIBLE status, none of which older runs had)
+SCHEMA_VERSION = 4  # wfbench_core.record.result_rules.UPGRADES reads the older ones
 
-# status of a case in a run
-OK = "ok"  # correct, timed, stable
-UNSTABLE = "unstable"  # correct and timed, but MAD/median above the threshold on a side
-FAILED = "failed"  # a correctness check failed: not timed
-ERROR = "error"  # could not compile, load or launch
-IMPLAUSIBLE = "implausible"  # correct, but timed faster than the GPU can run it: no timing kept
-STATUSES = (OK, UNSTABLE, FAILED, ERROR, IMPLAUSIBLE)
-FAILING = (FAILED, ERROR, IMPLAUSIBLE)  # a case with one of these failed the run (exit status 1, never in history)
+from wfbench_core.record.status import (  # noqa: E402,F401 - part of the schema
+    ERROR, FAILED, FAILING, IMPLAUSIBLE, OK, STATUSES, UNSTABLE,
+)
 
 # timing modes: the paired WarpForth/CUDA comparison, or the CUDA PTX against itself (the method's floor)
 MODE_PAIRED = "paired"
@@ -168,6 +160,12 @@ class SideDiagnostics:
     sass_sha256: str = ""  # of the normalised SASS: equal hashes mean identical machine code
     loop_instructions: int = 0  # length of the innermost loop (0: straight-line code)
     loop_mix: dict[str, int] = attrs.Factory(dict)
+    # resources as the cubin holds them (wfbench_core.build.code_identity): cuobjdump -res-usage and the kernel's
+    # launch attributes (.nv.info: max threads / launch bounds, register cap ...); part of the code's identity
+    local_bytes: int = 0
+    max_threads: int = 0  # threads per block the launch bounds allow (0: unbounded)
+    resources: dict[str, int] = attrs.Factory(dict)
+    launch_attrs: tuple[str, ...] = ()
 
 
 @attrs.frozen
@@ -350,7 +348,23 @@ def converter() -> "cattrs.Converter":
     from cattrs.preconf.json import make_converter
 
     conv = make_converter(forbid_extra_keys=True)
+    # strict scalars: cattrs would call str(), int() or float() on whatever a file holds (a list becomes a
+    # string, "nan" a float); a stored or sent record has exactly the JSON types it was written with
+    for kind, ok in ((str, lambda v: isinstance(v, str)), (bool, lambda v: isinstance(v, bool)),
+                     (int, lambda v: isinstance(v, int) and not isinstance(v, bool)),
+                     (float, lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v))):
+        conv.register_structure_hook(kind, _strict(kind, ok))
     return conv
+
+
+def _strict(kind: type, ok: Any) -> Any:
+    def structure(value: Any, _: Any) -> Any:
+        if not ok(value):
+            shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+            raise TypeError(f"expected {'a finite number' if kind is float else kind.__name__}, got {shown}")
+        return kind(value)
+
+    return structure
 
 
 def dumps(record: Any) -> str:
@@ -361,19 +375,17 @@ def loads(text: str, cls: type = RunResult, *, where: str = "result") -> Any:
     """A record from JSON text; a :class:`RunResult` goes through :func:`parse_result`, the one result loader."""
     if cls is RunResult:
         return parse_result(text, where)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise WfbenchError(f"{where}: not valid JSON ({exc.msg} at line {exc.lineno}); is the file complete?") from None
-    return _structure(data, cls, where, f"not a wfbench {cls.__name__}")
+    from wfbench_core.record.fsutil import parse_json
+
+    return structure(parse_json(text, where, f"a wfbench {cls.__name__}"), cls, where, f"not a wfbench {cls.__name__}")
 
 
-def _structure(data: Any, cls: type, where: str, what: str) -> Any:
+def structure(data: Any, cls: type, where: str, what: str) -> Any:
     import cattrs
 
     try:
         return converter().structure(data, cls)
-    except (cattrs.BaseValidationError, TypeError, ValueError, KeyError, AttributeError) as exc:
+    except (cattrs.BaseValidationError, TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:
         if isinstance(exc, cattrs.BaseValidationError):
             errors = cattrs.transform_error(exc)
             detail = "; ".join(errors[:3]) + (f"; and {len(errors) - 3} more" if len(errors) > 3 else "")
@@ -382,120 +394,47 @@ def _structure(data: Any, cls: type, where: str, what: str) -> Any:
         raise WfbenchError(f"{where}: {what} ({detail})") from None
 
 
-def _not_a_result(where: str, why: str) -> WfbenchError:
-    return WfbenchError(f"{where}: not a wfbench result ({why})")
-
-
-def _iso_time(value: str) -> bool:
-    import datetime
-
-    try:
-        datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return False
-    return True
-
-
-def _from_1(raw: dict) -> dict:
-    """Schema 1 -> 2: the measured warm-up time is named ``warmup_busy_s``; a protocol from before placements
-    and adaptive stopping reads as what it did: one placement, every sample taken."""
-    cases = []
-    for case in raw["cases"]:
-        timing = case.get("timing") if isinstance(case, dict) else None
-        if isinstance(timing, dict) and "warmup_s" in timing:
-            timing = {("warmup_busy_s" if k == "warmup_s" else k): v for k, v in timing.items()}
-            case = {**case, "timing": timing}
-        cases.append(case)
-    protocol = raw.get("protocol")
-    if isinstance(protocol, dict) and "placements" not in protocol:
-        before = {"placements": 1, "min_samples": protocol.get("samples", 30), "target_halfwidth": 0.0,
-                  "case_budget_s": 0.0}
-        raw = {**raw, "protocol": {**before, **protocol}}
-    return {**raw, "cases": cases, "schema_version": 2}
-
-
-def _from_2(raw: dict) -> dict:
-    """Schema 2 -> 3: a run from before buffer rotation used one buffer set per placement."""
-    protocol = raw.get("protocol")
-    if isinstance(protocol, dict) and "rotation" not in protocol:
-        raw = {**raw, "protocol": {**protocol, "rotation": 1}}
-    return {**raw, "schema_version": 3}
-
-
-def _from_3(raw: dict) -> dict:
-    """Schema 3 -> 4: the fields schema 4 added (launch floor, checks of the timed buffers) read as not measured."""
-    return {**raw, "schema_version": 4}
-
-
-_UPGRADES = {1: _from_1, 2: _from_2, 3: _from_3}
+RESULT = "a wfbench result"
 
 
 def parse_result(data: str | bytes, where: str = "result") -> RunResult:
     """The one result loader: every command that reads a result file reads it through here.
 
     Whatever the bytes are (binary, not UTF-8, truncated, JSON of another tool, a result with impossible
-    values), the answer is a :class:`RunResult` or one line, ``WHERE: not a wfbench result (why)``.
+    values such as unequal or non-positive samples), the answer is a :class:`RunResult` or one line,
+    ``WHERE: not a wfbench result (why)`` (see :mod:`wfbench_core.record.result_rules` for what a result must satisfy).
     """
-    if isinstance(data, bytes):
-        if b"\x00" in data:
-            raise _not_a_result(where, "binary data, not JSON text")
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise _not_a_result(where, f"not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start}") \
-                from None
-    else:
-        text = data
-    text = text.removeprefix("\ufeff")
-    if not text.strip():
-        raise _not_a_result(where, "empty file")
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        if exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string"):
-            end = text.count("\n", 0, len(text.rstrip())) + 1
-            why = f"truncated JSON: it ends at line {end} before the document is complete"
-        else:
-            why = f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-        raise _not_a_result(where, why) from None
-    except RecursionError:
-        raise _not_a_result(where, "JSON nested too deeply") from None
+    from wfbench_core.record import result_rules
+    from wfbench_core.record.fsutil import decode_text, not_a, parse_json
+
+    text = decode_text(data, where, RESULT, kind="JSON text") if isinstance(data, bytes) else data
+    raw = parse_json(text.removeprefix("\ufeff"), where, RESULT)
     if not isinstance(raw, dict):
-        raise _not_a_result(where, f"a JSON {type(raw).__name__.replace('dict', 'object')}, not an object")
+        raise not_a(where, RESULT, f"a JSON {type(raw).__name__.replace('dict', 'object')}, not an object")
     if "schema_version" not in raw or "cases" not in raw:
         keys = ", ".join(sorted(map(str, raw))[:5]) or "none"
-        raise _not_a_result(where, f"no schema_version or cases; its keys: {keys}")
+        raise not_a(where, RESULT, f"no schema_version or cases; its keys: {keys}")
     found = raw["schema_version"]
     if not isinstance(raw["cases"], list):
-        raise _not_a_result(where, f"'cases' is a JSON {type(raw['cases']).__name__.replace('dict', 'object')}, "
+        raise not_a(where, RESULT, f"'cases' is a JSON {type(raw['cases']).__name__.replace('dict', 'object')}, "
                                    f"not a list")
-    while found in _UPGRADES:
-        raw, found = _UPGRADES[found](raw), found + 1
+    while type(found) is int and found in result_rules.UPGRADES:
+        raw, found = result_rules.UPGRADES[found](raw), found + 1
     if found != SCHEMA_VERSION:
         raise WfbenchError(f"{where}: a wfbench result of schema version {found!r}; this wfbench reads versions "
                            f"1 to {SCHEMA_VERSION}; use the wfbench version that wrote it")
-    result: RunResult = _structure(raw, RunResult, where, "not a wfbench result")
-    if not _iso_time(result.created):
-        raise _not_a_result(where, f"'created' is {result.created!r}, not an ISO 8601 time")
-    for case in result.cases:
-        if case.status not in STATUSES:
-            raise _not_a_result(where, f"case {case.id!r} has status {case.status!r}, not one of "
-                                       f"{', '.join(STATUSES)}")
-        if case.timing is not None and not (case.timing.gap > 0 and case.timing.cuda.median_us > 0):
-            raise _not_a_result(where, f"case {case.id!r} has a gap of {case.timing.gap!r}; times must be positive")
+    result: RunResult = structure(raw, RunResult, where, "not a wfbench result")
+    why = result_rules.problem(result)
+    if why:
+        raise not_a(where, RESULT, why)
     return result
 
 
 def load_result(path: str | Path) -> RunResult:
     """Read a result file (see :func:`parse_result`)."""
-    p = Path(path)
-    try:
-        data = p.read_bytes()
-    except IsADirectoryError:
-        raise WfbenchError(f"{p}: a directory, not a result file") from None
-    except OSError as exc:
-        raise WfbenchError(f"{p}: cannot read ({exc.strerror})") from None
-    return parse_result(data, str(p))
+    from wfbench_core.record.fsutil import read_bytes
+
+    return parse_result(read_bytes(path, "a result file"), str(path))
 
 
 def write_result(result: RunResult, path: str | Path) -> None:

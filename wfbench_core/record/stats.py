@@ -1,8 +1,9 @@
 """Every statistic wfbench computes, in one place (numpy and scipy, imported when first used).
 
-Within a run: the per-side summary, the gap, the per-pair ratios and their spread, the bootstrap intervals
-and rank test of ``compare``. Across runs: the between-run variation of a series and the threshold a change
-must pass, the geometric mean of a case set. Importing this module is cheap: ``wfbench --help`` and
+Within a run: the per-side summary, the gap, the per-pair ratios and their spread, the interval of the gap
+over placements. For verdicts (``compare``, ``check``): the cluster-bootstrap estimate of a gap or of a change
+of one (processes, then placements), and the between-run variance components of a kernel family (a fresh
+process, another board). Across runs: the geometric mean of a case set. Importing this module is cheap: ``wfbench --help`` and
 ``wfbench list`` must not load numpy or scipy.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import warnings
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence
 
 import attrs
@@ -128,52 +130,6 @@ def first_minus_second(wf_samples_us: Sequence[float], cuda_samples_us: Sequence
     return np.where(np.array([o == "wf" for o in order], dtype=bool), wf - cu, cu - wf)
 
 
-def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:
-    """Two-sided Mann-Whitney U test p-value of two sample sets."""
-    from scipy import stats as sps
-
-    return float(sps.mannwhitneyu(_array(a), _array(b), alternative="two-sided").pvalue)
-
-
-def _boot_medians(x: "np.ndarray", idx: "np.ndarray") -> "np.ndarray":
-    import numpy as np
-
-    return np.median(x[idx], axis=1)
-
-
-def _interval(stat: "np.ndarray", confidence: float) -> tuple[float, float]:
-    tail = (1.0 - confidence) / 2.0 * 100.0
-    lo, hi = percentiles(stat, [tail, 100.0 - tail])
-    return lo, hi
-
-
-def bootstrap_median_ratio(base: Sequence[float], head: Sequence[float], *, resamples: int, seed: int,
-                           confidence: float) -> tuple[float, float]:
-    """Percentile-bootstrap interval of median(head) / median(base), independent resampling of each."""
-    import numpy as np
-
-    b, h = _array(base), _array(head)
-    rng = np.random.default_rng(seed)
-    boot = (_boot_medians(h, rng.integers(0, h.size, (resamples, h.size)))
-            / _boot_medians(b, rng.integers(0, b.size, (resamples, b.size))))
-    return _interval(boot, confidence)
-
-
-def bootstrap_gap_ratio(wf_base: Sequence[float], cuda_base: Sequence[float], wf_head: Sequence[float],
-                        cuda_head: Sequence[float], *, shared_cuda: bool, resamples: int, seed: int,
-                        confidence: float) -> tuple[float, float]:
-    """Percentile-bootstrap interval of gap(head) / gap(base); each run's (WarpForth, CUDA) pairs are resampled
-    together, and with ``shared_cuda`` (one base/head run against the same CUDA samples) the triples."""
-    import numpy as np
-
-    wb, cb, wh, ch = (_array(v) for v in (wf_base, cuda_base, wf_head, cuda_head))
-    rng = np.random.default_rng(seed)
-    ib = rng.integers(0, wb.size, (resamples, wb.size))
-    ih = ib if shared_cuda and wh.size == wb.size else rng.integers(0, wh.size, (resamples, wh.size))
-    boot = (_boot_medians(wh, ih) / _boot_medians(ch, ih)) / (_boot_medians(wb, ib) / _boot_medians(cb, ib))
-    return _interval(boot, confidence)
-
-
 # -- placement-aware statistics (the samples of a case are spread over several fresh buffer placements) ----
 
 GAP_INTERVAL_METHOD = "t-scaled bootstrap over placements"
@@ -268,69 +224,19 @@ def paired_statistics(wf_samples_us: Sequence[float], cuda_samples_us: Sequence[
     the pair ratios, and the placement-aware noise and interval of the gap."""
     wf, cu = summarize(wf_samples_us), summarize(cuda_samples_us)
     within, between = placement_noise(wf_samples_us, cuda_samples_us, placement_of)
-    interval = gap_interval(wf_samples_us, cuda_samples_us, placement_of)
+    interval, method = run_gap_interval(wf_samples_us, cuda_samples_us, placement_of)
     return {
         "warpforth": wf, "cuda": cu, "gap": gap(wf, cu),
         "pair_ratio_noise": pair_ratio_noise(wf.samples_us, cu.samples_us),
         "placements": len(set(placement_of)),
         "within_placement_noise": within, "between_placement_noise": between,
         "gap_lo": interval[0] if interval else None, "gap_hi": interval[1] if interval else None,
-        "gap_interval": GAP_INTERVAL_METHOD if interval else "",
+        "gap_interval": method,
     }
 
 
 # --------------------------------------------------------------------------------------------------------
 # across runs
-
-# Between-run variation: a run's gap moves from one process (and one buffer placement) to the next by more
-# than its own samples show, and from one board of a GPU model to another by more still. A series' own
-# stable points measure it; until a series has MIN_RUNS of them, RUN_FLOOR stands in.
-MIN_RUNS = 5
-MIN_REPEATS = 3  # a --repeat run's own processes stand in for a series once they are at least this many
-RUN_FLOOR = 0.01
-RUN_K = 3.0
-
-
-@attrs.frozen
-class RunVariation:
-    """How much a quantity moves between runs of one setup, and the relative change that counts beyond it."""
-
-    runs: int  # values it was estimated from
-    spread: Optional[float]  # MAD/median of those values (unscaled); None below ``min_runs``
-    threshold: float  # a relative change must exceed this to count
-    basis: str  # how the threshold was found, for reports
-
-    def exceeded(self, change: float) -> bool:
-        return abs(change) > self.threshold
-
-
-def run_variation(values: Sequence[float], *, floor: float = RUN_FLOOR, k: float = RUN_K,
-                  min_runs: int = MIN_RUNS, unit: str = "runs") -> RunVariation:
-    """The between-run threshold of one series: ``max(floor, k x MAD/median)`` of its values (one per run) once
-    it has ``min_runs`` of them, the ``floor`` alone before that. ``unit`` names the values in the basis."""
-    vals = [v for v in values if math.isfinite(v)]
-    if len(vals) < min_runs:
-        return RunVariation(runs=len(vals), spread=None, threshold=floor,
-                            basis=f"{floor:.1%} floor ({len(vals)} of {min_runs} {unit} to estimate from)")
-    spread = relative_mad(vals)
-    threshold = max(floor, k * spread)
-    basis = (f"{k:g} x the run-to-run MAD {spread:.2%} of {len(vals)} {unit}" if threshold > floor
-             else f"{floor:.1%} floor (run-to-run MAD {spread:.2%} of {len(vals)} {unit})")
-    return RunVariation(runs=len(vals), spread=spread, threshold=threshold, basis=basis)
-
-
-def between_run_variation(series: Sequence[float], repeats: Sequence[Sequence[float]], *, floor: float = RUN_FLOOR,
-                          k: float = RUN_K, min_runs: int = MIN_RUNS) -> RunVariation:
-    """The between-run threshold of a quantity, from the best source there is: the series' own stable points
-    once there are ``min_runs`` of them; else the per-process values of a ``--repeat`` run among the runs
-    compared (the one with most processes, at least :data:`MIN_REPEATS`); else the ``floor``."""
-    from_series = run_variation(series, floor=floor, k=k, min_runs=min_runs)
-    usable = [r for r in repeats if len(r) >= MIN_REPEATS]
-    if from_series.spread is not None or not usable:
-        return from_series
-    v = run_variation(max(usable, key=len), floor=floor, k=k, min_runs=MIN_REPEATS, unit="--repeat processes")
-    return attrs.evolve(v, basis=f"{v.basis} (the series has {len(series)} of {min_runs} runs)")
-
 
 def geomean(values: Sequence[float]) -> float:
     from scipy import stats as sps
@@ -387,3 +293,180 @@ def spread(values: Sequence[float]) -> float:
     mid = len(ordered) // 2
     median = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
     return (ordered[-1] - ordered[0]) / median
+
+
+# --------------------------------------------------------------------------------------------------------
+# verdict statistics: the interval of a gap or of a change of one, with every level of variation it carries
+#
+# Pairs share their placement's buffers, placements share their process, processes share their board. A
+# measurement's interval resamples the highest level it has several of (processes of a --repeat run, else
+# placements), keeping the levels below inside each unit; two separate runs add what a fresh process and,
+# on another board, the board add (variance components: wfbench_core.review.evidence). Everything is in log terms.
+
+PROCESS_STRIDE = 10_000  # --repeat: placement index = process x PROCESS_STRIDE + placement within the process
+HIERARCHICAL_INTERVAL = "t-scaled bootstrap over processes, then placements"
+VERDICT_RESAMPLES = 1000
+
+
+@attrs.frozen
+class LogEstimate:
+    """A value in log terms with its standard error and degrees of freedom (``math.inf``: a stated default,
+    taken as known). A variance component is an estimate of value 0."""
+
+    value: float
+    se: float
+    df: float
+    basis: str = ""
+
+    def interval(self, level: float = 0.95) -> tuple[float, float]:
+        """The ratio interval exp(value -/+ t_df x se)."""
+        half = t_quantile(level, self.df) * self.se
+        return math.exp(self.value - half), math.exp(self.value + half)
+
+
+def t_quantile(level: float, df: float) -> float:
+    from scipy import stats as sps
+
+    q = 0.5 + level / 2.0
+    return float(sps.norm.ppf(q)) if not math.isfinite(df) else float(sps.t.ppf(q, max(df, 1.0)))
+
+
+def combine(parts: Sequence[LogEstimate], value: float, basis: str = "") -> LogEstimate:
+    """A sum of independent parts: variances add, degrees of freedom by Welch-Satterthwaite."""
+    var = sum(p.se ** 2 for p in parts)
+    den = sum(p.se ** 4 / p.df for p in parts if math.isfinite(p.df) and p.se > 0)
+    df = var ** 2 / den if den > 0 else math.inf
+    return LogEstimate(value=value, se=math.sqrt(var), df=df, basis=basis)
+
+
+def process_of(placement_of: Sequence[int]) -> "np.ndarray":
+    import numpy as np
+
+    return np.asarray(placement_of, dtype=np.int64) // PROCESS_STRIDE
+
+
+def _padded(columns: Sequence["np.ndarray"], where: "np.ndarray") -> tuple[list["np.ndarray"], "np.ndarray"]:
+    """Each column as a (units x block) matrix padded with NaN, and the process of each unit."""
+    import numpy as np
+
+    units = np.unique(where)
+    block = int(max(np.count_nonzero(where == u) for u in units))
+    out = []
+    for col in columns:
+        m = np.full((units.size, block), np.nan)
+        for i, u in enumerate(units):
+            sel = col[where == u]
+            m[i, :sel.size] = sel
+        out.append(m)
+    return out, units // PROCESS_STRIDE
+
+
+def _picks(procs: "np.ndarray", resamples: int, seed: int) -> tuple["np.ndarray", int]:
+    """Resampled unit indices (R x M, -1 = none): whole processes with replacement and, inside each, its units
+    with replacement when there are several processes; units alone otherwise. Also the number of top units."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    tops = np.unique(procs)
+    if tops.size < 2:
+        return rng.integers(0, procs.size, size=(resamples, procs.size)), procs.size
+    members = [np.flatnonzero(procs == p) for p in tops]
+    widest = max(m.size for m in members)
+    table = np.full((tops.size, widest), -1)
+    counts = np.array([m.size for m in members])
+    for i, m in enumerate(members):
+        table[i, :m.size] = m
+    chosen = rng.integers(0, tops.size, size=(resamples, tops.size))
+    slot = (rng.random((resamples, tops.size, widest)) * counts[chosen][..., None]).astype(np.int64)
+    picked = np.take_along_axis(table[chosen], slot, axis=2)
+    picked[np.arange(widest)[None, None, :] >= counts[chosen][..., None]] = -1
+    return picked.reshape(resamples, -1), tops.size
+
+
+def cluster_estimate(columns: Sequence[Sequence[float]], placement_of: Sequence[int], statistic,  # noqa: ANN001
+                     *, resamples: int = VERDICT_RESAMPLES, seed: int = 0) -> Optional[LogEstimate]:
+    """``statistic`` (a function of one NaN-padded matrix per column, row = resample, giving log values) on
+    the data, with its bootstrap standard error over the top level of units (processes, else placements),
+    t-scaled: the bootstrap variance times n / (n - 1), and n - 1 degrees of freedom. Resamples whose statistic
+    is not finite (a group absent from them) are dropped. None with one unit, or when the statistic cannot be
+    had on the data or on half the resamples."""
+    import numpy as np
+
+    cols = [_array(c) for c in columns]
+    where = np.asarray(placement_of)
+    if not all(c.shape == where.shape for c in cols):
+        raise ValueError("placement_of needs one placement index per pair")
+    if np.unique(where).size < 2:
+        return None
+    mats, procs = _padded(cols, where)
+    pick, n = _picks(procs, resamples, seed)
+    valid = pick >= 0
+    boots = []
+    for m in mats:
+        g = m[np.where(valid, pick, 0)]
+        g[~valid] = np.nan
+        boots.append(g.reshape(resamples, -1))
+    with warnings.catch_warnings():  # a resample may hold none of a group's pairs (all-NaN rows): dropped
+        warnings.simplefilter("ignore", RuntimeWarning)
+        value = float(statistic([c[None, :] for c in cols])[0])
+        boot = np.asarray(statistic(boots), dtype=np.float64)
+    boot = boot[np.isfinite(boot)]
+    if not math.isfinite(value) or boot.size < resamples // 2:
+        return None
+    se = float(boot.std(ddof=1)) * math.sqrt(n / (n - 1))
+    levels = "processes, then placements" if np.unique(procs).size >= 2 else "placements"
+    return LogEstimate(value=value, se=se, df=float(n - 1), basis=f"bootstrap over {n} {levels}")
+
+
+def row_medians(m: "np.ndarray") -> "np.ndarray":
+    """The median of each row, ignoring the NaN padding of a resample (numpy's fast path when there is none)."""
+    import numpy as np
+
+    return np.nanmedian(m, axis=1) if np.isnan(m).any() else np.median(m, axis=1)
+
+
+def _log_gap(m: Sequence["np.ndarray"]) -> "np.ndarray":
+    import numpy as np
+
+    return np.log(row_medians(m[0]) / row_medians(m[1]))
+
+
+def _log_change(m: Sequence["np.ndarray"]) -> "np.ndarray":
+    import numpy as np
+
+    wb, wh, cb, ch = (row_medians(x) for x in m)
+    return np.log((wh / ch) / (wb / cb))
+
+
+def gap_estimate(wf_samples_us: Sequence[float], cuda_samples_us: Sequence[float],
+                 placement_of: Sequence[int]) -> Optional[LogEstimate]:
+    """The log of the reported gap (median WarpForth / median CUDA of all pairs) with its cluster-bootstrap
+    standard error: over processes, then placements, in a --repeat run; over placements otherwise."""
+    return cluster_estimate([wf_samples_us, cuda_samples_us], placement_of, _log_gap)
+
+
+def change_in_run(wf_base: Sequence[float], wf_head: Sequence[float], cuda_base: Sequence[float],
+                  cuda_head: Sequence[float], placement_of: Sequence[int]) -> Optional[LogEstimate]:
+    """log(gap head / gap base) of two builds timed in the same rounds of one run (shared placements), with
+    the standard error of the same cluster bootstrap, the (base, head, CUDA) rows resampled together."""
+    return cluster_estimate([wf_base, wf_head, cuda_base, cuda_head], placement_of, _log_change)
+
+
+def run_gap_interval(wf_samples_us: Sequence[float], cuda_samples_us: Sequence[float], placement_of: Sequence[int],
+                     level: float = 0.95) -> tuple[tuple[float, float] | None, str]:
+    """The stored interval of a run's gap and how it was made: :func:`gap_interval` for one process; for the
+    processes of a --repeat run, the bootstrap over processes, then placements (the process is a level above
+    the placement), scaled by t with K - 1 degrees of freedom."""
+    if len(set(process_of(placement_of).tolist())) < 2:
+        interval = gap_interval(wf_samples_us, cuda_samples_us, placement_of, level)
+        return interval, GAP_INTERVAL_METHOD if interval else ""
+    est = gap_estimate(wf_samples_us, cuda_samples_us, placement_of)
+    assert est is not None
+    return est.interval(level), HIERARCHICAL_INTERVAL
+
+
+def side_estimate(samples_us: Sequence[float], placement_of: Sequence[int]) -> Optional[LogEstimate]:
+    """The log of one side's median time with its cluster-bootstrap standard error."""
+    import numpy as np
+
+    return cluster_estimate([samples_us], placement_of, lambda m: np.log(row_medians(m[0])))

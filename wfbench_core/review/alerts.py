@@ -1,36 +1,31 @@
-"""Regression alerts: the newest run of each series against that series' own history.
+"""Regression alerts: the newest run of each series against that series' own history, by the one rule of
+:mod:`wfbench_core.review.verdicts`.
 
 First correctness: a case that is FAILED or ERROR in the run, or missing from it (measured in the previous
 run of the same GPU, toolchain and protocol but absent now), is a correctness regression.
 
-For every timed case, the baseline is the last ``window`` *stable* points of the same series measured before
-it. A change counts when it exceeds the series' between-run variation, ``max(min_change, k x MAD / median)``
-of the baseline (:func:`wfbench_core.record.stats.run_variation`: the spread of the series' own points, one per
-run), separately for
-
-* the gap (WarpForth / CUDA): the headline;
-* the WarpForth time;
-* the CUDA time: it has no WarpForth in it, so when it moves while the gap holds, the host or driver moved
-  (environment drift), not the compiler.
-
-A change is not attributed to the compiler when the WarpForth PTX is byte-identical to the baseline's
-(``drift``), nor when the run is on a board (GPU UUID) the baseline was not measured on (``board``): boards of
-one model differ by several percent on their own.
-
-Verdicts, most severe first: ``failed`` and ``missing`` (correctness), ``regression`` (gap up, or
-WarpForth time up while CUDA held), ``drift`` (CUDA time moved with the gap steady, or the gap moved with
-the same PTX), ``board`` (the gap moved on a board the series has not seen), ``improvement`` (gap down),
-``ok``; and the cases that are not judged: ``unstable`` (the new point itself is noisy), ``insufficient``
-(fewer than ``min_points`` stable points before it: no alert yet) and ``new-series`` (no earlier point).
+Then every timed case's gap is judged against the **reference**: the stable points, among the last
+``window`` of its series, that timed the same WarpForth code as the newest of them (the level of today's
+compiler output). The change is the new gap over the reference's geometric mean, and its 95 % interval
+carries what a run on a board, in a process, varies by: the series family's variance components
+(:func:`wfbench_core.review.evidence.change_against_reference`; measured from the boards, processes, base/head and
+``--repeat`` runs it has seen, stated defaults until it has enough). A run on a board the reference was not
+measured on gets the board's own effect in its interval, so a regression beyond what boards differ by is
+still SLOWER; ``other board`` is only a qualifier. Identical code is SAME by rule (``moved`` when the gap moved
+anyway: the environment changed); a changed CUDA side is ``baseline changed``. Not judged: ``unstable``
+(the new point itself is noisy or throttled), ``new-series`` (no earlier point) and ``insufficient`` (fewer
+than ``min_points`` stable points before it).
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
-from typing import Iterable, Optional, Sequence
+from typing import Iterable, Optional
 
 import attrs
 
+from wfbench_core.review import evidence, verdicts
 from wfbench_core.record import stats
 from wfbench_core.errors import WfbenchError
 from wfbench_core.review.history import (
@@ -45,51 +40,21 @@ EXIT_DRIFT = 4
 
 FAILED_CASE = "failed"
 MISSING = "missing"
-REGRESSION = "regression"
-DRIFT = "drift"
-BOARD = "board"
-IMPROVEMENT = "improvement"
-STEADY = "ok"
 UNSTABLE = "unstable"
 INSUFFICIENT = "insufficient"
 NEW_SERIES = "new-series"
-VERDICT_ORDER = (FAILED_CASE, MISSING, REGRESSION, DRIFT, BOARD, IMPROVEMENT, UNSTABLE, INSUFFICIENT, NEW_SERIES,
-                 STEADY)
-EXIT_OF = {FAILED_CASE: EXIT_REGRESSION, MISSING: EXIT_REGRESSION, REGRESSION: EXIT_REGRESSION,
-           DRIFT: EXIT_DRIFT, BOARD: EXIT_DRIFT}
+VERDICT_ORDER = (FAILED_CASE, MISSING, verdicts.SLOWER, verdicts.BASELINE_CHANGED, verdicts.FASTER,
+                 verdicts.AMBIGUOUS, UNSTABLE, INSUFFICIENT, NEW_SERIES, verdicts.SAME)
 
 
 @attrs.frozen
 class Rules:
-    """Thresholds of ``wfbench check``."""
+    """Settings of ``wfbench check``."""
 
-    min_change: float = 0.05  # never alert on less than this relative change
-    mad_k: float = 3.0  # ... nor on less than k x the historical relative MAD
-    min_points: int = 5  # stable points a series needs before it can alert
-    window: int = 20  # the baseline is the last this many stable points
-
-
-@attrs.frozen
-class Metric:
-    """One quantity of one case: the new value against the baseline."""
-
-    value: float
-    reference: float  # median of the baseline
-    mad: float  # MAD of the baseline values (unscaled)
-    threshold: float  # relative change that counts
-    change: float  # value / reference - 1
-
-    @property
-    def up(self) -> bool:
-        return self.change > self.threshold
-
-    @property
-    def down(self) -> bool:
-        return self.change < -self.threshold
-
-    @property
-    def moved(self) -> bool:
-        return self.up or self.down
+    margin: float = verdicts.DEFAULT_MARGIN  # the stated default; a wider A/A floor on the board replaces it
+    min_effect: Optional[float] = None  # SLOWER / FASTER need the interval beyond this (default: the margin)
+    min_points: int = 1  # stable points a series needs before it is judged
+    window: int = 20  # the reference is drawn from the last this many stable points
 
 
 @attrs.frozen
@@ -98,15 +63,23 @@ class Finding:
     case_version: int
     compiler_label: str
     series_id: str
-    verdict: str
+    verdict: str  # a verdict of wfbench_core.review.verdicts, or failed / missing / unstable / insufficient / new-series
     message: str
     stable_points: int  # stable points of the series before the new one
     value_gap: Optional[float] = None  # the new point, judged or not (None: the case was not timed)
     value_wf_us: Optional[float] = None
     value_cuda_us: Optional[float] = None
-    gap: Optional[Metric] = None
-    warpforth: Optional[Metric] = None
-    cuda: Optional[Metric] = None
+    reference_gap: Optional[float] = None  # geometric mean of the reference points
+    reference_runs: int = 0
+    judged: Optional[verdicts.Verdict] = None
+
+    @property
+    def exit_code(self) -> int:
+        if self.verdict in (FAILED_CASE, MISSING, verdicts.SLOWER):
+            return EXIT_REGRESSION
+        if self.verdict == verdicts.BASELINE_CHANGED or (self.judged is not None and self.judged.moved):
+            return EXIT_DRIFT
+        return EXIT_OK
 
 
 @attrs.frozen
@@ -119,77 +92,82 @@ class CheckReport:
 
     @property
     def exit_code(self) -> int:
-        codes = {EXIT_OF.get(f.verdict, EXIT_OK) for f in self.findings}
+        codes = {f.exit_code for f in self.findings}
         for code in (EXIT_REGRESSION, EXIT_DRIFT):
             if code in codes:
                 return code
         return EXIT_OK
 
 
-def _metric(value: float, history: Sequence[float], rules: Rules) -> Metric:
-    ref = stats.median(history)
-    variation = stats.run_variation(history, floor=rules.min_change, k=rules.mad_k, min_runs=1)
-    return Metric(value=value, reference=ref, mad=stats.mad(history), threshold=variation.threshold,
-                  change=value / ref - 1.0 if ref > 0 else float("inf"))
-
-
-def judge(series: Series, point: Point, rules: Rules = Rules()) -> Finding:
-    """The verdict for ``point`` (a point of ``series``, stored or not) against the points before it."""
-    key = series.key
+def reference_points(series: Series, point: Point, rules: Rules = Rules()) -> tuple[list[Point], list[Point]]:
+    """(the stable points before ``point`` within the window, the reference among them: those of the newest
+    one's WarpForth and CUDA code)."""
     before = [p for p in series.points if p.run != point.run and point_order(p) < point_order(point)]
     stable = [p for p in before if p.stable][-rules.window:]
+    if not stable:
+        return stable, []
+    newest = stable[-1]
+    if not newest.code:
+        return stable, [newest]
+    return stable, [p for p in stable if p.code == newest.code and p.cuda_code == newest.cuda_code]
 
-    def finding(verdict: str, message: str, **metrics: Metric) -> Finding:
+
+def verdict_of(series: Series, point: Point, history: Optional[History], rules: Rules = Rules()
+               ) -> tuple[Optional[verdicts.Verdict], list[Point]]:
+    """The verdict on ``point`` against its reference (None when there is none), and the reference."""
+    _, ref = reference_points(series, point, rules)
+    if not ref or point.gap <= 0:
+        return None, ref
+    boards = [p.gpu_uuid for p in ref]
+    value = math.log(point.gap) - sum(math.log(p.gap) for p in ref) / len(ref)
+    comps = evidence.components(evidence.family_points(history, series.key, skip_runs=(point.run,)),
+                                one_placement=any(p.placements < 2 for p in ref + [point]))
+    where = "of the same code" if point.code and point.code == ref[-1].code else "of the reference code"
+    est = evidence.change_against_reference(value, comps, reference_boards=boards, board=point.gpu_uuid,
+                                         basis=f"{len(ref)} reference run(s) {where} on {len(set(boards))} "
+                                               f"board(s); {comps.new_board.basis}")
+    floor, aa_where = evidence.board_aa_floor(history, series.key, point.gpu_uuid)
+    margin = verdicts.margin_of(floor, aa_where, default=rules.margin, min_effect=rules.min_effect)
+    quals = []
+    if not point.gpu_uuid or point.gpu_uuid not in boards:
+        quals.append(verdicts.OTHER_BOARD if point.gpu_uuid else verdicts.UNKNOWN_BOARD)
+    cuda_changed = bool(point.cuda_code and ref[-1].cuda_code and point.cuda_code != ref[-1].cuda_code)
+    v = verdicts.judge(est, margin, identical_code=bool(point.code) and point.code == ref[-1].code,
+                       baseline_changed=cuda_changed, qualifiers=quals)
+    return v, ref
+
+
+def judge(series: Series, point: Point, rules: Rules = Rules(), history: Optional[History] = None) -> Finding:
+    """The finding for ``point`` (a point of ``series``, stored or not) against the points before it."""
+    key = series.key
+    stable, _ = reference_points(series, point, rules)
+
+    def finding(verdict: str, message: str, **more: object) -> Finding:
         return Finding(case_id=key.case_id, case_version=key.case_version, compiler_label=key.compiler_label,
                        series_id=series.id, verdict=verdict, message=message, stable_points=len(stable),
                        value_gap=point.gap, value_wf_us=point.wf.median_us, value_cuda_us=point.cuda.median_us,
-                       **metrics)
+                       **more)  # type: ignore[arg-type]
 
     if not point.stable:
-        return finding(UNSTABLE, f"noisy (MAD/median {point.noise:.1%}); not judged, and left out of trends")
-    if not before:
+        why = "throttled while timed" if point.throttled else (
+            "on a depressed host" if point.depressed_host else f"noisy (MAD/median {point.noise:.1%})")
+        return finding(UNSTABLE, f"{why}; not judged, and left out of trends")
+    if not any(p.run != point.run and point_order(p) < point_order(point) for p in series.points):
         return finding(NEW_SERIES, "first point of a new series; nothing to compare with yet")
     if len(stable) < rules.min_points:
         return finding(INSUFFICIENT, f"{len(stable)} of {rules.min_points} stable points so far; "
-                                     f"no alert until the series has {rules.min_points}")
-    gap = _metric(point.gap, [p.gap for p in stable], rules)
-    wf = _metric(point.wf.median_us, [p.wf.median_us for p in stable], rules)
-    cuda = _metric(point.cuda.median_us, [p.cuda.median_us for p in stable], rules)
-    metrics = {"gap": gap, "warpforth": wf, "cuda": cuda}
-
-    def pct(m: Metric) -> str:
-        return f"{m.change:+.1%} (threshold {m.threshold:.1%})"
-
-    moved = gap.moved or (wf.up and not cuda.moved)
-    same_ptx = bool(point.ptx_sha256) and all(p.ptx_sha256 == point.ptx_sha256 for p in stable)
-    same_sass = bool(point.sass_sha256) and all(p.sass_sha256 == point.sass_sha256 for p in stable)
-    boards = {p.gpu_uuid for p in stable}
-    if moved and same_ptx:
-        return finding(DRIFT, f"gap {gap.reference:.3f}x -> {gap.value:.3f}x, {pct(gap)}, with the WarpForth PTX "
-                              f"byte-identical to the baseline's (sha256 {point.ptx_sha256[:12]}): the environment "
-                              f"changed, not the compiler", **metrics)
-    if moved and same_sass:
-        return finding(DRIFT, f"gap {gap.reference:.3f}x -> {gap.value:.3f}x, {pct(gap)}, with identical SASS "
-                              f"(sha256 {point.sass_sha256[:12]}): any difference is noise, not the compiler",
-                       **metrics)
-    if moved and point.gpu_uuid and "" not in boards and point.gpu_uuid not in boards:
-        return finding(BOARD, f"gap {gap.reference:.3f}x -> {gap.value:.3f}x, {pct(gap)}, on a board the baseline "
-                              f"was not measured on ({point.gpu_uuid}); boards of one model differ by themselves: "
-                              f"not attributed to the compiler; confirm with a base/head run on one board",
-                       **metrics)
-    if gap.up:
-        return finding(REGRESSION, f"gap {gap.reference:.3f}x -> {gap.value:.3f}x, {pct(gap)}", **metrics)
-    if wf.up and not cuda.moved:
-        return finding(REGRESSION, f"WarpForth time {wf.reference:.2f} -> {wf.value:.2f} us, {pct(wf)}; "
-                                   f"CUDA steady ({cuda.change:+.1%})", **metrics)
-    if cuda.moved:
-        return finding(DRIFT, f"CUDA time {cuda.reference:.2f} -> {cuda.value:.2f} us, {pct(cuda)}, with the gap "
-                              f"steady ({_signed(gap.change)}): the host or driver changed, not the compiler",
-                       **metrics)
-    if gap.down:
-        return finding(IMPROVEMENT, f"gap {gap.reference:.3f}x -> {gap.value:.3f}x, {pct(gap)}", **metrics)
-    return finding(STEADY, f"gap {gap.value:.3f}x, {gap.change:+.1%} against {gap.reference:.3f}x "
-                           f"(threshold {gap.threshold:.1%})", **metrics)
+                                     f"not judged until the series has {rules.min_points}")
+    v, ref = verdict_of(series, point, history, rules)
+    if v is None:
+        return finding(INSUFFICIENT, "no stable point to compare with")
+    reference = math.exp(sum(math.log(p.gap) for p in ref) / len(ref))
+    message = (f"gap {reference:.3f}x -> {point.gap:.3f}x, {v.change:+.2%} [{v.lo:+.2%}, {v.hi:+.2%}]: "
+               f"{v.label}")
+    if v.verdict == verdicts.BASELINE_CHANGED:
+        message += "; the CUDA side's code changed: not a verdict on WarpForth"
+    elif v.moved:
+        message += "; identical WarpForth code moved beyond its interval: the environment changed, not the compiler"
+    return finding(v.verdict, message, reference_gap=reference, reference_runs=len(ref), judged=v)
 
 
 def _untimed(key: SeriesKey, verdict: str, message: str, stable: int = 0, sid: str = "") -> Finding:
@@ -257,7 +235,7 @@ def check(history: History, result: Optional[RunResult] = None, *, run_name: str
         run_name, created = name, result.created
         if not result.complete:
             notes.append(f"an incomplete run: {len(result.cases)} cases finished before it stopped")
-    findings += [judge(series, point, rules) for series, point in pairs]
+    findings += [judge(series, point, rules, history) for series, point in pairs]
     findings += missing_cases(history, keys, created, run_name)
     findings.sort(key=lambda f: (VERDICT_ORDER.index(f.verdict), f.case_id, f.compiler_label))
     return CheckReport(run=run_name, created=created, rules=rules, findings=tuple(findings), notes=tuple(notes))
@@ -275,70 +253,77 @@ def _stored_as(history: History, result: RunResult) -> Optional[str]:
 # --------------------------------------------------------------------------------------------------------
 # rendering
 
-_MARK = {FAILED_CASE: "FAILED", MISSING: "MISSING", REGRESSION: "REGRESSION", DRIFT: "drift",
-         BOARD: "other board", IMPROVEMENT: "improved", STEADY: "ok", UNSTABLE: "unstable",
-         INSUFFICIENT: "too few points", NEW_SERIES: "new series"}
-_SEVERE = {_MARK[v] for v in (FAILED_CASE, MISSING, REGRESSION)}
+_MARK = {FAILED_CASE: "FAILED", MISSING: "MISSING", UNSTABLE: "unstable", INSUFFICIENT: "too few points",
+         NEW_SERIES: "new series", verdicts.BASELINE_CHANGED: verdicts.BASELINE_CHANGED}
+_SEVERE = (FAILED_CASE, MISSING, verdicts.SLOWER)
 
 
-def _signed(change: float) -> str:
-    text = f"{change:+.1%}"
-    return "+0.0%" if text == "-0.0%" else text
+def mark(f: Finding) -> str:
+    """The verdict cell: ``SLOWER (other board)``, ``SAME (identical code)``, ``FAILED`` ..."""
+    if f.judged is not None and f.verdict in verdicts.VERDICTS:
+        return f.judged.label
+    return _MARK.get(f.verdict, f.verdict)
 
 
 def _cells(f: Finding) -> list[str]:
-    def m(x: Optional[Metric], value: Optional[float], fmt: str) -> str:
-        if value is None:
-            return "-"
-        return format(value, fmt) if x is None else f"{format(x.value, fmt)} ({_signed(x.change)})"
-
     name = f"{f.case_id} v{f.case_version}" + (f" [{f.compiler_label}]" if f.compiler_label else "")
-    thr = f"{f.gap.threshold:.1%}" if f.gap else "-"
-    return [name, _MARK[f.verdict], m(f.gap, f.value_gap, ".3f"), m(f.warpforth, f.value_wf_us, ".2f"),
-            m(f.cuda, f.value_cuda_us, ".2f"), thr,
+    v = f.judged
+    gap = "-" if f.value_gap is None else (f"{f.reference_gap:.3f}x -> {f.value_gap:.3f}x" if f.reference_gap
+                                           else f"{f.value_gap:.3f}x")
+    change = "-" if v is None else f"{v.change * 100:+.2f}% [{v.lo * 100:+.2f}, {v.hi * 100:+.2f}]"
+    us = (lambda x: "-" if x is None else f"{x:.2f}")
+    return [name, mark(f), gap, change, us(f.value_wf_us), us(f.value_cuda_us), str(f.reference_runs),
             str(f.stable_points)]
 
 
-HEADER = ["case", "verdict", "gap", "WF us", "CUDA us", "gap thr", "history"]
+HEADER = ["case", "verdict", "gap", "change [95% CI]", "WF us", "CUDA us", "reference", "history"]
 
 
 def summary_line(report: CheckReport) -> str:
     counts: dict[str, int] = {}
     for f in report.findings:
         counts[f.verdict] = counts.get(f.verdict, 0) + 1
-    parts = [f"{n} {_MARK[v]}" for v, n in sorted(counts.items(), key=lambda kv: VERDICT_ORDER.index(kv[0]))]
+    parts = [f"{n} {_MARK.get(v, v.upper())}" for v, n in
+             sorted(counts.items(), key=lambda kv: VERDICT_ORDER.index(kv[0]))]
     return f"{report.run} ({report.created}): " + ", ".join(parts) + f"; exit {report.exit_code}"
 
 
+def _rule_lines(report: CheckReport) -> list[str]:
+    judged = [f.judged for f in report.findings if f.judged is not None]
+    r = report.rules
+    lines = [f"reference: the stable points of the newest code among the last {r.window} of each series"]
+    if judged:
+        v = judged[0]
+        lines.insert(0, verdicts.rule_text(verdicts.Margin(v.margin, v.min_effect, v.margin_basis)))
+        bases = sorted({j.basis for j in judged})
+        lines += [f"interval: {b}" for b in bases[:3]] + ([f"... and {len(bases) - 3} more"] if len(bases) > 3 else [])
+    return lines
+
+
 def render_text(report: CheckReport) -> str:
-    from wfbench_core.review.report import render_table
+    from wfbench_core.review.table import render_table
 
     rows = [HEADER] + [_cells(f) for f in report.findings]
     lines = [render_table(rows), ""]
     lines += [f"  {f.case_id}{' [' + f.compiler_label + ']' if f.compiler_label else ''}: {f.message}"
               for f in report.findings]
-    r = report.rules
     lines += [f"note: {n}" for n in report.notes]
-    lines += ["", f"thresholds: the run-to-run variation, max({r.min_change:.0%}, {r.mad_k:g} x historical MAD) "
-                  f"over the last {r.window} stable points; alerts need {r.min_points}", summary_line(report)]
+    lines += [""] + _rule_lines(report) + [summary_line(report)]
     return "\n".join(lines)
 
 
 def render_markdown(report: CheckReport) -> str:
-    rows = [HEADER] + [_cells(f) for f in report.findings]
-    out = [f"### wfbench check: `{report.run}`", "",
-           "| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
-    for row in rows[1:]:
-        if row[1] in _SEVERE:
+    out = [f"### wfbench check: `{report.run}`", "", f"**{summary_line(report)}**", "",
+           "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+    for f in report.findings:
+        row = _cells(f)
+        if f.verdict in _SEVERE:
             row = [row[0], f"**{row[1]}**"] + row[2:]
         out.append("| " + " | ".join(row) + " |")
     out.append("")
-    out += [f"- **{f.case_id}**: {f.message}" for f in report.findings if f.verdict != STEADY]
+    out += [f"- **{f.case_id}**: {f.message}" for f in report.findings if f.verdict != verdicts.SAME]
     out += [f"- note: {n}" for n in report.notes]
-    r = report.rules
-    out += ["", f"Thresholds: the run-to-run variation, max({r.min_change:.0%}, {r.mad_k:g} x historical MAD) over "
-                f"the last {r.window} stable points; a series alerts once it has {r.min_points}. "
-                f"Exit code {report.exit_code}."]
+    out += [""] + [f"- {line}" for line in _rule_lines(report)] + ["", f"Exit code {report.exit_code}."]
     return "\n".join(out) + "\n"
 
 

@@ -1,79 +1,57 @@
-"""Base against head, per case, from the raw samples.
+"""Base against head, per case, from the raw samples, judged by the one rule of :mod:`wfbench_core.review.verdicts`.
 
 Two inputs are accepted: two result files (``BASE.json HEAD.json``), or one result of a base/head run
 (``wfbench run --warpforthc base=PATH --warpforthc head=PATH``), whose cases appear once per compiler label
-against the same CUDA samples. The second is the reliable one: same GPU, same minutes, interleaved.
+against the same CUDA samples. The second is the reliable one: same GPU, same process, interleaved.
 
-For each quantity (the gap, the WarpForth time, the CUDA time) the change is head / base of the medians,
-with
-
-* a percentile-bootstrap confidence interval of that ratio of medians (numpy, fixed seed, so a report is
-  reproducible); for the gap, pairs are resampled together, so the within-run pairing is kept;
-* a two-sided Mann-Whitney U test (scipy) of the raw samples (per-pair ratios for the gap).
-
-A change is *significant* when the interval excludes 1 and p < alpha. A significant change smaller than
-``min_effect`` is reported as such (real, but too small to matter). Cases are compared only when their
-fingerprints are equal: a changed case is a different measurement.
-
-Two separate runs differ by more than their own samples show: another process, another buffer placement,
-another board. So between two runs a significant change is called better or worse only when it also exceeds
-the between-run variation of its series (:func:`wfbench_core.record.stats.between_run_variation`: estimated from
-the series' stable points in a history given with ``history=``, else from the per-process gaps of a
-``--repeat`` run among the two, else a documented floor). It is never
-attributed to the compiler when the two runs' WarpForth PTX is byte-identical (``same PTX``), nor when they
-ran on different boards (``other board``).
+The change of the gap (head / base) gets a 95 % interval that resamples what is independent, as the gap's
+own interval does (:func:`wfbench_core.record.stats.gap_interval`): whole placements (whole processes first in a
+``--repeat`` run), never single pairs. In a base/head run the two builds were timed in the same rounds, so the
+(base, head, CUDA) rows of each placement are resampled together. Between two runs each run's interval is its
+own, and what two separate runs do not share is added as variance components: a fresh process each, and each
+board's own effect when the boards differ (estimated from the case's family in ``--history``, from the
+processes of a ``--repeat`` run, else stated defaults). The verdict is SAME, SLOWER, FASTER or AMBIGUOUS by
+that interval against the margin; identical code is SAME by rule; a changed CUDA side is "baseline changed".
+The sides' times get intervals from their own samples only (boards move absolute times far more than the gap).
+Cases are compared only when their fingerprints are equal, on one GPU model.
 """
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Optional, Sequence
 
 import attrs
 
+from wfbench_core.review import evidence, verdicts
 from wfbench_core.record import stats
-from wfbench_core.build.diagnostics import IDENTICAL_NOTE, sass_note
+from wfbench_core.build.code_identity import code_identity, sass_note
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.results import UNSTABLE, CaseResult, CompileRecord, RunResult, Timing
 
 if TYPE_CHECKING:  # pragma: no cover
     from wfbench_core.review.history import History
 
-SLOWER, FASTER = "slower", "faster"
-WORSE, BETTER = "worse", "better"
-NO_CHANGE = "no change"
-NEGLIGIBLE = "negligible"
 SHARED = "same samples"
-WITHIN_RUNS = "within run-to-run variation"  # significant in the samples, not beyond what runs vary by
-SAME_PTX = "same PTX"  # the WarpForth PTX is byte-identical: not the compiler
-OTHER_BOARD = "other board"  # measured on different boards: not attributed to the compiler
-IDENTICAL_SASS = "identical SASS"  # both WarpForth kernels assemble to the same machine code: any change is noise
 
 
 @attrs.frozen
 class Settings:
-    alpha: float = 0.01
-    confidence: float = 0.95
-    min_effect: float = 0.01
-    resamples: int = 4000
-    seed: int = 20240601
-    run_floor: float = stats.RUN_FLOOR  # between two runs: the threshold until a series has run_min points
-    run_k: float = stats.RUN_K
-    run_min: int = stats.MIN_RUNS
+    margin: float = verdicts.DEFAULT_MARGIN  # the stated default; a wider measured A/A floor replaces it
+    min_effect: Optional[float] = None  # SLOWER / FASTER need the interval beyond this (default: the margin)
 
 
 @attrs.frozen
 class Change:
-    """head / base of one quantity, with its uncertainty and verdict."""
+    """head / base of one quantity, with its 95 % interval."""
 
     base: float
     head: float
     ratio: float
     ci_low: float
     ci_high: float
-    p_value: float
-    significant: bool
-    verdict: str
-    threshold: float = 0.0  # between two runs: the between-run threshold the change was held against
+    basis: str = ""  # what the interval resamples and adds
+    shared: bool = False  # both labels share these samples (the CUDA side of a base/head run)
 
     @property
     def percent(self) -> float:
@@ -91,8 +69,8 @@ class CaseComparison:
     gap: Optional[Change] = None
     warpforth: Optional[Change] = None
     cuda: Optional[Change] = None
-    variation: str = ""  # between two runs: where the gap's between-run threshold came from
-    sass: str = ""  # what the two WarpForth kernels' machine code says (wfbench_core.build.diagnostics.sass_note)
+    verdict: Optional[verdicts.Verdict] = None  # the verdict on the gap's change
+    sass: str = ""  # what the two WarpForth kernels' code says (wfbench_core.build.code_identity.sass_note)
 
     @property
     def noisy(self) -> bool:
@@ -113,172 +91,158 @@ class RunComparison:
 
     @property
     def regressions(self) -> list[CaseComparison]:
-        return [c for c in self.cases if c.gap is not None and c.gap.verdict == WORSE]
+        """The cases judged SLOWER: the only verdict that counts as a regression."""
+        return [c for c in self.cases if c.verdict is not None and c.verdict.regression]
 
 
 # --------------------------------------------------------------------------------------------------------
-# verdicts (the statistics themselves live in wfbench_core.record.stats)
+# estimates
 
 
-def _verdict(ratio: float, lo: float, hi: float, p: float, s: Settings, worse: str, better: str) -> tuple[bool, str]:
-    significant = (lo > 1.0 or hi < 1.0) and p < s.alpha
-    if not significant:
-        return False, NO_CHANGE
-    if abs(ratio - 1.0) < s.min_effect:
-        return True, NEGLIGIBLE
-    return True, worse if ratio > 1.0 else better
+def _where(t: Timing) -> tuple[int, ...]:
+    """The placement of each pair; a result from before placements were recorded resamples its pairs."""
+    n = len(t.warpforth.samples_us)
+    return t.placement_of if len(t.placement_of) == n else tuple(range(n))
 
 
-@attrs.frozen
-class Between:
-    """What two separate runs add to a comparison: their between-run variation, and why a change that exceeds
-    it may still not be the compiler's."""
-
-    variation: stats.RunVariation
-    same_ptx: bool = False
-    other_board: bool = False
+def _change(est: stats.LogEstimate, base: float, head: float, shared: bool = False) -> Change:
+    lo, hi = est.interval(verdicts.LEVEL)
+    return Change(base=base, head=head, ratio=head / base, ci_low=lo, ci_high=hi, basis=est.basis, shared=shared)
 
 
-def _between(change: Change, between: Optional[Between]) -> Change:
-    """Hold a within-run verdict against the between-run variation of two separate runs."""
-    if between is None or change.verdict == SHARED:
-        return change
-    verdict = change.verdict
-    if verdict in (NO_CHANGE, NEGLIGIBLE):
-        pass
-    elif not between.variation.exceeded(change.ratio - 1.0):
-        verdict = WITHIN_RUNS
-    elif between.same_ptx:
-        verdict = SAME_PTX
-    elif between.other_board:
-        verdict = OTHER_BOARD
-    return attrs.evolve(change, verdict=verdict, threshold=between.variation.threshold)
+def _side_change(b: Sequence[float], h: Sequence[float], wb: Sequence[int], wh: Sequence[int],
+                 same_rounds: bool) -> Change:
+    mb, mh = stats.median(b), stats.median(h)
+    if tuple(b) == tuple(h):
+        return Change(mb, mh, mh / mb, 1.0, 1.0, SHARED, shared=True)
+    if same_rounds:
+        import numpy as np
+
+        est = stats.cluster_estimate([b, h], wb, lambda m: np.log(stats.row_medians(m[1]) / stats.row_medians(m[0])))
+    else:
+        eb, eh = stats.side_estimate(b, wb), stats.side_estimate(h, wh)
+        est = None if eb is None or eh is None else stats.combine(
+            [eb, eh], eh.value - eb.value, f"{eb.basis} per run; within-run only")
+    if est is None:
+        return Change(mb, mh, mh / mb, math.nan, math.nan, "one placement: no interval")
+    return _change(est, mb, mh)
 
 
-def compare_samples(base: Sequence[float], head: Sequence[float], s: Settings = Settings(),
-                    between: Optional[Between] = None) -> Change:
-    """Change of one side's time: ratio of medians head/base, bootstrap interval, Mann-Whitney U."""
-    if len(base) == 0 or len(head) == 0:
-        raise ValueError("no samples")
-    mb, mh = stats.median(base), stats.median(head)
-    ratio = mh / mb
-    if tuple(base) == tuple(head):
-        return Change(mb, mh, ratio, 1.0, 1.0, 1.0, False, SHARED)
-    lo, hi = stats.bootstrap_median_ratio(base, head, resamples=s.resamples, seed=s.seed, confidence=s.confidence)
-    p = stats.mann_whitney_p(head, base)
-    significant, verdict = _verdict(ratio, lo, hi, p, s, SLOWER, FASTER)
-    return _between(Change(mb, mh, ratio, lo, hi, p, significant, verdict), between)
+def _gap_in_run(b: Timing, h: Timing) -> Optional[stats.LogEstimate]:
+    """The change of the gap of two builds timed in the same rounds of one run."""
+    est = stats.change_in_run(b.warpforth.samples_us, h.warpforth.samples_us, b.cuda.samples_us,
+                              h.cuda.samples_us, _where(b))
+    return est and attrs.evolve(est, basis=f"the run's {_units(b)} resampled, base, head and CUDA together")
 
 
-def compare_gap(base: Timing, head: Timing, s: Settings = Settings(), *, shared_cuda: bool = False,
-                between: Optional[Between] = None) -> Change:
-    """Change of the gap: pairs (WarpForth_i, CUDA_i) are resampled together within each run.
+def _processes(t: Timing) -> int:
+    return len(set(stats.process_of(_where(t)).tolist()))
 
-    ``shared_cuda``: both timings come from one base/head run against the same CUDA samples; then the
-    triples (base_i, head_i, CUDA_i) are resampled together.
-    """
-    wb, cb = base.warpforth.samples_us, base.cuda.samples_us
-    wh, ch = head.warpforth.samples_us, head.cuda.samples_us
-    rb, rh = stats.pair_ratios(wb, cb), stats.pair_ratios(wh, ch)
-    if rb is None or rh is None:
-        raise ValueError("gap comparison needs paired samples of equal count on each side")
-    gb = stats.median(wb) / stats.median(cb)
-    gh = stats.median(wh) / stats.median(ch)
-    ratio = gh / gb
-    lo, hi = stats.bootstrap_gap_ratio(wb, cb, wh, ch, shared_cuda=shared_cuda, resamples=s.resamples, seed=s.seed,
-                                       confidence=s.confidence)
-    p = stats.mann_whitney_p(rh, rb)
-    significant, verdict = _verdict(ratio, lo, hi, p, s, WORSE, BETTER)
-    return _between(Change(gb, gh, ratio, lo, hi, p, significant, verdict), between)
+
+def _gap_between_runs(b: Timing, h: Timing, comps: evidence.Components, other_board: bool
+                      ) -> Optional[stats.LogEstimate]:
+    """The change of the gap between two runs: each run's own interval, a fresh process for each run that is
+    one process, and each board's own effect when the boards differ."""
+    eb = stats.gap_estimate(b.warpforth.samples_us, b.cuda.samples_us, _where(b))
+    eh = stats.gap_estimate(h.warpforth.samples_us, h.cuda.samples_us, _where(h))
+    if eb is None or eh is None:
+        return None
+    nb, pr = comps.new_board, comps.process
+    board_only = stats.LogEstimate(0.0, math.sqrt(max(nb.se ** 2 - pr.se ** 2, 0.0)), nb.df)
+    parts, added = [eb, eh], []
+    for t in (b, h):
+        single = _processes(t) < 2
+        extra = (nb if single else board_only) if other_board else (pr if single else None)
+        if extra is not None:
+            parts.append(extra)
+            added.append(extra.basis)
+    what = "its board and process" if other_board else "its process"
+    basis = (f"each run's own {_units(b)} / {_units(h)} resampled; per run, {what} added: "
+             f"{'; '.join(dict.fromkeys(added)) or 'covered by its own processes'}")
+    return stats.combine(parts, eh.value - eb.value, basis)
+
+
+def _units(t: Timing) -> str:
+    if len(t.placement_of) != len(t.warpforth.samples_us):
+        return f"{len(t.warpforth.samples_us)} pairs (no placements recorded)"
+    k = _processes(t)
+    return f"{k} processes, then placements" if k > 1 else f"{len(set(t.placement_of))} placements"
 
 
 # --------------------------------------------------------------------------------------------------------
-# results
+# one case
+
+
+def _same_code(b: CaseResult, h: CaseResult) -> bool:
+    """Identical WarpForth code: the code identities (SASS and resources) where both sides have one, else
+    byte-identical PTX."""
+    ib, ih = code_identity(b.diag_wf), code_identity(h.diag_wf)
+    return ib == ih if ib and ih else _same_ptx(b.compile_wf, h.compile_wf)
 
 
 def _same_ptx(a: Optional[CompileRecord], b: Optional[CompileRecord]) -> bool:
     return a is not None and b is not None and bool(a.ptx_sha256) and a.ptx_sha256 == b.ptx_sha256
 
 
-def _compare_case(b: CaseResult, h: CaseResult, s: Settings, same_run: bool,
-                  runs: Optional[tuple[RunResult, RunResult, Optional["History"]]] = None) -> CaseComparison:
-    head = dict(case_id=b.id, version=b.version, base_status=b.status, head_status=h.status)
+def baseline_change(base: RunResult, head: RunResult, b: CaseResult, h: CaseResult) -> str:
+    """What changed on the CUDA side between two runs of a case ("" when nothing did)."""
+    cb, ch = base.cuda_compiler, head.cuda_compiler
+    if (cb.kind, cb.version, cb.flags) != (ch.kind, ch.version, ch.flags):
+        return f"CUDA compiler {cb.kind} {cb.version} -> {ch.kind} {ch.version}"
+    if b.cuda_source_sha256 and h.cuda_source_sha256 and b.cuda_source_sha256 != h.cuda_source_sha256:
+        return "CUDA source"
+    if b.compile_cuda and h.compile_cuda and b.compile_cuda.ptx_sha256 and h.compile_cuda.ptx_sha256 \
+            and b.compile_cuda.ptx_sha256 != h.compile_cuda.ptx_sha256:
+        return "CUDA PTX"
+    ib, ih = code_identity(b.diag_cuda), code_identity(h.diag_cuda)
+    return "CUDA code (SASS or resources)" if ib and ih and ib != ih else ""
+
+
+def _qualifiers(b: CaseResult, h: CaseResult) -> list[str]:
+    out = []
+    if UNSTABLE in (b.status, h.status):
+        out.append(verdicts.NOISY)
+    if any(c.timing is not None and c.timing.throttled for c in (b, h)):
+        out.append(verdicts.THROTTLED)
+    return out
+
+
+def _refusal(b: CaseResult, h: CaseResult) -> str:
+    """Why two results of a case cannot be compared ("" when they can)."""
     if b.version != h.version or b.fingerprint != h.fingerprint:
-        return CaseComparison(compared=False, reason=(
-            f"different case definitions (v{b.version} {b.fingerprint[:12]} vs v{h.version} {h.fingerprint[:12]}); "
-            f"only the same fingerprint is comparable"), **head)  # type: ignore[arg-type]
+        return (f"different case definitions (v{b.version} {b.fingerprint[:12]} vs v{h.version} {h.fingerprint[:12]}); "
+                f"only the same fingerprint is comparable")
     if b.mode != h.mode:
-        return CaseComparison(compared=False, reason=f"different timing modes ({b.mode} vs {h.mode})",
-                              **head)  # type: ignore[arg-type]
+        return f"different timing modes ({b.mode} vs {h.mode})"
     if not (b.timed and h.timed):
         bad = ", ".join(f"{side} {c.status}" for side, c in (("base", b), ("head", h)) if not c.timed)
-        return CaseComparison(compared=False, reason=f"not timed ({bad})", **head)  # type: ignore[arg-type]
+        return f"not timed ({bad})"
+    return ""
+
+
+def _case(b: CaseResult, h: CaseResult, est: Optional[stats.LogEstimate], margin: verdicts.Margin, *,
+          same_run: bool, baseline: str = "", qualifiers: Sequence[str] = ()) -> CaseComparison:
     assert b.timing is not None and h.timing is not None
-    shared = same_run and tuple(b.timing.cuda.samples_us) == tuple(h.timing.cuda.samples_us)
-    gap_b = wf_b = cuda_b = None
-    basis = ""
-    if runs is not None:
-        base_run, head_run, history = runs
-        values = _series_values(history, base_run, head_run, h)
-        board = _other_board(base_run, head_run)
-
-        def between(qty: str, ptx: bool) -> Between:
-            repeats = [t.repeat_gaps for t in (b.timing, h.timing) if t is not None] if qty == "gap" else []
-            v = stats.between_run_variation(values[qty], repeats, floor=s.run_floor, k=s.run_k, min_runs=s.run_min)
-            if history is None and v.spread is None:
-                v = attrs.evolve(v, basis=f"{s.run_floor:.1%} floor (no history given)")
-            return Between(v, same_ptx=ptx, other_board=board)
-
-        same_wf = _same_ptx(b.compile_wf, h.compile_wf)
-        gap_b, wf_b = between("gap", same_wf), between("wf", same_wf)
-        cuda_b = between("cuda", _same_ptx(b.compile_cuda, h.compile_cuda))
-        basis = gap_b.variation.basis
-    gap = compare_gap(b.timing, h.timing, s, shared_cuda=shared, between=gap_b)
-    wf = compare_samples(b.timing.warpforth.samples_us, h.timing.warpforth.samples_us, s, wf_b)
-    sass = sass_note(b.diag_wf, h.diag_wf)
-    if sass == IDENTICAL_NOTE:  # the same machine code: no change of the compiler's to test for
-        gap = _identical(gap, (WORSE, BETTER))
-        wf = _identical(wf, (SLOWER, FASTER))
+    head = dict(case_id=b.id, version=b.version, base_status=b.status, head_status=h.status)
+    if est is None:
+        return CaseComparison(compared=False, reason="fewer than two placements on a side: no interval",
+                              **head)  # type: ignore[arg-type]
+    v = verdicts.judge(est, margin, identical_code=_same_code(b, h), baseline_changed=bool(baseline),
+                       qualifiers=list(qualifiers) + _qualifiers(b, h))
+    tb, th = b.timing, h.timing
+    wb, wh = _where(tb), _where(th)
     return CaseComparison(
-        compared=True,
-        gap=gap,
-        warpforth=wf,
-        cuda=compare_samples(b.timing.cuda.samples_us, h.timing.cuda.samples_us, s, cuda_b),
-        variation=basis,
-        sass=sass,
+        compared=True, verdict=v, sass=sass_note(b.diag_wf, h.diag_wf),
+        gap=_change(est, tb.gap, th.gap),
+        warpforth=_side_change(tb.warpforth.samples_us, th.warpforth.samples_us, wb, wh, same_run),
+        cuda=_side_change(tb.cuda.samples_us, th.cuda.samples_us, wb, wh, same_run),
+        reason=f"baseline changed: {baseline}" if baseline else "",
         **head,  # type: ignore[arg-type]
     )
 
 
-def _identical(change: Change, directions: tuple[str, str]) -> Change:
-    return attrs.evolve(change, verdict=IDENTICAL_SASS) if change.verdict in directions else change
-
-
-def _other_board(base: RunResult, head: RunResult) -> bool:
-    a, b = base.environment.gpu_uuid, head.environment.gpu_uuid
-    return bool(a and b and a != b)
-
-
-def _series_values(history: Optional["History"], base: RunResult, head: RunResult,
-                   case: CaseResult) -> dict[str, list[float]]:
-    """Gap, WarpForth and CUDA medians of the stable points of this case's series (one per run), the two runs
-    being compared left out; empty without a history."""
-    out: dict[str, list[float]] = {"gap": [], "wf": [], "cuda": []}
-    if history is None:
-        return out
-    from wfbench_core.review.history import series_key
-
-    series = history.find_series(series_key(head, case))
-    if series is None:
-        return out
-    skip = {base.created, head.created}
-    for p in series.stable_points:
-        if p.created in skip:
-            continue
-        out["gap"].append(p.gap)
-        out["wf"].append(p.wf.median_us)
-        out["cuda"].append(p.cuda.median_us)
-    return out
+# --------------------------------------------------------------------------------------------------------
+# results
 
 
 def _platform(r: RunResult) -> str:
@@ -311,144 +275,173 @@ def split_labels(result: RunResult, base_label: Optional[str] = None,
     return base_label, head_label
 
 
-def compare_runs(base: RunResult, head: RunResult, *, base_name: str = "base", head_name: str = "head",
-                 settings: Settings = Settings(), history: Optional["History"] = None) -> RunComparison:
-    """Two separate runs, matched by case ID (and compiler label "" on both sides).
-
-    A change counts only beyond the between-run variation of the case's series, estimated from ``history``
-    when given (its stable points), else ``settings.run_floor``.
-    """
-    notes = []
-    if base.environment.gpu_name != head.environment.gpu_name \
-            or base.environment.compute_capability != head.environment.compute_capability:
-        notes.append(f"different GPUs ({_platform(base)} vs {_platform(head)}): a GPU change moves both sides, and "
-                     f"the gap too; no change is attributed to the compiler")
-    elif _other_board(base, head):
-        notes.append(f"different boards of one GPU model ({base.environment.gpu_uuid} vs "
-                     f"{head.environment.gpu_uuid}): a board moves the gap by itself, so changes are reported as "
-                     f"'{OTHER_BOARD}', never as better or worse; compare runs on one board, or one base/head run")
-    elif not (base.environment.gpu_uuid and head.environment.gpu_uuid):
-        notes.append("the board (GPU UUID) of one run is unknown: a board change cannot be ruled out")
-    if history is None:
-        notes.append(f"no history given (--history): a change must exceed the {settings.run_floor:.1%} between-run "
-                     f"floor; with {settings.run_min} or more stable runs of a series, its own spread sets it")
-    if (base.cuda_compiler.kind, base.cuda_compiler.version, base.cuda_compiler.flags) != \
-            (head.cuda_compiler.kind, head.cuda_compiler.version, head.cuda_compiler.flags):
-        notes.append("different CUDA compilers or flags: the CUDA baseline itself changed")
-    for r, name in ((base, base_name), (head, head_name)):
-        if labels_of(r):
-            raise WfbenchError(f"{name}: a base/head run; compare it alone ('wfbench compare {name}')")
-    bmap = {c.id: c for c in base.cases}
-    hmap = {c.id: c for c in head.cases}
-    cases = []
+def _matched(bmap: dict[str, CaseResult], hmap: dict[str, CaseResult], missing: str
+             ) -> tuple[list[tuple[CaseResult, CaseResult]], list[CaseComparison]]:
+    pairs, skipped = [], []
     for cid in sorted(set(bmap) | set(hmap)):
-        if cid not in hmap or cid not in bmap:
-            side = head_name if cid not in hmap else base_name
+        if cid not in bmap or cid not in hmap:
             c = bmap.get(cid) or hmap[cid]
-            cases.append(CaseComparison(case_id=cid, version=c.version, compared=False,
-                                        reason=f"not in {side}"))
+            side = "head" if cid not in hmap else "base"
+            skipped.append(CaseComparison(case_id=cid, version=c.version, compared=False,
+                                          reason=missing.format(side=side)))
             continue
-        cases.append(_compare_case(bmap[cid], hmap[cid], settings, same_run=False, runs=(base, head, history)))
-    if base.environment.gpu_name != head.environment.gpu_name \
-            or base.environment.compute_capability != head.environment.compute_capability:
-        cases = [_not_attributed(c) for c in cases]
-    return RunComparison(base_name=base_name, head_name=head_name, base_compiler=base.warpforthc.version,
-                      head_compiler=head.warpforthc.version, platform=_platform(head), same_run=False,
-                      notes=tuple(notes), cases=tuple(cases), settings=settings)
+        why = _refusal(bmap[cid], hmap[cid])
+        if why:
+            b, h = bmap[cid], hmap[cid]
+            skipped.append(CaseComparison(case_id=cid, version=b.version, compared=False, reason=why,
+                                          base_status=b.status, head_status=h.status))
+        else:
+            pairs.append((bmap[cid], hmap[cid]))
+    return pairs, skipped
 
 
-def _not_attributed(c: CaseComparison) -> CaseComparison:
-    """Different GPU models: no verdict on the compiler (the gap itself moves with the GPU)."""
-    if not c.compared or c.gap is None or c.gap.verdict not in (WORSE, BETTER):
-        return c
-    return attrs.evolve(c, gap=attrs.evolve(c.gap, verdict=OTHER_BOARD))
+def _ordered(cases: list[CaseComparison]) -> tuple[CaseComparison, ...]:
+    return tuple(sorted(cases, key=lambda c: c.case_id))
 
 
 def compare_labels(result: RunResult, base_label: Optional[str] = None, head_label: Optional[str] = None, *,
                    name: str = "result", settings: Settings = Settings()) -> RunComparison:
-    """One base/head run: the two compiler labels against the same CUDA samples."""
+    """One base/head run: the two compiler labels against the same CUDA samples, in the same rounds.
+
+    The margin is the same run's A/A floor where cases of identical code give one (wider than the default)."""
     bl, hl = split_labels(result, base_label, head_label, where=name)
     bmap = {c.id: c for c in result.cases if c.compiler_label == bl}
     hmap = {c.id: c for c in result.cases if c.compiler_label == hl}
-    cases = []
-    for cid in sorted(set(bmap) | set(hmap)):
-        if cid not in bmap or cid not in hmap:
-            c = bmap.get(cid) or hmap[cid]
-            cases.append(CaseComparison(case_id=cid, version=c.version, compared=False,
-                                        reason=f"no {'head' if cid not in hmap else 'base'} result"))
-            continue
-        cases.append(_compare_case(bmap[cid], hmap[cid], settings, same_run=True))
+    pairs, cases = _matched(bmap, hmap, "no {side} result")
+    estimates = [(b, h, _gap_in_run(b.timing, h.timing)) for b, h in pairs]  # type: ignore[arg-type]
+    same = [math.exp(e.value) - 1.0 for b, h, e in estimates if e is not None and _same_code(b, h)]
+    floor = verdicts.aa_floor(same)
+    margin = verdicts.margin_of(floor, f"same run, {len(same)} case(s) of identical code", default=settings.margin,
+                                min_effect=settings.min_effect)
+    cases += [_case(b, h, e, margin, same_run=True) for b, h, e in estimates]
 
     def version(label: str) -> str:
         info = result.compilers.get(label)
         return info.version if info else "?"
 
     return RunComparison(base_name=bl, head_name=hl, base_compiler=version(bl), head_compiler=version(hl),
-                      platform=_platform(result), same_run=True, notes=(), cases=tuple(cases),
-                      settings=settings)
+                      platform=_platform(result), same_run=True, notes=(), cases=_ordered(cases), settings=settings)
+
+
+def _run_notes(base: RunResult, head: RunResult, history: Optional["History"]) -> list[str]:
+    notes = []
+    ub, uh = base.environment.gpu_uuid, head.environment.gpu_uuid
+    if ub and uh and ub != uh:
+        notes.append(f"different boards of one GPU model ({ub} vs {uh}): each board's own effect is in the "
+                     f"interval, so a change must exceed what boards differ by")
+    elif not (ub and uh):
+        notes.append("the board (GPU UUID) of one run is unknown: treated as another board")
+    if history is None:
+        notes.append("no history given (--history): the between-run components are the stated defaults unless "
+                     "a --repeat run measures the process one")
+    return notes
+
+
+def compare_runs(base: RunResult, head: RunResult, *, base_name: str = "base", head_name: str = "head",
+                 settings: Settings = Settings(), history: Optional["History"] = None) -> RunComparison:
+    """Two separate runs, matched by case ID (compiler label "" on both sides)."""
+    for r, name in ((base, base_name), (head, head_name)):
+        if labels_of(r):
+            raise WfbenchError(f"{name}: a base/head run; compare it alone ('wfbench compare {name}')")
+    if (base.environment.gpu_name, base.environment.compute_capability) != \
+            (head.environment.gpu_name, head.environment.compute_capability):
+        why = f"different GPU models ({_platform(base)} vs {_platform(head)}): the gap itself moves with the GPU"
+        cases = tuple(CaseComparison(case_id=c.id, version=c.version, compared=False, reason=why)
+                      for c in head.cases)
+        return RunComparison(base_name, head_name, base.warpforthc.version, head.warpforthc.version, _platform(head),
+                          False, (why,), cases, settings)
+    pairs, cases = _matched({c.id: c for c in base.cases}, {c.id: c for c in head.cases}, "not in {side}")
+    cases += [_run_pair(base, head, b, h, settings, history) for b, h in pairs]
+    return RunComparison(base_name=base_name, head_name=head_name, base_compiler=base.warpforthc.version,
+                      head_compiler=head.warpforthc.version, platform=_platform(head), same_run=False,
+                      notes=tuple(_run_notes(base, head, history)), cases=_ordered(cases), settings=settings)
+
+
+def _run_pair(base: RunResult, head: RunResult, b: CaseResult, h: CaseResult, s: Settings,
+              history: Optional["History"]) -> CaseComparison:
+    from wfbench_core.review.series import point_of, series_key
+
+    ub, uh = base.environment.gpu_uuid, head.environment.gpu_uuid
+    other = not (ub and uh and ub == uh)
+    key = series_key(head, h)
+    points = evidence.family_points(history, key, skip_runs=(base.created, head.created))
+    extra = []
+    for run, c in ((base, b), (head, h)):
+        p = point_of(run, c, "")
+        extra += evidence.repeat_observations(f"{p.code}/{p.cuda_code}", run.environment.gpu_uuid,
+                                              c.timing.repeat_gaps if c.timing else ())
+    one = any(c.timing is not None and len(c.timing.placement_of) < 2 for c in (b, h))
+    comps = evidence.components(points, extra, one_placement=one)
+    floor, where = evidence.board_aa_floor(history, key, uh)
+    margin = verdicts.margin_of(floor, where, default=s.margin, min_effect=s.min_effect)
+    quals = [verdicts.OTHER_BOARD if ub and uh else verdicts.UNKNOWN_BOARD] if other else []
+    est = _gap_between_runs(b.timing, h.timing, comps, other)  # type: ignore[arg-type]
+    return _case(b, h, est, margin, same_run=False, baseline=baseline_change(base, head, b, h), qualifiers=quals)
 
 
 # --------------------------------------------------------------------------------------------------------
 # rendering
 
 
-def _pct(c: Change) -> str:
-    if c.verdict == SHARED:
+def pct(c: Change) -> str:
+    if c.shared:
         return "shared"
+    if math.isnan(c.ci_low):
+        return f"{c.percent:+.2f}%"
     return f"{c.percent:+.2f}% [{(c.ci_low - 1) * 100:+.2f}, {(c.ci_high - 1) * 100:+.2f}]"
+
+
+def verdict_cell(c: CaseComparison, bold: bool = False) -> str:
+    if not c.compared or c.verdict is None:
+        return "not compared"
+    text = c.verdict.label
+    if bold and c.verdict.verdict in (verdicts.SLOWER, verdicts.FASTER):
+        text = f"**{text}**"
+    return text
 
 
 def _rows(cmp: RunComparison, bold: bool) -> list[list[str]]:
     rows = []
     for c in cmp.cases:
         name = f"{c.case_id} v{c.version}"
-        if not c.compared:
+        if not c.compared or c.gap is None or c.warpforth is None or c.cuda is None:
             rows.append([name, "-", "-", "-", "-", "-", "-", "not compared"])
             continue
-        assert c.gap and c.warpforth and c.cuda
-        verdict = c.gap.verdict
-        if bold and verdict in (WORSE, BETTER):
-            verdict = f"**{verdict}**"
-        if c.noisy:
-            verdict += " (noisy)"
         rows.append([
-            name,
-            f"{c.gap.base:.3f}x -> {c.gap.head:.3f}x",
-            _pct(c.gap),
-            f"{c.warpforth.base:.2f} -> {c.warpforth.head:.2f}",
-            f"{_pct(c.warpforth)} {c.warpforth.verdict}",
-            f"{c.cuda.base:.2f} -> {c.cuda.head:.2f}",
-            _pct(c.cuda) + ("" if c.cuda.verdict == SHARED else f" {c.cuda.verdict}"),
-            verdict,
+            name, f"{c.gap.base:.3f}x -> {c.gap.head:.3f}x", pct(c.gap),
+            f"{c.warpforth.base:.2f} -> {c.warpforth.head:.2f}", pct(c.warpforth),
+            f"{c.cuda.base:.2f} -> {c.cuda.head:.2f}", pct(c.cuda), verdict_cell(c, bold),
         ])
     return rows
 
 
-HEADER = ["case", "gap", "gap change [CI]", "WF us", "WF change [CI]", "CUDA us", "CUDA change [CI]", "verdict"]
+HEADER = ["case", "gap", "gap change [95% CI]", "WF us", "WF change [CI]", "CUDA us", "CUDA change [CI]", "verdict"]
 
 
 def _footer(cmp: RunComparison) -> list[str]:
-    s = cmp.settings
-    lines = [f"change = head/base of the medians; [CI] = {s.confidence:.0%} bootstrap interval; significant when "
-             f"it excludes 0 and Mann-Whitney p < {s.alpha:g}; 'negligible' = significant but under "
-             f"{s.min_effect:.0%}"]
+    judged = [c for c in cmp.cases if c.verdict is not None]
+    margins = {c.verdict.margin_basis: c for c in judged}  # type: ignore[union-attr]
+    lines = []
+    if judged:
+        first = judged[0].verdict
+        assert first is not None
+        lines.append(verdicts.rule_text(verdicts.Margin(first.margin, first.min_effect, first.margin_basis)))
+        if len(margins) > 1:
+            lines += [f"{c.case_id}: margin {c.verdict.margin:.2%} ({c.verdict.margin_basis})"  # type: ignore[union-attr]
+                      for c in judged[1:] if c.verdict.margin_basis != first.margin_basis]  # type: ignore[union-attr]
+    bases = {c.gap.basis for c in judged if c.gap}
+    if len(bases) == 1:
+        lines.append(f"gap change interval: {bases.pop()}")
+    else:
+        lines += [f"{c.case_id}: gap change interval: {c.gap.basis}" for c in judged if c.gap]
     if not cmp.same_run:
-        lines.append(f"two runs: a significant change counts only beyond the between-run variation ('{WITHIN_RUNS}' "
-                     f"otherwise); '{SAME_PTX}': byte-identical WarpForth PTX, so not the compiler; '{OTHER_BOARD}': "
-                     f"different boards or GPUs, not attributed to the compiler")
-        bases = sorted({c.variation for c in cmp.cases if c.variation})
-        if len(bases) == 1:
-            lines.append(f"between-run threshold: {bases[0]}")
-        else:
-            lines += [f"{c.case_id}: between-run threshold: {c.variation}" for c in cmp.cases if c.variation]
+        lines.append("WF and CUDA time intervals: each run's own samples only (boards and processes move absolute "
+                     "times by more than the gap)")
     for c in cmp.cases:
         if c.sass:
             lines.append(f"{c.case_id}: {c.sass}" + (f" {c.case_id}" if c.sass.endswith("wfbench explain") else ""))
-        if not c.compared:
-            lines.append(f"{c.case_id}: not compared: {c.reason}")
-        elif c.noisy:
-            lines.append(f"{c.case_id}: noisy on one side (base {c.base_status}, head {c.head_status}); read the "
-                         f"verdict with care")
+        if c.reason:
+            lines.append(f"{c.case_id}: {'' if c.compared else 'not compared: '}{c.reason}")
     lines += [f"note: {n}" for n in cmp.notes]
     return lines
 
@@ -459,14 +452,27 @@ def _title(cmp: RunComparison) -> str:
             f"{cmp.head_compiler}); {cmp.platform}; {how}")
 
 
-def render_text(cmp: RunComparison) -> str:
-    from wfbench_core.review.report import render_table
+def summary(cmp: RunComparison) -> str:
+    """``6 compared: 1 SLOWER, 5 SAME``."""
+    counts: dict[str, int] = {}
+    for c in cmp.cases:
+        key = c.verdict.verdict if c.verdict is not None else "not compared"
+        counts[key] = counts.get(key, 0) + 1
+    order = list(verdicts.VERDICTS) + [verdicts.BASELINE_CHANGED, "not compared"]
+    parts = [f"{n} {k.upper() if k in verdicts.VERDICTS else k}" for k, n in
+             sorted(counts.items(), key=lambda kv: order.index(kv[0]))]
+    return f"{len(cmp.cases)} case(s): " + ", ".join(parts)
 
-    return "\n".join([_title(cmp), "", render_table([HEADER] + _rows(cmp, bold=False)), ""] + _footer(cmp))
+
+def render_text(cmp: RunComparison) -> str:
+    from wfbench_core.review.table import render_table
+
+    return "\n".join([_title(cmp), "", render_table([HEADER] + _rows(cmp, bold=False)), ""] + _footer(cmp)
+                     + [summary(cmp)])
 
 
 def render_markdown(cmp: RunComparison) -> str:
-    out = ["### wfbench compare", "", _title(cmp).replace(" -> ", " → "), "",
+    out = ["### wfbench compare", "", _title(cmp).replace(" -> ", " → "), "", f"**{summary(cmp)}**", "",
            "| " + " | ".join(HEADER) + " |", "|---|" + "---:|" * (len(HEADER) - 2) + "---|"]
     for row in _rows(cmp, bold=True):
         out.append("| " + " | ".join(cell.replace(" -> ", " → ") for cell in row) + " |")

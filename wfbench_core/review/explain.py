@@ -12,14 +12,13 @@ from typing import Mapping, Optional, Sequence
 import attrs
 
 from wfbench_core.case import Case
+from wfbench_core.build.code_identity import IDENTICAL_NOTE, identical
 from wfbench_core.build.diagnostics import (
-    IDENTICAL_NOTE,
     Instr,
     Loop,
     assemble,
     code_of,
     hottest_loop,
-    identical,
     memory_order,
     mix_differences,
     summarize,
@@ -86,7 +85,8 @@ def findings(wf: SideDiagnostics, cuda: SideDiagnostics, wf_label: str = "WarpFo
     """Plain sentences about the differences that usually matter, most important first."""
     out: list[str] = []
     if identical(wf, cuda):
-        return [f"{wf_label} and CUDA assemble to byte-identical SASS: any timing difference is noise."]
+        return [f"{wf_label} and CUDA assemble to identical code (SASS and resources): any timing difference is "
+                f"noise."]
     for side, d in ((wf_label, wf), ("CUDA", cuda)):
         if d.spill_stores or d.spill_loads or d.stack_frame:
             out.append(f"{side} spills: {d.spill_stores} B stored, {d.spill_loads} B loaded, "
@@ -228,7 +228,7 @@ def render_markdown(case: Case, reports: Sequence[SideReport], *, arch: str, pro
     if len(wf_reports) > 1:
         a, b = wf_reports[0], wf_reports[1]
         lines += ["", f"{a.side.label} and {b.side.label}: " + (
-            IDENTICAL_NOTE if identical(a.diag, b.diag) else "the SASS differs (mix below)") + "."]
+            IDENTICAL_NOTE if identical(a.diag, b.diag) else "the code differs (mix below)") + "."]
     lines += ["", "#### Findings", ""]
     for r in wf_reports:
         for sentence in findings(r.diag, cuda.diag, r.side.label):

@@ -5,11 +5,9 @@ Layout of a history directory (commit it to a data branch as it is)::
     runs/<year>/<created>-<sha256 prefix>.json   one RunResult per file, never rewritten
     index.json                                   derived from runs/ (``wfbench history reindex``)
 
-A **series** is every point measured under one :class:`SeriesKey`: the same GPU model and compute
-capability, the same case (ID, version, fingerprint), the same CUDA baseline source, the same CUDA compiler
-and flags, the same timing mode, compiler label and measuring protocol. The WarpForth compiler is
-deliberately not part of the key: its change over time is what a series shows. A run that differs in any key
-field starts a new series; nothing is ever merged across keys.
+A **series** is every point measured under one :class:`~wfbench_core.review.series.SeriesKey` (the records of a
+series and its points live in :mod:`wfbench_core.review.series`). A run that differs in any key field starts a new
+series; nothing is ever merged across keys.
 
 Nothing of a failed run becomes history: a run with a failed or error case, or an incomplete run, is refused
 whole. Unstable cases are stored and marked; trends, alerts and the headline leave them out.
@@ -33,17 +31,19 @@ from typing import Iterator, Optional, Sequence
 
 import attrs
 
-from wfbench_core.record import stats
 from wfbench_core.errors import WfbenchError
-from wfbench_core.record.fsutil import atomic_write, create_exclusive
-from wfbench_core.record.results import (
-    FAILING, OK, CaseResult, TimingProtocol, RunResult, SideStats, converter, dumps, parse_result,
+from wfbench_core.record.fsutil import atomic_write, create_exclusive, read_json
+from wfbench_core.record.result_rules import index_problem
+from wfbench_core.record.results import ERROR, FAILED, FAILING, RunResult, TimingProtocol, converter, dumps, parse_result
+from wfbench_core.review.series import (  # noqa: F401 - the records of a series, re-exported where they were
+    PROTOCOL_NOT_IN_KEY, Point, Series, SeriesKey, SideSummary, case_name, point_of, points_from_run,
+    protocol_tag, series_key, timing_mode,
 )
 
 HISTORY_ENV = "WFBENCH_HISTORY"
 DEFAULT_DIR = "wfbench-history"
 INDEX_VERSION = 4  # 2: points carry the board and the PTX hash, keys the protocol; 3: SASS hash, throttling, host
-# health; 4: launch-bound points
+# health; 4: both sides' code identity (SASS and resources) and the gaps of --repeat processes
 RUNS_DIR = "runs"
 INDEX_FILE = "index.json"
 LOCK_FILE = ".lock"
@@ -62,117 +62,7 @@ Add a run with `wfbench history add RESULT.json --history DIR`; list the series 
 
 
 # --------------------------------------------------------------------------------------------------------
-# records
-
-
-@attrs.frozen
-class SeriesKey:
-    """Everything that must be equal for two measurements to share one trend line."""
-
-    gpu_name: str
-    compute_capability: str
-    case_id: str
-    case_version: int
-    fingerprint: str
-    cuda_source_sha256: str
-    cuda_compiler: str
-    cuda_compiler_version: str
-    cuda_flags: tuple[str, ...]
-    mode: str
-    compiler_label: str = ""
-    protocol: str = ""  # the measuring protocol's settings that differ from the defaults; "" = the canonical one
-
-    @property
-    def id(self) -> str:
-        """A short, stable name for the series: a hash over every key field (an empty protocol is left out,
-        so the canonical series keep the names they had before the protocol joined the key)."""
-        data = converter().unstructure(self)
-        if not self.protocol:
-            del data["protocol"]
-        text = json.dumps(data, sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(text.encode()).hexdigest()[:12]
-
-    @property
-    def platform(self) -> tuple[str, ...]:
-        """The hardware, toolchain and protocol part of the key (what a suite-wide headline may combine).
-
-        The compiler label comes last, so ``platform[:-1]`` is what the labels of one base/head run share."""
-        return (self.gpu_name, self.compute_capability, self.cuda_compiler, self.cuda_compiler_version,
-                " ".join(self.cuda_flags), self.mode, self.protocol, self.compiler_label)
-
-    @property
-    def canonical(self) -> bool:
-        """Measured with the default protocol: the series that may be published."""
-        return not self.protocol
-
-    def describe(self) -> str:
-        label = f" [{self.compiler_label}]" if self.compiler_label else ""
-        protocol = f", protocol {self.protocol}" if self.protocol else ""
-        return (f"{self.case_id} v{self.case_version}{label} on {self.gpu_name} ({self.compute_capability}), "
-                f"{self.cuda_compiler} {self.cuda_compiler_version} {' '.join(self.cuda_flags)}, {self.mode}"
-                f"{protocol}")
-
-
-@attrs.frozen
-class SideSummary:
-    """One side at one point: the run's statistics and the 5th-95th percentile band of its samples."""
-
-    median_us: float
-    p95_us: float
-    mad_us: float
-    noise: float
-    lo_us: float
-    hi_us: float
-
-
-@attrs.frozen
-class Point:
-    """One case of one stored run, as a series sees it."""
-
-    run: str  # run file, relative to the history directory
-    created: str
-    status: str  # ok | unstable
-    priority: str
-    warpforthc_version: str
-    warpforthc_sha256: str
-    wf: SideSummary
-    cuda: SideSummary
-    gap: float
-    gap_mad: float  # MAD of the per-pair ratios WarpForth/CUDA
-    gap_lo: float  # 5th-95th percentile of the per-pair ratios
-    gap_hi: float
-    samples: int
-    git_commit: str = ""
-    git_repo: str = ""
-    ci_run_url: str = ""
-    label: str = ""
-    gpu_uuid: str = ""  # the board
-    ptx_sha256: str = ""  # the WarpForth PTX of the timed configuration: equal PTX, equal kernel
-    sass_sha256: str = ""  # its machine code (static diagnostics): equal SASS, equal kernel
-    throttled: bool = False  # the GPU throttled (power, thermal) while it was timed
-    depressed_host: bool = False  # the run's memory clock or power sat below the board's healthy band
-    launch_bound: bool = False  # events mode timed the host's launch rate, not the kernel
-
-    @property
-    def stable(self) -> bool:
-        """Counted in trends and alerts: stable, measured on a healthy, unthrottled GPU, and not launch-bound
-        (others are kept and shown, marked)."""
-        return self.status == OK and not self.throttled and not self.depressed_host and not self.launch_bound
-
-    @property
-    def noise(self) -> float:
-        return max(self.wf.noise, self.cuda.noise)
-
-
-@attrs.frozen
-class Series:
-    id: str
-    key: SeriesKey
-    points: tuple[Point, ...]
-
-    @property
-    def stable_points(self) -> tuple[Point, ...]:
-        return tuple(p for p in self.points if p.stable)
+# records of the store
 
 
 @attrs.frozen
@@ -223,96 +113,6 @@ class AddOutcome:
     path: Path  # the stored run file
     added: bool  # False: the same run was already stored
     series: tuple[tuple[str, SeriesKey, bool], ...]  # (series id, key, new series?) per stored case
-
-
-# --------------------------------------------------------------------------------------------------------
-# points from a run
-
-
-# protocol settings that never change a measurement (they only refuse or stop cases): not part of the key
-PROTOCOL_NOT_IN_KEY = frozenset({"max_case_s", "suite_budget_s"})
-
-
-def protocol_tag(protocol: TimingProtocol) -> str:
-    """The protocol's settings that differ from the defaults, as ``name=value`` (``""`` for the canonical one).
-
-    Any setting that changes what is measured is part of a series' key, so a run with ``--samples 5`` starts
-    its own series and never joins the published one.
-    """
-    default = type(protocol)()
-    parts = []
-    for f in attrs.fields(type(protocol)):
-        value = getattr(protocol, f.name)
-        if f.name in PROTOCOL_NOT_IN_KEY or value == getattr(default, f.name):
-            continue
-        parts.append(f"{f.name}={value:g}" if isinstance(value, float) else f"{f.name}={value}")
-    return ",".join(parts)
-
-
-def timing_mode(result: RunResult, case: CaseResult) -> str:
-    """The timing mode of a case as keyed: the case's, joined by the run's when the run names another."""
-    if not result.mode or result.mode == case.mode:
-        return case.mode
-    return f"{case.mode}+{result.mode}"
-
-
-def case_name(case: CaseResult) -> str:
-    return str(case.key)
-
-
-def series_key(result: RunResult, case: CaseResult) -> SeriesKey:
-    env = result.environment
-    cc = result.cuda_compiler
-    return SeriesKey(
-        gpu_name=env.gpu_name,
-        compute_capability=env.compute_capability,
-        case_id=case.id,
-        case_version=case.version,
-        fingerprint=case.fingerprint,
-        cuda_source_sha256=case.cuda_source_sha256,
-        cuda_compiler=cc.kind,
-        cuda_compiler_version=cc.version,
-        cuda_flags=tuple(cc.flags),
-        mode=timing_mode(result, case),
-        compiler_label=case.compiler_label,
-        protocol=protocol_tag(result.protocol),
-    )
-
-
-def _side(side: SideStats) -> SideSummary:
-    lo, hi = stats.band(side)
-    return SideSummary(median_us=side.median_us, p95_us=side.p95_us, mad_us=side.mad_us, noise=side.noise,
-                       lo_us=lo, hi_us=hi)
-
-
-def point_of(result: RunResult, case: CaseResult, run_file: str) -> Point:
-    """One timed case of a run as its series sees it."""
-    t = case.timing
-    assert t is not None and case.timed
-    ratios = stats.pair_ratios(t.warpforth.samples_us, t.cuda.samples_us)
-    if ratios is not None:
-        gap_mad = stats.mad(ratios)
-        gap_lo, gap_hi = stats.percentiles(ratios, [5, 95])
-    else:
-        gap_mad, gap_lo, gap_hi = 0.0, t.gap, t.gap
-    compiler = result.compilers.get(case.compiler_label, result.warpforthc)
-    src = result.source
-    return Point(
-        run=run_file, created=result.created, status=case.status, priority=case.priority,
-        warpforthc_version=compiler.version, warpforthc_sha256=compiler.binary_sha256,
-        wf=_side(t.warpforth), cuda=_side(t.cuda), gap=t.gap, gap_mad=gap_mad, gap_lo=gap_lo,
-        gap_hi=gap_hi, samples=min(t.warpforth.n, t.cuda.n), git_commit=src.git_commit,
-        git_repo=src.git_repo, ci_run_url=src.ci_run_url, label=src.label,
-        gpu_uuid=result.environment.gpu_uuid,
-        ptx_sha256=case.compile_wf.ptx_sha256 if case.compile_wf is not None else "",
-        sass_sha256=case.diag_wf.sass_sha256 if case.diag_wf is not None else "",
-        throttled=t.throttled, depressed_host=result.environment.depressed_host, launch_bound=t.launch_bound,
-    )
-
-
-def points_from_run(result: RunResult, run_file: str) -> list[tuple[SeriesKey, Point]]:
-    """The series points of the timed cases of one run."""
-    return [(series_key(result, case), point_of(result, case, run_file)) for case in result.cases if case.timed]
 
 
 def refusal(result: RunResult, *, allow_incomplete: bool = False) -> Optional[str]:
@@ -461,12 +261,15 @@ class History:
         if not path.exists():
             return None
         try:
-            data = json.loads(path.read_text())
+            data = read_json(path, "a wfbench history index")  # any bytes: data or one WfbenchError
             if not isinstance(data, dict) or data.get("index_version") != INDEX_VERSION \
                     or data.get("protocol_defaults") != protocol_defaults():
                 return None  # written by another wfbench version: derived data, so rebuild it
-            return converter().structure(data, Index)  # type: ignore[no-any-return]
-        except (OSError, ValueError, TypeError, KeyError, _validation_error()):
+            index: Index = converter().structure(data, Index)
+            if index_problem(index):  # derived data that no run file gives: rebuilt from the runs
+                raise ValueError(index_problem(index))
+            return index
+        except (WfbenchError, ValueError, TypeError, KeyError, _validation_error()):
             self.problems.append(Problem(str(path), "unreadable; it is derived, so it was rebuilt from runs/ "
                                          "('wfbench history reindex' rewrites it)"))
             return None

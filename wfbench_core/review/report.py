@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Sequence
 
-if TYPE_CHECKING:
-    from wfbench_core.record.results import CaseResult, RunResult
+from wfbench_core.record.results import CaseResult, RunResult
+from wfbench_core.review.table import render_table  # noqa: F401 - also the table of the run's report
 
 
 def _fmt(value: float | None, spec: str) -> str:
@@ -52,17 +52,6 @@ def table_rows(result: RunResult) -> list[list[str]]:
     return rows
 
 
-def render_table(rows: Sequence[Sequence[str]]) -> str:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = []
-    for n, row in enumerate(rows):
-        cells = [cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))]
-        lines.append("  ".join(cells).rstrip())
-        if n == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    return "\n".join(lines)
-
-
 def footer(result: RunResult) -> str:
     e = result.environment
     parts = [f"{e.gpu_name} ({e.compute_capability}, {e.sm_count} SMs), driver {e.driver_version}"]
@@ -80,20 +69,20 @@ def footer(result: RunResult) -> str:
 
 
 def base_head_notes(result: RunResult) -> list[str]:
-    """For a base/head run: per case, whether the two WarpForth builds assemble to the same machine code."""
-    from wfbench_core.build.diagnostics import sass_note
+    """For a base/head run: per case, the verdict on each head against the base (``wfbench compare``'s rule),
+    the change of the gap with its interval, and what the two builds' code says."""
+    from wfbench_core.review.compare import compare_labels, labels_of, pct, verdict_cell
 
-    by_case: dict[str, list[CaseResult]] = {}
-    for c in result.cases:
-        if c.compiler_label:
-            by_case.setdefault(c.id, []).append(c)
+    labels = labels_of(result)
+    if len(labels) < 2:
+        return []
+    base = "base" if "base" in labels else labels[0]
     notes = []
-    for cid, sides in by_case.items():
-        if len(sides) == 2:
-            note = sass_note(sides[0].diag_wf, sides[1].diag_wf)
-            if note:
-                notes.append(f"  {cid} ({sides[0].compiler_label} vs {sides[1].compiler_label}): {note}"
-                             + (f" {cid}" if note.endswith("wfbench explain") else ""))
+    for head in (lb for lb in labels if lb != base):
+        for c in compare_labels(result, base, head).cases:
+            what = f"{verdict_cell(c)}, gap {pct(c.gap)}" if c.compared and c.gap else f"not compared: {c.reason}"
+            sass = f"; {c.sass}" + (f" {c.case_id}" if c.sass.endswith("wfbench explain") else "") if c.sass else ""
+            notes.append(f"  {c.case_id} ({base} vs {head}): {what}{sass}")
     return notes
 
 
@@ -110,11 +99,17 @@ def render(result: RunResult) -> str:
 
 
 def nvml_notes(result: RunResult) -> str:
-    """Lines for throttled cases (kept, out of trends) and a depressed host; "" when there are none."""
+    """Lines for throttled cases (whether the throttle rule leaves them out of trends) and a depressed host;
+    "" when there are none."""
     from wfbench_core.gpu.nvml import describe
+    from wfbench_core.review.throttle import judge_throttle
 
-    lines = [f"  {c.id}: throttled while timed ({describe(c.timing.nvml)}): kept, left out of trends"
-             for c in result.cases if c.timing is not None and c.timing.throttled]
+    lines = []
+    for c in result.cases:
+        if c.timing is not None and c.timing.throttled:
+            call = judge_throttle(c.timing)
+            lines.append(f"  {c.id}: throttled while timed ({describe(c.timing.nvml)}): {call.why}; "
+                         f"{'left out of trends' if call.leaves_trends else 'kept in trends'}")
     if result.environment.depressed_host:
         lines.append(f"depressed host: {result.environment.depressed_why}; this run's deltas are not trusted")
     return "".join("\n" + line for line in lines)

@@ -167,7 +167,7 @@ def _us(x: Optional[float]) -> str:
 
 
 def render(kernels: Sequence[KernelRow], gaps: Sequence[GapRow], tolerance: float = DEFAULT_TOLERANCE) -> str:
-    from wfbench_core.review.report import render_table
+    from wfbench_core.review.table import render_table
 
     modes: list[str] = []
     for k in kernels:

@@ -21,6 +21,7 @@ from wfbench_core.gpu.child import Child, Lines
 from wfbench_core.build.bundle import BundleManifest, utcnow
 from wfbench_core.build.prepare import Prepared, prepare_all
 from wfbench_core.case import Case
+from wfbench_core.record.childenv import child_env
 from wfbench_core.errors import WfbenchError
 from wfbench_core.gpu.nvml import mark_host
 from wfbench_core.gpu.outcome import error_result as _error_result, merge_repeats
@@ -388,7 +389,8 @@ def detect_source(commit: str | None = None, warpforthc: Path | None = None, lab
     if not commit and warpforthc is not None:
         try:
             commit = subprocess.run(["git", "-C", str(Path(warpforthc).parent), "rev-parse", "HEAD"],
-                                    capture_output=True, text=True, timeout=10, check=False).stdout.strip()
+                                    capture_output=True, text=True, timeout=10, check=False,
+                                    env=child_env()).stdout.strip()
         except OSError:
             commit = ""
     repo = env.get("WFBENCH_REPO", "") or ci_repo

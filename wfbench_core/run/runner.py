@@ -48,17 +48,24 @@ def build(request: RunRequest, registry: Any, out_dir: Path, *, arch: Optional[s
 
 
 def run(request: RunRequest, registry: Any, transport: Any, *, progress: Progress = lambda msg: None,
-        out: Optional[Path] = None) -> RunResult:
+        out: Optional[Path] = None, bundle: Optional[Path] = None) -> RunResult:
     """Build the bundle here, execute it on ``transport``, return the result (also written to ``out``).
 
-    The CUDA sources are checked here only for a remote transport: the local one compiles them right away.
+    With ``bundle`` (made earlier by ``wfbench build``) nothing is compiled here: no warpforthc runs in the
+    process that holds a transport's credentials. The CUDA sources are checked here only for a remote
+    transport: the local one compiles them right away.
     """
+    if bundle is not None:
+        result: RunResult = transport.execute(bundle, request.execute, progress=progress, out=out)
+        if out is not None:
+            write_result(result, out)
+        return result
     arch = transport.gpu_arch()
     with tempfile.TemporaryDirectory(prefix="wfbench-bundle-") as tmp:
-        bundle = Path(tmp) / "bundle"
+        built = Path(tmp) / "bundle"
         build(attrs.evolve(request, check_cuda=request.check_cuda and request.transport != "local"), registry,
-              bundle, arch=arch, progress=progress)
-        result: RunResult = transport.execute(bundle, request.execute, progress=progress, out=out)
+              built, arch=arch, progress=progress)
+        result = transport.execute(built, request.execute, progress=progress, out=out)
     if out is not None:  # the transport may have left partial results there; the whole result replaces them
         write_result(result, out)
     return result

@@ -15,6 +15,12 @@ fault_smem_race            shared store then load with no BARRIER               
                                                                                 output is right or wrong by chance
 fault_too_many_threads     correct kernel, 2048 threads per block               ERROR out of resources (threads)
 fault_syntax               unknown word FROB                                    ERROR compile failure (warpforthc)
+fault_nan_only             computes only where its output holds a NaN           IMPLAUSIBLE (timed, it only reads)
+fault_accumulate           adds into its output (a NaN read as 0)               wrong once an output is written twice
+fault_launch_count         half the work from its 8th launch on one buffer set  IMPLAUSIBLE; wrong when timed
+fault_alignment            off by one unless Y is 512-byte aligned              FAILED in a timed placement
+fault_first_buffers        half the work unless X is 4 KiB aligned (timed size) IMPLAUSIBLE; wrong when timed
+fault_oob_read             reads one element past X, right answer               memcheck finding (--sanitize)
 fault_good_scale           nothing: the correct kernel                          OK with a gap
 =========================  ===================================================  ====================================
 
@@ -42,7 +48,8 @@ def cuda_twin(template: str, kernel: str) -> str:
     return kernel_text(template).replace("@KERNEL@", kernel)
 
 
-def scale_case(case_id: str, forth: str, summary: str, *, block: int = BLOCK, notes: str = "") -> Case:
+def scale_case(case_id: str, forth: str, summary: str, *, block: int = BLOCK, notes: str = "",
+               sizes: dict[str, dict[str, int]] = SIZES) -> Case:
     """y = k*x over int64: the WarpForth kernel from ``forth``, the correct CUDA twin."""
     return Case(
         id=case_id, version=1, priority="P1", summary=summary,
@@ -50,7 +57,7 @@ def scale_case(case_id: str, forth: str, summary: str, *, block: int = BLOCK, no
         wf_kernel=case_id, cuda_kernel=case_id,
         params=(Param("K", "i64"), Param("X", "ptr", "int64"), Param("Y", "ptr", "int64", output=True),
                 Param("N", "i64")),
-        sizes=SIZES,
+        sizes=sizes,
         launch=lambda s: Launch(grid=s["blocks"], block=block),
         inputs=lambda s, rng: {"K": 3, "X": rng.integers(-(2**40), 2**40, s["N"], dtype=np.int64), "N": s["N"]},
         reference=lambda inp, s: {"Y": inp["K"] * inp["X"]},

@@ -1,0 +1,124 @@
+"""The power study tool: its injections with the real ptxas and cuobjdump, its calibration arithmetic, and a
+whole study through ``wfbench execute`` with the stand-in GPU (whose WarpForth kernels are slower by a known
+amount per chain iteration)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from wfbench_core.build import diagnostics as dg
+from wfbench_core.review import verdicts
+
+ROOT = Path(__file__).parents[1]
+TESTS = Path(__file__).parent
+PTX = TESTS / "fixtures" / "ptx"
+
+
+def _tool():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location("power_study", ROOT / "tools" / "power_study.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+PS = _tool()
+needs_tools = pytest.mark.skipif(dg.tools_available() is not None,
+                                 reason=f"CUDA binary tools missing: {dg.tools_available()}")
+
+
+def test_injections_go_after_the_declarations_and_name_a_pointer() -> None:
+    ptx = (PTX / "axpy_f64.canonical.ptx").read_text()
+    chain = PS.inject_chain(ptx, 100)
+    assert chain.count(PS.MARK) == 1 and "mov.u32 \t%ps_r1, 100;" in chain
+    head, tail = chain.split(PS.MARK)
+    assert "\t.reg .b64 \t%rd<21>;" in head and "ld.param.b64 \t%rd8" in tail  # declarations first, code after
+    assert "ld.param.u64 \t%ps_rd0, [axpy_f64_param_1];" in chain  # the first pointer argument, not the scalar
+    assert PS.inject_inert(ptx, "%laneid").count("%laneid") == 1
+    with pytest.raises(ValueError):
+        PS.inject_chain(ptx, 0)
+    with pytest.raises(ValueError, match="no .entry"):
+        PS.inject_inert("// nothing", "%tid.x")
+
+
+def test_iterations_are_read_off_the_calibration_curve() -> None:
+    curve = {64: 0.002, 512: 0.016, 4096: 0.128}  # linear: 1 % per 320 iterations
+    assert PS.iterations_for(curve, 0.005) == 160 and PS.iterations_for(curve, 0.0025) == 80
+    assert PS.iterations_for({64: 0.0001, 512: 0.0008, 4096: 0.0064}, 0.02) == 12800  # extrapolated
+    assert PS.iterations_for({64: -0.0001, 512: 0.001, 4096: 0.008}, 0.002) == 1024
+    with pytest.raises(ValueError, match="no calibration point"):
+        PS.iterations_for({64: 0.0, 512: -0.001}, 0.005)
+
+
+@needs_tools
+@pytest.mark.parametrize("cid", ["axpy_f64", "reduce_sum_f64"])
+def test_ptxas_keeps_every_chain_and_every_inert_change_differs(cid: str) -> None:
+    facts = PS.check_sass((PTX / f"{cid}.canonical.ptx").read_text(), cid)
+    assert facts["chain64"]["chain_imads"] == 64 and facts["chain512"]["chain_imads"] == 512
+    assert facts["chain4096"]["chain_imads"] >= 256, "a loop of unrolled dependent multiply-adds"
+    for label in PS.EQUALS:
+        f = facts[label]
+        assert f["differs"] and 1 <= f["instructions"] <= 6 and f["chain_imads"] == 0, (label, f)
+        assert f["registers"][1] <= f["registers"][0] + 4
+
+
+def test_a_whole_study_with_the_stand_in_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, nvcc) -> None:  # type: ignore[no-untyped-def]
+    """Calibration finds the per-iteration cost the stand-in GPU applies, the sizes come out as asked, every
+    2 % head is SLOWER and no inert head is SLOWER or FASTER."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv("WFBENCH_PLUGINS", "fake_gpu")
+    monkeypatch.setenv("FAKE_GPU_CHAIN_COST", "0.00002")  # 1 % per 500 iterations
+    PS.main(["run", "--out", str(tmp_path), "--budget-s", "1", "--case", "axpy_f64"])
+    curve = json.loads((tmp_path / "calibration-curve.json").read_text())["curve"]["axpy_f64"]
+    assert curve["4096"] == pytest.approx(0.00002 * 4096, rel=0.05)
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    assert plan["iterations"]["s050a"]["axpy_f64"] == pytest.approx(250, rel=0.2)  # read off a noisy short run
+    summary = json.loads((tmp_path / "table.json").read_text())
+    rows = {r["kind"]: r for r in summary["rows"]}
+    assert rows["2.00% slower"]["slower"] == rows["2.00% slower"]["trials"] == 1
+    assert rows["2.00% slower"]["mean_change"] == pytest.approx(0.02, abs=0.002)
+    inert = rows["inert (SASS differs)"]
+    assert inert["trials"] == len(PS.EQUALS) == 5 and inert["false"] == 0
+    assert summary["runs"] == 1 and "| 0.50% slower | 2 |" in (tmp_path / "table.md").read_text()
+    assert {t["verdict"] for t in PS.trials(plan)} <= set(verdicts.VERDICTS)
+
+
+def test_two_boards_a_two_percent_regression_is_slower_and_inert_changes_are_not(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, nvcc) -> None:  # type: ignore[no-untyped-def]
+    """``tools/verdict_runs.py boards`` with the stand-in GPU (one board per visible device): what the lead runs
+    on two H200 boards, end to end through execute, compare and check."""
+    spec = importlib.util.spec_from_file_location("verdict_runs", ROOT / "tools" / "verdict_runs.py")
+    assert spec is not None and spec.loader is not None
+    vr = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(vr)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv("WFBENCH_PLUGINS", "fake_gpu")
+    monkeypatch.setenv("FAKE_GPU_CHAIN_COST", "0.00002")
+    monkeypatch.setattr(sys, "argv", ["verdict_runs.py", "boards", "--out", str(tmp_path)])
+    vr.main()
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["boards"]["base"] != summary["boards"]["slow"] == summary["boards"]["same"]
+    slow, same = summary["slow"], summary["same"]
+    assert slow["compare_exit"] == slow["check_exit"] == 1 and same["compare_exit"] == same["check_exit"] == 0
+    axpy = next(line for line in slow["compare"] if line.startswith("axpy_f64"))
+    assert axpy.endswith("SLOWER (other board)")
+    assert not any("SLOWER" in line or "FASTER" in line for line in same["compare"] + same["check"])
+
+
+@pytest.mark.gpu
+def test_on_the_gpu_a_calibrated_two_percent_regression_is_slower(tmp_path: Path) -> None:
+    """On a real GPU, one P0 case: the calibration slows the kernel in proportion to the chain, and the
+    study's 2 % head measures about 2 % and is SLOWER (a short budget: the calibration and one study run)."""
+    PS.main(["run", "--out", str(tmp_path), "--budget-s", "1", "--case", "axpy_f64"])
+    curve = json.loads((tmp_path / "calibration-curve.json").read_text())["curve"]["axpy_f64"]
+    assert curve["4096"] > curve["512"] > 0, curve
+    rows = {r["kind"]: r for r in json.loads((tmp_path / "table.json").read_text())["rows"]}
+    assert rows["2.00% slower"]["slower"] == 1
+    assert 0.01 < rows["2.00% slower"]["mean_change"] < 0.03
+    assert rows["inert (SASS differs)"]["not_compared"] == 0

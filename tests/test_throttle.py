@@ -1,0 +1,74 @@
+"""The throttle rule: a case timed while the GPU throttled leaves the trends only when its gap moved with the
+clock (dipped pairs against clean ones, beyond noise) or when clean samples could not be had."""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+import pytest
+
+from synth_runs import synth_run
+from wfbench_core.review.history import point_of
+from wfbench_core.record.results import NvmlSummary, Timing
+from wfbench_core.record.stats import summarize
+from wfbench_core.review.throttle import MIN_CLEAN, judge_throttle, pair_clocks
+
+HOT = NvmlSummary(n=70, sm_mhz_min=1890, sm_mhz_median=1980, sm_mhz_max=1980, reasons=("sw_power_cap",),
+                  power_throttled=True)
+
+
+def timing(dipped: set[int], *, gap_moves: float = 0.0, clock_slows: float = 0.045, seed: int = 1,
+           pairs: int = 60) -> Timing:
+    """``pairs`` pairs over pairs/2 placements after one second of warm-up (10 readings at 1980 MHz), one NVML
+    reading per pair, the pairs in ``dipped`` read at 1890 MHz: both sides slower by ``clock_slows`` there, and
+    the WarpForth side by ``gap_moves`` more."""
+    rng = np.random.default_rng(seed)
+    where = tuple(i // 2 for i in range(pairs))
+    place = np.exp(rng.normal(0.0, 0.001, pairs // 2))[np.asarray(where)]
+    slow = np.array([1.0 + clock_slows if i in dipped else 1.0 for i in range(pairs)])
+    cu = 100.0 * place * slow * (1.0 + 0.0005 * rng.standard_normal(pairs))
+    moved = np.array([1.0 + gap_moves if i in dipped else 1.0 for i in range(pairs)])
+    wf = 112.5 * place * slow * moved * (1.0 + 0.0005 * rng.standard_normal(pairs))
+    clocks = (1980,) * 10 + tuple(1890 if i in dipped else 1980 for i in range(pairs))
+    w, c = summarize(wf), summarize(cu)
+    return Timing(launches_per_sample=10, warmup_busy_s=1.0, warpforth=w, cuda=c, gap=w.median_us / c.median_us,
+                  order=("wf", "cuda") * (pairs // 2), clocks_sm_mhz=clocks, placement_of=where,
+                  placements=pairs // 2, nvml=HOT, throttled=True)
+
+
+def test_readings_are_spread_over_the_pairs_after_the_warm_up() -> None:
+    t = timing({3, 4})
+    clocks = pair_clocks(t)
+    assert clocks is not None and len(clocks) == 60 and [i for i, c in enumerate(clocks) if c < 1980] == [3, 4]
+    assert pair_clocks(attrs.evolve(t, clocks_sm_mhz=())) is None
+
+
+def test_a_few_dipped_pairs_whose_gap_held_keep_the_case_in_trends() -> None:
+    """As reduce_sum_f64 on an H200: 6 readings of 53 below the full clock, the paired gap unmoved."""
+    call = judge_throttle(timing({5, 6, 20, 21, 40, 41}))
+    assert not call.leaves_trends and (call.dipped, call.clean) == (6, 54)
+    assert call.moved_lo < 0 < call.moved_hi and "within noise, kept" in call.why
+
+
+def test_a_gap_that_moved_with_the_clock_leaves_the_trends() -> None:
+    call = judge_throttle(timing({5, 6, 20, 21, 40, 41, 50, 51}, gap_moves=0.01))
+    assert call.leaves_trends and call.moved == pytest.approx(0.01, abs=0.002) and call.moved_lo > 0
+    assert "it moved with the clock" in call.why
+
+
+def test_without_clean_samples_or_readings_the_case_leaves() -> None:
+    call = judge_throttle(timing(set(range(60 - MIN_CLEAN + 1))))
+    assert call.leaves_trends and call.why.startswith("clean samples could not be had: 9 of 60 pairs")
+    none = judge_throttle(attrs.evolve(timing({1}), clocks_sm_mhz=()))
+    assert none.leaves_trends and "no clock readings" in none.why
+    assert judge_throttle(attrs.evolve(timing({1}), throttled=False)) == judge_throttle(
+        attrs.evolve(timing(set()), throttled=False))
+    assert not judge_throttle(attrs.evolve(timing({1}), throttled=False)).leaves_trends
+
+
+def test_trends_follow_the_rule() -> None:
+    run = synth_run(0)
+    case = run.case("axpy_f64")
+    kept = attrs.evolve(case, timing=timing({5, 6, 20, 21, 40, 41}))
+    moved = attrs.evolve(case, timing=timing({5, 6, 20, 21, 40, 41, 50, 51}, gap_moves=0.01))
+    assert point_of(run, kept, "r.json").stable and not point_of(run, moved, "r.json").stable

@@ -1,0 +1,401 @@
+#!/usr/bin/env python3
+"""Measure what a base/head run can tell apart: inject real slowdowns of chosen sizes, and inert changes, into
+the head side's PTX, time them against the base on a GPU, and count the verdicts.
+
+    python3 tools/power_study.py run --out DIR [--ptx tests/fixtures/ptx] [--budget-s 400]   # on the GPU host
+    python3 tools/power_study.py table DIR                                                  # anywhere
+    python3 tools/power_study.py ptx --warpforthc PATH --out DIR                            # fresh base PTX
+    python3 tools/power_study.py check [--ptx DIR]                                          # SASS, no GPU
+
+Heads (each a compiler label of one multi-build bundle, all timed in the same rounds as the base and CUDA):
+
+* ``s025`` ... ``s200``: a real slowdown of 0.25, 0.5 (twice: ``s050a``, ``s050b``), 1 and 2 %: at the kernel's
+  entry every thread runs K iterations of a dependent multiply-add chain on a register whose value is kept
+  alive by a store that no launch makes (it is predicated on a pointer argument being null), so results are
+  unchanged and ptxas keeps the chain (``check`` reads the SASS). K is calibrated per case on the GPU first:
+  one short run times K = 64, 512 and 4096, and K for each size is read off that curve.
+* ``eq_tid``, ``eq_ctaid``, ``eq_ntid``, ``eq_nctaid``, ``eq_laneid``: inert changes. The same never-taken store of one
+  special register: the SASS differs from the base (another S2R, a compare, a predicated store), the cost is
+  a few instructions per thread, nothing measurable. Identical code would be SAME by rule and prove nothing.
+
+``run`` calibrates, then times the study bundle over and over until ``--budget-s`` is spent (the P0 cases,
+the default protocol), writing every result and the table after each run, so a run cut short still leaves
+its trials. A trial is one head of one case in one run, judged by ``wfbench compare``'s rule.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Sequence
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from wfbench_core.review import verdicts  # noqa: E402
+
+SIZES = {"s025": 0.0025, "s050a": 0.005, "s050b": 0.005, "s100": 0.01, "s200": 0.02}
+EQUALS = {"eq_tid": "%tid.x", "eq_ctaid": "%ctaid.x", "eq_ntid": "%ntid.x", "eq_nctaid": "%nctaid.x",
+          "eq_laneid": "%laneid"}
+CALIBRATION = (64, 512, 4096)
+ARCH = "sm_90"
+CAL_PROTOCOL = ("--placements", "5", "--samples", "10", "--min-samples", "10", "--warmup-s", "0.5")
+MARK = "// wfbench power study"
+
+# -- the PTX -------------------------------------------------------------------------------------------------
+
+_ENTRY = re.compile(r"\.entry\s+(\w+)\s*\((.*?)\)\s*(?:\.\w+[^{]*)?\{", re.S)
+_PARAM = re.compile(r"\.param\s+\.u64\s+(\.ptr\s+(?:\.\w+\s+)*(?:\d+\s+)?)?(\w+)")
+_DECL = re.compile(r"^\s*(\.reg|\.shared|\.local|//|$)")
+
+
+def _entry(ptx: str) -> tuple[int, str]:
+    """(offset just past the body's declarations, a 64-bit parameter: a pointer where there is one)."""
+    m = _ENTRY.search(ptx)
+    if not m:
+        raise ValueError("no .entry function in this PTX")
+    params = _PARAM.findall(m.group(2))
+    if not params:
+        raise ValueError(f"{m.group(1)}: no 64-bit parameter to predicate the kept-alive store on")
+    param = next((name for ptr, name in params if ptr), params[0][1])
+    pos = m.end()
+    lines = ptx[pos:].split("\n")
+    skip = 0
+    while skip < len(lines) and _DECL.match(lines[skip]):
+        skip += 1
+    return pos + sum(len(line) + 1 for line in lines[:skip]), param
+
+
+def _store_if_null(param: str, value: str) -> list[str]:
+    """A store of ``value`` through ``param`` when it is null: never made, so nothing changes, and ptxas must
+    keep whatever computes ``value``."""
+    return [f"\tld.param.u64 \t%ps_rd0, [{param}];", "\tsetp.eq.u64 \t%ps_p1, %ps_rd0, 0;",
+            f"\t@%ps_p1 st.global.u32 \t[%ps_rd0], {value};"]
+
+
+def _insert(ptx: str, body: Sequence[str]) -> str:
+    pos, _ = _entry(ptx)
+    decls = ["\t.reg .pred \t%ps_p<2>;", "\t.reg .b32 \t%ps_r<2>;", "\t.reg .b64 \t%ps_rd<1>;"]
+    return ptx[:pos] + "\n".join([f"\t{MARK}"] + decls + list(body)) + "\n" + ptx[pos:]
+
+
+def inject_chain(ptx: str, iterations: int) -> str:
+    """Every thread first runs ``iterations`` steps of a dependent chain (a linear congruential step on a
+    register seeded by its thread index), kept alive by a store no launch makes."""
+    if iterations < 1:
+        raise ValueError("iterations must be at least 1")
+    _, param = _entry(ptx)
+    body = ["\tmov.u32 \t%ps_r0, %tid.x;", f"\tmov.u32 \t%ps_r1, {iterations};", "$PS_CHAIN:",
+            "\tmad.lo.u32 \t%ps_r0, %ps_r0, 1664525, 1013904223;", "\tsub.u32 \t%ps_r1, %ps_r1, 1;",
+            "\tsetp.ne.u32 \t%ps_p0, %ps_r1, 0;", "\t@%ps_p0 bra \t$PS_CHAIN;"] + _store_if_null(param, "%ps_r0")
+    return _insert(ptx, body)
+
+
+def inject_inert(ptx: str, special: str) -> str:
+    """The never-made store of one special register: other SASS, no measurable cost."""
+    _, param = _entry(ptx)
+    return _insert(ptx, [f"\tmov.u32 \t%ps_r0, {special};"] + _store_if_null(param, "%ps_r0"))
+
+
+def iterations_for(curve: dict[int, float], target: float) -> int:
+    """K for a slowdown of ``target`` from the calibration points {K: measured change}: piecewise linear
+    through (0, 0) and the points whose change is positive, extrapolated with the last segment's slope."""
+    points = [(0, 0.0)] + sorted((k, c) for k, c in curve.items() if c > 0)
+    if len(points) < 2:
+        raise ValueError(f"no calibration point slowed the kernel: {curve}")
+    for (k0, c0), (k1, c1) in zip(points, points[1:]):
+        if c1 >= target and c1 > c0:
+            return max(1, round(k0 + (target - c0) * (k1 - k0) / (c1 - c0)))
+    (k0, c0), (k1, c1) = points[-2], points[-1]
+    slope = (c1 - c0) / (k1 - k0) if c1 > c0 else c1 / k1
+    return max(1, round(k1 + (target - c1) / slope))
+
+
+# -- bundles -------------------------------------------------------------------------------------------------
+
+PtxFn = Callable[["object", str], str]  # (case, config) -> PTX
+
+
+def write_bundle(out: Path, cases: Sequence[object], variants: dict[str, PtxFn]) -> Path:
+    """A multi-build bundle: one sub-bundle per label, all timed in the same rounds on the GPU host."""
+    import shutil
+
+    from wfbench_core.build.bundle import BUNDLE_SCHEMA, BundleManifest, utcnow, write_manifest
+    from wfbench_core.record.results import CompilerInfo
+    from wfbench_core.testing import bundle_from_ptx
+    from wfbench_core import SUITE_VERSION, __version__
+
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    first = None
+    for label, fn in variants.items():
+        info = CompilerInfo(kind="warpforthc", version=f"power-study {label}")
+        m = bundle_from_ptx(cases, out / label, fn, warpforthc=info)  # type: ignore[arg-type]
+        write_manifest(out / label, _labelled(m, label))
+        first = first or m
+    assert first is not None
+    write_manifest(out, BundleManifest(BUNDLE_SCHEMA, __version__, SUITE_VERSION, utcnow(), "", first.warpforthc, (),
+                                       labels=tuple(variants)))
+    return out
+
+
+def _labelled(manifest: object, label: str) -> object:
+    import attrs
+
+    return attrs.evolve(manifest, compiler_label=label)  # type: ignore[arg-type]
+
+
+def base_loader(ptx_dir: Path) -> PtxFn:
+    from wfbench_core.testing import ptx_dir_loader
+
+    return ptx_dir_loader(ptx_dir)  # refuses PTX compiled from another version of a case's source
+
+
+def chain_of(base: PtxFn, iterations: dict[str, int]) -> PtxFn:
+    return lambda case, config: inject_chain(base(case, config), iterations[case.id])  # type: ignore[attr-defined]
+
+
+def inert_of(base: PtxFn, special: str) -> PtxFn:
+    return lambda case, config: inject_inert(base(case, config), special)
+
+
+def p0_cases() -> list[object]:
+    from wfbench_core.discover.registry import Registry
+
+    return list(Registry.load().select((), priorities=("P0",)))
+
+
+# -- running on the GPU host ----------------------------------------------------------------------------------
+
+
+def execute(bundle: Path, out: Path, extra: Sequence[str] = (), gpu: str | None = None) -> float:
+    """``wfbench execute`` in a fresh process (on GPU ``gpu`` of the host when given); returns its wall time."""
+    import os
+
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES=gpu) if gpu is not None else None
+    t0 = time.monotonic()
+    cmd = [sys.executable, "-m", "wfbench_core", "execute", str(bundle), "-o", str(out), "-q", *extra]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env)
+    if proc.returncode != 0 or not out.exists():
+        raise SystemExit(f"power study: {bundle.name}: wfbench execute exited {proc.returncode}: "
+                         f"{(proc.stderr or proc.stdout).strip().splitlines()[-1:] or ''}")
+    return time.monotonic() - t0
+
+
+def changes(result_path: Path, heads: Sequence[str]) -> dict[str, dict[str, object]]:
+    """Per head label and case: the change of the gap against the base, its interval, the verdict, and
+    whether its code differs (compare's rule)."""
+    from wfbench_core.review.compare import compare_labels
+    from wfbench_core.record.results import load_result
+
+    result = load_result(result_path)
+    out: dict[str, dict[str, object]] = {}
+    for head in heads:
+        for c in compare_labels(result, "base", head).cases:
+            if c.verdict is None or c.gap is None:
+                out.setdefault(head, {})[c.case_id] = {"verdict": "not compared", "reason": c.reason}
+                continue
+            out.setdefault(head, {})[c.case_id] = {
+                "verdict": c.verdict.verdict, "label": c.verdict.label, "change": c.verdict.change,
+                "lo": c.verdict.lo, "hi": c.verdict.hi, "margin": c.verdict.margin, "code": c.sass}
+    return out
+
+
+def calibrate(ptx: PtxFn, cases: Sequence[object], work: Path, gpu: str | None = None) -> dict[str, dict[int, float]]:
+    """One short run of K = 64, 512, 4096 chain iterations against the base: {case: {K: change}}."""
+    variants = {"base": ptx} | {f"cal{k}": chain_of(ptx, {c.id: k for c in cases}) for k in CALIBRATION}  # type: ignore[attr-defined]
+    bundle = write_bundle(work / "calibration-bundle", cases, variants)
+    wall = execute(bundle, work / "calibration.json", CAL_PROTOCOL, gpu)
+    got = changes(work / "calibration.json", [f"cal{k}" for k in CALIBRATION])
+    curve = {c.id: {k: float(got[f"cal{k}"][c.id].get("change", 0.0)) for k in CALIBRATION} for c in cases}  # type: ignore[attr-defined]
+    (work / "calibration-curve.json").write_text(json.dumps({"wall_s": wall, "curve": curve}, indent=1) + "\n")
+    return curve
+
+
+def study_variants(ptx: PtxFn, cases: Sequence[object], curve: dict[str, dict[int, float]]
+                   ) -> tuple[dict[str, PtxFn], dict[str, dict[str, int]]]:
+    iterations = {label: {c.id: iterations_for(curve[c.id], size) for c in cases}  # type: ignore[attr-defined]
+                  for label, size in SIZES.items()}
+    variants = {"base": ptx} | {label: chain_of(ptx, iterations[label]) for label in SIZES}
+    variants |= {label: inert_of(ptx, special) for label, special in EQUALS.items()}
+    return variants, iterations
+
+
+def cmd_run(args: argparse.Namespace) -> None:
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    cases = [c for c in p0_cases() if not args.case or c.id in args.case]  # type: ignore[attr-defined]
+    ptx = base_loader(args.ptx)
+    curve = calibrate(ptx, cases, out)
+    variants, iterations = study_variants(ptx, cases, curve)
+    bundle = write_bundle(out / "study-bundle", cases, variants)
+    plan = {"sizes": SIZES, "equals": EQUALS, "iterations": iterations, "curve": curve, "runs": []}
+    run = 0
+    while True:
+        spent = time.monotonic() - t0
+        last = plan["runs"][-1]["wall_s"] if plan["runs"] else 0.0  # type: ignore[index]
+        if run and spent + 1.1 * last > args.budget_s:
+            break
+        result = out / f"study-{run}.json"
+        wall = execute(bundle, result)
+        plan["runs"].append({"result": result.name, "wall_s": wall, "changes": changes(result, [*SIZES, *EQUALS])})  # type: ignore[attr-defined]
+        (out / "plan.json").write_text(json.dumps(plan, indent=1) + "\n")
+        write_table(out)
+        run += 1
+    print((out / "table.md").read_text())
+
+
+# -- the table ------------------------------------------------------------------------------------------------
+
+
+def trials(plan: dict) -> list[dict[str, object]]:  # type: ignore[type-arg]
+    """One trial per run, head and case: what it was (a size, or an inert change), and what compare said."""
+    out = []
+    for n, run in enumerate(plan["runs"]):
+        for head, by_case in run["changes"].items():
+            nominal = plan["sizes"].get(head)
+            for case, got in by_case.items():
+                out.append({"run": n, "head": head, "case": case, "nominal": nominal, **got})
+    return out
+
+
+def _row(name: str, ts: list[dict[str, object]]) -> dict[str, object]:
+    counts = {v: sum(1 for t in ts if t["verdict"] == v) for v in verdicts.VERDICTS}
+    measured = [float(t["change"]) for t in ts if "change" in t]  # type: ignore[arg-type]
+    return {"kind": name, "trials": len(ts), **counts,
+            "slower_rate": counts[verdicts.SLOWER] / len(ts) if ts else None,
+            "false": counts[verdicts.SLOWER] + counts[verdicts.FASTER],
+            "mean_change": sum(measured) / len(measured) if measured else None,
+            "min_change": min(measured, default=None), "max_change": max(measured, default=None),
+            "not_compared": sum(1 for t in ts if t["verdict"] == "not compared")}
+
+
+def summarize(plan: dict) -> dict[str, object]:  # type: ignore[type-arg]
+    ts = trials(plan)
+    rows = [_row(f"{size:.2%} slower", [t for t in ts if t["nominal"] == size])
+            for size in sorted(set(plan["sizes"].values()))]
+    equal = _row("inert (SASS differs)", [t for t in ts if t["head"] in plan["equals"]])
+    half = next(r for r in rows if r["kind"] == f"{0.005:.2%} slower")
+    return {
+        "runs": len(plan["runs"]), "wall_s": [r["wall_s"] for r in plan["runs"]], "rows": rows + [equal],
+        "targets": {
+            "0.5% SLOWER in >= 95% of trials": bool(half["trials"]) and half["slower_rate"] >= 0.95,  # type: ignore[operator]
+            "inert: 0 SLOWER/FASTER in >= 60 trials": equal["trials"] >= 60 and equal["false"] == 0,  # type: ignore[operator]
+        },
+        "per_case": {c: {h: _mean([float(t["change"]) for t in ts if t["case"] == c and t["head"] == h  # type: ignore[arg-type]
+                                   and "change" in t]) for h in [*plan["sizes"], *plan["equals"]]}
+                     for c in sorted({str(t["case"]) for t in ts})},
+    }
+
+
+def _mean(xs: list[float]) -> float | None:
+    return sum(xs) / len(xs) if xs else None
+
+
+def _pct(x: object) -> str:
+    return "-" if x is None else f"{float(x):+.2%}"  # type: ignore[arg-type]
+
+
+def render(summary: dict) -> str:  # type: ignore[type-arg]
+    lines = [f"power study: {summary['runs']} run(s), wall {', '.join(f'{w:.0f} s' for w in summary['wall_s'])}", "",
+             "| head | trials | SLOWER | FASTER | SAME | AMBIGUOUS | SLOWER rate | measured change: mean (min, max) |",
+             "|---|---:|---:|---:|---:|---:|---:|---|"]
+    for r in summary["rows"]:
+        rate = "-" if r["slower_rate"] is None else f"{r['slower_rate']:.1%}"
+        lines.append(f"| {r['kind']} | {r['trials']} | {r['slower']} | {r['faster']} | {r['same']} | {r['ambiguous']} "
+                     f"| {rate} | {_pct(r['mean_change'])} ({_pct(r['min_change'])}, {_pct(r['max_change'])}) |")
+    lines += [""] + [f"- {k}: {'met' if v else 'NOT met'}" for k, v in summary["targets"].items()]
+    heads = list(next(iter(summary["per_case"].values()), {}))
+    lines += ["", "Mean measured change per case and head:", "",
+              "| case | " + " | ".join(heads) + " |", "|---|" + "---:|" * len(heads)]
+    lines += [f"| {c} | " + " | ".join(_pct(v) for v in by.values()) + " |" for c, by in summary["per_case"].items()]
+    return "\n".join(lines) + "\n"
+
+
+def write_table(folder: Path) -> dict:  # type: ignore[type-arg]
+    summary = summarize(json.loads((folder / "plan.json").read_text()))
+    (folder / "table.json").write_text(json.dumps(summary, indent=1) + "\n")
+    (folder / "table.md").write_text(render(summary))
+    return summary
+
+
+# -- without a GPU --------------------------------------------------------------------------------------------
+
+
+def check_sass(base_ptx: str, kernel: str) -> dict[str, dict[str, object]]:
+    """What ptxas keeps of each injection: instructions and registers against the base, whether the SASS
+    differs, and for the chains, how many dependent multiply-adds the SASS holds."""
+    from wfbench_core.build.code_identity import identical
+    from wfbench_core.build.diagnostics import assemble, summarize as diag_summary
+
+    def facts(ptx: str) -> tuple[object, int]:
+        a = assemble(ptx, kernel, ARCH)
+        imads = sum(1 for i in a.sass if i.opcode == "IMAD" and "0x3c6ef35f" in i.operands)
+        return diag_summary(a, kernel, ARCH, 256, 0), imads
+
+    base, _ = facts(base_ptx)
+    out = {}
+    heads = {f"chain{k}": inject_chain(base_ptx, k) for k in CALIBRATION}
+    heads |= {label: inject_inert(base_ptx, special) for label, special in EQUALS.items()}
+    for label, ptx in heads.items():
+        d, imads = facts(ptx)
+        out[label] = {"instructions": d.total - base.total, "registers": (base.registers, d.registers),  # type: ignore[attr-defined]
+                      "differs": not identical(base, d), "chain_imads": imads}  # type: ignore[arg-type]
+    return out
+
+
+def cmd_check(args: argparse.Namespace) -> None:
+    ptx = base_loader(args.ptx)
+    for case in p0_cases():
+        for label, f in check_sass(ptx(case, "canonical"), case.wf_kernel).items():  # type: ignore[attr-defined]
+            print(f"{case.id:22} {label:10} +{f['instructions']:4} instructions, registers {f['registers'][0]} -> "  # type: ignore[index]
+                  f"{f['registers'][1]}, SASS {'differs' if f['differs'] else 'IDENTICAL'}, "  # type: ignore[index]
+                  f"{f['chain_imads']} chain multiply-adds")
+
+
+def cmd_ptx(args: argparse.Namespace) -> None:
+    from wfbench_core.case import sha256_text
+    from wfbench_core.build.compile import compile_warpforth
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    for case in p0_cases():
+        for config in ("check", "canonical"):
+            src = case.render(config)[0]  # type: ignore[attr-defined]
+            ptx = compile_warpforth(src, binary=args.warpforthc, case_id=f"{case.id}[{config}]").ptx  # type: ignore[attr-defined]
+            (args.out / f"{case.id}.{config}.ptx").write_text(ptx)  # type: ignore[attr-defined]
+            (args.out / f"{case.id}.{config}.forth.sha256").write_text(sha256_text(src) + "\n")  # type: ignore[attr-defined]
+    print(f"base PTX of the P0 cases in {args.out}")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="calibrate, then time the study bundle until the budget is spent (GPU host)")
+    run.add_argument("--out", type=Path, required=True)
+    run.add_argument("--ptx", type=Path, default=ROOT / "tests" / "fixtures" / "ptx")
+    run.add_argument("--budget-s", type=float, default=400.0)
+    run.add_argument("--case", action="append", default=[], help="only this P0 case (repeatable)")
+    table = sub.add_parser("table", help="the table of a study folder")
+    table.add_argument("folder", type=Path)
+    check = sub.add_parser("check", help="what ptxas keeps of each injection (no GPU)")
+    check.add_argument("--ptx", type=Path, default=ROOT / "tests" / "fixtures" / "ptx")
+    ptx = sub.add_parser("ptx", help="compile the P0 cases' base PTX with a warpforthc")
+    ptx.add_argument("--warpforthc", type=Path, required=True)
+    ptx.add_argument("--out", type=Path, required=True)
+    args = ap.parse_args(argv)
+    if args.command == "table":
+        print(render(write_table(args.folder)))
+    else:
+        {"run": cmd_run, "check": cmd_check, "ptx": cmd_ptx}[args.command](args)
+
+
+if __name__ == "__main__":
+    main()
