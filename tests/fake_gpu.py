@@ -12,6 +12,8 @@ Loaded into the executor's worker process through ``WFBENCH_PLUGINS=fake_gpu`` (
 - ``launch``: a launch fails with a sticky CUDA error (a WfbenchError, as the real timer raises);
 - ``barriers``: a correct measurement whose times come from the code: each ``bar.sync`` in a side's canonical
   PTX costs 2 %, and every sample jitters by 0.1 % (seeded), so a compiler that adds a barrier is slower.
+- ``crash``: the worker process ends with a Python traceback on its standard error (an exception no handler
+  catches, as a broken driver binding may raise).
 
 With ``FAKE_GPU_CHAIN_COST`` (a number), a WarpForth kernel whose PTX holds the power study's dependent chain
 (``tools/power_study.py``: ``mov.u32 %ps_r1, K``) is that much slower per iteration (relative), and every
@@ -63,7 +65,7 @@ class FakeTimer:
         if ahead:
             from wfbench_core.build.compile import _PREFETCHED
 
-            pending = sorted({key[0].split("[")[0] for key in _PREFETCHED})
+            pending = sorted({key[0].case_id for key in _PREFETCHED})
             with open(ahead, "a") as fh:
                 fh.write(f"{os.getpid()} {case.id} {','.join(pending)}\n")
         what = _behaviour(case.id)
@@ -78,8 +80,10 @@ class FakeTimer:
             time.sleep(3600)
         elif what == "raise":
             raise RuntimeError("the fake timer broke")
+        elif what == "crash":
+            raise BaseException("the fake driver lost the device")  # not an Exception: nothing catches it
         elif what == "launch":
-            raise WfbenchError(f"{case.id}[check] wf: launch failed: [700] CUDA_ERROR_ILLEGAL_ADDRESS")
+            raise WfbenchError(f"{case.key('check')} wf: launch failed: [700] CUDA_ERROR_ILLEGAL_ADDRESS")
         n = self.protocol.samples
         check = Check("check", "wf", "reference", "out", True, 0.0, 0.0, 0, 100)
         cost = os.environ.get("FAKE_GPU_CHAIN_COST")

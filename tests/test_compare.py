@@ -27,7 +27,7 @@ REAL_WF = real_run().case("axpy_f64").timing.warpforth.samples_us
 V = verdicts
 
 
-def by_case(cmp: compare.Comparison) -> dict[str, compare.CaseComparison]:
+def by_case(cmp: compare.RunComparison) -> dict[str, compare.CaseComparison]:
     return {c.case_id: c for c in cmp.cases}
 
 

@@ -256,10 +256,38 @@ def test_diagnose_case_for_the_executor(nvcc: Path) -> None:
     assert (wf.kernel, cu.kernel, wf.block_threads) == (case.wf_kernel, case.cuda_kernel, 256)
     # a broken side never raises: the case goes on without diagnostics, and the note says why
     wf, cu, note = dg.diagnose_case(case, wf_ptx="not ptx", cuda_ptx=cuda_ptx, arch=ARCH)
-    assert (wf, cu) == (None, None) and note.startswith("static diagnostics skipped: scale_i64 (WarpForth)")
+    assert (wf, cu) == (None, None) and note.startswith("static diagnostics skipped: scale_i64[canonical] WarpForth")
 
 
 def test_diagnose_case_without_tools(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(dg, "tools_available", lambda: "not found: cuobjdump")
     assert dg.diagnose_case(_case("scale_i64"), wf_ptx="", cuda_ptx="", arch=ARCH) == \
         (None, None, "static diagnostics skipped (not found: cuobjdump)")
+
+
+def test_every_cuda_tool_is_found_in_one_order(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """nvcc, ptxas, cuobjdump, nvdisasm, ncu and compute-sanitizer: variable, PATH, then the toolkit folders,
+    and each place of that order wins over the later ones, for every tool (real files, no stand-ins)."""
+    from wfbench_core.build import compile as comp
+    from wfbench_core.build import cudatools
+
+    def tool(folder: Path, name: str) -> Path:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text("#!/bin/sh\n")
+        (folder / name).chmod(0o755)
+        return folder / name
+
+    for name in cudatools.ENV:
+        monkeypatch.delenv(cudatools.ENV[name], raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "path"))
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("CUDA_PATH", raising=False)
+    for name in cudatools.ENV:
+        in_home = tool(tmp_path / "home" / "bin", name)
+        assert cudatools.find_tool(name) == in_home, name
+        on_path = tool(tmp_path / "path", name)
+        assert cudatools.find_tool(name) == on_path, name
+        named = tool(tmp_path / "named", name)
+        monkeypatch.setenv(cudatools.ENV[name], str(named))
+        assert cudatools.find_tool(name) == named, name
+    assert comp.find_nvcc() == tmp_path / "named" / "nvcc"  # the compiler asks the same lookup

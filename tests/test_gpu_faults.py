@@ -36,6 +36,7 @@ from pathlib import Path
 
 import pytest
 
+from wfbench_core.build.cudatools import find_tool
 from wfbench_core.record.results import ERROR, FAILED, OK, UNSTABLE
 
 pytestmark = pytest.mark.gpu
@@ -151,9 +152,9 @@ def test_good_case_is_timed_and_checked_per_side_after_timing(corpus: dict[str, 
 
 
 def test_the_sanitizer_catches_the_out_of_bounds_read(bundle: Path, tmp_path: Path) -> None:
-    from wfbench_core.gpu import sanitize
+    from wfbench_core.build.cudatools import find_tool
 
-    if sanitize.find_compute_sanitizer() is None:
+    if find_tool("compute-sanitizer") is None:
         pytest.skip("compute-sanitizer not installed")
     rc, cases, stderr = _execute(bundle, tmp_path / "sanitized.json", "--sanitize",
                                  *[a for cid in SANITIZED for a in ("-c", cid)], *PROTOCOL)
@@ -166,7 +167,7 @@ def test_the_sanitizer_catches_the_out_of_bounds_read(bundle: Path, tmp_path: Pa
 def test_sanitizer_finds_the_bad_store_and_the_race(bundle: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from wfbench_core.gpu import sanitize
 
-    if sanitize.find_compute_sanitizer() is None:
+    if find_tool("compute-sanitizer") is None:
         pytest.skip("compute-sanitizer not installed")
     for key in ("PYTHONPATH", "WFBENCH_PLUGINS"):  # the sanitizer's child finds the plugin the same way
         monkeypatch.setenv(key, _env()[key])

@@ -96,6 +96,18 @@ def test_each_bad_case_costs_itself_and_the_next_case_runs_in_a_fresh_worker(fak
     assert stored.complete and stored == result
 
 
+def test_a_dead_workers_last_words_are_in_its_case(fake_gpu, prebuilt_bundle) -> None:  # type: ignore[no-untyped-def]
+    """A worker that dies with a traceback: the traceback's last lines become the case's message."""
+    fake_gpu(scale_i64="crash")
+    result = execute(prebuilt_bundle(("scale_i64", "axpy_f64")), registry=Registry.load(),
+                     request=ExecuteRequest(protocol=QUICK))
+    message = result.case("scale_i64").message
+    assert result.case("scale_i64").status == ERROR and "\n" not in message
+    assert message.startswith("scale_i64: the GPU worker process exited unexpectedly (exit 1); its last output: ")
+    assert message.endswith("BaseException: the fake driver lost the device"), message
+    assert result.case("axpy_f64").status == OK  # the next case runs in a fresh worker
+
+
 def test_a_hang_outside_any_watchdog_wait_is_caught_by_the_quiet_limit(fake_gpu, prebuilt_bundle, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from wfbench_core.gpu import watchdog
 
@@ -182,3 +194,23 @@ def test_a_failure_in_any_repeat_is_the_case_result() -> None:
     bad = attrs.evolve(ok, status=FAILED, timing=None, message="3 of 9 elements never written")
     merged = merge_repeats([[ok], [bad], [ok]], 0.03)
     assert [(c.status, c.message) for c in merged] == [(FAILED, "repeat 2 of 3: 3 of 9 elements never written")]
+
+
+def test_a_worker_matches_the_bundle_with_the_plugins_once(prebuilt_bundle, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Every case a worker loads comes from its one reading of the manifest (not one per case)."""
+    import io
+
+    from wfbench_core.build import prepare
+    from wfbench_core.gpu.worker import Worker
+
+    read: list[Path] = []
+    real = prepare.read_manifest
+    monkeypatch.setattr(prepare, "read_manifest", lambda folder: read.append(folder) or real(folder))
+    worker = Worker(io.StringIO())
+    worker.registry, worker.bundle = Registry.load(), prebuilt_bundle(("scale_i64", "axpy_f64", "transpose_f64"))
+    for cid in ("scale_i64", "axpy_f64", "transpose_f64", "axpy_f64"):
+        variants = worker._variants(cid)
+        assert variants[""].case.id == cid and set(variants[""].files) == {"check", "canonical"}
+    assert len(read) == 1
+    with pytest.raises(Exception, match="'nope' is not in bundle"):
+        worker._variants("nope")

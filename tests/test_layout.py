@@ -100,3 +100,38 @@ def test_a_back_arrow_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     assert f"{probe}.record.stats -> {probe}.run.executor" in out
     assert any({f"{probe}.record.stats", f"{probe}.run.executor"} <= set(group)
                for group in _circles(probe, exclude_type_checking=True))
+
+
+PUBLIC_API = ("wfbench_core", "wfbench_core.case", "wfbench_core.contracts", "wfbench_core.hookspecs",
+              "wfbench_core.testing", "wfbench_core.errors", "wfbench_core.pytest_plugin", "wfbench_core.default_timer")
+
+
+def _resolves(ref: str, home: str) -> bool:
+    """``ref`` names something that exists: absolute (``wfbench_core.x.Y``) or inside ``home``."""
+    import importlib
+
+    for candidate in (ref, f"{home}.{ref}"):
+        parts = candidate.split(".")
+        for cut in range(len(parts), 0, -1):
+            try:
+                obj = importlib.import_module(".".join(parts[:cut]))
+            except ImportError:
+                continue
+            try:
+                for attribute in parts[cut:]:
+                    obj = getattr(obj, attribute)
+            except AttributeError:
+                break
+            return True
+    return False
+
+
+@pytest.mark.parametrize("module", PUBLIC_API)
+def test_public_api_cross_references_resolve(module: str) -> None:
+    """Every :class:/:func:/:mod:/:meth: reference in the plugin API's docstrings names something real."""
+    import importlib
+    import re
+
+    source = Path(importlib.import_module(module).__file__ or "").read_text(encoding="utf-8")
+    refs = set(re.findall(r":(?:class|func|mod|meth|data|attr):`~?([\w.]+)`", source))
+    assert sorted(r for r in refs if not _resolves(r, module)) == []

@@ -9,6 +9,7 @@ base units, the last of three launches) on the roofline's f64 peak kernel.
 
 from __future__ import annotations
 
+import json
 import stat
 import subprocess
 import sys
@@ -74,8 +75,10 @@ def test_ncu_command_profiles_only_the_last_launch_of_the_named_kernel(tmp_path:
     assert cmd[i + 1] == str(pf.LAUNCHES - 1) and cmd[cmd.index("--launch-count") + 1] == "1"
     assert cmd[cmd.index("--kernel-name") + 1] == "transpose_f64"
     tail = cmd[cmd.index("python3"):]
-    assert tail[:4] == ["python3", "-m", "wfbench_core.gpu.profile", "launch"]
-    assert tail[tail.index("--launches") + 1] == str(pf.LAUNCHES)
+    assert tail[:3] == ["python3", "-m", "wfbench_core.gpu.profile"] and len(tail) == 4
+    spec = json.loads(tail[3])
+    assert (spec["case_id"], spec["kernel"], spec["config"]) == ("transpose_f64", "transpose_f64", "canonical")
+    assert spec["launches"] == pf.LAUNCHES and spec["ptx"] == str(tmp_path / "k.ptx")
 
 
 def _fake_ncu(tmp_path: Path, body: str) -> Path:
@@ -89,11 +92,11 @@ def _fake_ncu(tmp_path: Path, body: str) -> Path:
 def test_profile_side_runs_ncu_and_parses_its_stdout(tmp_path: Path) -> None:
     csv_file = NCU / "transpose_f64.cuda.raw.csv"
     ncu = _fake_ncu(tmp_path, f'case "$1" in --version) echo "Version 2025.3.1.0 (build 1)";; '
-                              f'*) echo "$@" > {tmp_path}/args; cat {csv_file};; esac\n')
+                              f'*) for a in "$@"; do echo "$a"; done > {tmp_path}/args; cat {csv_file};; esac\n')
     p = pf.profile_side(case_id="transpose_f64", ptx="// ptx", kernel="transpose_f64", label="cuda", ncu=ncu)
     assert p.duration_us == pytest.approx(103.904) and p.ncu_version == "2025.3.1.0"
-    args = (tmp_path / "args").read_text().split()
-    assert args[args.index("--case") + 1] == "transpose_f64" and args[args.index("--kernel") + 1] == "transpose_f64"
+    spec = json.loads((tmp_path / "args").read_text().splitlines()[-1])  # the launcher's one argument
+    assert spec["case_id"] == "transpose_f64" and spec["kernel"] == "transpose_f64"
 
 
 def test_profile_side_reports_ncu_permission_errors_in_one_line(tmp_path: Path) -> None:
@@ -104,7 +107,7 @@ def test_profile_side_reports_ncu_permission_errors_in_one_line(tmp_path: Path) 
     with pytest.raises(pf.ProfileError) as err:
         pf.profile_side(case_id="reduce_sum_f64", ptx="// ptx", kernel="k", label="wf", ncu=ncu)
     msg = str(err.value)
-    assert msg.startswith("reduce_sum_f64 (wf): ncu profiled nothing: ERR_NVGPUCTRPERM") and "\n" not in msg
+    assert msg.startswith("reduce_sum_f64[canonical] wf: ncu profiled nothing: ERR_NVGPUCTRPERM") and "\n" not in msg
     assert "root" in msg
 
 
@@ -124,7 +127,7 @@ def test_launcher_without_a_gpu_says_so_in_one_line(tmp_path: Path) -> None:
         pytest.skip("a GPU is present: the launcher would launch")
     ptx = tmp_path / "k.ptx"
     ptx.write_text("// no GPU here\n")
-    proc = subprocess.run([sys.executable, "-m", "wfbench_core.gpu.profile", "launch", "--case", "axpy_f64", "--ptx",
-                           str(ptx), "--kernel", "axpy_f64"], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(pf.ncu_command(Path("ncu"), case_id="axpy_f64", ptx=ptx, kernel="axpy_f64")[-4:],
+                          capture_output=True, text=True, timeout=120)
     assert proc.returncode == 3, proc.stderr
-    assert proc.stderr.startswith("wfbench profile: error: ") and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("wfbench: error: ") and "Traceback" not in proc.stderr

@@ -7,6 +7,7 @@ found an error, else runs the application and returns the application's exit sta
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -95,9 +96,10 @@ def test_a_memcheck_report_is_a_finding(tmp_path: Path) -> None:
     assert finding is not None and finding.tool == "memcheck"
     assert finding.message == ("axpy_f64[check] WarpForth: compute-sanitizer memcheck: "
                                "Invalid __global__ write of size 4 bytes")
-    call = (tmp_path / "calls.txt").read_text().split()
-    assert call[0] == "memcheck" and call[1] == sys.executable
-    assert call[2:5] == ["-m", "wfbench_core.gpu.sanitize", "--case"] and "axpy_f64" in call
+    call = (tmp_path / "calls.txt").read_text().split(" ", 4)
+    assert call[0] == "memcheck" and call[1] == sys.executable and call[2:4] == ["-m", "wfbench_core.gpu.sanitize"]
+    spec = json.loads(call[4])
+    assert (spec["case_id"], spec["side"], spec["kernel"], spec["config"]) == ("axpy_f64", "wf", "axpy_f64", "check")
 
 
 def test_racecheck_runs_for_shared_memory_kernels(tmp_path: Path) -> None:
@@ -131,7 +133,9 @@ def test_a_sanitized_run_past_its_deadline_is_a_hang(tmp_path: Path) -> None:
 
 
 def test_finding_compute_sanitizer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(sanitize.SANITIZER_ENV, raising=False)
+    from wfbench_core.build.cudatools import ENV, find_tool
+
+    monkeypatch.delenv(ENV["compute-sanitizer"], raising=False)
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     home = tmp_path / "cuda"
     (home / "bin").mkdir(parents=True)
@@ -139,20 +143,33 @@ def test_finding_compute_sanitizer(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     tool.write_text("#!/bin/sh\n")
     tool.chmod(0o755)
     monkeypatch.setenv("CUDA_HOME", str(home))
-    assert sanitize.find_compute_sanitizer() == tool
-    monkeypatch.setenv(sanitize.SANITIZER_ENV, str(tmp_path / "nope"))
-    with pytest.raises(WfbenchError, match="is not an executable file"):
-        sanitize.find_compute_sanitizer()
+    assert find_tool("compute-sanitizer") == tool
+    monkeypatch.setenv(ENV["compute-sanitizer"], str(tmp_path / "nope"))
+    with pytest.raises(WfbenchError, match="WFBENCH_COMPUTE_SANITIZER.*is not an executable file"):
+        find_tool("compute-sanitizer")
 
 
-def test_no_sanitizer_is_one_clear_line(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sanitize, "find_compute_sanitizer", lambda: None)
-    with pytest.raises(WfbenchError, match="compute-sanitizer not found: install the CUDA toolkit"):
+def test_no_sanitizer_is_one_clear_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from wfbench_core.build import cudatools
+
+    monkeypatch.delenv(cudatools.ENV["compute-sanitizer"], raising=False)
+    monkeypatch.setattr(cudatools, "candidates", lambda name: [tmp_path / name])  # a machine without it
+    with pytest.raises(WfbenchError, match=r"compute-sanitizer not found \(--sanitize runs it\): install the CUDA"):
         sanitize.sanitize_case(AXPY, "wf", "", "axpy_f64")
 
 
 def test_child_refuses_bad_input_in_one_line(tmp_path: Path) -> None:
-    r = subprocess.run([sys.executable, "-m", "wfbench_core.gpu.sanitize", "--case", "nope", "--side", "wf",
-                        "--kernel", "k", "--ptx", str(tmp_path / "k.ptx")], capture_output=True, text=True)
-    assert r.returncode == 2 and r.stderr.startswith("wfbench: error: unknown case 'nope'")
-    assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    from wfbench_core.gpu.launcher import LaunchSpec, command
+
+    (tmp_path / "k.ptx").write_text("// ptx\n")
+    for argv, first_words in (
+        (command(LaunchSpec("nope", "wf", "k", str(tmp_path / "k.ptx")), "wfbench_core.gpu.sanitize"),
+         "wfbench: error: unknown case 'nope'"),
+        (command(LaunchSpec("axpy_f64", "wf", "k", str(tmp_path / "none.ptx")), "wfbench_core.gpu.sanitize"),
+         f"wfbench: error: {tmp_path / 'none.ptx'}: cannot read the PTX"),
+        ([sys.executable, "-m", "wfbench_core.gpu.sanitize", "{not json"], "wfbench: error: launch spec: not a wfbench LaunchSpec (not valid JSON"),
+        ([sys.executable, "-m", "wfbench_core.gpu.sanitize"], "wfbench: error: usage: "),
+    ):
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 2 and r.stderr.startswith(first_words), r.stderr
+        assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1

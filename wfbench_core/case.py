@@ -11,13 +11,8 @@ can never pass as the same series.
 
 from __future__ import annotations
 
-import hashlib
-import json
-import string
-from typing import Any, Callable, Mapping
-
 import weakref
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import attrs
 
@@ -62,6 +57,12 @@ def _dim3(value: Any) -> tuple[int, int, int]:
     return dims + (1,) * (3 - len(dims))  # type: ignore[return-value]
 
 
+def _as_tuple(value: Any) -> tuple[Any, ...]:
+    # a Python function, not the builtin: attrs reads a converter's signature, and a builtin's is parsed from
+    # its text signature (the tokenizer's patterns compile on first use, ~10 ms that listing cases would pay)
+    return tuple(value)
+
+
 @attrs.frozen
 class Launch:
     """Launch geometry: grid and block (x, y, z) and dynamic shared memory in bytes."""
@@ -90,6 +91,31 @@ class Work:
 
 Sizes = Mapping[str, int]
 Arrays = Mapping[str, Any]
+
+
+@attrs.frozen(order=True)
+class CaseKey:
+    """Which case, built by which WarpForth compiler, at which configuration: the one identity of a case.
+
+    Printed one way, everywhere (messages, compile file names, bundle failures): ``axpy_f64``,
+    ``axpy_f64[check]``, ``axpy_f64 (head)``, ``axpy_f64[check] (head)``. Nothing parses that text: code
+    keeps the key.
+
+    :param compiler: the compiler label of a base/head run (``base``, ``head``); ``""`` with one compiler.
+    :param config: ``check`` or ``canonical``; ``""`` for the case as a whole.
+    """
+
+    case_id: str
+    compiler: str = ""
+    config: str = ""
+
+    def __str__(self) -> str:
+        text = f"{self.case_id}[{self.config}]" if self.config else self.case_id
+        return f"{text} ({self.compiler})" if self.compiler else text
+
+    def at(self, config: str) -> CaseKey:
+        """The same case and compiler at ``config``."""
+        return attrs.evolve(self, config=config)
 
 
 @attrs.frozen(kw_only=True)
@@ -123,7 +149,7 @@ class Case:
     cuda: str
     wf_kernel: str
     cuda_kernel: str
-    params: tuple[Param, ...] = attrs.field(converter=tuple)
+    params: tuple[Param, ...] = attrs.field(converter=_as_tuple)
     sizes: Mapping[str, Mapping[str, int]]
     launch: Callable[[Sizes], Launch] = attrs.field(eq=False, hash=False)
     inputs: Callable[[Sizes, np.random.Generator], Arrays] = attrs.field(eq=False, hash=False)
@@ -157,13 +183,19 @@ class Case:
     def outputs(self) -> tuple[Param, ...]:
         return tuple(p for p in self.params if p.output)
 
+    def key(self, config: str = "", compiler: str = "") -> CaseKey:
+        """This case's identity at ``config`` (and ``compiler``)."""
+        return CaseKey(self.id, compiler, config)
+
     def render(self, config: str) -> tuple[str, str]:
         """Return the (WarpForth, CUDA) sources for a configuration, with the sizes filled in."""
+        from string import Template  # here: its pattern compiles on import, and listing cases renders nothing
+
         sizes = {k: str(v) for k, v in self.sizes[config].items()}
         try:
             return (
-                string.Template(self.warpforth).substitute(sizes),
-                string.Template(self.cuda).substitute(sizes),
+                Template(self.warpforth).substitute(sizes),
+                Template(self.cuda).substitute(sizes),
             )
         except (KeyError, ValueError) as exc:
             raise ValueError(f"case {self.id}: source template needs size parameter {exc}") from None
@@ -213,6 +245,8 @@ class Case:
                 "shared_bytes": launch.shared_bytes,
                 "work": {"bytes": work.bytes, "flops": work.flops},
             }
+        import hashlib
+
         import numpy as np
 
         check_inputs = self.make_inputs("check")
@@ -236,6 +270,8 @@ class Case:
         """SHA-256 over everything that defines the measurement (computed once per case and process)."""
         known = _FINGERPRINTS.get(id(self))
         if known is None:
+            import json
+
             known = _FINGERPRINTS[id(self)] = sha256_text(json.dumps(self.describe(), sort_keys=True,
                                                                      separators=(",", ":")))
             weakref.finalize(self, _FINGERPRINTS.pop, id(self), None)
@@ -252,6 +288,8 @@ _FINGERPRINTS: dict[int, str] = {}
 
 
 def sha256_text(text: str | bytes) -> str:
+    import hashlib  # here: listing the installed cases needs no hashing
+
     data = text.encode() if isinstance(text, str) else text
     return hashlib.sha256(data).hexdigest()
 

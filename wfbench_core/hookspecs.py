@@ -14,6 +14,7 @@ import pluggy
 if TYPE_CHECKING:
     from wfbench_core.case import Case
     from wfbench_core.contracts import Timer
+    from wfbench_core.record.results import TimingProtocol
 
 hookspec = pluggy.HookspecMarker("wfbench")
 
@@ -47,11 +48,12 @@ def wfbench_register_transports(register: Callable[[str, Any], None]) -> None:
 
 
 @hookspec(firstresult=True)
-def wfbench_make_timer(protocol: Any) -> Timer | None:
+def wfbench_make_timer(protocol: TimingProtocol) -> Timer | None:
     """Return the timer that checks and times cases on the GPU host.
 
     Stops at first non-None result.
 
-    :param protocol: the :class:`wfbench_core.record.results.Protocol` settings (warm-up, sample length, count).
-    :returns: an object with the :class:`wfbench_core.gpu.timer.Timer` interface.
+    :param protocol: the :class:`wfbench_core.record.results.TimingProtocol` settings (warm-up, sample length,
+        count).
+    :returns: an object with the :class:`wfbench_core.contracts.Timer` interface.
     """

@@ -96,7 +96,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 @attrs.frozen
-class Settings:
+class PluginOptions:
     """The plugin's options, checked once at start-up."""
 
     run_benchmarks: bool
@@ -110,7 +110,7 @@ class Settings:
     protocol: TimingProtocol
 
     @classmethod
-    def from_config(cls, config: pytest.Config) -> Settings:
+    def from_config(cls, config: pytest.Config) -> PluginOptions:
         opt = config.getoption
         options: dict[str, str] = {}
         for text in opt("wfbench_transport_opts"):
@@ -175,7 +175,7 @@ def wfbench_plugins_of(pluginmanager: pytest.PytestPluginManager) -> list[object
 class State:
     """What the plugin keeps for one pytest session: settings, registry, results."""
 
-    def __init__(self, config: pytest.Config, settings: Settings) -> None:
+    def __init__(self, config: pytest.Config, settings: PluginOptions) -> None:
         self.config = config
         self.settings = settings
         self.runs: list[RunResult] = []
@@ -245,7 +245,7 @@ BENCHMARK_JSON_CLASH = ("--benchmark-json belongs to pytest-benchmark, which is 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", f"{MARKER}: a wfbench benchmark (skipped unless pytest runs with --run-benchmarks)")
-    settings = Settings.from_config(config)
+    settings = PluginOptions.from_config(config)
     config.stash[_STATE] = State(config, settings)
     config.pluginmanager.register(config.stash[_STATE], "wfbench-session-state")
     if _benchmark_json_clash(config, settings):
@@ -253,7 +253,7 @@ def pytest_configure(config: pytest.Config) -> None:
                                          stacklevel=2)
 
 
-def _benchmark_json_clash(config: pytest.Config, settings: Settings) -> bool:
+def _benchmark_json_clash(config: pytest.Config, settings: PluginOptions) -> bool:
     """pytest-benchmark owns --benchmark-json and the user gave it, but no --wfbench-json: say so loudly."""
     return (settings.run_benchmarks and settings.json_path is None
             and importlib.util.find_spec("pytest_benchmark") is not None

@@ -43,7 +43,7 @@ def check_case(case: Case, *, arch: str = "sm_90", compile_cuda_side: bool | Non
         ref = case.make_reference(a, config)
         for name, arr in ref.items():
             assert np.all(np.isfinite(arr)) or not np.issubdtype(arr.dtype, np.floating), \
-                f"{case.id}[{config}]: reference output {name} is not finite"
+                f"{case.key(config)}: reference output {name} is not finite"
         launch = case.launch(case.sizes[config])
         assert launch.block[0] * launch.block[1] * launch.block[2] <= 1024, f"{case.id}: block over 1024 threads"
         assert launch.shared_bytes <= 48 * 1024, f"{case.id}: dynamic shared memory over 48 KiB"
@@ -52,8 +52,8 @@ def check_case(case: Case, *, arch: str = "sm_90", compile_cuda_side: bool | Non
     if compile_cuda_side:
         compiler = cuda_compiler("nvcc")
         for config in CONFIGS:
-            ptx = compile_cuda(case.render(config)[1], case_id=f"{case.id}[{config}]", arch=arch, compiler=compiler).ptx
-            ptxas_check(ptx, arch=arch, case_id=f"{case.id}[{config}]")
+            ptx = compile_cuda(case.render(config)[1], case_id=case.key(config), arch=arch, compiler=compiler).ptx
+            ptxas_check(ptx, arch=arch, case_id=case.key(config))
 
 
 def bundle_from_ptx(
@@ -95,9 +95,9 @@ def ptx_dir_loader(folder: str | os.PathLike[str]) -> Callable[[Case, str], str]
         ptx_path = root / f"{case.id}.{config}.ptx"
         sha_path = root / f"{case.id}.{config}.forth.sha256"
         if not ptx_path.exists() or not sha_path.exists():
-            raise FileNotFoundError(f"no prebuilt PTX for {case.id}[{config}] in {root}")
+            raise FileNotFoundError(f"no prebuilt PTX for {case.key(config)} in {root}")
         if sha_path.read_text().strip() != sha256_text(case.render(config)[0]):
-            raise AssertionError(f"prebuilt PTX for {case.id}[{config}] is stale: regenerate it with warpforthc")
+            raise AssertionError(f"prebuilt PTX for {case.key(config)} is stale: regenerate it with warpforthc")
         return ptx_path.read_text()
 
     return load

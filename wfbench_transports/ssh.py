@@ -23,9 +23,6 @@ is fixed, and values reach it as positional parameters. The remote login shell m
 from __future__ import annotations
 
 import base64
-import getpass
-import hashlib
-import json
 import re
 import shlex
 import socket
@@ -33,17 +30,20 @@ import sys
 import time
 from collections import deque
 from pathlib import Path, PurePosixPath
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import attrs
 
 from wfbench_core import hookimpl
 from wfbench_core.errors import NoGpuError, WfbenchError
-from wfbench_core.record.request import ExecuteRequest
-from wfbench_core.record.results import RunResult, loads, sm_arch, write_result
+from wfbench_core.record.options import Option, describe_options, parse_options
+
 from wfbench_transports import host_tests
-from wfbench_transports import wheels as _wheels
-from wfbench_core.contracts import Option, describe_options, parse_options
+
+if TYPE_CHECKING:  # the schema, the request and wheel building load when a run starts, not for listing
+    from wfbench_core.record.request import ExecuteRequest
+    from wfbench_core.record.results import RunResult
+    from wfbench_transports import wheels as _wheels
 
 Progress = Callable[[str], None]
 
@@ -97,6 +97,8 @@ def paramiko_module() -> Any:
 
 def fingerprint(key: Any) -> str:
     """OpenSSH's ``SHA256:…`` fingerprint of a paramiko public key."""
+    import hashlib  # here, as the other imports used only once a run starts: listing transports stays quick
+
     digest = hashlib.sha256(key.asbytes()).digest()
     return "SHA256:" + base64.b64encode(digest).decode().rstrip("=")
 
@@ -194,7 +196,7 @@ class SshTransport:
             key = str(Path(key).expanduser())
             if not Path(key).is_file():
                 raise SshError(f"key_file {key}: no such file")
-        return host, int(port if port is not None else 22), user or getpass.getuser(), key
+        return host, int(port if port is not None else 22), user or _user_name(), key
 
     def connect(self) -> None:
         """Open the SSH connection (once); every failure is one line naming the host and the fix."""
@@ -376,6 +378,8 @@ class SshTransport:
         if done.rc != 0 or not m:
             self.progress(f"{self.label}: nvidia-smi gave no compute capability; building for no specific GPU")
             return None
+        from wfbench_core.record.results import sm_arch
+
         return sm_arch((int(m.group(1)), int(m.group(2))))
 
     def validate(self, bundle: Path, case_ids: Sequence[str] = (), progress: Progress | None = None) -> list[str]:
@@ -385,6 +389,8 @@ class SshTransport:
     def execute(self, bundle: Path, request: ExecuteRequest, *, progress: Progress | None = None,
                 out: Path | None = None) -> RunResult:
         """Execute on the host; when the run breaks off, the cases it finished are left in ``out``."""
+        from wfbench_core.record.results import RunResult, loads
+
         progress = progress or self.progress
         tests = host_tests.checkout_of(self.cfg["gpu_tests"]) if self.cfg["gpu_tests"] else None
 
@@ -416,6 +422,8 @@ class SshTransport:
         """After a broken-off execution: fetch what the executor finished (reconnecting if need be)."""
         if out is None:
             return
+        from wfbench_core.record.results import RunResult, loads, write_result
+
         try:
             self.connect()
             text = run.fetch_result()
@@ -430,6 +438,7 @@ class SshTransport:
         """Ship everything, prepare Python, run ``action`` in the work directory, always remove it."""
         from wfbench_core.build.bundle import read_manifest
         from wfbench_core.discover.registry import Registry
+        from wfbench_transports import wheels as _wheels
 
         registry = self.registry if self.registry is not None else Registry.load()
         ids = list(case_ids) or [c.id for c in read_manifest(bundle).cases]
@@ -547,6 +556,8 @@ class RemoteRun:
             return None
         if done.rc != 0:
             raise SshError(f"{self.t.label}: checking python {python!r} failed (exit {done.rc}): {done.error_line()}")
+        import json
+
         try:
             return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
         except (ValueError, IndexError):
@@ -617,6 +628,8 @@ class RemoteRun:
         done = self.run(argv, timeout=self.t.cfg["setup_timeout"], stream=self.progress)
         if done.rc != 0:
             raise SshError(f"{self.t.label}: the bundle does not validate there: {done.error_line()}")
+        import json
+
         try:
             return list(json.loads(done.stdout.strip().splitlines()[-1])["cases"])
         except (ValueError, IndexError, KeyError, TypeError):
@@ -684,3 +697,9 @@ class RemoteRun:
 @hookimpl
 def wfbench_register_transports(register: Callable[[str, Any], None]) -> None:
     register("ssh", SshTransport)
+
+
+def _user_name() -> str:
+    import getpass  # here: listing the transports needs no terminal module
+
+    return getpass.getuser()

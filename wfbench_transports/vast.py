@@ -28,16 +28,17 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import attrs
 
 from wfbench_core import hookimpl
 from wfbench_core.errors import WfbenchError
-from wfbench_core.record.fsutil import read_text
-from wfbench_core.record.request import ExecuteRequest
-from wfbench_core.record.results import RunResult, sm_arch
-from wfbench_core.contracts import Option, describe_options, parse_options
+from wfbench_core.record.options import Option, describe_options, parse_options
+
+if TYPE_CHECKING:  # the schema and the request load when a run starts, not for listing
+    from wfbench_core.record.request import ExecuteRequest
+    from wfbench_core.record.results import RunResult
 
 Progress = Callable[[str], None]
 
@@ -161,6 +162,8 @@ def find_api_key() -> str:
     """From ``VAST_API_KEY``, else the file ``vastai set api-key`` writes (the vastai CLI's order)."""
     if os.environ.get(KEY_ENV, "").strip():
         return os.environ[KEY_ENV].strip()
+    from wfbench_core.record.fsutil import read_text  # here: listing the transports loads no file helpers
+
     for path in key_files():
         if path.is_file():
             key = read_text(path, "a Vast.ai API key file").strip()
@@ -189,6 +192,8 @@ def cc_of(arch: str) -> int:
 
 def arch_of(cc: int) -> str:
     """Vast's integer compute capability (890) as a PTX target (``sm_89``)."""
+    from wfbench_core.record.results import sm_arch
+
     return sm_arch((int(cc) // 100, int(cc) // 10 % 10))
 
 

@@ -26,9 +26,9 @@ from typing import Callable, Iterable, Mapping, Optional
 import attrs
 
 from wfbench_core import SUITE_VERSION, __version__
-from wfbench_core.case import CONFIGS, Case, sha256_text
+from wfbench_core.case import CONFIGS, Case, CaseKey, sha256_text
 from wfbench_core.build.compile import (CompileError, Compiled, compile_cuda, compile_warpforth, ptx_problem,
-                                  warpforthc_info)
+                                        warpforthc_info)
 from wfbench_core.errors import WfbenchError
 from wfbench_core.build.faults import CompileFault, compile_failure
 from wfbench_core.record.fsutil import atomic_write, make_temp_dir, read_json, read_text
@@ -120,7 +120,7 @@ def build_bundle(
                                           plugins, progress, label, keep_going, check_cuda)
             first = next(iter(subs.values()))
             manifest = attrs.evolve(first, cases=(), labels=tuple(subs), compiler_label="", failures={
-                f"{cid} ({label})": why for label, sub in subs.items() for cid, why in sub.failures.items()})
+                str(CaseKey(cid, label)): why for label, sub in subs.items() for cid, why in sub.failures.items()})
             write_manifest(work, manifest)
         if out_dir.exists():
             shutil.rmtree(out_dir)
@@ -142,7 +142,7 @@ def _build_into(out_dir: Path, cases: Iterable[Case], warpforthc: Path, info: Co
             built.append(_build_case(case, out_dir, warpforthc, arch, (plugins or {}).get(case.id, "")))
             if check_cuda is not None:
                 try:
-                    compile_cuda(case.render("canonical")[1], case_id=f"{case.id}[canonical]",
+                    compile_cuda(case.render("canonical")[1], case_id=case.key("canonical"),
                                  arch=arch or "sm_80", compiler=check_cuda)
                 except CompileError as exc:
                     built.pop()
@@ -176,7 +176,7 @@ def write_manifest(out_dir: Path, manifest: BundleManifest) -> None:
 def _build_case(case: Case, out_dir: Path, warpforthc: Path, arch: str | None, plugin: str) -> BundleCase:
     def compile_wf(config: str, src: str) -> Compiled:
         try:
-            return compile_warpforth(src, binary=warpforthc, case_id=f"{case.id}[{config}]", arch=arch)
+            return compile_warpforth(src, binary=warpforthc, case_id=case.key(config), arch=arch)
         except CompileError as exc:
             raise _classified(exc, case.id, config, "wf", "warpforthc") from None
 

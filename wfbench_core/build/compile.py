@@ -19,7 +19,8 @@ from typing import Iterable
 
 import attrs
 
-from wfbench_core.case import sha256_text
+from wfbench_core.build.cudatools import find_tool, require_tool
+from wfbench_core.case import CaseKey, sha256_text
 from wfbench_core.record.childenv import child_env
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.results import CompileRecord, CompilerInfo
@@ -119,8 +120,9 @@ def warpforthc_info(binary: Path) -> CompilerInfo:
                         recipe=str(built.get("recipe", "")))
 
 
-def compile_warpforth(source: str, *, binary: Path, case_id: str, arch: str | None = None) -> Compiled:
-    """Compile WarpForth source to PTX with ``warpforthc``."""
+def compile_warpforth(source: str, *, binary: Path, case_id: CaseKey | str, arch: str | None = None) -> Compiled:
+    """Compile WarpForth source to PTX with ``warpforthc``; ``case_id`` names the case and configuration
+    compiled (in the file names and messages)."""
     info = warpforthc_info(binary)
     with tempfile.TemporaryDirectory(prefix="wfbench-") as tmp:
         src = Path(tmp) / f"{case_id}.forth"
@@ -153,13 +155,8 @@ def compile_warpforth(source: str, *, binary: Path, case_id: str, arch: str | No
 
 
 def find_nvcc() -> Path | None:
-    found = shutil.which("nvcc")
-    if found:
-        return Path(found)
-    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if root and (Path(root) / "bin" / "nvcc").is_file():
-            return Path(root) / "bin" / "nvcc"
-    return None
+    """nvcc, found where every CUDA tool is (:mod:`wfbench_core.build.cudatools`); None when absent."""
+    return find_tool("nvcc")
 
 
 @functools.lru_cache(maxsize=4)
@@ -188,7 +185,7 @@ def cuda_compiler(prefer: str = "auto") -> CompilerInfo:
         if nvcc is not None:
             return CompilerInfo(kind="nvcc", version=nvcc_version(nvcc), flags=NVCC_FLAGS)
         if prefer == "nvcc":
-            raise WfbenchError("nvcc not found: put the CUDA toolkit's bin on PATH or set CUDA_HOME")
+            require_tool("nvcc", why="--cuda-compiler nvcc")
     version = nvrtc_version()
     if version is None:
         raise WfbenchError(
@@ -198,7 +195,7 @@ def cuda_compiler(prefer: str = "auto") -> CompilerInfo:
     return CompilerInfo(kind="nvrtc", version=version, flags=NVRTC_FLAGS)
 
 
-def compile_cuda(source: str, *, case_id: str, arch: str, compiler: CompilerInfo) -> Compiled:
+def compile_cuda(source: str, *, case_id: CaseKey | str, arch: str, compiler: CompilerInfo) -> Compiled:
     """Compile a CUDA C++ source to PTX for ``arch`` (``sm_90``) with the recorded flag set.
 
     A compile that :func:`prefetch_cuda` started is taken from there (its error, if any, is raised here).
@@ -212,11 +209,11 @@ def compile_cuda(source: str, *, case_id: str, arch: str, compiler: CompilerInfo
 
 
 # compiles started ahead: (case_id, source, arch, flags) -> Future of Compiled
-_PREFETCHED: dict[tuple[str, str, str, tuple[str, ...]], "concurrent.futures.Future[Compiled]"] = {}
+_PREFETCHED: dict[tuple[CaseKey | str, str, str, tuple[str, ...]], "concurrent.futures.Future[Compiled]"] = {}
 PREFETCH_WORKERS = 8  # nvcc processes at once
 
 
-def prefetch_cuda(sources: Iterable[tuple[str, str]], *, arch: str, compiler: CompilerInfo) -> int:
+def prefetch_cuda(sources: Iterable[tuple[CaseKey | str, str]], *, arch: str, compiler: CompilerInfo) -> int:
     """Start compiling ``(case_id, source)`` pairs now, in parallel, so that :func:`compile_cuda` later finds
     them done; returns how many were started. Only nvcc (each compile its own process, the GPU idle meanwhile
     or busy with other work); NVRTC compiles in this process and stays on demand."""
@@ -234,10 +231,8 @@ def prefetch_cuda(sources: Iterable[tuple[str, str]], *, arch: str, compiler: Co
     return len(todo)
 
 
-def _compile_nvcc(source: str, *, case_id: str, arch: str, flags: tuple[str, ...]) -> Compiled:
-    nvcc = find_nvcc()
-    if nvcc is None:
-        raise WfbenchError("nvcc not found: put the CUDA toolkit's bin on PATH or set CUDA_HOME")
+def _compile_nvcc(source: str, *, case_id: CaseKey | str, arch: str, flags: tuple[str, ...]) -> Compiled:
+    nvcc = require_tool("nvcc", why="the CUDA side is compiled with nvcc")
     with tempfile.TemporaryDirectory(prefix="wfbench-") as tmp:
         src = Path(tmp) / f"{case_id}.cu"
         out = Path(tmp) / f"{case_id}.ptx"
@@ -258,7 +253,7 @@ def _compile_nvcc(source: str, *, case_id: str, arch: str, flags: tuple[str, ...
                                        ptx_target(ptx), wall))
 
 
-def _compile_nvrtc(source: str, *, case_id: str, arch: str, flags: tuple[str, ...]) -> Compiled:
+def _compile_nvrtc(source: str, *, case_id: CaseKey | str, arch: str, flags: tuple[str, ...]) -> Compiled:
     from cuda.bindings import nvrtc
 
     opts = [*flags, f"--gpu-architecture={arch.replace('sm_', 'compute_')}"]
@@ -285,17 +280,14 @@ def _compile_nvrtc(source: str, *, case_id: str, arch: str, flags: tuple[str, ..
                                        ptx_target(ptx), wall))
 
 
-def _nvrtc_ok(err: object, case_id: str, step: str) -> None:
+def _nvrtc_ok(err: object, case_id: CaseKey | str, step: str) -> None:
     if int(err) != 0:  # type: ignore[call-overload]
         raise CompileError(f"{case_id}: NVRTC {step} failed with error {int(err)}")  # type: ignore[call-overload]
 
 
-def ptxas_check(ptx: str, *, arch: str, case_id: str) -> str:
+def ptxas_check(ptx: str, *, arch: str, case_id: CaseKey | str) -> str:
     """Assemble PTX with ``ptxas`` (when installed) to prove it is valid for ``arch``; returns its -v report."""
-    nvcc = find_nvcc()
-    ptxas = shutil.which("ptxas") or (str(nvcc.parent / "ptxas") if nvcc else None)
-    if not ptxas or not Path(ptxas).exists():
-        raise WfbenchError("ptxas not found: install the CUDA toolkit to check PTX without a GPU")
+    ptxas = str(require_tool("ptxas", why="it checks PTX without a GPU"))
     with tempfile.TemporaryDirectory(prefix="wfbench-") as tmp:
         src = Path(tmp) / f"{case_id}.ptx"
         src.write_text(ptx)

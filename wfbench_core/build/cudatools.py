@@ -1,11 +1,16 @@
-"""Finding the CUDA toolkit's command-line tools: ptxas, cuobjdump, nvdisasm, ncu.
+"""Finding the CUDA toolkit's command-line tools: nvcc, ptxas, cuobjdump, nvdisasm, ncu, compute-sanitizer.
 
-One search order for every tool: an explicit path, the tool's environment variable, ``PATH``,
-``$CUDA_HOME/bin`` and ``$CUDA_PATH/bin``, ``/usr/local/cuda/bin``, the folder of ``nvcc``, and the
-binaries that NVIDIA's PyPI wheels install (``nvidia-cuda-nvcc``, ``nvidia-cuda-cuobjdump``,
-``nvidia-cuda-nvdisasm``: ``site-packages/nvidia/cu13/bin`` and the older per-package layouts).
-Nsight Compute also lives in its own folders (``/opt/nvidia/nsight-compute/<version>``,
-``$CUDA_HOME/nsight-compute-<version>``).
+The one place wfbench looks for them, in one search order for every tool:
+
+1. an explicit path (a command-line option), then the tool's environment variable (:data:`ENV`);
+2. ``PATH``;
+3. the toolkit folders: ``$CUDA_HOME/bin``, ``$CUDA_PATH/bin``, ``/usr/local/cuda/bin``, then versioned
+   ``/usr/local/cuda-*/bin`` (newest first);
+4. the folder of the ``nvcc`` on ``PATH`` (resolved through links);
+5. where the tool itself ships outside ``bin``: Nsight Compute in ``<toolkit>/nsight-compute-<version>`` and
+   ``/opt/nvidia/nsight-compute/<version>``; compute-sanitizer in ``<toolkit>/compute-sanitizer``; ptxas,
+   cuobjdump and nvdisasm in NVIDIA's PyPI wheels (``nvidia-cuda-nvcc``, ``nvidia-cuda-cuobjdump``,
+   ``nvidia-cuda-nvdisasm``: ``site-packages/nvidia/cu13/bin`` and the older per-package layouts).
 """
 
 from __future__ import annotations
@@ -18,8 +23,8 @@ from pathlib import Path
 from wfbench_core.errors import WfbenchError
 
 #: Environment variable that names each tool's binary (checked before the search).
-ENV = {"ptxas": "WFBENCH_PTXAS", "cuobjdump": "WFBENCH_CUOBJDUMP", "nvdisasm": "NVDISASM_PATH",
-       "ncu": "WFBENCH_NCU"}
+ENV = {"nvcc": "WFBENCH_NVCC", "ptxas": "WFBENCH_PTXAS", "cuobjdump": "WFBENCH_CUOBJDUMP",
+       "nvdisasm": "NVDISASM_PATH", "ncu": "WFBENCH_NCU", "compute-sanitizer": "WFBENCH_COMPUTE_SANITIZER"}
 
 #: The PyPI wheel of each tool (wfbench's gpu extra installs all three).
 WHEEL = {"ptxas": "nvidia-cuda-nvcc>=13,<14", "cuobjdump": "nvidia-cuda-cuobjdump>=13,<14",
@@ -29,7 +34,12 @@ WHEEL = {"ptxas": "nvidia-cuda-nvcc>=13,<14", "cuobjdump": "nvidia-cuda-cuobjdum
 INSTALL_HINT = {
     **{name: f"install the CUDA toolkit or pip install 'wfbench[gpu]' (or '{wheel}')" for name, wheel in WHEEL.items()},
     "ncu": "install Nsight Compute (part of the CUDA toolkit) or pass --ncu PATH",
+    "nvcc": "install the CUDA toolkit, put its bin folder on PATH or set CUDA_HOME",
+    "compute-sanitizer": "install the CUDA toolkit, put its bin folder on PATH or set CUDA_HOME",
 }
+
+#: tools that NVIDIA's PyPI wheels ship (the wheels' nvcc is not used: the toolkit's nvcc or NVRTC is)
+_IN_WHEELS = ("ptxas", "cuobjdump", "nvdisasm")
 
 # sub-folders of site-packages/nvidia/ that hold the wheels' binaries (CUDA 13 layout first)
 _WHEEL_BIN_DIRS = ("cu13/bin", "cu12/bin", "cuda_nvcc/bin", "cuda_cuobjdump/bin", "cuda_nvdisasm/bin")
@@ -51,25 +61,32 @@ def _wheel_dirs() -> list[Path]:
     return [Path(root) / sub for root in roots for sub in _WHEEL_BIN_DIRS]
 
 
+def toolkit_roots() -> list[Path]:
+    """The CUDA toolkit folders, in search order: ``$CUDA_HOME``, ``$CUDA_PATH``, ``/usr/local/cuda``, versioned."""
+    roots = [Path(os.environ[var]) for var in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(var)]
+    roots.append(Path("/usr/local/cuda"))
+    roots.extend(Path(p) for p in sorted(glob.glob("/usr/local/cuda-*"), reverse=True))
+    return roots
+
+
 def candidates(name: str) -> list[Path]:
-    """Every place searched for ``name``, in order (existing or not)."""
+    """Every place searched for ``name`` after its explicit path and variable, in order (existing or not)."""
     out: list[Path] = []
     found = shutil.which(name)
     if found:
         out.append(Path(found))
-    for var in ("CUDA_HOME", "CUDA_PATH"):
-        if os.environ.get(var):
-            out.append(Path(os.environ[var]) / "bin" / name)
-    out.append(Path("/usr/local/cuda/bin") / name)
+    roots = toolkit_roots()
+    out.extend(root / "bin" / name for root in roots)
     nvcc = shutil.which("nvcc")
-    if nvcc:
+    if nvcc and name != "nvcc":
         out.append(Path(nvcc).resolve().parent / name)
     if name == "ncu":
-        roots = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
-        for root in filter(None, roots):
+        for root in roots:
             out.extend(Path(p) for p in sorted(glob.glob(f"{root}/nsight-compute*/ncu"), reverse=True))
         out.extend(Path(p) for p in sorted(glob.glob("/opt/nvidia/nsight-compute/*/ncu"), reverse=True))
-    else:
+    elif name == "compute-sanitizer":
+        out.extend(root / "compute-sanitizer" / name for root in roots)
+    elif name in _IN_WHEELS:
         out.extend(d / name for d in _wheel_dirs())
     return out
 

@@ -457,8 +457,8 @@ def diagnose_case(case: "Case", *, wf_ptx: str, cuda_ptx: str, arch: str
     launch = case.launch(case.sizes["canonical"])
     threads = launch.block[0] * launch.block[1] * launch.block[2]
     try:
-        wf = diagnose(wf_ptx, case.wf_kernel, arch, threads, launch.shared_bytes, what=f"{case.id} (WarpForth)")
-        cu = diagnose(cuda_ptx, case.cuda_kernel, arch, threads, launch.shared_bytes, what=f"{case.id} (CUDA)")
+        wf = diagnose(wf_ptx, case.wf_kernel, arch, threads, launch.shared_bytes, what=f"{case.key('canonical')} WarpForth")
+        cu = diagnose(cuda_ptx, case.cuda_kernel, arch, threads, launch.shared_bytes, what=f"{case.key('canonical')} CUDA")
     except WfbenchError as exc:
         return None, None, f"static diagnostics skipped: {exc}"
     return wf, cu, ""

@@ -35,6 +35,7 @@ from typing import Optional
 import attrs
 
 from wfbench_core.build.compile import CompileError
+from wfbench_core.case import CaseKey
 from wfbench_core.errors import WfbenchError
 
 ILLEGAL_ADDRESS = "illegal address"
@@ -157,7 +158,7 @@ class KernelFault(WfbenchError):
 
     def __init__(self, case_id: str, config: str, side: str, fault: Fault, action: str = "") -> None:
         self.case_id, self.config, self.side, self.fault = case_id, config, side, fault
-        where = f"{case_id}[{config}]" if config else case_id
+        where = str(CaseKey(case_id, config=config))
         who = f" {side_name(side)}" if side else ""
         what = f"{action}: " if action else ""
         super().__init__(f"{where}{who}: {what}{fault.describe()}")

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Optional
 
 import attrs
 
-from wfbench_core.build.bundle import BundleManifest, LoadedConfig, load_case_files, read_manifest, read_variants
+from wfbench_core.build.bundle import (
+    BundleCase,
+    BundleManifest,
+    LoadedConfig,
+    load_case_files,
+    read_manifest,
+    read_variants,
+)
 from wfbench_core.case import Case
 from wfbench_core.discover.registry import Registry
 from wfbench_core.errors import WfbenchError
@@ -15,9 +22,19 @@ from wfbench_core.errors import WfbenchError
 
 @attrs.frozen
 class Prepared:
+    """A case of the bundle matched with its installed plugin; ``files`` once loaded (:meth:`loaded`)."""
+
     case: Case
     plugin: str
     files: dict[str, LoadedConfig]
+    entry: Optional[BundleCase] = attrs.field(default=None, eq=False, repr=False)
+    folder: Optional[Path] = attrs.field(default=None, eq=False, repr=False)
+
+    def loaded(self) -> Prepared:
+        """With the case's files read and verified (hashes, fingerprint): no second match with the plugins."""
+        if self.files or self.entry is None or self.folder is None:
+            return self
+        return attrs.evolve(self, files=load_case_files(self.folder, self.entry, self.case))
 
 
 def prepare(bundle: Path, registry: Registry, case_ids: Iterable[str] = (), *,
@@ -44,7 +61,8 @@ def prepare(bundle: Path, registry: Registry, case_ids: Iterable[str] = (), *,
                 + "; install the same case plugins here"
             )
         reg = registry.cases[entry.id]
-        prepared.append(Prepared(reg.value, reg.plugin, load_case_files(bundle, entry, reg.value) if load else {}))
+        matched = Prepared(reg.value, reg.plugin, {}, entry, Path(bundle))
+        prepared.append(matched.loaded() if load else matched)
     return manifest, prepared
 
 

@@ -9,10 +9,11 @@ from typing import Any
 import click
 
 from wfbench_core import __version__
+from wfbench_core.cli.lazy import LazyCommand, LazyGroup
 from wfbench_core.errors import WfbenchError
 
 
-class _Group(click.Group):
+class _Group(LazyGroup):
     """Turns user errors into one line on stderr and an exit code, never a traceback."""
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -30,7 +31,49 @@ def _showwarning(message: Any, category: Any, filename: str, lineno: int, file: 
     click.echo(f"wfbench: warning: {message}", err=True)
 
 
-@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+def _command(module: str, attribute: str, help: str) -> LazyCommand:
+    return LazyCommand(f"wfbench_core.cli.{module}", attribute, help)
+
+
+#: every command: its module, its click object and its help line (imported only when it runs)
+COMMANDS = {
+    "build": _command("build", "build", "Compile WarpForth for the selected cases into a self-describing bundle folder."),
+    "check": _command("check", "check_cmd", "Judge the newest run (or RESULT) against its series' history."),
+    "compare": _command("compare", "compare_cmd", "Per case change of the gap and of each side's time, BASE.json "
+                        "HEAD.json or one base/head run."),
+    "crosscheck": _command("crosscheck", "crosscheck_cmd", "Time BUNDLE's kernels with nvbench (cuda-bench) and "
+                           "report per-kernel and gap agreement."),
+    "dashboard": _command("dashboard", "dashboard_cmd", "Write the static dashboard of a history (works from "
+                          "file://, no network)."),
+    "execute": _command("execute", "execute_cmd", "Execute a bundle on this host's GPU (what every transport runs "
+                        "on the GPU host)."),
+    "explain": _command("explain", "explain", "Explain CASE's gap: static diagnostics of both sides (ptxas, SASS "
+                        "mix, occupancy), the largest SASS differences, each side's hottest loop, and with "
+                        "--profile Nsight Compute metrics."),
+    "export": _command("export", "export_cmd", "Convert a result for github-action-benchmark "
+                       "(customSmallerIsBetter)."),
+    "history": _command("history", "history_group", "The history store: append-only run files and the series they "
+                        "form."),
+    "list": _command("cases", "list_cases", "List installed cases: ID, version, priority, sizes and the plugin each "
+                     "came from."),
+    "run": _command("run", "run", "Build the bundle here (or take --bundle) and execute it on a GPU: check, time, print the table, "
+                    "write JSON."),
+    "transports": _command("transports", "list_transports", "List the installed transports (where bundles can "
+                           "run); with NAME, its --transport-opt options."),
+    "new-case": _command("cases", "new_case", "Scaffold a case plugin package NAME: the case, both kernel files as "
+                         "package data, the entry point and a check_case test."),
+    "toolchain": _command("toolchain", "toolchain", "The toolchain --warpforth builds warpforthc with: cmake, ninja, "
+                          "a C++ compiler, MLIR, ccache."),
+    "compilers": _command("toolchain", "compilers", "The warpforthc binaries that build and run would use with "
+                          "these options, built first where --warpforth asks."),
+    "bisect": _command("bisect", "bisect_cmd", "Find the first commit between GOOD and BAD whose warpforthc makes "
+                       "CASE slower, by base/head runs on this GPU."),
+    "pr-comment": _command("prcomment", "pr_comment", "The pull-request comment of the base/head run RESULT: "
+                           "verdict table, head against base of every case not SAME, artifact links."),
+}
+
+
+@click.group(cls=_Group, lazy_commands=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="wfbench")
 def main() -> None:
     """Benchmark WarpForth kernels against hand-written CUDA on the same GPU.
@@ -38,16 +81,3 @@ def main() -> None:
     gap = median WarpForth kernel time / median CUDA kernel time (1.0 = parity, lower is better).
     """
     warnings.showwarning = _showwarning
-
-
-def _register_commands() -> None:
-    from wfbench_core.cli import (bisect, build, cases, check, compare, crosscheck, dashboard, execute, explain,
-                                  export, history, prcomment, run, toolchain, transports)
-
-    for module in (cases, transports, toolchain, build, run, execute, history, check, compare, dashboard, export,
-                   explain, prcomment, bisect, crosscheck):
-        for command in module.COMMANDS:
-            main.add_command(command)
-
-
-_register_commands()

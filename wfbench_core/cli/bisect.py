@@ -72,5 +72,3 @@ def bisect_cmd(repo: Path, good: str, bad: str, case_id: str, build_cmd: str, bi
     if not found.found:
         sys.exit(1)
 
-
-COMMANDS = [bisect_cmd]

@@ -38,6 +38,7 @@ def build(case_ids: tuple[str, ...], priorities: tuple[str, ...], warpforthc: tu
     others are still built; the exit code is then 1.
     """
     from wfbench_core.run import runner
+    from wfbench_core.build.bundle import read_variants
     from wfbench_core.build.compile import CompileError
 
     reg = load_registry()
@@ -51,14 +52,11 @@ def build(case_ids: tuple[str, ...], priorities: tuple[str, ...], warpforthc: tu
         raise CaseFailed(f"{exc} (--fail-fast: stopped there; {out_dir} was not written)") from None
     what = f"compilers {', '.join(manifest.labels)}" if manifest.labels else f"warpforthc {manifest.warpforthc.version}"
     failed = manifest.failures
-    click.echo(f"bundle {out_dir}: {len(cases) - len({k.split(' (')[0] for k in failed})} of {len(cases)} "
-               f"case(s) built, {what}")
+    unbuilt = {cid for sub, _ in read_variants(out_dir).values() for cid in sub.failures}  # under every compiler
+    click.echo(f"bundle {out_dir}: {len(cases) - len(unbuilt)} of {len(cases)} case(s) built, {what}")
     if failed:
         if quiet:  # the progress lines, when shown, already said why
             for why in failed.values():
                 click.echo(f"ERROR: {why}", err=True)
         raise CaseFailed(f"{len(failed)} case(s) did not compile and are recorded as ERROR in the bundle: "
                          f"{', '.join(failed)}")
-
-
-COMMANDS = [build]

@@ -49,5 +49,3 @@ def new_case(name: str, parent: Path) -> None:
     root = scaffold(name, parent)
     click.echo(f"{root}: case {name} (pip install {root}; then wfbench list shows it)")
 
-
-COMMANDS = [list_cases, new_case]

@@ -60,6 +60,3 @@ def check_cmd(result: Optional[Path], history_dir: Path, margin: float, min_effe
     else:
         click.echo(alerts.render_text(report))
     sys.exit(report.exit_code)
-
-
-COMMANDS = [check_cmd]

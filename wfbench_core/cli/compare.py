@@ -68,6 +68,3 @@ def compare_cmd(base: Path, head: Optional[Path], base_label: Optional[str], hea
         click.echo(compare.render_text(cmp))
     if fail_on_regression and cmp.regressions:
         sys.exit(1)
-
-
-COMMANDS = [compare_cmd]

@@ -65,5 +65,3 @@ def crosscheck_cmd(bundle, case_ids, priorities, against, modes, small, samples,
         raise CaseFailed(f"wfbench and nvbench differ by more than {tolerance:.1%} on like figures: "
                          + ", ".join(beyond))
 
-
-COMMANDS = [crosscheck_cmd]

@@ -40,6 +40,3 @@ def dashboard_cmd(history_dir: Path, out: Path, title: Optional[str], png: Optio
         click.echo(f"screenshot: {png}")
         if errors:
             raise WfbenchError(f"{index}: the page reported errors in the browser: {'; '.join(errors)}")
-
-
-COMMANDS = [dashboard_cmd]

@@ -41,20 +41,20 @@ def _wf_sides(case, bundle: Path | None, wf_ptx: Path | None, warpforthc: str | 
 
     binary = find_warpforthc(warpforthc)
     progress(f"compiling {case.id} with {binary}")
-    compiled = compile_warpforth(case.render("canonical")[0], binary=binary, case_id=f"{case.id}[canonical]",
+    compiled = compile_warpforth(case.render("canonical")[0], binary=binary, case_id=case.key("canonical"),
                                  arch=arch)
     return {"": compiled.ptx}, [f"WarpForth PTX: warpforthc {warpforthc_info(binary).version}."]
 
 
-def _profiled(reports, case, ncu: str | None, progress):  # type: ignore[no-untyped-def]
-    """The reports with each side profiled by Nsight Compute."""
+def _profiled(reports, case, ncu: str | None, recipe, progress):  # type: ignore[no-untyped-def]
+    """The reports with each side profiled by Nsight Compute (the launcher loads the plugins of ``recipe``)."""
     from wfbench_core.gpu.profile import profile_side
 
     profiled = []
     for r in reports:
-        progress(f"profiling {case.id} ({r.side.label}) with Nsight Compute")
+        progress(f"profiling {case.key('canonical')} {r.side.label} with Nsight Compute")
         p = profile_side(case_id=case.id, ptx=r.side.ptx, kernel=r.side.kernel,
-                         label=r.side.label.replace(" ", "-").lower(), ncu=ncu)
+                         label=r.side.label.replace(" ", "-").lower(), ncu=ncu, recipe=recipe)
         profiled.append(attrs.evolve(r, profile=p))
     return profiled
 
@@ -91,7 +91,7 @@ def _store(run, result_path: Path, case, label: str, reports, progress):  # type
 @click.option("--cuda-compiler", type=click.Choice(["auto", "nvcc", "nvrtc"]), default="auto", show_default=True)
 @click.option("--profile", is_flag=True, help="Also profile both kernels with Nsight Compute (GPU host).")
 @click.option("--ncu", default=None, metavar="PATH", help="Nsight Compute binary [default: $WFBENCH_NCU, PATH, "
-              "$CUDA_HOME/bin, /usr/local/cuda/bin, next to nvcc, /opt/nvidia/nsight-compute].")
+              "$CUDA_HOME/bin, /usr/local/cuda/bin, next to nvcc, the nsight-compute folders].")
 @click.option("--result", "result_path", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="A run result: show its timing and roofline for the case, and store the diagnostics (and "
                    "profiles) in it.")
@@ -107,7 +107,7 @@ def explain(case_id: str, bundle: Path | None, wf_ptx: Path | None, warpforthc: 
     differences, each side's hottest loop, and with --profile Nsight Compute metrics. Markdown output."""
     from wfbench_core.build import compile as comp
     from wfbench_core.build.diagnostics import arch_limits
-    from wfbench_core.review.explain import Side, analyse, render_markdown
+    from wfbench_core.review.explain import ExplainedSide, analyse, render_markdown
 
     if bundle is not None and wf_ptx is not None:
         raise WfbenchError("give the WarpForth PTX one way: --bundle or --wf-ptx (or neither, to compile it here)")
@@ -119,27 +119,20 @@ def explain(case_id: str, bundle: Path | None, wf_ptx: Path | None, warpforthc: 
         run = load_result(result_path)
     reg = load_registry()
     case = reg.case(case_id)
-    if arch is None and profile:
-        from wfbench_core.gpu.device import Device
-
-        arch = Device().arch()  # NoGpuError (one line) without a GPU
-    if arch is None and bundle is not None:
-        from wfbench_core.build.bundle import read_manifest
-
-        arch = read_manifest(bundle).arch or None
-    arch = arch or "sm_90"
+    arch = _arch(arch, profile, bundle)
     arch_limits(arch)  # an architecture without known limits is refused before anything is compiled
     wf, provenance = _wf_sides(case, bundle, wf_ptx, warpforthc, arch, progress)
     compiler = comp.cuda_compiler(cuda_compiler)
-    cuda_ptx = comp.compile_cuda(case.render("canonical")[1], case_id=f"{case.id}[canonical]", arch=arch,
+    cuda_ptx = comp.compile_cuda(case.render("canonical")[1], case_id=case.key("canonical"), arch=arch,
                                  compiler=compiler).ptx
     provenance.append(f"CUDA PTX: {compiler.kind} {compiler.version} {' '.join(compiler.flags)}.")
-    sides = [Side(f"WarpForth {label}" if label else "WarpForth", case.wf_kernel, ptx) for label, ptx in wf.items()]
-    sides.append(Side("CUDA", case.cuda_kernel, cuda_ptx))
+    sides = [ExplainedSide(f"WarpForth {label}" if label else "WarpForth", case.wf_kernel, ptx)
+             for label, ptx in wf.items()]
+    sides.append(ExplainedSide("CUDA", case.cuda_kernel, cuda_ptx))
     progress(f"assembling {len(sides)} side(s) for {arch}")
     reports = analyse(case, sides, arch)
     if profile:
-        reports = _profiled(reports, case, ncu, progress)
+        reports = _profiled(reports, case, ncu, reg.recipe, progress)
     result = environment = None
     if run is not None and result_path is not None:
         environment = run.environment
@@ -155,4 +148,14 @@ def explain(case_id: str, bundle: Path | None, wf_ptx: Path | None, warpforthc: 
         click.echo(text, nl=False)
 
 
-COMMANDS = [explain]
+def _arch(arch: str | None, profile: bool, bundle: Path | None) -> str:
+    """The SASS target: as given, else this host's GPU when profiling, else the bundle's, else sm_90."""
+    if arch is None and profile:
+        from wfbench_core.gpu.device import Device
+
+        arch = Device().arch()  # NoGpuError (one line) without a GPU
+    if arch is None and bundle is not None:
+        from wfbench_core.build.bundle import read_manifest
+
+        arch = read_manifest(bundle).arch or None
+    return arch or "sm_90"

@@ -34,6 +34,3 @@ def export_cmd(result: Path, fmt: str, out: Optional[Path], label: Optional[str]
         return
     atomic_write(out, text)
     click.echo(f"{out}: {len(entries)} entries ({fmt})", err=True)
-
-
-COMMANDS = [export_cmd]

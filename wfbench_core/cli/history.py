@@ -113,6 +113,3 @@ def history_reindex(history_dir: Path) -> None:
     h = reindex(history_dir)
     warn_problems(h.problems)
     click.echo(f"{history_dir}: index rebuilt: {len(h.series)} series from {len(h.runs)} runs")
-
-
-COMMANDS = [history_group]

@@ -55,5 +55,3 @@ def pr_comment(result: Path, bundle: Path, base_label: Optional[str], head_label
     else:
         click.echo(text, nl=False)
 
-
-COMMANDS = [pr_comment]

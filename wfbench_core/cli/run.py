@@ -108,5 +108,3 @@ def _prebuilt_request(reg: Any, bundle: Path, case_ids: tuple[str, ...], priorit
                       execute=attrs.evolve(execute, case_ids=tuple(case_ids)), transport=transport,
                       transport_options=dict(split_opt(o) for o in transport_opts), check_cuda=False)
 
-
-COMMANDS = [run]

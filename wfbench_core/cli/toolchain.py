@@ -59,5 +59,3 @@ def compilers(warpforthc: tuple[str, ...], warpforth: tuple[str, ...], quiet: bo
     for label, path in found.items():
         click.echo(f"{label}={path}")
 
-
-COMMANDS = [toolchain, compilers]

@@ -27,6 +27,3 @@ def list_transports(name: str | None) -> None:
         options = getattr(r.value, "OPTIONS", {}) or {}
         if options:
             click.echo(f"{tname} options (wfbench transports {tname}): {', '.join(options)}")
-
-
-COMMANDS = [list_transports]

@@ -16,7 +16,7 @@ from typing import Iterable
 import pluggy
 
 from wfbench_core import hookspecs
-from wfbench_core.record.request import PluginOrigin
+from wfbench_core.record.origin import PluginOrigin
 
 GROUP = "wfbench"
 DISABLE_ENV = "WFBENCH_DISABLE_PLUGIN_AUTOLOAD"
@@ -67,21 +67,23 @@ def get_plugin_manager(
 def _load_entry_points(pm: pluggy.PluginManager) -> None:
     origins = _origins(pm)
     for dist in importlib.metadata.distributions():
+        name = ""  # the distribution's name, read (parsed from its metadata) once, only when it has a plugin
         for ep in dist.entry_points:
             if ep.group != GROUP or pm.get_plugin(ep.name) is not None or pm.is_blocked(ep.name):
                 continue
+            name = name or dist.metadata["Name"]
             try:
                 plugin = ep.load()
             except Exception as exc:  # noqa: BLE001 - a broken plugin must not take the others down
                 warnings.warn(
-                    f"wfbench plugin {ep.name!r} (from {dist.metadata['Name']}) failed to import and was "
+                    f"wfbench plugin {ep.name!r} (from {name}) failed to import and was "
                     f"skipped: {type(exc).__name__}: {exc}",
                     PluginLoadWarning,
                     stacklevel=3,
                 )
                 continue
             pm.register(plugin, name=ep.name)
-            origins[ep.name] = dist.metadata["Name"]
+            origins[ep.name] = name
 
 
 def _origins(pm: pluggy.PluginManager) -> dict[str, str]:

@@ -9,7 +9,7 @@ import pluggy
 
 from wfbench_core.case import Case
 from wfbench_core.errors import WfbenchError
-from wfbench_core.record.request import PluginOrigin
+from wfbench_core.record.origin import PluginOrigin
 from wfbench_core.discover.plugins import get_plugin_manager, plugin_origin
 
 

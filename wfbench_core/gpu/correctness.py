@@ -167,7 +167,7 @@ def describe_check(case: Case, check: Check) -> str:
         side = " vs ".join(side_name(s) for s in side.split("~"))
     else:
         side = side_name(side)
-    head = f"{case.id}[{check.config}] {side}: output {check.output}"
+    head = f"{case.key(check.config)} {side}: output {check.output}"
     if check.placement is not None:
         head += f" of timed placement {check.placement} (buffer set {check.buffer_set})"
     if check.what == "idempotent":
@@ -293,7 +293,7 @@ class Checker:
                checks: list[Check]) -> dict[str, np.ndarray]:
         """Launch one side twice into re-poisoned outputs: reference and idempotence checks; its first output."""
         go, outs = own
-        what = f"{case.id}[{config}] {label} launch"
+        what = f"{case.key(config)} {label} launch"
         with self.device.faults(case.id, config, label, "launch", kernel, case.launch(case.sizes[config])):
             first = self.run_once(go, outs, want, what, config)
             second = self.run_once(go, outs, want, what + " (again)", config)
@@ -312,7 +312,7 @@ class Checker:
         checks = []
         for label, (go, outs) in checked.own.items():
             with self.device.faults(case.id, checked.config, label, "launch after timing"):
-                after = self.run_once(go, outs, checked.want, f"{case.id}[{checked.config}] {label} launch after "
+                after = self.run_once(go, outs, checked.want, f"{case.key(checked.config)} {label} launch after "
                                       f"timing", checked.config)
             for p in case.outputs:
                 tol = case.tolerances[p.name]
@@ -335,7 +335,7 @@ class Checker:
         scalars = {p.name: inputs[p.name] for p in case.params if p.kind != "ptr"}
         go = device.case_launcher(kernel, case, config, device.args(case, {**bufs, **outs}, scalars))
         with device.faults(case.id, config, side.label, "launch", kernel, case.launch(case.sizes[config])):
-            return self.run_once(go, outs, want, f"{case.id}[{config}] {side.label} launch", config)
+            return self.run_once(go, outs, want, f"{case.key(config)} {side.label} launch", config)
 
 
 def _cross(case: Case, config: str, label: str, reference_label: str,

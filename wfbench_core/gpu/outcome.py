@@ -61,7 +61,7 @@ def measured(base: CaseResult, m: Any, side: str, *, unstable_noise: float,
                       yardsticks=yardsticks or Yardsticks())
     if why:
         return attrs.evolve(base, status=IMPLAUSIBLE,
-                            message=f"{base.id}[canonical] {why}: faster than this GPU can run it; not kept")
+                            message=f"{base.key.at('canonical')} {why}: faster than this GPU can run it; not kept")
     return attrs.evolve(base, **fields)
 
 
@@ -184,7 +184,7 @@ def merge_repeats(passes: list[list[CaseResult]], unstable_noise: float) -> list
     """
     if len(passes) == 1:
         return list(passes[0])
-    by_pass = [{(r.id, r.compiler_label): r for r in p} for p in passes]
+    by_pass = [{r.key: r for r in p} for p in passes]
     out = []
     for key in dict.fromkeys(k for p in by_pass for k in p):
         runs = [(n, p[key]) for n, p in enumerate(by_pass) if key in p]

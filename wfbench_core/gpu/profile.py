@@ -1,7 +1,8 @@
 """Nsight Compute profiles of one side's kernel: the launcher that ``ncu`` runs, the command, the CSV parser.
 
-``ncu`` runs ``python -m wfbench_core.gpu.profile launch --case ID --ptx FILE --kernel NAME``, which loads the
-side's PTX and launches the case's canonical configuration (the device module's loading, argument and launch
+``ncu`` runs ``python -m wfbench_core.gpu.profile SPEC`` (a launcher, :mod:`wfbench_core.gpu.launcher`; ncu is
+a child of :mod:`wfbench_core.gpu.child`: its own process group, killed whole at its deadline, dead with its
+parent), which loads the side's PTX and launches the case's canonical configuration (the device module's loading, argument and launch
 code, on the case's own inputs) a few times; ``ncu`` profiles the last launch only, so module loading and
 first-launch effects stay out. Metrics come back as ``--csv --page raw`` (one row per profiled launch:
 column names, then units, then values) and are parsed into :class:`~wfbench_core.record.results.KernelProfile`.
@@ -19,12 +20,14 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Mapping
 
-import click
-
-from wfbench_core.record.childenv import child_env
 from wfbench_core.build.cudatools import require_tool
+from wfbench_core.case import CaseKey
+from wfbench_core.record.childenv import child_env
+from wfbench_core.gpu import child
+from wfbench_core.gpu.child import Recipe
+from wfbench_core.gpu.launcher import LaunchSpec, command, serve
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.results import KernelProfile
 
@@ -60,19 +63,15 @@ class ProfileError(WfbenchError):
 # -------------------------------------------------------------------------------------------------
 
 
-def ncu_command(ncu: Path, *, case_id: str, ptx: Path, kernel: str, python: str = sys.executable,
-                plugins: Sequence[str] = ()) -> list[str]:
+def ncu_command(ncu: Path, *, case_id: str, ptx: Path, kernel: str, python: str = sys.executable) -> list[str]:
     """The whole command line: ncu's options, then the launcher."""
     cmd = [str(ncu), "--csv", "--page", "raw", "--print-units", "base", "--clock-control", CLOCK_CONTROL,
            "--kernel-name", kernel, "--launch-skip", str(LAUNCHES - 1), "--launch-count", "1"]
     for section in SECTIONS:
         cmd += ["--section", section]
     cmd += ["--metrics", ",".join(EXTRA_METRICS)]
-    cmd += [python, "-m", "wfbench_core.gpu.profile", "launch", "--case", case_id, "--ptx", str(ptx), "--kernel", kernel,
-            "--launches", str(LAUNCHES)]
-    for p in plugins:
-        cmd += ["--plugin", p]
-    return cmd
+    spec = LaunchSpec(case_id, "", kernel, str(ptx), "canonical", LAUNCHES)
+    return cmd + command(spec, "wfbench_core.gpu.profile", python)
 
 
 def _number(text: str) -> float | None:
@@ -167,25 +166,26 @@ def ncu_version(ncu: Path) -> str:
 
 
 def profile_side(*, case_id: str, ptx: str, kernel: str, label: str, ncu: str | Path | None = None,
-                 plugins: Sequence[str] = ()) -> KernelProfile:
-    """Run ncu on the launcher for one side's PTX; needs a GPU and permission to read its counters."""
+                 recipe: Recipe | None = None) -> KernelProfile:
+    """Run ncu on the launcher for one side's PTX; needs a GPU and permission to read its counters.
+
+    :param recipe: the plugins the launcher loads (:attr:`Registry.recipe`); None: this environment's.
+    """
     binary = require_tool("ncu", ncu, why="--profile runs Nsight Compute")
     with tempfile.TemporaryDirectory(prefix="wfbench-ncu-") as tmp:
-        ptx_path = Path(tmp) / f"{case_id}.{label}.ptx"
+        ptx_path = Path(tmp) / f"{label}.ptx"
         ptx_path.write_text(ptx)
-        cmd = ncu_command(binary, case_id=case_id, ptx=ptx_path, kernel=kernel, plugins=plugins)
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=NCU_TIMEOUT_S, check=False,
-                                  env=child_env())
-        except subprocess.TimeoutExpired:
-            raise ProfileError(f"{case_id} ({label}): ncu took over {NCU_TIMEOUT_S} s") from None
+        proc = child.run(ncu_command(binary, case_id=case_id, ptx=ptx_path, kernel=kernel),
+                         timeout_s=NCU_TIMEOUT_S, recipe=recipe)
+    if proc.returncode is None:
+        raise ProfileError(f"{CaseKey(case_id, config='canonical')} {label}: ncu took over {NCU_TIMEOUT_S} s")
     out = proc.stdout + "\n" + proc.stderr
     errors = ncu_errors(out)
     rows = parse_raw_csv(proc.stdout)
     if proc.returncode != 0 or not rows:
         why = "; ".join(errors[:2]) or _last_lines(out) or f"exit status {proc.returncode}"
         hint = " (profiling needs root or NVreg_RestrictProfilingToAdminUsers=0)" if "ERR_NVGPUCTRPERM" in out else ""
-        raise ProfileError(f"{case_id} ({label}): ncu profiled nothing: {why}{hint}")
+        raise ProfileError(f"{CaseKey(case_id, config='canonical')} {label}: ncu profiled nothing: {why}{hint}")
     return to_profile(rows[-1], ncu_version=ncu_version(binary))
 
 
@@ -199,12 +199,12 @@ def _last_lines(text: str, n: int = 2) -> str:
 # -------------------------------------------------------------------------------------------------
 
 
-def launch(case_id: str, ptx: str, kernel: str, launches: int = LAUNCHES, plugins: Sequence[str] = ()) -> None:
+def launch(case_id: str, ptx: str, kernel: str, launches: int = LAUNCHES) -> None:
     """Load ``ptx`` and launch ``kernel`` on the case's canonical inputs ``launches`` times, then synchronise."""
     from wfbench_core.gpu.device import Device
     from wfbench_core.discover.registry import Registry
 
-    case = Registry.load(list(plugins)).case(case_id)
+    case = Registry.load().case(case_id)  # the plugins its environment names
     device = Device().open()
     loaded = device.load(ptx, kernel, case_id=case_id, label=case_id)
     inputs = case.make_inputs("canonical")
@@ -218,24 +218,9 @@ def launch(case_id: str, ptx: str, kernel: str, launches: int = LAUNCHES, plugin
     device.synchronize()
 
 
-@click.group()
-def _cli() -> None:
-    """Helpers run by ``wfbench explain --profile`` (not meant to be called by hand)."""
-
-
-@_cli.command("launch")
-@click.option("--case", "case_id", required=True)
-@click.option("--ptx", "ptx_path", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--kernel", required=True)
-@click.option("--launches", type=click.IntRange(1, 100), default=LAUNCHES, show_default=True)
-@click.option("--plugin", "plugins", multiple=True, help="Extra plugin module to load (repeatable).")
-def _launch_cmd(case_id: str, ptx_path: Path, kernel: str, launches: int, plugins: tuple[str, ...]) -> None:
-    try:
-        launch(case_id, ptx_path.read_text(), kernel, launches, plugins)
-    except WfbenchError as exc:
-        click.echo(f"wfbench profile: error: {exc}", err=True)
-        sys.exit(exc.exit_code)
+def _launch_spec(spec: LaunchSpec, ptx: str) -> None:
+    launch(spec.case_id, ptx, spec.kernel, spec.launches)
 
 
 if __name__ == "__main__":
-    _cli()
+    sys.exit(serve(_launch_spec, prog="wfbench_core.gpu.profile"))

@@ -1,29 +1,26 @@
 """``--sanitize``: run each side's kernel once under NVIDIA compute-sanitizer and report its first finding.
 
-For one case and one side, :func:`sanitize_case` starts::
+For one case and one side, :func:`sanitize_case` starts (a child of :mod:`wfbench_core.gpu.child`: its own
+process group, killed whole at its deadline, dead with its parent)::
 
     compute-sanitizer --tool memcheck --error-exitcode 86 --log-file LOG \\
-        python -m wfbench_core.gpu.sanitize --case ID --side wf --kernel NAME --ptx FILE --config check
+        python -m wfbench_core.gpu.sanitize '{"case_id": ID, "side": "wf", "kernel": NAME, "ptx": FILE, ...}'
 
-The child (this module's ``main``) loads that side's PTX with the timer's own primitives, launches it once on
-the configuration's inputs into poisoned outputs, and exits. ``memcheck`` always runs; ``racecheck`` runs
+The child (a launcher, :mod:`wfbench_core.gpu.launcher`) runs :func:`launch_once`: it loads that side's PTX with the
+device module's primitives, launches it once on the configuration's inputs into poisoned outputs, and exits.
+``memcheck`` always runs; ``racecheck`` runs
 too when the kernel uses shared memory (a ``.shared`` declaration in its PTX, or dynamic shared bytes in
 the launch). A finding is the sanitizer's first report line, e.g.
 ``Invalid __global__ write of size 4 bytes``; the case is then FAILED with that line.
 
-compute-sanitizer ships with the CUDA toolkit; it is looked up on PATH, in ``$CUDA_HOME/bin``,
-``$CUDA_PATH/bin``, ``/usr/local/cuda/bin`` (and versioned ``/usr/local/cuda-*/bin``) and next to nvcc.
+compute-sanitizer ships with the CUDA toolkit; it is looked up where every CUDA tool is
+(:mod:`wfbench_core.build.cudatools`; ``$WFBENCH_COMPUTE_SANITIZER`` names it).
 The child finds the case through the installed plugins (the same environment as the parent's).
 """
 
 from __future__ import annotations
 
-import argparse
-import os
 import re
-import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -31,19 +28,20 @@ from typing import Optional, Sequence
 
 import attrs
 
-from wfbench_core.case import Case
-from wfbench_core.record.childenv import child_env
+from wfbench_core.case import Case, CaseKey
 from wfbench_core.errors import WfbenchError
+from wfbench_core.build.cudatools import require_tool
+from wfbench_core.gpu import child
+from wfbench_core.gpu.launcher import LaunchSpec, command, serve
 from wfbench_core.build.faults import HANG, Fault, KernelFault, side_name
 
-SANITIZER_ENV = "WFBENCH_COMPUTE_SANITIZER"
 ERROR_EXITCODE = 86  # what compute-sanitizer exits with when it reported an error
 DEFAULT_TIMEOUT_S = 300.0  # kernels run 10-100x slower under the sanitizer; a check-size launch is short
 PREFIX = "========="
 
 
 @attrs.frozen
-class Finding:
+class SanitizerFinding:
     """What compute-sanitizer reported first for one side of a case."""
 
     case_id: str
@@ -54,35 +52,7 @@ class Finding:
 
     @property
     def message(self) -> str:
-        return f"{self.case_id}[{self.config}] {side_name(self.side)}: compute-sanitizer {self.tool}: {self.line}"
-
-
-def find_compute_sanitizer() -> Optional[Path]:
-    """``$WFBENCH_COMPUTE_SANITIZER``, PATH, the CUDA toolkit's bin folders, next to nvcc; None if absent."""
-    explicit = os.environ.get(SANITIZER_ENV)
-    if explicit:
-        p = Path(explicit).expanduser()
-        if p.is_file() and os.access(p, os.X_OK):
-            return p
-        raise WfbenchError(f"{SANITIZER_ENV}={explicit} is not an executable file")
-    found = shutil.which("compute-sanitizer")
-    if found:
-        return Path(found)
-    roots = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda",
-             *sorted((str(p) for p in Path("/usr/local").glob("cuda-*")), reverse=True)]
-    from wfbench_core.build.compile import find_nvcc
-
-    nvcc = find_nvcc()
-    if nvcc is not None:
-        roots.append(str(Path(nvcc).resolve().parent.parent))
-    for root in roots:
-        if not root:
-            continue
-        for candidate in (Path(root) / "bin" / "compute-sanitizer",
-                          Path(root) / "compute-sanitizer" / "compute-sanitizer"):
-            if candidate.is_file() and os.access(candidate, os.X_OK):
-                return candidate
-    return None
+        return f"{CaseKey(self.case_id, config=self.config)} {side_name(self.side)}: compute-sanitizer {self.tool}: {self.line}"
 
 
 def uses_shared_memory(case: Case, ptx: str, config: str = "check") -> bool:
@@ -125,8 +95,10 @@ def first_report(log: str) -> Optional[str]:
 
 def sanitize_case(case: Case, side: str, ptx: str, kernel: str, *, config: str = "check",
                   tools: Sequence[str] | None = None, sanitizer: Path | None = None,
-                  timeout_s: float = DEFAULT_TIMEOUT_S) -> Optional[Finding]:
+                  timeout_s: float = DEFAULT_TIMEOUT_S) -> Optional[SanitizerFinding]:
     """Run one side of a case once under compute-sanitizer; its first finding, or None when clean.
+
+    The plugins reach the launcher through this process's environment (:func:`wfbench_core.gpu.child.plugin_env`).
 
     :param side: the side's label (``wf``, ``wf:head``, ``cuda``); ``ptx`` is that side's PTX for ``config``
         and ``kernel`` its entry name.
@@ -135,47 +107,29 @@ def sanitize_case(case: Case, side: str, ptx: str, kernel: str, *, config: str =
     :raises KernelFault: (class ``hang``, not sticky: only the child is killed) the run did not finish
         within ``timeout_s``.
     """
-    tool_path = sanitizer or find_compute_sanitizer()
-    if tool_path is None:
-        raise WfbenchError("compute-sanitizer not found: install the CUDA toolkit, put its bin folder on PATH, "
-                           f"set CUDA_HOME, or set {SANITIZER_ENV}=/path/to/compute-sanitizer")
+    tool_path = sanitizer or require_tool("compute-sanitizer", why="--sanitize runs it")
     for tool in tools or tools_for(case, ptx, config):
         with tempfile.TemporaryDirectory(prefix="wfbench-sanitize-") as tmp:
-            ptx_file = Path(tmp) / f"{case.id}.{config}.ptx"
+            ptx_file = Path(tmp) / "kernel.ptx"
             ptx_file.write_text(ptx)
             log = Path(tmp) / "sanitizer.log"
+            spec = LaunchSpec(case.id, side, kernel, str(ptx_file), config)
             cmd = [str(tool_path), "--tool", tool, "--error-exitcode", str(ERROR_EXITCODE), "--log-file", str(log),
-                   sys.executable, "-m", "wfbench_core.gpu.sanitize", "--case", case.id, "--side", side,
-                   "--kernel", kernel, "--ptx", str(ptx_file), "--config", config]
-            rc, stderr = _run(cmd, timeout_s)
+                   *command(spec, "wfbench_core.gpu.sanitize")]
+            ended = child.run(cmd, timeout_s=timeout_s)
+            rc, stderr = ended.returncode, ended.stderr
             if rc is None:  # the child was killed: this process's own CUDA context is untouched (not sticky)
                 raise KernelFault(case.id, config, side, Fault(HANG, False, detail=(
                     f"did not finish within {timeout_s:g} s under compute-sanitizer {tool}")))
             text = log.read_text(errors="replace") if log.exists() else ""
             line = first_report(text)
             if rc == ERROR_EXITCODE or (line and rc != 0):
-                return Finding(case.id, config, side, tool, line or "error reported (no report line in the log)")
+                return SanitizerFinding(case.id, config, side, tool, line or "error reported (no report line in the log)")
             if rc != 0:
                 why = _last_line(stderr) or _last_line(text) or f"exit status {rc}"
-                raise WfbenchError(f"{case.id}[{config}] {side_name(side)}: compute-sanitizer {tool} could not run "
+                raise WfbenchError(f"{case.key(config)} {side_name(side)}: compute-sanitizer {tool} could not run "
                                    f"the kernel: {why}")
     return None
-
-
-def _run(cmd: list[str], timeout_s: float) -> tuple[Optional[int], str]:
-    """Run in its own process group; on timeout kill the whole group. (None, stderr) on timeout."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
-                            start_new_session=True, env=child_env())
-    try:
-        _, err = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.communicate()
-        return None, ""
-    return proc.returncode, err
 
 
 def _last_line(text: str) -> str:
@@ -188,32 +142,16 @@ def _last_line(text: str) -> str:
 # -------------------------------------------------------------------------------------------------
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m wfbench_core.gpu.sanitize",
-                                     description="Launch one side of a case once (run under compute-sanitizer).")
-    parser.add_argument("--case", required=True)
-    parser.add_argument("--side", required=True, help="wf, wf:LABEL or cuda")
-    parser.add_argument("--kernel", required=True)
-    parser.add_argument("--ptx", required=True, type=Path)
-    parser.add_argument("--config", default="check", choices=("check", "canonical"))
-    args = parser.parse_args(argv)
+def launch_once(spec: LaunchSpec, ptx: str) -> None:
+    """In the launcher, under compute-sanitizer: launch one side once on its configuration's inputs (GPU)."""
     from wfbench_core.contracts import Side
+    from wfbench_core.discover.registry import Registry
     from wfbench_core.gpu.correctness import Checker
     from wfbench_core.gpu.device import Device
-    from wfbench_core.discover.registry import Registry
 
-    try:
-        case = Registry.load().case(args.case)
-        try:
-            ptx = args.ptx.read_text()
-        except OSError as exc:
-            raise WfbenchError(f"{args.ptx}: cannot read ({exc.strerror})") from None
-        Checker(Device()).launch_once(case, args.config, Side(args.side, args.kernel, {args.config: ptx}))
-    except WfbenchError as exc:
-        print(f"wfbench: error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    return 0
+    case = Registry.load().case(spec.case_id)
+    Checker(Device()).launch_once(case, spec.config, Side(spec.side, spec.kernel, {spec.config: ptx}))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(serve(launch_once, prog="wfbench_core.gpu.sanitize"))

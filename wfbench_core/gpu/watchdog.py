@@ -14,7 +14,7 @@ the one home of these rules.
 from __future__ import annotations
 
 import contextlib
-from typing import Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 FLOOR_S = 10.0
 FACTOR = 50.0
@@ -22,7 +22,7 @@ FACTOR = 50.0
 #: side, computing references); a timer that guards none of its waits is held to this alone
 QUIET_FLOOR_S = 240.0
 
-_sink: Optional[Callable[[dict], None]] = None
+_sink: Optional[Callable[[Any], None]] = None
 _fixed_s: Optional[float] = None
 
 
@@ -38,8 +38,9 @@ def quiet_limit_s(max_case_s: float) -> float:
     return max(QUIET_FLOOR_S, 2.0 * max_case_s)
 
 
-def install(sink: Optional[Callable[[dict], None]], fixed_s: Optional[float] = None) -> None:
-    """Send arm/disarm messages to ``sink`` (the worker's channel to its supervisor); None: nowhere."""
+def install(sink: Optional[Callable[[Any], None]], fixed_s: Optional[float] = None) -> None:
+    """Send :class:`~wfbench_core.gpu.messages.Arm` / ``Disarm`` messages to ``sink`` (the worker's channel to
+    its supervisor); None: nowhere."""
     global _sink, _fixed_s
     _sink, _fixed_s = sink, fixed_s
 
@@ -47,12 +48,16 @@ def install(sink: Optional[Callable[[dict], None]], fixed_s: Optional[float] = N
 def arm(what: str, expected_s: float = 0.0, *, deadline_s: Optional[float] = None) -> None:
     """Announce a wait expected to take ``expected_s`` (or with an explicit deadline of its own)."""
     if _sink is not None:
-        _sink({"arm": deadline_s if deadline_s is not None else deadline_for(expected_s), "what": what})
+        from wfbench_core.gpu.messages import Arm
+
+        _sink(Arm(deadline_s if deadline_s is not None else deadline_for(expected_s), what))
 
 
 def disarm() -> None:
     if _sink is not None:
-        _sink({"disarm": True})
+        from wfbench_core.gpu.messages import Disarm
+
+        _sink(Disarm())
 
 
 @contextlib.contextmanager

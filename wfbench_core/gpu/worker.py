@@ -1,25 +1,28 @@
 """The worker process: the only process of a run that touches the GPU.
 
 The executor (:mod:`wfbench_core.run.executor`) supervises one worker at a time. It starts it as
-``python -m wfbench_core.gpu.worker FD``, sends requests as JSON lines on its standard input and reads replies
-as JSON lines on file descriptor ``FD``:
+``python -m wfbench_core.gpu.worker FD`` (a child of :mod:`wfbench_core.gpu.child`), sends requests as
+JSON lines on its standard input and reads replies as JSON lines on file descriptor ``FD``; the messages
+are the typed records of :mod:`wfbench_core.gpu.messages`:
 
-- ``{"op": "init", "bundle": …, "request": {…}, "copy": bool, "prefetch": [case id, …]}`` →
-  ``{"init": {"environment", "cuda", "arch"}}``: read the GPU and toolchain, start compiling the CUDA side
-  of the cases to come (nvcc, in parallel, while the GPU works), and measure the copy yardstick when asked;
-- ``{"op": "case", "id": …}`` → ``{"results": [CaseResult, …]}``: check and time one case;
-- while working: ``{"progress": line}``, ``{"arm": seconds, "what": …}`` and ``{"disarm": true}`` (the
-  watchdog's deadlines, :mod:`wfbench_core.gpu.watchdog`);
-- a problem that ends the whole run (no GPU, a broken installation): ``{"fatal": {"message", "exit_code"}}``.
+- :class:`~wfbench_core.gpu.messages.Init` -> :class:`~wfbench_core.gpu.messages.Ready`: read the GPU and
+  toolchain, start compiling the CUDA side of the cases to come (nvcc, in parallel, while the GPU works),
+  and measure the copy yardstick when asked;
+- :class:`~wfbench_core.gpu.messages.RunCase` -> :class:`~wfbench_core.gpu.messages.Results` (or
+  :class:`~wfbench_core.gpu.messages.CaseError`): check and time one case;
+- while working: progress lines, and arm/disarm around every wait on the GPU (the watchdog's deadlines,
+  :mod:`wfbench_core.gpu.watchdog`);
+- a problem that ends the whole run (no GPU, a broken installation): :class:`~wfbench_core.gpu.messages.Fatal`.
 
 A CUDA error can leave the process's context unusable ("sticky"), a kernel can spin forever, a driver can
 take the process down: the executor then kills or loses this process and starts a fresh one for the next
-case. The worker dies with its executor (``PR_SET_PDEATHSIG``), so a killed run leaves no orphan on the GPU.
+case; what this process last wrote to its standard error becomes part of that case's message. The worker
+dies with its executor (a death signal), so a killed run leaves no orphan on the GPU. It loads the plugins
+its environment names (:func:`wfbench_core.gpu.child.plugin_env`).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -27,28 +30,13 @@ from typing import IO, Any
 
 import attrs
 
+from wfbench_core.gpu import messages as msg
 from wfbench_core.gpu import watchdog
-from wfbench_core.case import CONFIGS
+from wfbench_core.case import CONFIGS, CaseKey
 from wfbench_core.errors import WfbenchError
 from wfbench_core.gpu.outcome import case_result, measured
 from wfbench_core.gpu.plausibility import Yardsticks
-from wfbench_core.record.results import FAILED, MODE_AA, CaseResult, CompilerInfo, converter, sm_arch
-
-
-def _die_with_parent() -> None:
-    """Ask Linux to SIGKILL this process when its parent (the executor) dies, however it dies."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
-        import signal
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
-        if os.getppid() == 1:  # the parent died before the call
-            os._exit(1)
-    except Exception:  # noqa: BLE001 - best effort; the executor also kills us on every exit path
-        pass
+from wfbench_core.record.results import FAILED, MODE_AA, CaseResult, CompilerInfo, sm_arch
 
 
 class Worker:
@@ -60,60 +48,69 @@ class Worker:
         self.bundle = Path()
         self.cuda: CompilerInfo | None = None
         self.arch = ""
+        self.plan: dict[str, dict[str, Any]] | None = None  # the bundle matched with the plugins, once
+        self.loaded: dict[str, dict[str, Any]] = {}  # cases whose files are read (for the CUDA compile ahead)
         self.yardsticks = Yardsticks()  # what the run's cases are judged by (wfbench_core.gpu.plausibility)
 
-    def send(self, message: dict) -> None:
-        self.out.write(json.dumps(message) + "\n")
+    def send(self, message: msg.Reply) -> None:
+        self.out.write(msg.encode(message))
         self.out.flush()
 
     def progress(self, line: str) -> None:
-        self.send({"progress": line})
+        self.send(msg.ProgressLine(line))
 
-    def init(self, bundle: str, request: dict, copy: bool, plugins: Any = None,
-             prefetch: Any = (), yardsticks: Any = None) -> dict:
+    def init(self, init: msg.Init) -> msg.Ready:
         from wfbench_core.build.compile import cuda_compiler
         from wfbench_core.discover.registry import Registry
-        from wfbench_core.record.request import ExecuteRequest
 
-        self.request = converter().structure(request, ExecuteRequest)
-        self.bundle = Path(bundle)
+        self.request = init.request
+        self.bundle = Path(init.bundle)
         if self.registry is None:
-            autoload, names = plugins or (None, ())
-            self.registry = Registry.load(names, autoload=autoload)
+            self.registry = Registry.load()  # the plugins the executor's environment names
         self.timer = self.registry.make_timer(self.request.protocol)
         environment = self.timer.environment()  # NoGpuError: one clear line, the run ends
         self.arch = sm_arch(environment.compute_capability)
         self.cuda = cuda_compiler(self.request.cuda_compiler)
         if self.request.sanitize:
-            from wfbench_core.gpu.sanitize import find_compute_sanitizer
+            from wfbench_core.build.cudatools import require_tool
 
-            if find_compute_sanitizer() is None:
-                raise WfbenchError("--sanitize needs NVIDIA's compute-sanitizer (CUDA toolkit); put its bin folder "
-                                   "on PATH or set WFBENCH_COMPUTE_SANITIZER")
-        self._prefetch(list(prefetch))
-        if copy:  # the run's yardsticks, measured once by its first worker
+            require_tool("compute-sanitizer", why="--sanitize runs it")
+        self._prefetch(list(init.prefetch))
+        if init.copy:  # the run's yardsticks, measured once by its first worker
             environment = attrs.evolve(environment, copy_gbps=self.timer.copy_gbps(),
                                        fp64_peak_gflops=self._fp64_peak())
-        given = environment if copy else attrs.evolve(environment, **(yardsticks or {}))  # later workers are told
+        given = environment if init.copy else attrs.evolve(  # later workers are told the first one's
+            environment, copy_gbps=init.copy_gbps, fp64_peak_gflops=init.fp64_peak_gflops)
         self.yardsticks = Yardsticks(copy_gbps=given.copy_gbps, fp64_peak_gflops=given.fp64_peak_gflops,
                                      l2_bytes=environment.l2_bytes)
-        c = converter()
-        return {"environment": c.unstructure(environment), "cuda": c.unstructure(self.cuda), "arch": self.arch}
+        return msg.Ready(environment, self.cuda, self.arch)
 
     def _prefetch(self, case_ids: list[str]) -> None:
         """Start compiling the CUDA side of ``case_ids`` (both configurations) ahead of their turn."""
-        if not case_ids:
-            return
         from wfbench_core.build.compile import prefetch_cuda
-        from wfbench_core.build.prepare import prepare_all
 
-        try:
-            _, by_case = prepare_all(self.bundle, self.registry, case_ids)
-        except WfbenchError:
-            return  # a case that cannot be read says so when its turn comes
-        sources = [(f"{cid}[{config}]", next(iter(variants.values())).files[config].cuda_source)
-                   for cid, variants in by_case.items() for config in CONFIGS]
+        sources = []
+        for cid in case_ids:
+            try:
+                variants = self._variants(cid)
+            except WfbenchError:
+                continue  # a case that cannot be read says so when its turn comes
+            sources += [(CaseKey(cid, config=config), next(iter(variants.values())).files[config].cuda_source)
+                        for config in CONFIGS]
         prefetch_cuda(sources, arch=self.arch, compiler=self.cuda)
+
+    def _variants(self, case_id: str) -> dict[str, Any]:
+        """``{label: Prepared}`` of a case with its files loaded, from this worker's one match of the bundle."""
+        if self.plan is None:
+            from wfbench_core.build.prepare import prepare_all
+
+            self.plan = prepare_all(self.bundle, self.registry, load=False)[1]
+        if case_id not in self.loaded:
+            if case_id not in self.plan:
+                raise WfbenchError(f"case {case_id!r} is not in bundle {self.bundle}; it holds "
+                                   f"{', '.join(self.plan) or 'no cases'}")
+            self.loaded[case_id] = {label: p.loaded() for label, p in self.plan[case_id].items()}
+        return self.loaded[case_id]
 
     def _fp64_peak(self) -> float | None:
         """The f64 add/multiply peak for the roofline, where the timer measures one (None when it cannot)."""
@@ -127,44 +124,47 @@ class Worker:
             self.progress(f"f64 peak not measured: {exc}")
             return None
 
-    def case(self, case_id: str) -> list[dict]:
-        from wfbench_core.build.prepare import prepare_all
+    def case(self, case_id: str) -> msg.Results:
+        variants = self._variants(case_id)
+        self.loaded.pop(case_id)  # each case runs once per worker: its files need not stay
+        return msg.Results(tuple(run_case(variants, timer=self.timer, protocol=self.request.protocol,
+                                          cuda=self.cuda, arch=self.arch, mode=self.request.mode,
+                                          sanitize=self.request.sanitize, progress=self.progress,
+                                          yardsticks=self.yardsticks)))
 
-        _, by_case = prepare_all(self.bundle, self.registry, [case_id])
-        results = run_case(by_case[case_id], timer=self.timer, protocol=self.request.protocol, cuda=self.cuda,
-                           arch=self.arch, mode=self.request.mode, sanitize=self.request.sanitize,
-                           progress=self.progress, yardsticks=self.yardsticks)
-        return [converter().unstructure(r) for r in results]
-
-    def serve(self, requests: IO[str]) -> None:
+    def serve(self, requests: IO[bytes]) -> None:
         for line in requests:
-            if not self.handle(json.loads(line)):
+            try:
+                request = msg.decode(line)
+            except WfbenchError as exc:
+                self.send(msg.Fatal(f"the GPU worker got {exc}"))
+                return
+            if not self.handle(request):
                 return
 
-    def handle(self, msg: dict) -> bool:
+    def handle(self, request: msg.Request) -> bool:
         """Answer one request; False when this worker must end (asked to, or unusable)."""
-        op = msg.get("op")
+        is_case = isinstance(request, msg.RunCase)
         try:
-            if op == "init":
-                watchdog.install(self.send, msg["request"].get("case_timeout_s"))
-                self.send({"init": self.init(msg["bundle"], msg["request"], msg.get("copy", False),
-                                             msg.get("plugins"), msg.get("prefetch", ()), msg.get("yardsticks"))})
-            elif op == "case":
-                self.send({"results": self.case(msg["id"])})
-            elif op == "exit":
+            if isinstance(request, msg.Init):
+                watchdog.install(self.send, request.request.case_timeout_s)
+                self.send(self.init(request))
+            elif isinstance(request, msg.RunCase):
+                self.send(self.case(request.case_id))
+            else:
                 return False
         except WfbenchError as exc:
-            if op == "case":  # a case's own problem: reported, the worker stays usable or is replaced
-                self.send({"case_error": str(exc)})
+            if is_case:  # a case's own problem: reported, the worker stays usable or is replaced
+                self.send(msg.CaseError(str(exc)))
             else:
-                self.send({"fatal": {"message": str(exc), "exit_code": exc.exit_code}})
+                self.send(msg.Fatal(str(exc), exc.exit_code))
                 return False
         except Exception as exc:  # noqa: BLE001 - a plugin's bug: one line, and this process is replaced
             what = f"{type(exc).__name__}: {exc}"
-            if op == "case":
-                self.send({"case_error": f"the timer raised {what}", "restart": True})
+            if is_case:
+                self.send(msg.CaseError(f"the timer raised {what}", restart=True))
             else:
-                self.send({"fatal": {"message": f"the GPU worker could not start: {what}", "exit_code": 2}})
+                self.send(msg.Fatal(f"the GPU worker could not start: {what}", 2))
             return False
         return True
 
@@ -250,7 +250,7 @@ def _compile_cuda_side(prep: Any, arch: str, cuda: Any) -> tuple[dict[str, str],
     ptx: dict[str, str] = {}
     record, wall_s = None, 0.0
     for config in CONFIGS:
-        compiled = compile_cuda(prep.files[config].cuda_source, case_id=f"{prep.case.id}[{config}]", arch=arch,
+        compiled = compile_cuda(prep.files[config].cuda_source, case_id=prep.case.key(config), arch=arch,
                                 compiler=cuda)
         ptx[config] = compiled.ptx
         wall_s += compiled.record.wall_s
@@ -274,11 +274,13 @@ def _diagnose_in_background(case: Any, variants: dict[str, Any], cuda_ptx: str, 
 
 
 def main(argv: list[str]) -> None:
-    _die_with_parent()
+    from wfbench_core.gpu.child import die_with_parent
+
+    die_with_parent()  # the executor's child setup asks for it too; this covers a worker started otherwise
     out = os.fdopen(int(argv[1]), "w", buffering=1)
     # Whatever a library prints must not reach the executor's standard output (it may be --json).
     os.dup2(2, 1)
-    Worker(out).serve(sys.stdin)
+    Worker(out).serve(sys.stdin.buffer)
 
 
 if __name__ == "__main__":

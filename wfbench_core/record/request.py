@@ -12,19 +12,8 @@ from typing import Optional
 
 import attrs
 
-from wfbench_core.record.results import MODE_PAIRED, TimingProtocol, converter, dumps, loads
-
-
-@attrs.frozen
-class PluginOrigin:
-    """Where a registered thing came from: the plugin's registered (entry-point) name and the distribution
-    that shipped it (``""`` for a plugin registered in-process)."""
-
-    name: str
-    distribution: str = ""
-
-    def __str__(self) -> str:
-        return f"{self.name} ({self.distribution})" if self.distribution else self.name
+from wfbench_core.record.origin import PluginOrigin
+from wfbench_core.record.results import MODE_PAIRED, TimingProtocol, dumps, loads
 
 
 @attrs.frozen
@@ -72,7 +61,3 @@ class RunRequest:
     @property
     def case_ids(self) -> tuple[str, ...]:
         return tuple(c.id for c in self.cases)
-
-
-def structure_request(data: dict) -> ExecuteRequest:
-    return converter().structure(data, ExecuteRequest)  # type: ignore[no-any-return]

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import cattrs
 
+from wfbench_core.case import CaseKey
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.timing_record import (  # noqa: F401 - the timing record is part of the schema
     TIMING_COLD_L2,
@@ -256,6 +257,11 @@ class CaseResult:
     diag_cuda: Optional[SideDiagnostics] = None
     profile_wf: Optional[KernelProfile] = None  # Nsight Compute metrics, when profiled (wfbench explain --profile)
     profile_cuda: Optional[KernelProfile] = None
+
+    @property
+    def key(self) -> CaseKey:
+        """The case's identity in this run: its ID and compiler label."""
+        return CaseKey(self.id, self.compiler_label)
 
     @property
     def timed(self) -> bool:

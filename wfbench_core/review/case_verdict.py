@@ -26,7 +26,7 @@ def case_verdict(c: compare.CaseComparison) -> str:
 
 
 def base_head(result: RunResult, *, name: str = "result", base_label: Optional[str] = None,
-              head_label: Optional[str] = None) -> tuple[compare.Comparison, dict[str, str]]:
+              head_label: Optional[str] = None) -> tuple[compare.RunComparison, dict[str, str]]:
     """One base/head run compared, and every case's verdict (``{case id: verdict}``)."""
     cmp = compare.compare_labels(result, base_label, head_label, name=name)
     return cmp, {c.case_id: case_verdict(c) for c in cmp.cases}

@@ -78,7 +78,7 @@ class CaseComparison:
 
 
 @attrs.frozen
-class Comparison:
+class RunComparison:
     base_name: str
     head_name: str
     base_compiler: str
@@ -300,7 +300,7 @@ def _ordered(cases: list[CaseComparison]) -> tuple[CaseComparison, ...]:
 
 
 def compare_labels(result: RunResult, base_label: Optional[str] = None, head_label: Optional[str] = None, *,
-                   name: str = "result", settings: Settings = Settings()) -> Comparison:
+                   name: str = "result", settings: Settings = Settings()) -> RunComparison:
     """One base/head run: the two compiler labels against the same CUDA samples, in the same rounds.
 
     The margin is the same run's A/A floor where cases of identical code give one (wider than the default)."""
@@ -319,7 +319,7 @@ def compare_labels(result: RunResult, base_label: Optional[str] = None, head_lab
         info = result.compilers.get(label)
         return info.version if info else "?"
 
-    return Comparison(base_name=bl, head_name=hl, base_compiler=version(bl), head_compiler=version(hl),
+    return RunComparison(base_name=bl, head_name=hl, base_compiler=version(bl), head_compiler=version(hl),
                       platform=_platform(result), same_run=True, notes=(), cases=_ordered(cases), settings=settings)
 
 
@@ -338,7 +338,7 @@ def _run_notes(base: RunResult, head: RunResult, history: Optional["History"]) -
 
 
 def compare_runs(base: RunResult, head: RunResult, *, base_name: str = "base", head_name: str = "head",
-                 settings: Settings = Settings(), history: Optional["History"] = None) -> Comparison:
+                 settings: Settings = Settings(), history: Optional["History"] = None) -> RunComparison:
     """Two separate runs, matched by case ID (compiler label "" on both sides)."""
     for r, name in ((base, base_name), (head, head_name)):
         if labels_of(r):
@@ -348,11 +348,11 @@ def compare_runs(base: RunResult, head: RunResult, *, base_name: str = "base", h
         why = f"different GPU models ({_platform(base)} vs {_platform(head)}): the gap itself moves with the GPU"
         cases = tuple(CaseComparison(case_id=c.id, version=c.version, compared=False, reason=why)
                       for c in head.cases)
-        return Comparison(base_name, head_name, base.warpforthc.version, head.warpforthc.version, _platform(head),
+        return RunComparison(base_name, head_name, base.warpforthc.version, head.warpforthc.version, _platform(head),
                           False, (why,), cases, settings)
     pairs, cases = _matched({c.id: c for c in base.cases}, {c.id: c for c in head.cases}, "not in {side}")
     cases += [_run_pair(base, head, b, h, settings, history) for b, h in pairs]
-    return Comparison(base_name=base_name, head_name=head_name, base_compiler=base.warpforthc.version,
+    return RunComparison(base_name=base_name, head_name=head_name, base_compiler=base.warpforthc.version,
                       head_compiler=head.warpforthc.version, platform=_platform(head), same_run=False,
                       notes=tuple(_run_notes(base, head, history)), cases=_ordered(cases), settings=settings)
 
@@ -400,7 +400,7 @@ def verdict_cell(c: CaseComparison, bold: bool = False) -> str:
     return text
 
 
-def _rows(cmp: Comparison, bold: bool) -> list[list[str]]:
+def _rows(cmp: RunComparison, bold: bool) -> list[list[str]]:
     rows = []
     for c in cmp.cases:
         name = f"{c.case_id} v{c.version}"
@@ -418,7 +418,7 @@ def _rows(cmp: Comparison, bold: bool) -> list[list[str]]:
 HEADER = ["case", "gap", "gap change [95% CI]", "WF us", "WF change [CI]", "CUDA us", "CUDA change [CI]", "verdict"]
 
 
-def _footer(cmp: Comparison) -> list[str]:
+def _footer(cmp: RunComparison) -> list[str]:
     judged = [c for c in cmp.cases if c.verdict is not None]
     margins = {c.verdict.margin_basis: c for c in judged}  # type: ignore[union-attr]
     lines = []
@@ -446,13 +446,13 @@ def _footer(cmp: Comparison) -> list[str]:
     return lines
 
 
-def _title(cmp: Comparison) -> str:
+def _title(cmp: RunComparison) -> str:
     how = "one interleaved base/head run" if cmp.same_run else "two runs"
     return (f"{cmp.base_name} (warpforthc {cmp.base_compiler}) -> {cmp.head_name} (warpforthc "
             f"{cmp.head_compiler}); {cmp.platform}; {how}")
 
 
-def summary(cmp: Comparison) -> str:
+def summary(cmp: RunComparison) -> str:
     """``6 compared: 1 SLOWER, 5 SAME``."""
     counts: dict[str, int] = {}
     for c in cmp.cases:
@@ -464,14 +464,14 @@ def summary(cmp: Comparison) -> str:
     return f"{len(cmp.cases)} case(s): " + ", ".join(parts)
 
 
-def render_text(cmp: Comparison) -> str:
+def render_text(cmp: RunComparison) -> str:
     from wfbench_core.review.table import render_table
 
     return "\n".join([_title(cmp), "", render_table([HEADER] + _rows(cmp, bold=False)), ""] + _footer(cmp)
                      + [summary(cmp)])
 
 
-def render_markdown(cmp: Comparison) -> str:
+def render_markdown(cmp: RunComparison) -> str:
     out = ["### wfbench compare", "", _title(cmp).replace(" -> ", " → "), "", f"**{summary(cmp)}**", "",
            "| " + " | ".join(HEADER) + " |", "|---|" + "---:|" * (len(HEADER) - 2) + "---|"]
     for row in _rows(cmp, bold=True):

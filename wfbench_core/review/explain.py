@@ -44,7 +44,7 @@ CLASS_HELP = {
 
 
 @attrs.frozen
-class Side:
+class ExplainedSide:
     """One side to explain: its label in the report, kernel name and PTX."""
 
     label: str  # "WarpForth", "WarpForth base", "CUDA"
@@ -54,20 +54,20 @@ class Side:
 
 @attrs.frozen
 class SideReport:
-    side: Side
+    side: ExplainedSide
     diag: SideDiagnostics
     loop: Optional[Loop]
     profile: Optional[KernelProfile] = None
     sass: tuple[Instr, ...] = ()
 
 
-def analyse(case: Case, sides: Sequence[Side], arch: str) -> list[SideReport]:
+def analyse(case: Case, sides: Sequence[ExplainedSide], arch: str) -> list[SideReport]:
     """Static diagnostics of every side for ``arch`` at the case's canonical launch (no GPU)."""
     launch = case.launch(case.sizes["canonical"])
     threads = launch.block[0] * launch.block[1] * launch.block[2]
     out = []
     for s in sides:
-        a = assemble(s.ptx, s.kernel, arch, what=f"{case.id} ({s.label})")
+        a = assemble(s.ptx, s.kernel, arch, what=f"{case.key('canonical')} {s.label}")
         out.append(SideReport(s, summarize(a, s.kernel, arch, threads, launch.shared_bytes), hottest_loop(a.sass),
                               sass=a.sass))
     return out

@@ -25,7 +25,6 @@ import contextlib
 import datetime as _dt
 import hashlib
 import json
-import os
 import re
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
@@ -134,10 +133,6 @@ def refusal(result: RunResult, *, allow_incomplete: bool = False) -> Optional[st
 
 # --------------------------------------------------------------------------------------------------------
 # the store
-
-
-def default_dir() -> Path:
-    return Path(os.environ.get(HISTORY_ENV) or DEFAULT_DIR)
 
 
 def _content_hash(data: bytes) -> str:

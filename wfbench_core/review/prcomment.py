@@ -53,7 +53,7 @@ def _gap(c: compare.CaseComparison) -> list[str]:
                                               f"{(g.ci_high - 1) * 100:+.2f}]"]
 
 
-def verdict_table(cmp: compare.Comparison, verdicts: Mapping[str, str]) -> list[str]:
+def verdict_table(cmp: compare.RunComparison, verdicts: Mapping[str, str]) -> list[str]:
     """Case, verdict, gap base → head and its change with the interval; the most urgent verdicts first."""
     order = sorted(cmp.cases, key=lambda c: (VERDICTS.index(verdicts[c.case_id]), c.case_id))
     rows = [["case", "verdict", "gap", "gap change [CI]"]]
@@ -68,7 +68,7 @@ def summary(verdicts: Mapping[str, str]) -> str:
     return ", ".join(f"{n} {v}" for v, n in counts.items() if n)
 
 
-def build(cmp: compare.Comparison, verdicts: Mapping[str, str], explanations: Mapping[str, Sequence[str]], *,
+def build(cmp: compare.RunComparison, verdicts: Mapping[str, str], explanations: Mapping[str, Sequence[str]], *,
           artifacts: Sequence[Artifact] = (), run_url: str = "", limit: int = LIMIT - MARGIN) -> str:
     """The comment. ``explanations`` holds the head-against-base lines of the cases to explain (the others
     are not SAME but have none: the line says why)."""

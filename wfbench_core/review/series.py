@@ -72,10 +72,6 @@ class SeriesKey:
                 f"{self.cuda_compiler} {self.cuda_compiler_version} {' '.join(self.cuda_flags)}, {self.mode}"
                 f"{protocol}")
 
-    def differences(self, other: "SeriesKey") -> list[str]:
-        """Key fields that differ from ``other`` (why two measurements are not one series)."""
-        return [f.name for f in attrs.fields(SeriesKey) if getattr(self, f.name) != getattr(other, f.name)]
-
 
 @attrs.frozen
 class SideSummary:
@@ -187,7 +183,7 @@ def timing_mode(result: RunResult, case: CaseResult) -> str:
 
 
 def case_name(case: CaseResult) -> str:
-    return f"{case.id}[{case.compiler_label}]" if case.compiler_label else case.id
+    return str(case.key)
 
 
 def series_key(result: RunResult, case: CaseResult) -> SeriesKey:

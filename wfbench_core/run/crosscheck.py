@@ -373,7 +373,7 @@ def _case_rounds(device: Device, prep: Any, case: Any, small: bool, cuda: Any, r
 
     config = "check" if small else "canonical"  # whose PTX is timed (small: the check sizes' build)
     ptx = {"wf": prep.files[config].wf_ptx,
-           "cuda": compile_cuda(prep.files[config].cuda_source, case_id=f"{case.id}[{config}]", arch=device.arch(),
+           "cuda": compile_cuda(prep.files[config].cuda_source, case_id=case.key(config), arch=device.arch(),
                                 compiler=cuda).ptx}
     kernels = {label: device.load(ptx[label], name, case_id=case.id, label=label)
                for label, name in (("wf", case.wf_kernel), ("cuda", case.cuda_kernel))}

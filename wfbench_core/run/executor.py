@@ -5,10 +5,7 @@ This is the one entry point every transport calls (``wfbench execute BUNDLE``), 
 
 from __future__ import annotations
 
-import json
 import os
-import select
-import signal
 import subprocess
 import sys
 import time
@@ -18,7 +15,9 @@ from typing import Any, Callable, Iterable, Optional
 import attrs
 
 from wfbench_core import SUITE_VERSION, __version__
+from wfbench_core.gpu import messages as msg
 from wfbench_core.gpu import watchdog
+from wfbench_core.gpu.child import Child, Lines
 from wfbench_core.build.bundle import BundleManifest, utcnow
 from wfbench_core.build.prepare import Prepared, prepare_all
 from wfbench_core.case import Case
@@ -56,92 +55,121 @@ def execute(
     A base/head bundle times every compiler's PTX and the CUDA PTX in the same interleaved rounds and
     reports one CaseResult per compiler label, all against the same CUDA samples.
     """
-    t_start = time.perf_counter()
-    case_ids = list(request.case_ids)
-    manifests, by_case = prepare_all(bundle, registry, case_ids, load=False)  # the worker loads each case
-    if request.mode == MODE_AA and len(manifests) > 1:
+    run = _Run(bundle, registry, request, progress, out)
+    if request.mode == MODE_AA and len(run.manifests) > 1:
         raise WfbenchError("--aa times the CUDA PTX against itself; it takes a single warpforthc, not base/head")
-    first = next(iter(manifests.values()))
-    results: list[CaseResult] = []
     if registry.recipe is None:
         progress("cases run in this process: a plugin of this run exists only here (e.g. in a conftest), so a "
                  "separate worker could not load it; a kernel that faults or hangs will end the run")
         supervisor: Supervisor = InProcess(bundle, request, progress, registry)
     else:
         supervisor = Supervisor(bundle, request, progress, registry)
-    header: dict[str, Any] = {}
-
-    def snapshot(complete: bool) -> RunResult:
-        return RunResult(
-            schema_version=SCHEMA_VERSION, suite_version=SUITE_VERSION, wfbench_version=__version__,
-            created=header["created"], mode=request.mode, protocol=request.protocol,
-            environment=mark_host(header["environment"], results), warpforthc=first.warpforthc,
-            cuda_compiler=header["cuda"],
-            cases=tuple(results), source=first.source, wall_s=time.perf_counter() - t_start,
-            compilers={label: m.warpforthc for label, m in manifests.items() if label}, complete=complete,
-        )
-
-    def save(complete: bool) -> None:
-        if out is not None:
-            write_result(snapshot(complete), out)
-
     passes: list[list[CaseResult]] = []
     try:
-        supervisor.upcoming = list(by_case)
-        environment, cuda, arch = supervisor.start(copy=True)
-        header.update(environment=environment, cuda=cuda, created=utcnow())
-        progress(f"GPU {environment.gpu_name} ({arch}), driver {environment.driver_version}; "
-                 f"CUDA side: {cuda.kind} {cuda.version} {' '.join(cuda.flags)}")
-        if environment.copy_gbps:
-            progress(f"device-to-device copy: {environment.copy_gbps:.0f} GB/s (read + write)")
-        save(False)
-        protocol = request.protocol
+        run.begin(supervisor)
         for repeat in range(request.repeat):
             if repeat:
                 supervisor.restart()  # every repeat in a fresh process: what changes between processes shows
-                supervisor.upcoming = list(by_case)
+                supervisor.upcoming = list(run.by_case)
                 progress(f"repeat {repeat + 1} of {request.repeat}, in a fresh process")
             passes.append([])
-            for case_id, variants in by_case.items():
-                spent = time.perf_counter() - t_start
-                if protocol.suite_budget_s and spent > protocol.suite_budget_s:
-                    why = f"not run: the suite budget of {protocol.suite_budget_s:.0f} s was spent ({spent:.0f} s)"
-                    progress(f"{case_id}: {why}")
-                    passes[-1].extend(_error_result(case_id, p.case, p.plugin, label, request.mode, why)
-                                      for label, p in variants.items())
-                else:
-                    progress(f"{case_id}: checking and timing")
-                    for result in supervisor.run_case(case_id, variants):
-                        progress(_one_line(result))
-                        passes[-1].append(result)
-                results[:] = merge_repeats(passes, request.protocol.unstable_noise)
-                save(False)
+            run.one_pass(supervisor, passes)
     finally:
         supervisor.close()
-    if request.repeat > 1:
-        for r in results:
-            if r.timing is not None and r.timing.repeat_gaps:
-                progress(f"{_one_line(r)}; over {len(r.timing.repeat_gaps)} processes: "
-                         f"{' '.join(f'{g:.4f}' for g in r.timing.repeat_gaps)}")
-
-    for label, manifest in manifests.items():
-        for cid, why in manifest.failures.items():
-            if case_ids and cid not in case_ids:
-                continue
-            reg = registry.cases.get(cid)
-            results.append(_error_result(cid, reg.value if reg else None, reg.plugin if reg else "", label,
-                                         request.mode, why))
-    result = snapshot(True)
+    run.report_repeats()
+    run.add_unbuilt()
+    result = run.snapshot(True)
     if out is not None:
         write_result(result, out)
     return result
 
 
+class _Run:
+    """One execution's state: the bundle's plan, the results so far, the result file kept up to date."""
+
+    def __init__(self, bundle: Path, registry: Registry, request: ExecuteRequest, progress: Progress,
+                 out: Optional[Path]) -> None:
+        self.t_start = time.perf_counter()
+        self.registry, self.request, self.progress, self.out = registry, request, progress, out
+        self.case_ids = list(request.case_ids)
+        # matched once here; each worker loads a case's files where it runs
+        self.manifests, self.by_case = prepare_all(bundle, registry, self.case_ids, load=False)
+        self.first = next(iter(self.manifests.values()))
+        self.results: list[CaseResult] = []
+        self.header: dict[str, Any] = {}
+
+    def snapshot(self, complete: bool) -> RunResult:
+        h, first = self.header, self.first
+        return RunResult(
+            schema_version=SCHEMA_VERSION, suite_version=SUITE_VERSION, wfbench_version=__version__,
+            created=h["created"], mode=self.request.mode, protocol=self.request.protocol,
+            environment=mark_host(h["environment"], self.results), warpforthc=first.warpforthc,
+            cuda_compiler=h["cuda"], cases=tuple(self.results), source=first.source,
+            wall_s=time.perf_counter() - self.t_start,
+            compilers={label: m.warpforthc for label, m in self.manifests.items() if label}, complete=complete,
+        )
+
+    def save(self) -> None:
+        """The result file so far, marked incomplete."""
+        if self.out is not None:
+            write_result(self.snapshot(False), self.out)
+
+    def begin(self, supervisor: Supervisor) -> None:
+        """Start the first worker (it reads the GPU and measures the yardsticks) and say what it found."""
+        supervisor.upcoming = list(self.by_case)
+        ready = supervisor.start(copy=True)
+        env, cuda = ready.environment, ready.cuda
+        self.header.update(environment=env, cuda=cuda, created=utcnow())
+        self.progress(f"GPU {env.gpu_name} ({ready.arch}), driver {env.driver_version}; "
+                      f"CUDA side: {cuda.kind} {cuda.version} {' '.join(cuda.flags)}")
+        if env.copy_gbps:
+            self.progress(f"device-to-device copy: {env.copy_gbps:.0f} GB/s (read + write)")
+        self.save()
+
+    def one_pass(self, supervisor: Supervisor, passes: list[list[CaseResult]]) -> None:
+        """Every case once (or not run, past the suite budget); the passes so far merged after each case."""
+        protocol = self.request.protocol
+        for case_id, variants in self.by_case.items():
+            spent = time.perf_counter() - self.t_start
+            if protocol.suite_budget_s and spent > protocol.suite_budget_s:
+                why = f"not run: the suite budget of {protocol.suite_budget_s:.0f} s was spent ({spent:.0f} s)"
+                self.progress(f"{case_id}: {why}")
+                passes[-1].extend(_error_result(case_id, p.case, p.plugin, label, self.request.mode, why)
+                                  for label, p in variants.items())
+            else:
+                self.progress(f"{case_id}: checking and timing")
+                for result in supervisor.run_case(case_id, variants):
+                    self.progress(_one_line(result))
+                    passes[-1].append(result)
+            self.results[:] = merge_repeats(passes, protocol.unstable_noise)
+            self.save()
+
+    def report_repeats(self) -> None:
+        if self.request.repeat <= 1:
+            return
+        for r in self.results:
+            if r.timing is not None and r.timing.repeat_gaps:
+                self.progress(f"{_one_line(r)}; over {len(r.timing.repeat_gaps)} processes: "
+                              f"{' '.join(f'{g:.4f}' for g in r.timing.repeat_gaps)}")
+
+    def add_unbuilt(self) -> None:
+        """The cases the bundle records as not built (compile errors), as ERROR results."""
+        for label, manifest in self.manifests.items():
+            for cid, why in manifest.failures.items():
+                if self.case_ids and cid not in self.case_ids:
+                    continue
+                reg = self.registry.cases.get(cid)
+                self.results.append(_error_result(cid, reg.value if reg else None, reg.plugin if reg else "",
+                                                  label, self.request.mode, why))
+
+
 class Supervisor:
-    """Runs cases in a worker process, one at a time, with the watchdog's deadlines.
+    """Runs cases in a worker process (:mod:`wfbench_core.gpu.child`), one at a time, with the watchdog's
+    deadlines; requests and replies are :mod:`wfbench_core.gpu.messages`.
 
     A worker is replaced after any case that ended in ERROR (its CUDA context may be unusable), after a
-    crash, and after a missed deadline (it is killed first).
+    crash (its last standard-error lines go into the case's message), and after a missed deadline (it is
+    killed first, with everything it started).
     """
 
     def __init__(self, bundle: Path, request: ExecuteRequest, progress: Progress, registry: Registry) -> None:
@@ -149,163 +177,158 @@ class Supervisor:
         self.request = request
         self.progress = progress
         self.registry = registry
-        self.proc: Optional[subprocess.Popen] = None
-        self.replies: Any = None
+        self.child: Optional[Child] = None
+        self.replies: Optional[Lines] = None
         self.quiet_limit_s = watchdog.quiet_limit_s(request.protocol.max_case_s)
         self.upcoming: list[str] = []  # the cases still to run in this pass: a new worker compiles their CUDA ahead
-        self.yardsticks: dict[str, Any] = {}  # what the run's first worker measured: later ones judge cases by it
+        #: what the run's first worker measured (Init's yardstick fields): later ones judge cases by it
+        self.yardsticks: dict[str, Optional[float]] = {}
 
     # -- process handling -------------------------------------------------------------------------
 
     def _spawn(self) -> None:
         read_fd, write_fd = os.pipe()
         try:
-            # the worker imports what this process can import (plugins named by module included)
-            env = child_env({"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)})
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "wfbench_core.gpu.worker", str(write_fd)],
-                stdin=subprocess.PIPE, stdout=_stderr_fd(), pass_fds=(write_fd,), text=True, env=env,
-            )
+            self.child = Child([sys.executable, "-m", "wfbench_core.gpu.worker", str(write_fd)],
+                               recipe=self.registry.recipe, stdin=subprocess.PIPE, pass_fds=(write_fd,))
         finally:
             os.close(write_fd)
-        self.replies = _Lines(read_fd)
+        self.replies = Lines(read_fd)
 
-    def _send(self, message: dict) -> None:
-        assert self.proc is not None and self.proc.stdin is not None
+    def _send(self, message: msg.Request) -> None:
+        assert self.child is not None and self.child.proc.stdin is not None
         try:
-            self.proc.stdin.write(json.dumps(message) + "\n")
-            self.proc.stdin.flush()
+            self.child.proc.stdin.write(msg.encode(message).encode())
+            self.child.proc.stdin.flush()
         except (BrokenPipeError, OSError):
             pass  # the worker is gone; reading its replies says how
 
     def _alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        return self.child is not None and self.child.alive()
 
     def restart(self) -> None:
         """The next case starts in a fresh worker process."""
         self.close()
 
     def _kill(self) -> None:
-        if self.proc is None:
+        if self.child is None:
             return
-        if self.proc.poll() is None:
-            self.proc.kill()
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:  # pragma: no cover - a process stuck in the driver
-            pass
-        if self.proc.stdin is not None:
+        self.child.kill()
+        if self.child.proc.stdin is not None:
             try:
-                self.proc.stdin.close()
+                self.child.proc.stdin.close()
             except OSError:
                 pass
-        self.replies.close()
-        self.proc = None
+        if self.replies is not None:
+            self.replies.close()
+        self.child = None
 
     def close(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self._send({"op": "exit"})
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                pass
+        if self._alive():
+            self._send(msg.Exit())
+            assert self.child is not None
+            self.child.wait(timeout=10)
         self._kill()
 
-    def _await(self, key: str) -> dict:
-        """The worker's next reply carrying ``key``; progress and deadlines are handled on the way.
+    def _next(self, limit: float, what: str) -> msg.Message:
+        """The worker's next message; :class:`_Lost` when it dies or stays silent past ``limit``."""
+        assert self.replies is not None and self.child is not None
+        try:
+            line = self.replies.next(timeout=limit)
+        except TimeoutError:
+            self._kill()
+            raise _Lost(f"did not finish within {limit:g} s (hang?) while waiting for {what}", hang=True) from None
+        if line is None:
+            reason = self.child.end_reason("the GPU worker process",
+                                           signal_hint="the case's kernel or the driver took it down")
+            self._kill()
+            raise _Lost(reason)
+        try:
+            return msg.decode(line)
+        except WfbenchError as exc:
+            self._kill()
+            raise _Lost(f"the GPU worker sent {exc}") from None
 
-        Raises :class:`_Lost` when the worker dies or misses a deadline (it is killed then).
-        """
+    def _await(self, *kinds: type) -> msg.Message:
+        """The worker's next reply of one of ``kinds`` (or a :class:`CaseError`); progress and deadlines are
+        handled on the way. Raises :class:`_Lost` when the worker dies or misses a deadline (it is killed)."""
         limit, what = self.quiet_limit_s, "work outside a GPU wait"
         while True:
-            try:
-                msg = self.replies.next(timeout=limit)
-            except TimeoutError:
-                self._kill()
-                raise _Lost(f"did not finish within {limit:g} s (hang?) while waiting for {what}", hang=True) from None
-            if msg is None:
-                code = self.proc.wait() if self.proc is not None else None
-                self._kill()
-                raise _Lost(_death(code))
-            if "progress" in msg:
-                self.progress(msg["progress"])
-            elif "arm" in msg:
-                limit, what = float(msg["arm"]), msg.get("what", "the GPU")
-            elif "disarm" in msg:
+            m = self._next(limit, what)
+            if isinstance(m, msg.ProgressLine):
+                self.progress(m.line)
+            elif isinstance(m, msg.Arm):
+                limit, what = m.deadline_s, m.what
+            elif isinstance(m, msg.Disarm):
                 limit, what = self.quiet_limit_s, "work outside a GPU wait"
-            elif "fatal" in msg:
+            elif isinstance(m, msg.Fatal):
                 self._kill()
-                raise _fatal(msg["fatal"])
-            elif key in msg or "case_error" in msg:
-                return msg
+                raise msg.fatal_error(m)
+            elif isinstance(m, (*kinds, msg.CaseError)):
+                return m
 
-    def start(self, copy: bool = False) -> tuple[Any, Any, str]:
+    def start(self, copy: bool = False) -> msg.Ready:
         """Start a worker; the first one also reads the GPU (and the copy yardstick)."""
-        from wfbench_core.record.results import CompilerInfo, Environment, converter
-
         self._spawn()
-        self._send({"op": "init", "bundle": str(self.bundle), "request": converter().unstructure(self.request),
-                    "copy": copy, "plugins": self.registry.recipe, "prefetch": list(self.upcoming),
-                    "yardsticks": self.yardsticks})
+        self._send(msg.Init(str(self.bundle), self.request, copy, tuple(self.upcoming), **self.yardsticks))
         try:
-            reply = self._await("init")["init"]
+            ready = self._await(msg.Ready)
         except _Lost as lost:
             raise WfbenchError(f"the GPU worker did not start: {lost}") from None
-        c = converter()
-        environment = c.structure(reply["environment"], Environment)
+        if isinstance(ready, msg.CaseError):  # pragma: no cover - a worker answers Init with Ready or Fatal
+            raise WfbenchError(f"the GPU worker did not start: {ready.message}")
         if copy:
-            self.yardsticks = {"copy_gbps": environment.copy_gbps, "fp64_peak_gflops": environment.fp64_peak_gflops}
-        return environment, c.structure(reply["cuda"], CompilerInfo), reply["arch"]
+            env = ready.environment
+            self.yardsticks = {"copy_gbps": env.copy_gbps, "fp64_peak_gflops": env.fp64_peak_gflops}
+        return ready
 
     def run_case(self, case_id: str, variants: dict[str, Prepared]) -> list[CaseResult]:
-        from wfbench_core.record.results import converter
-
         if not self._alive():
             self._kill()
             self.start()
         if case_id in self.upcoming:
             self.upcoming = self.upcoming[self.upcoming.index(case_id) + 1:]
-        self._send({"op": "case", "id": case_id})
+        self._send(msg.RunCase(case_id))
         try:
-            reply = self._await("results")
+            reply = self._await(msg.Results)
         except _Lost as lost:
             return [_error_result(case_id, p.case, p.plugin, label, self.request.mode, f"{case_id}: {lost}")
                     for label, p in variants.items()]
-        if "case_error" in reply:
-            if reply.get("restart"):
+        if isinstance(reply, msg.CaseError):
+            if reply.restart:
                 self._kill()
-            return [_error_result(case_id, p.case, p.plugin, label, self.request.mode, reply["case_error"])
+            return [_error_result(case_id, p.case, p.plugin, label, self.request.mode, reply.message)
                     for label, p in variants.items()]
-        results = [converter().structure(r, CaseResult) for r in reply["results"]]
-        if any(r.status == ERROR for r in results):
+        assert isinstance(reply, msg.Results)
+        if any(r.status == ERROR for r in reply.results):
             self._kill()  # a CUDA error may have left the context unusable: the next case gets a fresh one
-        return results
+        return list(reply.results)
 
 
 class InProcess(Supervisor):
-    """The same conversation with a worker living in this process (no isolation, no deadlines)."""
+    """The same conversation with a worker living in this process (no isolation, no deadlines); every
+    message still goes through its JSON line."""
 
     def _spawn(self) -> None:
         from wfbench_core.gpu.worker import Worker
 
-        self.queue: list[dict] = []
+        self.queue: list[msg.Message] = []
         self.worker = Worker(_Collect(self.queue))
         self.worker.registry = self.registry
-        self.proc = None
-        self.alive = True
+        self.child = None
 
-    def _send(self, message: dict) -> None:
-        self.alive = self.worker.handle(json.loads(json.dumps(message)))
+    def _send(self, message: msg.Request) -> None:
+        self.worker.handle(msg.decode(msg.encode(message)))  # type: ignore[arg-type]
 
-    def _await(self, key: str) -> dict:
+    def _await(self, *kinds: type) -> msg.Message:
         while self.queue:
-            msg = self.queue.pop(0)
-            if "progress" in msg:
-                self.progress(msg["progress"])
-            elif "fatal" in msg:
-                raise _fatal(msg["fatal"])
-            elif key in msg or "case_error" in msg:
-                return msg
+            m = self.queue.pop(0)
+            if isinstance(m, msg.ProgressLine):
+                self.progress(m.line)
+            elif isinstance(m, msg.Fatal):
+                raise msg.fatal_error(m)
+            elif isinstance(m, (*kinds, msg.CaseError)):
+                return m
         raise _Lost("the timer gave no answer")
 
     def _alive(self) -> bool:
@@ -318,21 +341,17 @@ class InProcess(Supervisor):
         pass
 
     def close(self) -> None:
-        from wfbench_core.gpu import watchdog
-
         watchdog.install(None)
 
 
 class _Collect:
-    """A write-only text stream that parses each line into ``queue``."""
+    """A write-only text stream that decodes each line into ``queue``."""
 
-    def __init__(self, queue: list[dict]) -> None:
+    def __init__(self, queue: list[msg.Message]) -> None:
         self.queue = queue
 
     def write(self, text: str) -> None:
-        for line in text.splitlines():
-            if line.strip():
-                self.queue.append(json.loads(line))
+        self.queue.extend(msg.decode(line) for line in text.splitlines() if line.strip())
 
     def flush(self) -> None:
         pass
@@ -346,63 +365,8 @@ class _Lost(Exception):
         self.hang = hang
 
 
-def _fatal(info: dict) -> WfbenchError:
-    from wfbench_core.errors import NoGpuError
-
-    cls = NoGpuError if info.get("exit_code") == NoGpuError.exit_code else WfbenchError
-    err = cls(info.get("message", "the GPU worker failed"))
-    err.exit_code = int(info.get("exit_code", 2))
-    return err
-
-
-def _death(code: Optional[int]) -> str:
-    if code is not None and code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = f"signal {-code}"
-        return f"the GPU worker process died ({name}); the case's kernel or the driver took it down"
-    return f"the GPU worker process exited unexpectedly (exit {code})"
-
-
-def _stderr_fd() -> Any:
-    try:
-        return sys.stderr.fileno()
-    except (AttributeError, OSError, ValueError):  # captured stderr without a file descriptor
-        return subprocess.DEVNULL
-
-
-class _Lines:
-    """JSON lines from a pipe, read with a deadline."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-        self.buf = b""
-
-    def next(self, timeout: float) -> Optional[dict]:
-        end = time.monotonic() + timeout
-        while b"\n" not in self.buf:
-            left = end - time.monotonic()
-            if left <= 0:
-                raise TimeoutError
-            ready, _, _ = select.select([self.fd], [], [], left)
-            if not ready:
-                continue
-            chunk = os.read(self.fd, 65536)
-            if not chunk:
-                return None
-            self.buf += chunk
-        line, _, self.buf = self.buf.partition(b"\n")
-        return json.loads(line)  # type: ignore[no-any-return]
-
-    def close(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
-
-
 def _one_line(r: CaseResult) -> str:
-    name = f"{r.id} [{r.compiler_label}]" if r.compiler_label else r.id
+    name = r.key
     if r.timing is None:
         return f"{name}: {r.status.upper()}: {r.message}"
     t = r.timing

@@ -1,0 +1,64 @@
+"""The command line loads lazily: ``--help`` imports no command, ``list`` and ``transports`` no schema.
+
+What each command loads is checked by module name in a fresh interpreter (no clock: CI machines are loaded).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import click
+import pytest
+
+from wfbench_core.cli import COMMANDS, main
+
+#: what listing must never import: the result schema and the converter, numerics, GPU and SSH stacks
+HEAVY = ("wfbench_core.record.results", "wfbench_core.record.stats", "cattrs", "numpy", "scipy", "numba",
+         "paramiko", "vastai", "hashlib")
+
+
+def _modules_after(*args: str) -> list[str]:
+    code = ("import sys, json\nfrom wfbench_core.cli import main\n"
+            "try:\n    main(sys.argv[1:], standalone_mode=False)\nfinally:\n"
+            "    sys.stdout.flush()\n    sys.stderr.write(json.dumps(sorted(sys.modules)))\n")
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stderr.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def test_help_imports_no_command_module() -> None:
+    loaded = _modules_after("--help")
+    commands = sorted(m for m in loaded if m.startswith("wfbench_core.cli.") and m != "wfbench_core.cli.lazy")
+    assert commands == []
+    assert [m for m in HEAVY if m in loaded] == []
+
+
+@pytest.mark.parametrize("command", ["list", "transports"])
+def test_listing_loads_neither_schema_nor_numerics(command: str) -> None:
+    loaded = _modules_after(command)
+    assert f"wfbench_core.cli.{'cases' if command == 'list' else command}" in loaded  # it did run
+    assert [m for m in HEAVY if m in loaded or any(x.startswith(m + ".") for x in loaded)] == []
+
+
+def test_table_matches_each_command() -> None:
+    """Each entry names the command it loads, and its help line is that command's own."""
+    ctx = click.Context(main)
+    for name, entry in COMMANDS.items():
+        command = main.load(name)
+        assert command.name == name, entry
+        assert command.get_short_help_str(limit=10_000) == entry.help, name
+    assert sorted(main.list_commands(ctx)) == sorted(COMMANDS)
+
+
+def test_help_lists_every_command_as_click_would() -> None:
+    """The lazy listing prints what click prints once every command is loaded."""
+    def commands_section(group: click.Group) -> str:
+        formatter = click.HelpFormatter()
+        group.format_commands(click.Context(group, info_name="wfbench"), formatter)
+        return formatter.getvalue()
+
+    loaded = click.Group("wfbench", commands=[main.load(n) for n in COMMANDS])
+    lazy = commands_section(main)
+    assert lazy.startswith("Commands:") and lazy == commands_section(loaded)
