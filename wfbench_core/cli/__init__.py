@@ -62,14 +62,20 @@ COMMANDS = {
                            "run); with NAME, its --transport-opt options."),
     "new-case": _command("cases", "new_case", "Scaffold a case plugin package NAME: the case, both kernel files as "
                          "package data, the entry point and a check_case test."),
-    "toolchain": _command("toolchain", "toolchain", "The toolchain --warpforth builds warpforthc with: cmake, ninja, "
-                          "a C++ compiler, MLIR, ccache."),
-    "compilers": _command("toolchain", "compilers", "The warpforthc binaries that build and run would use with "
-                          "these options, built first where --warpforth asks."),
-    "bisect": _command("bisect", "bisect_cmd", "Find the first commit between GOOD and BAD whose warpforthc makes "
-                       "CASE slower, by base/head runs on this GPU."),
-    "pr-comment": _command("prcomment", "pr_comment", "The pull-request comment of the base/head run RESULT: "
-                           "verdict table, head against base of every case not SAME, artifact links."),
+    "toolchain": _command("toolchain", "toolchain",
+        "The toolchain --warpforth builds warpforthc with: cmake, ninja, a C++ compiler, "
+        "MLIR, ccache."),
+    "compilers": _command("toolchain", "compilers",
+        "The warpforthc binaries that build and run would use with these options, built first "
+        "where --warpforth asks for it: one line each, LABEL=PATH (PATH alone for one "
+        "compiler), ready to be given back as --warpforthc."),
+    "bisect": _command("bisect", "bisect_cmd",
+        "Find the first commit between GOOD and BAD whose warpforthc makes CASE slower: GOOD "
+        "against BAD first (it must be SLOWER), then a binary search, each step one base/head "
+        "run (base = GOOD) on this machine's GPU."),
+    "pr-comment": _command("prcomment", "pr_comment",
+        "The pull-request comment of the base/head run RESULT: verdict table, head against "
+        "base of every case whose verdict is not SAME, artifact links."),
 }
 
 

@@ -17,7 +17,7 @@ from wfbench_core.errors import WfbenchError
               help="Print only the Debian/Ubuntu packages of the recipe, for the LLVM version WARPFORTH's CI uses "
                    "(for apt-get install in CI).")
 def toolchain(warpforth: Optional[Path], packages: bool) -> None:
-    """The toolchain ``--warpforth`` builds warpforthc with: cmake, ninja, a C++ compiler, MLIR, ccache.
+    """The toolchain --warpforth builds warpforthc with: cmake, ninja, a C++ compiler, MLIR, ccache.
 
     WARPFORTH (a checkout) names the LLVM version its CI uses, for the packages to install.
     Exit 0 when everything needed is here, 2 (with the packages to install) when not.
@@ -47,9 +47,9 @@ def toolchain(warpforth: Optional[Path], packages: bool) -> None:
 @warpforthc_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 def compilers(warpforthc: tuple[str, ...], warpforth: tuple[str, ...], quiet: bool) -> None:
-    """The warpforthc binaries that ``build`` and ``run`` would use with these options, built first where
-    ``--warpforth`` asks for it: one line each, ``LABEL=PATH`` (``PATH`` alone for one compiler), ready to
-    be given back as ``--warpforthc``."""
+    """The warpforthc binaries that build and run would use with these options, built first where
+    --warpforth asks for it: one line each, LABEL=PATH (PATH alone for one compiler), ready to
+    be given back as --warpforthc."""
     from wfbench_core.cli.common import progress_printer, resolve_warpforthc
 
     found = resolve_warpforthc(warpforthc, warpforth, progress_printer(quiet))
