@@ -2,6 +2,7 @@
 """The verdicts on real runs, on a GPU host: two boards compared, and one base/head run.
 
     python3 tools/verdict_runs.py boards --out DIR     # a host with two GPUs (two boards)
+    python3 tools/verdict_runs.py boards --part base --out DIR; ... --part heads --out DIR   # two hosts in turn
     python3 tools/verdict_runs.py basehead --out DIR   # any GPU host
 
 ``boards``: axpy_f64, reduce_sum_f64 and matmul_f64_tiled, base PTX from tests/fixtures/ptx (or ``--ptx``).
@@ -73,24 +74,33 @@ def judge(out: Path, base: Path, head: Path, history: Path) -> dict[str, object]
 
 
 def cmd_boards(args: argparse.Namespace) -> None:
+    """Two GPUs of one host, or (``--part base`` then ``--part heads``, with the first call's ``base.json`` in
+    ``--out``) two hosts one after the other: the base on one board, the two heads on another."""
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
     cases = [c for c in ps.p0_cases() if c.id in BOARD_CASES]  # type: ignore[attr-defined]
     base = ps.base_loader(args.ptx)
+    walls = {}
+    if args.part in ("both", "base"):
+        walls["base"] = ps.execute(plain_bundle(out / "base-bundle", cases, base, "board-study base"),
+                                   out / "base.json", gpu="0")
+        if args.part == "base":
+            print(json.dumps({"wall_s": walls}, indent=1))
+            return
+    gpu = "1" if args.part == "both" else "0"
     axpy = [c for c in cases if c.id == "axpy_f64"]  # type: ignore[attr-defined]
-    k = ps.iterations_for(ps.calibrate(base, axpy, out, gpu="1")["axpy_f64"], 0.02)
+    k = ps.iterations_for(ps.calibrate(base, axpy, out, gpu=gpu)["axpy_f64"], 0.02)
     slow = per_case(base, {"axpy_f64": ps.chain_of(base, {"axpy_f64": k}),
                            "reduce_sum_f64": ps.inert_of(base, "%tid.x")})
     same = per_case(base, {"axpy_f64": ps.inert_of(base, "%ctaid.x"), "reduce_sum_f64": ps.inert_of(base, "%tid.x")})
-    runs = {"base": ("0", base), "slow": ("1", slow), "same": ("1", same)}
-    walls = {}
-    for name, (gpu, fn) in runs.items():
+    for name, fn in {"slow": slow, "same": same}.items():
         walls[name] = ps.execute(plain_bundle(out / f"{name}-bundle", cases, fn, f"board-study {name}"),
                                  out / f"{name}.json", gpu=gpu)
     history = out / "history"
     rc, text = wfbench("history", "add", str(out / "base.json"), "--history", str(history))
     if rc != 0:
         raise SystemExit(f"history add: {text}")
+    runs = ("base", "slow", "same")
     summary = {"chain_iterations_for_2pct": k, "wall_s": walls,
                "boards": {n: json.loads((out / f"{n}.json").read_text())["environment"]["gpu_uuid"] for n in runs},
                "slow": judge(out, out / "base.json", out / "slow.json", history),
@@ -169,6 +179,8 @@ def main() -> None:
         p = sub.add_parser(name)
         p.add_argument("--out", type=Path, required=True)
         p.add_argument("--ptx", type=Path, default=ROOT / "tests" / "fixtures" / "ptx")
+    sub.choices["boards"].add_argument("--part", choices=("both", "base", "heads"), default="both",
+                                       help="both: two GPUs of this host; base, then heads: two hosts in turn")
     sub.add_parser("identity")
     args = ap.parse_args()
     {"boards": cmd_boards, "basehead": cmd_basehead, "suite": cmd_suite, "identity": cmd_identity}[args.command](args)
