@@ -226,6 +226,9 @@ class Checked:
     want: Mapping[str, np.ndarray]
     got: Mapping[str, Mapping[str, np.ndarray]]
     own: Mapping[str, tuple[Callable[[], None], Mapping[str, Any]]]
+    # the device inputs the ``own`` launches read: a launcher holds their addresses, not the buffers, so they
+    # must live as long as it does (a buffer no one holds is freed at the device's next release)
+    device_inputs: Mapping[str, Any] = attrs.field(factory=dict, repr=False)
 
 
 class Checker:
@@ -286,7 +289,7 @@ class Checker:
             for s in sides:
                 if s.label != reference_label:
                     checks.extend(_cross(case, config, s.label, reference_label, got))
-        return checks, Checked(config, kernels, inputs, want, got, own)
+        return checks, Checked(config, kernels, inputs, want, got, own, dev_in)
 
     def _twice(self, case: Case, config: str, label: str, kernel: Kernel,
                own: tuple[Callable[[], None], Mapping[str, Any]], want: Mapping[str, np.ndarray],
