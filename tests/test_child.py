@@ -91,12 +91,10 @@ def test_a_sanitizer_child_dies_with_its_worker(tmp_path: Path) -> None:
 
 def test_at_its_deadline_the_whole_group_is_killed(tmp_path: Path) -> None:
     """A child that started a child of its own: at the deadline both end."""
-    started = time.monotonic()
     ended = child.run(["sh", "-c", f"sleep 600 & echo $! > {tmp_path / 'grandchild'}; wait"], timeout_s=1.0)
-    assert ended.returncode is None
+    assert ended.returncode is None  # ended at the deadline, not by the sleep's own end
     grandchild = int(_wait_for(tmp_path / "grandchild"))
     assert _gone(grandchild), "the grandchild outlived the deadline"
-    assert time.monotonic() - started < 300  # it did not wait for the sleep
 
 
 def test_a_finished_child_gives_its_output_and_status() -> None:

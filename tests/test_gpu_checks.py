@@ -84,13 +84,20 @@ def test_timed_buffers_are_verified_and_the_launch_floor_is_measured(prebuilt_bu
               f"{case.costs.placement_checks_s:.3f} s of {case.costs.timing_s:.2f} s timing")
 
 
-def test_a_kernel_that_skips_work_it_finds_done_is_implausible() -> None:
+def test_a_kernel_that_skips_work_it_finds_done_is_caught() -> None:
+    """Its blocks return at once when y[0] already holds the answer. On a real GPU that is a race: blocks that
+    start after another wrote y[0] skip their part of even the first launch, and the reference check finds the
+    elements never written (as the H200 showed). Where every launch wrote everything first, only the time gives
+    it away: IMPLAUSIBLE. Either way it is never timed as a result."""
     from wfbench_core.gpu.outcome import case_result, measured
     from wfbench_core.gpu.plausibility import Yardsticks
 
     case, timer, sides = _timer_and_sides(SKIPS_WHEN_ANSWERED, "scale_skip")
     m = timer.measure(case, sides, reference_label="cuda")
-    assert m.passed, m.message  # every output it leaves is right: only its time gives it away
+    if not m.passed:
+        print(m.message)
+        assert m.sampled is None and "never written" in m.message
+        return
     yardsticks = Yardsticks(copy_gbps=timer.copy_gbps(), l2_bytes=timer.device.l2_bytes)
     result = measured(case_result(case, mode="paired", plugin="test"), m, "wf", unstable_noise=0.03,
                       yardsticks=yardsticks)

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable
 
 from wfbench_core.errors import WfbenchError
 
-SHIPPED = ("tests", "examples", "pyproject.toml")
+SHIPPED = ("tests", "tools", "examples", "pyproject.toml")  # tools: the GPU tests of the tools there
 EXTRA_KEY = "gpu_tests"
 PYTEST_DISTRIBUTIONS = ("pytest",)
 #: pytest's exit codes that still produced a report: all passed, some failed, none selected
