@@ -88,6 +88,7 @@ def _point(p: Point, x: list[str]) -> dict[str, Any]:
     commit_url, run_url = git_links(p)
     return {
         "x": x, "created": p.created, "date": _short(p.created), "run": p.run, "status": p.status,
+        "stable": p.stable,  # counted in trends: stable, and not left out as throttled, depressed or launch-bound
         "commit": p.git_commit, "commit_url": commit_url, "run_url": run_url, "label": p.label,
         "warpforthc": p.warpforthc_version,
         "gap": p.gap, "gap_lo": p.gap_lo, "gap_hi": p.gap_hi, "gap_mad": p.gap_mad,

@@ -481,7 +481,7 @@
   }
 
   function pick(points, field, stable) {
-    return points.map(function (p) { return (p.status === "ok") === stable ? p[field] : null; });
+    return points.map(function (p) { return isStable(p) === stable ? p[field] : null; });
   }
 
   function lineSet(label, data, color) {
@@ -531,7 +531,7 @@
         footer: function (items) {
           var p = points[items[0].dataIndex];
           var lines = ["warpforthc " + p.warpforthc, "noise " + (p.noise * 100).toFixed(2) + "% · " + plural(p.samples, "sample")];
-          if (p.status !== "ok") lines.push("unstable: left out of trends and alerts");
+          if (!isStable(p)) lines.push((p.status === "ok" ? "throttled or launch-bound" : "unstable") + ": left out of trends and alerts");
           if (p.commit_url || p.run_url) lines.push("click the point to open the " + (p.commit_url ? "commit" : "CI run"));
           return lines;
         },
@@ -662,11 +662,14 @@
     ])]);
   }
 
+  // counted in trends: what the history says (status ok, not throttled out, healthy host, not launch-bound)
+  function isStable(p) { return p.stable === undefined ? p.status === "ok" : p.stable; }
+
   function renderSeries(s) {
     var colors = palette();
     var last = s.points[s.points.length - 1];
     var n = s.points.length;
-    var stable = s.points.filter(function (p) { return p.status === "ok"; });
+    var stable = s.points.filter(isStable);
     var unstable = n - stable.length;
     var title = el("h3", null, [s.case + " ", el("span", { class: "ver", text: "v" + s.version }), " ",
       badge("priority", s.priority), " ", kindBadge(s),
@@ -708,8 +711,8 @@
       s.superseded_by ? badge("superseded", "superseded by v" + s.superseded_by)
         : s.current ? null : badge("not-latest", "not in latest run")]);
     var gapCell = el("td", { class: "num" + (s.mode === "aa" ? "" : " " + gapClass(p.gap)), text: fmtGap(p.gap) });
-    return el("tr", { class: "series-row " + p.status, id: "s-" + s.id,
-      dataset: { series: s.id, kind: s.kind, points: "1", unstable: p.status === "ok" ? "0" : "1" } }, [
+    return el("tr", { class: "series-row " + (isStable(p) ? "ok" : "unstable"), id: "s-" + s.id,
+      dataset: { series: s.id, kind: s.kind, points: "1", unstable: isStable(p) ? "0" : "1" } }, [
       name, gapCell, el("td", { class: "num", text: fmtUs(p.wf) }), el("td", { class: "num", text: fmtUs(p.cuda) }),
       el("td", { class: "num", text: (p.noise * 100).toFixed(2) + "%" }), el("td", null, [statusBadge(p.status)]),
       el("td", { text: p.date }), el("td", { class: "mono" }, [commit]), el("td", { class: "mono", text: p.warpforthc }),
