@@ -14,7 +14,7 @@ import pytest
 from wfbench_core.run.executor import execute
 from wfbench_core.discover.registry import Registry
 from wfbench_core.record.request import ExecuteRequest
-from wfbench_core.record.results import FAILED, IMPLAUSIBLE, OK, TIMING_EVENTS, TIMING_GRAPH, UNSTABLE, TimingProtocol
+from wfbench_core.record.results import IMPLAUSIBLE, OK, TIMING_EVENTS, TIMING_GRAPH, UNSTABLE, TimingProtocol
 
 pytestmark = pytest.mark.gpu
 

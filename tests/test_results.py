@@ -129,7 +129,7 @@ BAD_FILES = {
     "extra": (_with(surprise=1), r"extra fields found \(surprise\)"),
     # figures no measurement can give: refused here, so no command prints a figure made of them
     "unequal": (_timing_with(cuda=[2.0, 2.0, 2.0]), r"case 'axpy_f64' has 30 WarpForth samples but 3 CUDA samples"),
-    "empty": (_timing_with(wf=[], cuda=[]), r"case 'axpy_f64' has no WarpForth samples"),
+    "no_samples": (_timing_with(wf=[], cuda=[]), r"case 'axpy_f64' has no WarpForth samples"),
     "zero": (_timing_with(cuda=[0.0] * 30), r"case 'axpy_f64' has a CUDA sample of 0.0 us"),
     "negative": (_timing_with(wf=[-1.5] * 30), r"case 'axpy_f64' has a WarpForth sample of -1.5 us"),
     "negative_median": (_timing_with(median=-3.0), r"has a WarpForth median of -3.0 us"),
