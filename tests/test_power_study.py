@@ -91,7 +91,7 @@ def test_a_whole_study_with_the_stand_in_gpu(tmp_path: Path, monkeypatch: pytest
 
 def test_two_boards_a_two_percent_regression_is_slower_and_inert_changes_are_not(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, nvcc) -> None:  # type: ignore[no-untyped-def]
-    """``tools/verdict_runs.py boards`` with the stand-in GPU (one board per visible device): what the lead runs
+    """``tools/verdict_runs.py boards`` with the stand-in GPU (one board per visible device): what a GPU host with two boards runs
     on two H200 boards, end to end through execute, compare and check."""
     spec = importlib.util.spec_from_file_location("verdict_runs", ROOT / "tools" / "verdict_runs.py")
     assert spec is not None and spec.loader is not None
