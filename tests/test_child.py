@@ -14,27 +14,17 @@ from pathlib import Path
 import pytest
 
 from wfbench_core.gpu import child
+from testkit import process_alive
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the death signal is Linux's")
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie is dead too
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
-
 
 def _gone(pid: int, within_s: float = 10.0) -> bool:
     deadline = time.monotonic() + within_s
-    while _alive(pid) and time.monotonic() < deadline:
+    while process_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    return not _alive(pid)
+    return not process_alive(pid)
 
 
 def _wait_for(path: Path, within_s: float = 30.0) -> str:
@@ -62,7 +52,7 @@ def test_a_child_dies_with_its_parent(tmp_path: Path) -> None:
         time.sleep(600)
     """)
     pid = int(_wait_for(pid_file))
-    assert _alive(pid)
+    assert process_alive(pid)
     assert os.getpgid(pid) == pid  # its own process group
     parent.send_signal(signal.SIGKILL)
     parent.wait(timeout=10)

@@ -7,13 +7,13 @@ not hold, or when a paragraph quotes a measurement on named hardware outside a b
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from testkit import load_tool
 
 ROOT = Path(__file__).resolve().parent.parent
 HARDWARE = re.compile(r"\b(H200|H100|A100|RTX[ _]?4090|RTX[ _]?3090|L40S?)\b")
@@ -22,11 +22,7 @@ MEASURE = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:\s?-\s?\d+(?:\.\d+)?)?\s?(
 
 
 def tool():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("docs_figures", ROOT / "tools" / "docs_figures.py")
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
-
+    return load_tool("docs_figures")
 
 def test_every_figure_block_matches_its_stored_result() -> None:
     assert tool().stale() == []

@@ -21,6 +21,7 @@ from wfbench_core.run.executor import execute
 from wfbench_core.discover.registry import Registry
 from wfbench_core.record.request import ExecuteRequest
 from wfbench_core.record.results import ERROR, OK, TimingProtocol, load_result
+from testkit import process_alive
 
 TESTS = Path(__file__).parent
 CASES = ("scale_i64", "axpy_f64", "reduce_sum_f64", "matmul_f64_naive", "matmul_f64_tiled", "attention_f32_naive",
@@ -43,17 +44,6 @@ def fake_gpu(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, nvcc):  # type: ig
 
     return behave
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie is dead too
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def test_each_bad_case_costs_itself_and_the_next_case_runs_in_a_fresh_worker(fake_gpu, prebuilt_bundle, tmp_path,  # type: ignore[no-untyped-def]
@@ -82,7 +72,7 @@ def test_each_bad_case_costs_itself_and_the_next_case_runs_in_a_fresh_worker(fak
     # one worker at the start, one after each of the five bad cases (the last one needs none after it)
     started = [int(p) for p in pids.read_text().split()]
     assert len(started) == 5
-    assert not any(_alive(p) for p in started)
+    assert not any(process_alive(p) for p in started)
     # each new worker compiled the CUDA side of the cases still to come ahead: at its first case it holds the
     # compiles of exactly the cases after that one
     firsts: dict[str, tuple[str, list[str]]] = {}
@@ -144,9 +134,9 @@ def test_killed_executor_leaves_finished_cases_marked_incomplete_and_no_worker(f
     assert [(c.id, c.status) for c in partial.cases] == [("scale_i64", OK)]
     deadline = time.monotonic() + 10
     workers = [int(p) for p in pids.read_text().split()]
-    while any(_alive(p) for p in workers) and time.monotonic() < deadline:
+    while any(process_alive(p) for p in workers) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not any(_alive(p) for p in workers), "the worker outlived its executor"
+    assert not any(process_alive(p) for p in workers), "the worker outlived its executor"
 
 
 def test_no_gpu_in_the_worker_is_one_line_and_exit_3(prebuilt_bundle, monkeypatch) -> None:  # type: ignore[no-untyped-def]

@@ -4,7 +4,6 @@ amount per chain iteration)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import sys
@@ -14,6 +13,7 @@ import pytest
 
 from wfbench_core.build import diagnostics as dg
 from wfbench_core.review import verdicts
+from testkit import load_tool
 
 ROOT = Path(__file__).parents[1]
 TESTS = Path(__file__).parent
@@ -21,12 +21,7 @@ PTX = TESTS / "fixtures" / "ptx"
 
 
 def _tool():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("power_study", ROOT / "tools" / "power_study.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
+    return load_tool("power_study")
 
 PS = _tool()
 needs_tools = pytest.mark.skipif(dg.tools_available() is not None,
@@ -93,10 +88,7 @@ def test_two_boards_a_two_percent_regression_is_slower_and_inert_changes_are_not
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, nvcc) -> None:  # type: ignore[no-untyped-def]
     """``tools/verdict_runs.py boards`` with the stand-in GPU (one board per visible device): what a GPU host with two boards runs
     on two H200 boards, end to end through execute, compare and check."""
-    spec = importlib.util.spec_from_file_location("verdict_runs", ROOT / "tools" / "verdict_runs.py")
-    assert spec is not None and spec.loader is not None
-    vr = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(vr)
+    vr = load_tool("verdict_runs")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]))
     monkeypatch.setenv("WFBENCH_PLUGINS", "fake_gpu")
     monkeypatch.setenv("FAKE_GPU_CHAIN_COST", "0.00002")

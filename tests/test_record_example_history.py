@@ -4,7 +4,6 @@ history, the figure rendering and the check are the real ones, in a copy of the 
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 import subprocess
 import sys
@@ -14,16 +13,13 @@ import attrs
 
 from synth_runs import REAL_AA, created_at, synth_run
 from wfbench_core.record.results import load_result, write_result
+from testkit import load_tool
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def tool():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("record_example_history", ROOT / "tools" / "record_example_history.py")
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
-
+    return load_tool("record_example_history")
 
 def test_assemble_makes_a_history_that_checks_clean_and_renders_its_figures(tmp_path: Path) -> None:
     t = tool()

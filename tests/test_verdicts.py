@@ -3,7 +3,6 @@ simulations through the real functions (fixed seeds, tolerant bounds) that a bro
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 from pathlib import Path
@@ -14,18 +13,14 @@ import pytest
 from wfbench_core.review import evidence, verdicts
 from wfbench_core.record import stats
 from wfbench_core.record.stats import LogEstimate
+from testkit import load_tool
 
 V = verdicts
 ROOT = Path(__file__).parents[1]
 
 
 def _figures_tool():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("verdict_figures", ROOT / "tools" / "verdict_figures.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
+    return load_tool("verdict_figures")
 
 FIG = _figures_tool()
 
