@@ -13,7 +13,7 @@ PREBUILT_PTX = FIXTURES / "ptx"
 
 
 def _gpu_reason() -> str | None:
-    from wfbench_core.gpu.timer import gpu_unavailable_reason
+    from wfbench_core.gpu.device import gpu_unavailable_reason
 
     return gpu_unavailable_reason()
 

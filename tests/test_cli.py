@@ -24,7 +24,7 @@ def one_error_line(result) -> str:  # type: ignore[no-untyped-def]
 
 
 def gpu_present() -> bool:
-    from wfbench_core.gpu.timer import gpu_unavailable_reason
+    from wfbench_core.gpu.device import gpu_unavailable_reason
 
     return gpu_unavailable_reason() is None
 

@@ -174,7 +174,7 @@ def test_sanitizer_finds_the_bad_store_and_the_race(bundle: Path, monkeypatch: p
     monkeypatch.syspath_prepend(str(PLUGIN))
     from wfbench_core.build.compile import compile_cuda, cuda_compiler
     from wfbench_core.discover.registry import Registry
-    from wfbench_core.gpu.timer import gpu_unavailable_reason
+    from wfbench_core.gpu.device import gpu_unavailable_reason
 
     assert gpu_unavailable_reason() is None
     reg = Registry.load()

@@ -121,7 +121,7 @@ def test_missing_ncu_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 
 
 def test_launcher_without_a_gpu_says_so_in_one_line(tmp_path: Path) -> None:
-    from wfbench_core.gpu.timer import gpu_unavailable_reason
+    from wfbench_core.gpu.device import gpu_unavailable_reason
 
     if gpu_unavailable_reason() is None:
         pytest.skip("a GPU is present: the launcher would launch")

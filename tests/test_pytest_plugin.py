@@ -278,7 +278,7 @@ def test_transport_error_is_not_retried(pytester: pytest.Pytester, counts, bundl
 
 
 def test_no_gpu_skips_with_the_reason(pytester: pytest.Pytester, bundle) -> None:
-    from wfbench_core.gpu.timer import gpu_unavailable_reason
+    from wfbench_core.gpu.device import gpu_unavailable_reason
 
     if gpu_unavailable_reason() is None:
         pytest.skip("this machine has a GPU: test_real_gpu_through_the_plugin covers it")

@@ -110,7 +110,7 @@ def test_racecheck_runs_for_shared_memory_kernels(tmp_path: Path) -> None:
 
 
 def test_the_child_runs_and_its_failure_is_one_line(tmp_path: Path) -> None:
-    from wfbench_core.gpu.timer import gpu_unavailable_reason
+    from wfbench_core.gpu.device import gpu_unavailable_reason
 
     if gpu_unavailable_reason() is None:
         pytest.skip("a GPU is present here")

@@ -106,7 +106,7 @@ def test_cli_errors_are_one_line(prebuilt_bundle, tmp_path: Path) -> None:  # ty
     assert "Traceback" not in r.output
     r = runner.invoke(main, ["crosscheck", str(bundle), "--case", "nope"])
     assert r.exit_code == 2 and "case 'nope' is not in bundle" in r.output
-    from wfbench_core.gpu.timer import gpu_unavailable_reason
+    from wfbench_core.gpu.device import gpu_unavailable_reason
 
     if gpu_unavailable_reason() is not None:
         r = runner.invoke(main, ["crosscheck", str(bundle), "--quiet"])

@@ -26,7 +26,7 @@ class LocalTransport:
         self.cuda_compiler = cuda_compiler
 
     def gpu_arch(self) -> str | None:
-        from wfbench_core.gpu.timer import gpu_unavailable_reason
+        from wfbench_core.gpu.device import gpu_unavailable_reason
 
         reason = gpu_unavailable_reason()
         if reason:

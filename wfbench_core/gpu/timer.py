@@ -36,7 +36,7 @@ import attrs
 from wfbench_core.case import CONFIGS, Case
 from wfbench_core.contracts import Measurement, Side
 from wfbench_core.gpu.correctness import Checked, Checker, WrongOnTimedBuffers, describe_check, describe_failures
-from wfbench_core.gpu.device import Device, gpu_unavailable_reason  # noqa: F401 - gpu_unavailable_reason: its old home
+from wfbench_core.gpu.device import Device
 from wfbench_core.errors import WfbenchError
 from wfbench_core.build.faults import KernelFault, as_kernel_fault
 from wfbench_core.record.results import TIMING_MODES, Check, CompilerInfo, Costs, Environment, KernelAttrs, TimingProtocol
