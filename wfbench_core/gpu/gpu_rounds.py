@@ -23,10 +23,10 @@
   most :data:`GRAPH_CHUNK` launches and replayed, so launch overhead is gone for kernels of a few us.
 - mode ``cold-l2``: before every launch an L2-sized buffer is overwritten (as nvbench's cold measurement
   does), outside the timed span: each launch is timed by its own pair of events and a side's sample is the
-  sum. At most :data:`COLD_MAX_LAUNCHES` launches make a sample. The flushes, events and launches are queued
-  behind the gate :data:`COLD_GATE_QUEUED` launches at a time, each chunk whole before the host opens it, so
-  a start event is stamped when the GPU reaches it with its launch already queued (nvbench queues its cold
-  launch behind its blocking kernel for the same reason): the launch latency is outside the timed span.
+  sum. At most :data:`COLD_MAX_LAUNCHES` launches make a sample. As nvbench's cold measurement, launch by
+  launch: the flush, the host waits for it, then the start event, the launch and the end event are queued
+  behind the gate and the host opens it, so a start event is stamped when the GPU reaches it with its launch
+  already queued: neither the launch latency nor the flush's tail is inside the timed span.
 
 Everything GPU-side goes through :class:`wfbench_core.gpu.device.Device` (which imports the CUDA libraries lazily).
 """
@@ -55,7 +55,6 @@ GATE_TIMEOUT_NS = 200_000_000  # the gate opens by itself after 0.2 s (the host 
 GATE_QUEUE_MS = 10.0  # the first side's launches queued behind the gate: this much GPU work, where known
 GATE_MAX_QUEUED = 256  # launches queued behind the gate at most (the driver's launch queue stays far from full)
 LEAD_MS = 2.0  # the untimed lead-in before the start event: at most this much GPU work (no launch longer)
-COLD_GATE_QUEUED = 32  # cold-l2: launches (each with its flush and two events) queued whole behind one gate
 GATE_MAX_RETAKES = 3  # a host that keeps missing the gate is an error, not an endless loop
 FLOOR_LAUNCHES = 1024  # launches of the empty kernel per round of the launch floor (the mode may cap them)
 FLOOR_ROUNDS = 5  # rounds of the launch floor after one untimed one; the floor is their median
@@ -382,10 +381,11 @@ class CudaRounds:
         return ms
 
     def _cold_side(self, label: str, launches: int) -> float:
-        """A cold-L2 sample: for every launch a flush, the start event, the launch and the end event, queued
-        behind the gate COLD_GATE_QUEUED launches at a time, each chunk whole before the gate opens; the sum of
-        the launches' own times. So each start event is stamped when the GPU reaches it, right after the flush,
-        with the launch already queued behind it (as nvbench's cold measurement): no launch latency inside."""
+        """A cold-L2 sample, launch by launch as nvbench's cold measurement: the flush, then the host waits for
+        it (the GPU idle, the flush's writes done), then behind the gate the start event, the launch and the
+        end event, queued whole before the gate opens; the sum of the launches' own times. So each start event
+        is stamped when the GPU reaches it with its launch already queued behind it, and nothing of the flush
+        is inside the timed span: neither the launch latency nor the flush's tail."""
         device = self.device
         if self._flush_buf is None:
             if device.l2_bytes <= 0:
@@ -395,19 +395,17 @@ class CudaRounds:
             self._cold_events.append((device.event(), device.event()))
         gos = self.launchers[label]
         per_s = self._per_launch_ms.get(label, 0.0) / 1000.0
-        for first in range(0, launches, COLD_GATE_QUEUED):
-            chunk = range(first, min(launches, first + COLD_GATE_QUEUED))
+        for j in range(launches):
+            device.memset(self._flush_buf, j & 0xFF)
+            device.synchronize()
+            start, end = self._cold_events[j]
 
-            def enqueue(chunk: range = chunk) -> None:
-                for j in chunk:
-                    device.memset(self._flush_buf, j & 0xFF)
-                    start, end = self._cold_events[j]
-                    device.record(start)
-                    gos[j % len(gos)]()
-                    device.record(end)
+            def enqueue(j: int = j, start: Any = start, end: Any = end) -> None:
+                device.record(start)
+                gos[j % len(gos)]()
+                device.record(end)
 
-            self._gated(enqueue, self._cold_events[chunk[-1]][1],
-                        f"cold-L2 launches {chunk[0]} to {chunk[-1]} of {label}", len(chunk) * per_s)
+            self._gated(enqueue, end, f"cold-L2 launch {j} of {label}", per_s)
         return sum(device.elapsed_ms(s, e) for s, e in self._cold_events[:launches])
 
     # -- graphs -----------------------------------------------------------------------------------
