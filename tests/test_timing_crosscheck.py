@@ -184,3 +184,28 @@ def test_the_exit_status_is_1_only_for_a_like_figure_beyond_the_tolerance(
     assert "nvbench's launcher is the bottleneck" in r.output and "Traceback" not in r.output
     if code:
         assert "differ by more than 2.0% on like figures: scale_i64/wf cold-l2 +10.00%" in r.output
+
+
+def test_every_mode_timed_is_kept_for_the_comparison() -> None:
+    """crosscheck times the modes one after another; each mode's medians join the case's, none replaces another
+    (the table once showed only the last mode timed)."""
+    from wfbench_core.run.crosscheck import add_medians
+
+    by_side: dict[str, dict[str, float]] = {}
+    for mode, us in (("events", 7.9), ("graph", 3.1), ("cold-l2", 8.2)):
+        add_medians(by_side, {"wf": {mode: us}, "cuda": {mode: us / 2}})
+    assert by_side == {"wf": {"events": 7.9, "graph": 3.1, "cold-l2": 8.2},
+                       "cuda": {"events": 3.95, "graph": 1.55, "cold-l2": 4.1}}
+
+
+def test_cold_l2_is_compared_with_nvbenchs_cold_median_where_its_json_has_one() -> None:
+    """cuda-bench 0.3.0's --json (a real file, from an H200) gives the cold median beside the mean: a wfbench
+    median is compared with it, like with like; an nvbench that gives the mean only is compared with that."""
+    real = json.loads((Path(__file__).parent / "fixtures" / "nvbench-cuda-bench-0.3.0.json").read_text())
+    got = xc.parse_nvbench_json(real)["scale_i64/wf"]
+    assert got.cold_median_us == pytest.approx(8.224, abs=5e-4) and got.cold_mean_us == pytest.approx(8.283, abs=5e-4)
+    row = xc.KernelRow("scale_i64", "wf", {"cold-l2": 8.17}, got)
+    assert row.reference_us("cold-l2") == got.cold_median_us
+    assert row.diff("cold-l2") == pytest.approx(8.17 / got.cold_median_us - 1)
+    mean_only = xc.parse_nvbench_json(_nvbench_json({"k/wf": (9.0e-6, 8.0e-6)}))["k/wf"]
+    assert mean_only.cold_median_us is None and mean_only.cold_us == pytest.approx(9.0)
