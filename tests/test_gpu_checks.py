@@ -31,6 +31,15 @@ extern "C" __global__ void scale_skip(long long k, const long long* __restrict__
 }
 """
 
+# y = k * x, a correct kernel
+SCALE = r"""
+extern "C" __global__ void scale_plain(long long k, const long long* __restrict__ x, long long* __restrict__ y,
+                                       long long n) {
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) y[i] = k * x[i];
+}
+"""
+
 # y = k * x on the first two output buffers the module sees (the correctness phase's, the first timed set),
 # only the first half of y on any other
 HALF_ELSEWHERE = r"""
@@ -162,12 +171,15 @@ def test_a_load_failure_keeps_the_jit_log() -> None:
 
 
 def test_a_refused_case_says_what_it_measured() -> None:
-    case, timer, sides = _timer_and_sides(SKIPS_WHEN_ANSWERED, "scale_skip",
-                                          attrs.evolve(QUICK, min_sample_ms=50.0, samples=60, max_case_s=5.0))
+    # 60 pairs of 50 ms samples cannot fit in a 1 s limit: the case is refused before timing, and the refusal
+    # gives the per-launch times its probes measured, not a guess about the case's size
+    case, timer, sides = _timer_and_sides(SCALE, "scale_plain",
+                                          attrs.evolve(QUICK, min_sample_ms=50.0, samples=60, max_case_s=1.0))
     from wfbench_core.errors import WfbenchError
 
     with pytest.raises(WfbenchError) as err:
         timer.measure(case, sides, reference_label="cuda")
     print(err.value)
+    assert "over the 1 s per-case limit" in str(err.value)
     assert "per-launch time across the warm-up and probe launches: wf " in str(err.value)
     assert "too large for this GPU" not in str(err.value)
