@@ -47,6 +47,9 @@ CALIBRATION = (64, 512, 4096)
 ARCH = "sm_90"
 CAL_PROTOCOL = ("--placements", "5", "--samples", "10", "--min-samples", "10", "--warmup-s", "0.5")
 MARK = "// wfbench power study"
+# A study case times eleven WarpForth heads and CUDA in every round, about six times a plain base/head
+# case's work: the per-case refusal limit (--max-case-s) is raised in proportion, nothing else changes.
+STUDY_LIMITS = ("--max-case-s", "400")
 
 # -- the PTX -------------------------------------------------------------------------------------------------
 
@@ -219,6 +222,15 @@ def calibrate(ptx: PtxFn, cases: Sequence[object], work: Path, gpu: str | None =
     return curve
 
 
+def stored_curve(path: Path, cases: Sequence[object]) -> dict[str, dict[int, float]]:
+    """A calibration kept by an earlier ``run`` (its ``calibration-curve.json``), for the same cases."""
+    curve = json.loads(path.read_text())["curve"]
+    missing = [c.id for c in cases if c.id not in curve]  # type: ignore[attr-defined]
+    if missing:
+        raise SystemExit(f"power study: {path}: no calibration for {', '.join(missing)}; calibrate again")
+    return {case: {int(k): float(v) for k, v in points.items()} for case, points in curve.items()}
+
+
 def study_variants(ptx: PtxFn, cases: Sequence[object], curve: dict[str, dict[int, float]]
                    ) -> tuple[dict[str, PtxFn], dict[str, dict[str, int]]]:
     iterations = {label: {c.id: iterations_for(curve[c.id], size) for c in cases}  # type: ignore[attr-defined]
@@ -234,7 +246,7 @@ def cmd_run(args: argparse.Namespace) -> None:
     t0 = time.monotonic()
     cases = [c for c in p0_cases() if not args.case or c.id in args.case]  # type: ignore[attr-defined]
     ptx = base_loader(args.ptx)
-    curve = calibrate(ptx, cases, out)
+    curve = stored_curve(args.curve, cases) if args.curve else calibrate(ptx, cases, out)
     variants, iterations = study_variants(ptx, cases, curve)
     bundle = write_bundle(out / "study-bundle", cases, variants)
     plan = {"sizes": SIZES, "equals": EQUALS, "iterations": iterations, "curve": curve, "runs": []}
@@ -242,10 +254,10 @@ def cmd_run(args: argparse.Namespace) -> None:
     while True:
         spent = time.monotonic() - t0
         last = plan["runs"][-1]["wall_s"] if plan["runs"] else 0.0  # type: ignore[index]
-        if run and spent + 1.1 * last > args.budget_s:
+        if run and (spent + 1.1 * last > args.budget_s or run == args.runs):
             break
         result = out / f"study-{run}.json"
-        wall = execute(bundle, result)
+        wall = execute(bundle, result, STUDY_LIMITS)
         plan["runs"].append({"result": result.name, "wall_s": wall, "changes": changes(result, [*SIZES, *EQUALS])})  # type: ignore[attr-defined]
         (out / "plan.json").write_text(json.dumps(plan, indent=1) + "\n")
         write_table(out)
@@ -383,6 +395,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     run.add_argument("--ptx", type=Path, default=ROOT / "tests" / "fixtures" / "ptx")
     run.add_argument("--budget-s", type=float, default=400.0)
     run.add_argument("--case", action="append", default=[], help="only this P0 case (repeatable)")
+    run.add_argument("--runs", type=int, default=0, help="at most this many study runs (0: as the budget allows)")
+    run.add_argument("--curve", type=Path, default=None,
+                     help="reuse the calibration-curve.json of an earlier run instead of calibrating")
     table = sub.add_parser("table", help="the table of a study folder")
     table.add_argument("folder", type=Path)
     check = sub.add_parser("check", help="what ptxas keeps of each injection (no GPU)")

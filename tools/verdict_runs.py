@@ -89,7 +89,8 @@ def cmd_boards(args: argparse.Namespace) -> None:
             return
     gpu = "1" if args.part == "both" else "0"
     axpy = [c for c in cases if c.id == "axpy_f64"]  # type: ignore[attr-defined]
-    k = ps.iterations_for(ps.calibrate(base, axpy, out, gpu=gpu)["axpy_f64"], 0.02)
+    curve = ps.stored_curve(args.curve, axpy) if args.curve else ps.calibrate(base, axpy, out, gpu=gpu)
+    k = ps.iterations_for(curve["axpy_f64"], 0.02)
     slow = per_case(base, {"axpy_f64": ps.chain_of(base, {"axpy_f64": k}),
                            "reduce_sum_f64": ps.inert_of(base, "%tid.x")})
     same = per_case(base, {"axpy_f64": ps.inert_of(base, "%ctaid.x"), "reduce_sum_f64": ps.inert_of(base, "%tid.x")})
@@ -181,6 +182,8 @@ def main() -> None:
         p.add_argument("--ptx", type=Path, default=ROOT / "tests" / "fixtures" / "ptx")
     sub.choices["boards"].add_argument("--part", choices=("both", "base", "heads"), default="both",
                                        help="both: two GPUs of this host; base, then heads: two hosts in turn")
+    sub.choices["boards"].add_argument("--curve", type=Path, default=None,
+                                       help="reuse a power study's calibration-curve.json instead of calibrating")
     sub.add_parser("identity")
     args = ap.parse_args()
     {"boards": cmd_boards, "basehead": cmd_basehead, "suite": cmd_suite, "identity": cmd_identity}[args.command](args)
