@@ -5,11 +5,14 @@ kernel entry (``wfbench_core.testing.inject_at_entry``): a compiler change that 
 
 As a script, for a GPU host (from the repository root)::
 
-    python3 tests/synth_compiler.py OUT [--commits 8] [--slow 5] [--case reduce_sum_f64]
+    python3 tests/synth_compiler.py OUT [--commits 8] [--slow 5] [--case reduce_sum_f64] [--chain K]
 
 prints GOOD, BAD and the slow commit; then ``wfbench bisect --warpforth OUT GOOD BAD -c reduce_sum_f64
 --build-cmd true --binary warpforthc`` must name that commit. With ``--bundle DIR`` it also writes the
 base/head bundle of the case built by GOOD's and BAD's compilers (for ``wfbench explain CASE --bundle DIR``).
+With ``--chain K`` the slow commit adds the power study's K-step dependent chain instead of one statement: a
+cost a GPU measures for sure (one ``bar.sync`` at the entry of reduce_sum_f64 costs the H200 nothing it can
+tell apart).
 """
 
 from __future__ import annotations
@@ -57,9 +60,10 @@ def _git(repo: Path, *args: str) -> str:
 
 
 def make_history(repo: Path, *, commits: int = 8, slow: int = 5, case: str = "reduce_sum_f64",
-                 statement: str = INJECTED, python: str = sys.executable) -> list[str]:
+                 statement: str = INJECTED, chain: int = 0, python: str = sys.executable) -> list[str]:
     """Commit 0 (GOOD) and ``commits`` more (the last is BAD); from commit ``slow`` (1-based) on, ``case``'s
-    kernel gets ``statement`` at its entry. Returns every commit, GOOD first."""
+    kernel gets ``statement`` at its entry, or with ``chain`` > 0 the power study's dependent chain of that
+    many steps (``tools/power_study.py``: a real cost that changes no result). Returns every commit, GOOD first."""
     if not 1 <= slow <= commits:
         raise ValueError("the slow commit must be one of the commits after GOOD")
     repo.mkdir(parents=True)
@@ -73,13 +77,26 @@ def make_history(repo: Path, *, commits: int = 8, slow: int = 5, case: str = "re
         compiler.write_text(COMPILER.format(python=python, version=f"0.{k}.0"))
         compiler.chmod(0o755)
         message = f"step {k}"
-        if k == slow:
+        if k == slow and chain > 0:
+            for ptx in sorted((repo / "ptx").glob(f"{case}.*.ptx")):
+                ptx.write_text(_chained(ptx.read_text(), chain))
+            message += f": {case} gets a {chain}-step dependent chain at its entry"
+        elif k == slow:
             (repo / "SLOW").write_text(f"{case}\n{statement}\n")
             message += f": {case} gets '{statement}' at its entry"
         _git(repo, "add", "-A")
         _git(repo, "commit", "-q", "-m", message)
         out.append(_git(repo, "rev-parse", "HEAD"))
     return out
+
+
+def _chained(ptx: str, steps: int) -> str:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    try:
+        from power_study import inject_chain
+    finally:
+        sys.path.pop(0)
+    return inject_chain(ptx, steps)
 
 
 def bundle(repo: Path, good: str, bad: str, case: str, out: Path) -> None:
@@ -104,8 +121,9 @@ def main() -> None:
     ap.add_argument("--slow", type=int, default=5)
     ap.add_argument("--case", default="reduce_sum_f64")
     ap.add_argument("--bundle", type=Path, default=None)
+    ap.add_argument("--chain", type=int, default=0, help="slow the case by a dependent chain of this many steps")
     args = ap.parse_args()
-    history = make_history(args.out, commits=args.commits, slow=args.slow, case=args.case)
+    history = make_history(args.out, commits=args.commits, slow=args.slow, case=args.case, chain=args.chain)
     if args.bundle is not None:
         bundle(args.out, history[0], history[-1], args.case, args.bundle)
     print(f"GOOD={history[0]} BAD={history[-1]} SLOW={history[args.slow]}")

@@ -163,3 +163,30 @@ def test_bisect_on_the_gpu(tmp_path: Path) -> None:
     assert r.exit_code == 0, r.output
     assert f"First commit whose head is SLOWER: `{history[5]}`" in r.stdout
     assert len(list((tmp_path / "runs").glob("run-*.json"))) <= 4
+
+
+def test_a_chain_history_slows_the_case_from_its_slow_commit_on(tmp_path: Path, nvcc) -> None:  # type: ignore[no-untyped-def]
+    """``--chain K``: from the slow commit on, the stand-in compiler emits the case's PTX with the power study's
+    K-step chain (ptxas keeps it); before it, the stored PTX unchanged."""
+    import subprocess
+
+    from wfbench_core.build.diagnostics import assemble
+    from wfbench_core.discover.registry import Registry
+
+    history = make_history(tmp_path / "wf", commits=3, slow=2, chain=256)
+    case = Registry.load().case(CASE)
+    src = tmp_path / "k.forth"
+    src.write_text(case.render("canonical")[0])
+    emitted = {}
+    for n in (1, 2, 3):
+        tree = tmp_path / f"tree{n}"
+        tree.mkdir()
+        archive = subprocess.run(["git", "-C", str(tmp_path / "wf"), "archive", history[n]], check=True,
+                                 capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+        subprocess.run([str(tree / "warpforthc"), str(src), "-o", str(tmp_path / f"{n}.ptx")], check=True)
+        emitted[n] = (tmp_path / f"{n}.ptx").read_text()
+    stored = (Path(__file__).parent / "fixtures" / "ptx" / f"{CASE}.canonical.ptx").read_text()
+    assert emitted[1] == stored and emitted[2] == emitted[3] != stored
+    base, head = (assemble(emitted[n], case.wf_kernel, "sm_90") for n in (1, 3))
+    assert len(head.sass) > len(base.sass)  # ptxas kept the chain
