@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import atexit
 import io
-import signal
 import sys
 import threading
 import time
@@ -380,6 +379,8 @@ class VastSession:
     # -- guards: signals and interpreter exit -----------------------------------------------------------
 
     def _install_guards(self) -> None:
+        import signal  # here: listing the transports sets no handlers
+
         atexit.register(self._at_exit)
         if threading.current_thread() is not threading.main_thread():
             return
@@ -388,6 +389,8 @@ class VastSession:
                 self._old_handlers[sig] = signal.signal(sig, self._on_signal)
 
     def _remove_guards(self) -> None:
+        import signal
+
         atexit.unregister(self._at_exit)
         if threading.current_thread() is not threading.main_thread():
             return
@@ -397,6 +400,8 @@ class VastSession:
         self._old_handlers.clear()
 
     def _on_signal(self, signum: int, frame: Any) -> None:
+        import signal
+
         if self._destroying:
             return  # already cleaning up: let it finish
         name = signal.Signals(signum).name
@@ -412,6 +417,8 @@ class VastSession:
             self.destroy()
 
     def _mask_sigint(self) -> Any:
+        import signal
+
         if threading.current_thread() is not threading.main_thread():
             return None
 
@@ -421,5 +428,7 @@ class VastSession:
         return signal.signal(signal.SIGINT, hold)
 
     def _unmask_sigint(self, previous: Any) -> None:
+        import signal
+
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
