@@ -170,7 +170,7 @@ def test_an_unstable_p0_case_withholds_the_mean_and_p1_cases_are_not_in_it(tmp_p
 
 
 def test_x_labels_are_distinct() -> None:
-    from wfbench_core.review.history import Point, SideSummary
+    from wfbench_core.review.series import Point, SideSummary
 
     side = SideSummary(1.0, 1.0, 0.0, 0.0, 1.0, 1.0)
 

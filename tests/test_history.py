@@ -17,9 +17,8 @@ from click.testing import CliRunner
 from synth_runs import REAL_AA, REAL_RUN, created_at, real_run, synth_run, with_case
 from wfbench_core.cli import main
 from wfbench_core.errors import WfbenchError
-from wfbench_core.review.history import (
-    INDEX_FILE, INDEX_VERSION, RUNS_DIR, History, add_run, protocol_tag, reindex, series_key,
-)
+from wfbench_core.review.history import INDEX_FILE, INDEX_VERSION, RUNS_DIR, History, add_run, reindex
+from wfbench_core.review.series import protocol_tag, series_key
 from wfbench_core.record.fsutil import create_exclusive
 from wfbench_core.record.results import ERROR, FAILED, UNSTABLE, dumps, load_result, write_result
 

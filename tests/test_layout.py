@@ -1,7 +1,8 @@
 """The layout by stage: each stage of wfbench_core imports only the stages below it, with no import circles.
 
-The stages and their order are the import-linter contract in pyproject.toml. The last test copies the package,
-adds one import that points back up, and shows that both checks catch it.
+The stages and their order are the import-linter contract in pyproject.toml. One test copies the package, adds
+one import that points back up, and shows that both checks catch it. The product files are short: none over 500
+lines, no function over 60.
 """
 
 from __future__ import annotations
@@ -135,3 +136,43 @@ def test_public_api_cross_references_resolve(module: str) -> None:
     source = Path(importlib.import_module(module).__file__ or "").read_text(encoding="utf-8")
     refs = set(re.findall(r":(?:class|func|mod|meth|data|attr):`~?([\w.]+)`", source))
     assert sorted(r for r in refs if not _resolves(r, module)) == []
+
+
+PRODUCT = ("wfbench_core", "wfbench_cases", "wfbench_transports")
+MAX_FILE_LINES = 500
+MAX_FUNCTION_LINES = 60
+
+
+def _too_long(name: str, source: str) -> list[str]:
+    """A file over :data:`MAX_FILE_LINES` lines and each function over :data:`MAX_FUNCTION_LINES` (decorators not
+    counted: ``end_lineno - lineno + 1`` of the ``def``)."""
+    import ast
+
+    found = []
+    lines = len(source.splitlines())
+    if lines > MAX_FILE_LINES:
+        found.append(f"{name}: {lines} lines")
+    for node in ast.walk(ast.parse(source, filename=name)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            length = (node.end_lineno or node.lineno) - node.lineno + 1
+            if length > MAX_FUNCTION_LINES:
+                found.append(f"{name}:{node.lineno} {node.name}: {length} lines")
+    return found
+
+
+def test_no_product_file_over_500_lines_and_no_function_over_60() -> None:
+    found = []
+    for package in PRODUCT:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            found += _too_long(str(path.relative_to(ROOT)), path.read_text(encoding="utf-8"))
+    assert found == []
+
+
+def test_a_long_file_and_a_long_function_are_caught() -> None:
+    def function(lines: int) -> str:  # a ``def`` line and ``lines - 1`` statements
+        return "def f():\n" + "".join(f"    x{i} = {i}\n" for i in range(lines - 1))
+
+    assert _too_long("fits.py", function(MAX_FUNCTION_LINES)) == []
+    assert _too_long("long.py", function(MAX_FUNCTION_LINES + 1)) == [f"long.py:1 f: {MAX_FUNCTION_LINES + 1} lines"]
+    assert _too_long("fits.py", "x = 1\n" * MAX_FILE_LINES) == []
+    assert _too_long("big.py", "x = 1\n" * (MAX_FILE_LINES + 1)) == [f"big.py: {MAX_FILE_LINES + 1} lines"]

@@ -101,7 +101,7 @@ def test_an_implausible_run_is_never_stored_and_exits_1() -> None:
 
 def test_a_launch_bound_case_is_kept_marked_and_left_out_of_trends() -> None:
     from wfbench_core.review.export import _trend
-    from wfbench_core.review.history import point_of
+    from wfbench_core.review.series import point_of
     from wfbench_core.review.report import table_rows
     from wfbench_core.record.results import CompilerInfo, Environment, RunResult, TimingProtocol
 

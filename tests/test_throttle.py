@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from synth_runs import synth_run
-from wfbench_core.review.history import point_of
+from wfbench_core.review.series import point_of
 from wfbench_core.record.results import NvmlSummary, Timing
 from wfbench_core.record.stats import summarize
 from wfbench_core.review.throttle import MIN_CLEAN, judge_throttle, pair_clocks

@@ -63,7 +63,7 @@ def suite_table(src: str) -> str:
 
 
 def aa_position(src: str) -> str:
-    from wfbench_core.review.history import protocol_tag
+    from wfbench_core.review.series import protocol_tag
     from wfbench_core.record.stats import position_effect
 
     result, raw = _stored(src)

@@ -125,34 +125,30 @@ def iterations_for(curve: dict[int, float], target: float) -> int:
 PtxFn = Callable[["object", str], str]  # (case, config) -> PTX
 
 
-def write_bundle(out: Path, cases: Sequence[object], variants: dict[str, PtxFn]) -> Path:
-    """A multi-build bundle: one sub-bundle per label, all timed in the same rounds on the GPU host."""
-    import shutil
-
-    from wfbench_core.build.bundle import BUNDLE_SCHEMA, BundleManifest, utcnow, write_manifest
+def plain_bundle(out: Path, cases: Sequence[object], fn: PtxFn, name: str) -> Path:
+    """A fresh bundle at ``out`` (whatever was there is removed) of one compiler, ``warpforthc`` version ``name``."""
     from wfbench_core.record.results import CompilerInfo
     from wfbench_core.testing import bundle_from_ptx
-    from wfbench_core import SUITE_VERSION, __version__
 
-    if out.exists():
-        shutil.rmtree(out)
-    out.mkdir(parents=True)
-    first = None
-    for label, fn in variants.items():
-        info = CompilerInfo(kind="warpforthc", version=f"power-study {label}")
-        m = bundle_from_ptx(cases, out / label, fn, warpforthc=info)  # type: ignore[arg-type]
-        write_manifest(out / label, _labelled(m, label))
-        first = first or m
-    assert first is not None
-    write_manifest(out, BundleManifest(BUNDLE_SCHEMA, __version__, SUITE_VERSION, utcnow(), "", first.warpforthc, (),
-                                       labels=tuple(variants)))
+    _clear(out)
+    bundle_from_ptx(cases, out, fn, warpforthc=CompilerInfo(kind="warpforthc", version=name))  # type: ignore[arg-type]
     return out
 
 
-def _labelled(manifest: object, label: str) -> object:
-    import attrs
+def write_bundle(out: Path, cases: Sequence[object], variants: dict[str, PtxFn]) -> Path:
+    """A fresh multi-build bundle: one sub-bundle per label, all timed in the same rounds on the GPU host."""
+    from wfbench_core.testing import base_head_bundle_from_ptx
 
-    return attrs.evolve(manifest, compiler_label=label)  # type: ignore[arg-type]
+    _clear(out)
+    base_head_bundle_from_ptx(cases, out, variants, version="power-study {label}")  # type: ignore[arg-type]
+    return out
+
+
+def _clear(out: Path) -> None:
+    import shutil
+
+    if out.exists():
+        shutil.rmtree(out)
 
 
 def base_loader(ptx_dir: Path) -> PtxFn:

@@ -47,18 +47,6 @@ def wfbench(*args: str) -> tuple[int, str]:
     return proc.returncode, proc.stdout + proc.stderr
 
 
-def plain_bundle(out: Path, cases: list[object], fn: ps.PtxFn, name: str) -> Path:
-    import shutil
-
-    from wfbench_core.record.results import CompilerInfo
-    from wfbench_core.testing import bundle_from_ptx
-
-    if out.exists():
-        shutil.rmtree(out)
-    bundle_from_ptx(cases, out, fn, warpforthc=CompilerInfo(kind="warpforthc", version=name))  # type: ignore[arg-type]
-    return out
-
-
 def per_case(base: ps.PtxFn, changes: dict[str, ps.PtxFn]) -> ps.PtxFn:
     return lambda case, config: changes.get(case.id, base)(case, config)  # type: ignore[attr-defined]
 
@@ -82,7 +70,7 @@ def cmd_boards(args: argparse.Namespace) -> None:
     base = ps.base_loader(args.ptx)
     walls = {}
     if args.part in ("both", "base"):
-        walls["base"] = ps.execute(plain_bundle(out / "base-bundle", cases, base, "board-study base"),
+        walls["base"] = ps.execute(ps.plain_bundle(out / "base-bundle", cases, base, "board-study base"),
                                    out / "base.json", gpu="0")
         if args.part == "base":
             print(json.dumps({"wall_s": walls}, indent=1))
@@ -95,7 +83,7 @@ def cmd_boards(args: argparse.Namespace) -> None:
                            "reduce_sum_f64": ps.inert_of(base, "%tid.x")})
     same = per_case(base, {"axpy_f64": ps.inert_of(base, "%ctaid.x"), "reduce_sum_f64": ps.inert_of(base, "%tid.x")})
     for name, fn in {"slow": slow, "same": same}.items():
-        walls[name] = ps.execute(plain_bundle(out / f"{name}-bundle", cases, fn, f"board-study {name}"),
+        walls[name] = ps.execute(ps.plain_bundle(out / f"{name}-bundle", cases, fn, f"board-study {name}"),
                                  out / f"{name}.json", gpu=gpu)
     history = out / "history"
     rc, text = wfbench("history", "add", str(out / "base.json"), "--history", str(history))
@@ -137,7 +125,7 @@ def cmd_suite(args: argparse.Namespace) -> None:
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
     cases = [c for c in Registry.load().select(()) if (args.ptx / f"{c.id}.canonical.ptx").exists()]
-    wall = ps.execute(plain_bundle(out / "bundle", cases, ps.base_loader(args.ptx), "suite"), out / "suite.json")
+    wall = ps.execute(ps.plain_bundle(out / "bundle", cases, ps.base_loader(args.ptx), "suite"), out / "suite.json")
     rows = {}
     for c in load_result(out / "suite.json").cases:
         if c.timing is None:

@@ -64,8 +64,12 @@ def bundle_from_ptx(
     warpforthc: CompilerInfo = CompilerInfo(kind="warpforthc", version="prebuilt"),
     source: Source = Source(),
     plugin: str = "",
+    compiler_label: str = "",
 ) -> BundleManifest:
-    """Write a bundle whose WarpForth PTX comes from ``wf_ptx(case, config)`` instead of a compiler run."""
+    """Write a bundle whose WarpForth PTX comes from ``wf_ptx(case, config)`` instead of a compiler run.
+
+    ``compiler_label`` names the compiler of a base/head bundle's sub-bundle, as ``wfbench build`` does.
+    """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
 
@@ -78,7 +82,8 @@ def bundle_from_ptx(
         return compile_wf
 
     entries = tuple(write_case(case, out_dir, plugin, prebuilt(case)) for case in cases)
-    manifest = BundleManifest(BUNDLE_SCHEMA, __version__, SUITE_VERSION, utcnow(), "", warpforthc, entries, source)
+    manifest = BundleManifest(BUNDLE_SCHEMA, __version__, SUITE_VERSION, utcnow(), "", warpforthc, entries, source,
+                              compiler_label)
     write_manifest(out_dir, manifest)
     return manifest
 
@@ -104,17 +109,21 @@ def ptx_dir_loader(folder: str | os.PathLike[str]) -> Callable[[Case, str], str]
 
 
 def base_head_bundle_from_ptx(cases: Iterable[Case], out_dir: Path,
-                              variants: Mapping[str, Callable[[Case, str], str]]) -> BundleManifest:
+                              variants: Mapping[str, Callable[[Case, str], str]], *,
+                              version: str = "prebuilt-{label}") -> BundleManifest:
     """A base/head bundle (one sub-bundle per label, as ``wfbench build --warpforthc base=… --warpforthc
-    head=…`` writes it) whose WarpForth PTX of each label comes from ``variants[label](case, config)``."""
+    head=…`` writes it) whose WarpForth PTX of each label comes from ``variants[label](case, config)``.
+
+    ``version`` is each label's ``warpforthc`` version, ``{label}`` replaced by the label.
+    """
     import attrs
 
     cases = list(cases)
     out_dir = Path(out_dir)
-    subs = {label: bundle_from_ptx(cases, out_dir / label, wf_ptx,
-                                   warpforthc=CompilerInfo(kind="warpforthc", version=f"prebuilt-{label}"))
+    subs = {label: bundle_from_ptx(cases, out_dir / label, wf_ptx, compiler_label=label,
+                                   warpforthc=CompilerInfo(kind="warpforthc", version=version.format(label=label)))
             for label, wf_ptx in variants.items()}
-    top = attrs.evolve(next(iter(subs.values())), cases=(), labels=tuple(subs))
+    top = attrs.evolve(next(iter(subs.values())), cases=(), labels=tuple(subs), compiler_label="")
     write_manifest(out_dir, top)
     return top
 

@@ -10,9 +10,7 @@ the job summary reports it and fails the job.
 
 from __future__ import annotations
 
-import json
 import re
-import xml.etree.ElementTree as ET
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Iterable
 
@@ -59,6 +57,8 @@ def pytest_argv(python_env: list[str], remote_root: str, modules: list[str], jun
 
 def counts(junit_xml: str) -> dict[str, Any]:
     """passed/failed/errors/skipped and the names of the tests that failed, from pytest's JUnit XML."""
+    import xml.etree.ElementTree as ET  # here, as json below: the ssh transport imports this module for listing
+
     try:
         root = ET.fromstring(junit_xml)
     except ET.ParseError as exc:
@@ -108,4 +108,6 @@ def run_on_host(run: Any, root: Path, progress: Callable[[str], None]) -> str:
         raise WfbenchError(f"{run.t.label}: pytest -m gpu could not run (exit {done.rc}): {done.error_line()}")
     data = counts(run.read_text(junit))
     progress(f"{run.t.label}: GPU tests: {describe(data)}")
+    import json
+
     return json.dumps(data, sort_keys=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
@@ -24,6 +23,8 @@ def list_cases(as_json: bool) -> None:
             "sizes": {k: dict(v) for k, v in c.sizes.items()}, "plugin": r.plugin, "summary": c.summary,
         })
     if as_json:
+        import json  # here: the table needs no JSON
+
         click.echo(json.dumps(entries, indent=1))
         return
     if not entries:

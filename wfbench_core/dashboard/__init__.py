@@ -27,7 +27,8 @@ from wfbench_core.dashboard.models import gpu_matrix
 from wfbench_core.dashboard.steps import change_marks
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.fsutil import atomic_write
-from wfbench_core.review.history import History, Point, Series, SeriesKey, git_links, point_order, utc_sortable
+from wfbench_core.review.history import History, git_links, point_order, utc_sortable
+from wfbench_core.review.series import Point, Series, SeriesKey
 from wfbench_core.record.results import MODE_AA, OK
 from wfbench_core.review.verdicts import aa_floor
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from wfbench_core.record.results import MODE_AA
-from wfbench_core.review.history import Series
+from wfbench_core.review.series import Series
 
 
 def change_marks(s: Series) -> list[dict[str, Any]]:

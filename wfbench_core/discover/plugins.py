@@ -7,7 +7,6 @@ extra modules to register, comma-separated (``pkg.module,other.module``).
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 import os
 import warnings
 from types import ModuleType
@@ -16,6 +15,7 @@ from typing import Iterable
 import pluggy
 
 from wfbench_core import hookspecs
+from wfbench_core.discover import entry_points
 from wfbench_core.record.origin import PluginOrigin
 
 GROUP = "wfbench"
@@ -66,24 +66,21 @@ def get_plugin_manager(
 
 def _load_entry_points(pm: pluggy.PluginManager) -> None:
     origins = _origins(pm)
-    for dist in importlib.metadata.distributions():
-        name = ""  # the distribution's name, read (parsed from its metadata) once, only when it has a plugin
-        for ep in dist.entry_points:
-            if ep.group != GROUP or pm.get_plugin(ep.name) is not None or pm.is_blocked(ep.name):
-                continue
-            name = name or dist.metadata["Name"]
-            try:
-                plugin = ep.load()
-            except Exception as exc:  # noqa: BLE001 - a broken plugin must not take the others down
-                warnings.warn(
-                    f"wfbench plugin {ep.name!r} (from {name}) failed to import and was "
-                    f"skipped: {type(exc).__name__}: {exc}",
-                    PluginLoadWarning,
-                    stacklevel=3,
-                )
-                continue
-            pm.register(plugin, name=ep.name)
-            origins[ep.name] = name
+    for ep in entry_points.find(GROUP):
+        if pm.get_plugin(ep.name) is not None or pm.is_blocked(ep.name):
+            continue
+        try:
+            plugin = ep.load()
+        except Exception as exc:  # noqa: BLE001 - a broken plugin must not take the others down
+            warnings.warn(
+                f"wfbench plugin {ep.name!r} (from {ep.distribution}) failed to import and was "
+                f"skipped: {type(exc).__name__}: {exc}",
+                PluginLoadWarning,
+                stacklevel=3,
+            )
+            continue
+        pm.register(plugin, name=ep.name)
+        origins[ep.name] = ep.distribution
 
 
 def _origins(pm: pluggy.PluginManager) -> dict[str, str]:

@@ -29,9 +29,8 @@ from wfbench_core.review import evidence, verdicts
 from wfbench_core.record import stats
 from wfbench_core.review.changepoints import ChangePoint, new_change_points
 from wfbench_core.errors import WfbenchError
-from wfbench_core.review.history import (
-    History, Point, Series, SeriesKey, point_of, point_order, series_key, utc_sortable,
-)
+from wfbench_core.review.history import History, point_order, utc_sortable
+from wfbench_core.review.series import Point, Series, SeriesKey, point_of, series_key
 from wfbench_core.record.results import ERROR, FAILED, RunResult, load_result
 
 # exit codes of `wfbench check` (documented in docs/history.md)

@@ -29,7 +29,8 @@ from typing import Any, Optional
 
 from wfbench_core.record import stats
 from wfbench_core.errors import WfbenchError
-from wfbench_core.review.history import protocol_tag, refusal, timing_mode
+from wfbench_core.review.history import refusal
+from wfbench_core.review.series import protocol_tag, timing_mode
 from wfbench_core.record.results import MODE_AA, MODE_PAIRED, OK, CaseResult, RunResult
 
 FORMATS = ("github-action-benchmark",)

@@ -34,11 +34,8 @@ import attrs
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.fsutil import atomic_write, create_exclusive, read_json
 from wfbench_core.record.result_rules import index_problem
-from wfbench_core.record.results import ERROR, FAILED, FAILING, RunResult, TimingProtocol, converter, dumps, parse_result
-from wfbench_core.review.series import (  # noqa: F401 - the records of a series, re-exported where they were
-    PROTOCOL_NOT_IN_KEY, Point, Series, SeriesKey, SideSummary, case_name, point_of, points_from_run,
-    protocol_tag, series_key, timing_mode,
-)
+from wfbench_core.record.results import FAILING, RunResult, TimingProtocol, converter, dumps, parse_result
+from wfbench_core.review.series import Point, Series, SeriesKey, case_name, points_from_run
 
 HISTORY_ENV = "WFBENCH_HISTORY"
 DEFAULT_DIR = "wfbench-history"

@@ -1,0 +1,104 @@
+"""The Vast.ai API key and the SDK behind it, every failure one scrubbed line.
+
+The key comes from ``VAST_API_KEY``, else the file ``vastai set api-key`` writes (the vastai CLI's order). It
+is never printed, stored or put in an error message; ``VAST_URL`` replaces the API's address, as for the
+vastai CLI.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+from wfbench_transports.vast_config import VastError
+
+KEY_ENV = "VAST_API_KEY"  #: the variable the vastai CLI and SDK read
+
+
+def key_files() -> list[Path]:
+    config = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    return [config / "vastai" / "vast_api_key", Path.home() / ".vast_api_key"]
+
+
+def find_api_key() -> str:
+    """From ``VAST_API_KEY``, else the file ``vastai set api-key`` writes (the vastai CLI's order)."""
+    if os.environ.get(KEY_ENV, "").strip():
+        return os.environ[KEY_ENV].strip()
+    from wfbench_core.record.fsutil import read_text  # here: listing the transports loads no file helpers
+
+    for path in key_files():
+        if path.is_file():
+            key = read_text(path, "a Vast.ai API key file").strip()
+            if key:
+                return key
+    raise VastError(f"no Vast.ai API key: set {KEY_ENV}, or save it with 'vastai set api-key KEY' "
+                    f"(it goes to {key_files()[0]})")
+
+
+class VastClient:
+    """The ``vastai.VastAI`` SDK (:attr:`sdk`, made by :meth:`open`) and the one place its failures are worded.
+
+    ``key`` replaces the key lookup; ``timeout`` is the seconds each API request may take.
+    """
+
+    def __init__(self, key: str | None, *, timeout: float) -> None:
+        self.key = key
+        self.timeout = timeout
+        self.sdk: Any = None
+
+    def open(self) -> None:
+        """Find the key and make the SDK client (once); the SDK is imported here, not for listing."""
+        if self.key is None:
+            self.key = find_api_key()
+        if self.sdk is None:
+            try:
+                from vastai import VastAI
+            except ImportError:
+                raise VastError("the Vast.ai SDK is not installed: pip install 'wfbench[vast]'") from None
+            url = os.environ.get("VAST_URL", "").strip() or None  # as the vastai CLI; read now, not at import
+            self.sdk = self.call("client setup", VastAI, api_key=self.key, server_url=url, quiet=True)
+            self.sdk.client.timeout = self.timeout  # per request; VastAI() does not take it
+
+    def scrub(self, text: str) -> str:
+        if self.key and len(self.key) >= 4:
+            text = text.replace(self.key, "***")
+        return text
+
+    def call(self, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - every SDK/HTTP failure becomes one scrubbed line
+            raise VastError(f"Vast.ai {what} failed: {self.explain(exc)}") from None
+
+    def explain(self, exc: Exception) -> str:
+        """One line for an SDK failure: the HTTP status with Vast's own message and what to do, or the error."""
+        response = getattr(exc, "response", None)
+        status = getattr(response, "status_code", None)
+        if isinstance(status, int):
+            try:
+                body = response.json()  # type: ignore[union-attr]
+            except Exception:  # noqa: BLE001 - not JSON: the status says enough
+                body = None
+            said = str(body.get("msg") or body.get("error") or "") if isinstance(body, dict) else ""
+            text = f"HTTP {status} {getattr(response, 'reason', '') or ''}".rstrip() + (f" ({said})" if said else "")
+            if status in (401, 403):
+                text += f"; check the API key ({KEY_ENV})"
+            elif status == 429:
+                text += "; Vast.ai is rate-limiting this key, try again later"
+            elif status >= 500:
+                text += "; a Vast.ai server error, try again later"
+        elif "Timeout" in type(exc).__name__ or isinstance(exc, TimeoutError):
+            text = f"no reply within api_timeout_s={self.timeout:g} s"
+        else:
+            text = f"{type(exc).__name__}: {exc}"
+        lines = self.scrub(text).strip().splitlines() or [type(exc).__name__]
+        return lines[0][:400]
+
+    def said(self, reply: Any) -> str:
+        """What a ``success: false`` (or malformed) reply says, scrubbed, in one line."""
+        if isinstance(reply, dict):
+            text = str(reply.get("msg") or reply.get("error") or reply)
+        else:
+            text = f"unexpected reply {reply!r}"
+        return (self.scrub(text).strip().splitlines() or ["no message"])[0][:300]
