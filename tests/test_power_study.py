@@ -114,3 +114,17 @@ def test_on_the_gpu_a_calibrated_two_percent_regression_is_slower(tmp_path: Path
     assert rows["2.00% slower"]["slower"] == 1
     assert 0.01 < rows["2.00% slower"]["mean_change"] < 0.03
     assert rows["inert (SASS differs)"]["not_compared"] == 0
+
+
+def test_the_stored_study_is_judged_again_from_its_raw_results() -> None:
+    """Every trial of the power study kept in docs/results (its verdict, change and interval) is what
+    ``wfbench compare``'s rule gives on that run's stored result file: the table in docs/power-study.md is
+    rendered from plan.json, and plan.json holds nothing the raw samples do not."""
+    ps = _tool()
+    folder = ROOT / "docs" / "results" / "h200-power"
+    plan = json.loads((folder / "plan.json").read_text())
+    heads = [*plan["sizes"], *plan["equals"]]
+    assert len(plan["runs"]) >= 1
+    for run in plan["runs"]:
+        again = ps.changes_of(ps.load_study_result(folder, run["result"]), heads)
+        assert json.loads(json.dumps(again)) == run["changes"], run["result"]

@@ -16,6 +16,9 @@ where PATH is a result file in the repository (relative to its root) and KIND on
 - ``aa-position``: an A/A run's position effect per case: within each pair, the first side's sample minus the
   second's (:func:`wfbench_core.record.stats.position_effect`), with its 95 % interval and how many pairs had the
   first side slower.
+- ``power-table``: a power study's table (``tools/power_study.py``), from the study folder PATH: its
+  ``plan.json`` and the runs' result files (kept xz-compressed as ``study-N.json.xz``; a test re-judges every
+  trial from them).
 
 Measured figures live only in such blocks (tests/test_docs_figures.py checks both that every block matches
 its file and that no hardware measurement is quoted outside one). To record a new figure, store the result
@@ -84,7 +87,25 @@ def aa_position(src: str) -> str:
     return head + "\n\n" + "\n".join(rows) + "\n"
 
 
-RENDERERS: dict[str, Callable[[str], str]] = {"suite-table": suite_table, "aa-position": aa_position}
+def power_table(src: str) -> str:
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        import power_study
+    finally:
+        sys.path.pop(0)
+    folder = ROOT / src
+    if not (folder / "plan.json").is_file():
+        raise SystemExit(f"docs_figures: {src}: no plan.json of a power study there")
+    plan = json.loads((folder / "plan.json").read_text())
+    first = power_study.load_study_result(folder, plan["runs"][0]["result"])
+    env = first.environment
+    head = (f"The power study stored in `{src}` ({env.gpu_name}, {_when(first)}, cases "
+            f"{', '.join(sorted({c.id for c in first.cases}))}, the default protocol):")
+    return f"{head}\n\n{power_study.render(power_study.summarize(plan))}"
+
+
+RENDERERS: dict[str, Callable[[str], str]] = {"suite-table": suite_table, "aa-position": aa_position,
+                                              "power-table": power_table}
 
 
 def documents() -> list[Path]:

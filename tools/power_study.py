@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import re
 import subprocess
 import sys
@@ -191,10 +190,14 @@ def execute(bundle: Path, out: Path, extra: Sequence[str] = (), gpu: str | None 
 def changes(result_path: Path, heads: Sequence[str]) -> dict[str, dict[str, object]]:
     """Per head label and case: the change of the gap against the base, its interval, the verdict, and
     whether its code differs (compare's rule)."""
-    from wfbench_core.review.compare import compare_labels
     from wfbench_core.record.results import load_result
 
-    result = load_result(result_path)
+    return changes_of(load_result(result_path), heads)
+
+
+def changes_of(result: object, heads: Sequence[str]) -> dict[str, dict[str, object]]:
+    from wfbench_core.review.compare import compare_labels
+
     out: dict[str, dict[str, object]] = {}
     for head in heads:
         for c in compare_labels(result, "base", head).cases:
@@ -326,6 +329,21 @@ def render(summary: dict) -> str:  # type: ignore[type-arg]
               "| case | " + " | ".join(heads) + " |", "|---|" + "---:|" * len(heads)]
     lines += [f"| {c} | " + " | ".join(_pct(v) for v in by.values()) + " |" for c, by in summary["per_case"].items()]
     return "\n".join(lines) + "\n"
+
+
+def load_study_result(folder: Path, name: str) -> object:
+    """A study run's result, as ``run`` wrote it (``study-N.json``) or as stored (``study-N.json.xz``)."""
+    import lzma
+    import tempfile
+
+    from wfbench_core.record.results import load_result
+
+    if (folder / name).is_file():
+        return load_result(folder / name)
+    with tempfile.TemporaryDirectory() as tmp:
+        plain = Path(tmp) / name
+        plain.write_bytes(lzma.decompress((folder / f"{name}.xz").read_bytes()))
+        return load_result(plain)
 
 
 def write_table(folder: Path) -> dict:  # type: ignore[type-arg]
