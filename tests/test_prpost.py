@@ -11,7 +11,7 @@ from click.testing import CliRunner, Result
 
 from wfbench_core.cli import main
 from wfbench_core.review.prcomment import MARKER
-from github_api import BOT, GitHubApi
+from github_api import GitHubApi
 
 REPO, TOKEN, PR = "owner/wfbench", "ghs_0123456789abcdefABCDEF", 7
 
