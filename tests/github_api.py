@@ -29,10 +29,12 @@ BOT = "github-actions[bot]"
 
 class GitHubApi:
     def __init__(self, repo: str, token: str, *, comments: dict[int, list[dict[str, Any]]] | None = None,
-                 artifacts: dict[str, list[dict[str, Any]]] | None = None) -> None:
+                 artifacts: dict[str, list[dict[str, Any]]] | None = None,
+                 artifacts_of: Any = None) -> None:
         self.repo, self.token = repo, token
         self.comments: dict[int, list[dict[str, Any]]] = comments or {}  # pull request -> its comments
         self.artifacts = artifacts or {}  # run id -> artifacts
+        self.artifacts_of = artifacts_of  # or a function of the run id that lists them (what a run uploaded)
         self.requests: list[tuple[str, str]] = []  # (method, path without the query)
         self.read_only = False  # a token without pull-requests: write: every write is refused with 403
         self._next_id = 500
@@ -103,7 +105,7 @@ class GitHubApi:
             found[0]["body"] = str(body["body"])
             return self._reply(h, 200, found[0])
         if (m := re.fullmatch(rf"{re.escape(base)}/actions/runs/(\d+)/artifacts", parts.path)) and h.command == "GET":
-            items = self.artifacts.get(m.group(1), [])
+            items = self.artifacts_of(m.group(1)) if self.artifacts_of else self.artifacts.get(m.group(1), [])
             return self._page(h, parts.path, query, items, key="artifacts")
         return self._reply(h, 404, {"message": "Not Found"})
 
