@@ -33,7 +33,7 @@ def resolve(name: str) -> tuple[str, str]:
 
 
 def make_plan(models: str, total: float = 4.0) -> list[matrix.Leg]:
-    return matrix.plan(models, max_dph=0.5, rental_min=30, max_total_cost=total, attempt="2", resolve=resolve)
+    return matrix.plan(models, max_dph=0.5, rental_min=30, max_total_cost=total, resolve=resolve)
 
 
 def test_the_plan_pins_each_model_with_its_own_caps() -> None:
@@ -41,10 +41,9 @@ def test_the_plan_pins_each_model_with_its_own_caps() -> None:
     assert [(x.gpu, x.arch, x.max_dph, x.max_cost) for x in legs] == [
         ("RTX_4090", "sm_89", 0.5, 0.25), ("L40S", "sm_89", 1.2, 0.6), ("H100_SXM", "sm_90", 2.5, 1.25),
         ("H200", "sm_90", 3.5, 1.75)]
-    assert [x.artifact for x in legs] == [f"wfbench-result-{g}-2" for g in ("RTX_4090", "L40S", "H100_SXM", "H200")]
     assert matrix.legs_of(json.dumps([x.as_json() for x in legs])) == legs  # what the jobs get back
     # a cap is never rounded below what the price allows for the whole rental
-    (odd,) = matrix.plan("H200@0.33", max_dph=0.5, rental_min=7, max_total_cost=1, attempt="1", resolve=resolve)
+    (odd,) = matrix.plan("H200@0.33", max_dph=0.5, rental_min=7, max_total_cost=1, resolve=resolve)
     assert odd.max_cost >= 0.33 * 7 / 60 and odd.max_cost - 0.33 * 7 / 60 < 1e-4
 
 
@@ -100,17 +99,21 @@ def bh_run(out: Path, scales: dict[str, float]) -> Path:
     return out / matrix.RESULT_NAME
 
 
+def art(leg: matrix.Leg, attempt: str = "1") -> str:
+    return matrix.result_artifact(leg.gpu, attempt)
+
+
 def artifacts(tmp_path: Path, *, slower: bool = True, with_failure: bool = True) -> tuple[list[matrix.Leg], Path]:
     """Four models: a base/head run (one case slower, or not), a first run (head alone), a rental that failed
     (its log says why) and a job that uploaded nothing."""
     legs = make_plan("H200, RTX 4090, L40S, H100 SXM", total=10)
     root = tmp_path / "artifacts"
-    bh_run(root / legs[0].artifact, {SLOW: 1.02} if slower else {})
-    (root / legs[1].artifact).mkdir(parents=True)
-    (root / legs[1].artifact / matrix.RESULT_NAME).write_text((FIXTURES / "h200-suite1.json").read_text())
+    bh_run(root / art(legs[0]), {SLOW: 1.02} if slower else {})
+    (root / art(legs[1])).mkdir(parents=True)
+    (root / art(legs[1]) / matrix.RESULT_NAME).write_text((FIXTURES / "h200-suite1.json").read_text())
     if with_failure:
-        (root / legs[2].artifact).mkdir()
-        (root / legs[2].artifact / matrix.RUN_LOG).write_text(
+        (root / art(legs[2])).mkdir()
+        (root / art(legs[2]) / matrix.RUN_LOG).write_text(
             "vast: offer 3: L40S sm_89\nwfbench: error: instance 9003 stopped while starting (exited: no GPU)\n")
         return legs, root
     return legs[:2], root
@@ -131,7 +134,7 @@ def test_the_merge_puts_every_model_and_case_in_one_table(tmp_path: Path) -> Non
     assert rows["RTX_4090 (sm_89)"] == "| RTX_4090 (sm_89) | head alone | head alone: no stored base yet, gaps only |"
     assert rows["case"] == "| case | H200 | RTX_4090 | L40S | H100_SXM |"
     slow = rows[f"{SLOW} v1"].split(" | ")
-    cmp, _ = base_head(load_result(root / legs[0].artifact / matrix.RESULT_NAME))
+    cmp, _ = base_head(load_result(root / art(legs[0]) / matrix.RESULT_NAME))
     gap = next(c for c in cmp.cases if c.case_id == SLOW).gap
     suite = {c.id: c for c in load_result(FIXTURES / "h200-suite1.json").cases}
     assert slow[1:] == [f"**SLOWER** {gap.head:.3f}x ({gap.percent:+.2f}%)",  # type: ignore[union-attr]
@@ -149,8 +152,8 @@ def test_a_run_with_a_failed_case_is_named_and_never_storable(tmp_path: Path) ->
     run = load_result(FIXTURES / "h200-suite1.json")
     cases = tuple(attrs.evolve(c, status=FAILED, timing=None, message="output mismatch") if c.id == SLOW else c
                   for c in run.cases)
-    (tmp_path / leg.artifact).mkdir()
-    write_result(attrs.evolve(run, cases=cases), tmp_path / leg.artifact / matrix.RESULT_NAME)
+    (tmp_path / art(leg)).mkdir()
+    write_result(attrs.evolve(run, cases=cases), tmp_path / art(leg) / matrix.RESULT_NAME)
     (o,) = matrix.merge([leg], tmp_path)
     assert not o.storable and o.problem == f"1 case(s) failed: {SLOW} v1 (FAILED)" and o.cells[f"{SLOW} v1"] == "FAILED"
     assert matrix.exit_status([o]) == matrix.INCOMPLETE
@@ -158,15 +161,16 @@ def test_a_run_with_a_failed_case_is_named_and_never_storable(tmp_path: Path) ->
 
 def test_the_merge_step_writes_the_summary_the_storable_models_and_the_comment(tmp_path: Path) -> None:
     legs, root = artifacts(tmp_path)
-    part = prcomment.build(*base_head(load_result(root / legs[0].artifact / matrix.RESULT_NAME)),
+    part = prcomment.build(*base_head(load_result(root / art(legs[0]) / matrix.RESULT_NAME)),
                            {SLOW: ["- Added `BAR.SYNC` at head 0x0040"]})
-    (root / legs[0].artifact / matrix.COMMENT_PART).write_text(part)
+    (root / art(legs[0]) / matrix.COMMENT_PART).write_text(part)
     out, summary, comment = tmp_path / "out", tmp_path / "summary", tmp_path / "c" / "comment.md"
     proc = ci_step("merge", str(root), env={"MATRIX": json.dumps([x.as_json() for x in legs]),
                                             "GITHUB_OUTPUT": str(out), "GITHUB_STEP_SUMMARY": str(summary),
                                             "COMMENT_OUT": str(comment)})
     assert proc.returncode == matrix.REGRESSED, proc.stdout + proc.stderr
-    assert [x["gpu"] for x in json.loads(out.read_text().removeprefix("storable="))] == ["H200", "RTX_4090"]
+    assert json.loads(out.read_text().removeprefix("storable=")) == [
+        {**legs[0].as_json(), "artifact": art(legs[0])}, {**legs[1].as_json(), "artifact": art(legs[1])}]
     assert "::error::H200: head is slower than base" in proc.stdout
     assert "::error::L40S: wfbench: error: instance 9003 stopped while starting" in proc.stdout
     assert "| H200 (sm_90) | base/head | 1 SLOWER, 7 SAME |" in summary.read_text()
@@ -180,12 +184,40 @@ def test_the_merge_step_writes_the_summary_the_storable_models_and_the_comment(t
 
 def test_a_comment_part_over_its_share_keeps_its_verdict_table(tmp_path: Path) -> None:
     legs, root = artifacts(tmp_path)
-    cmp, verdicts = base_head(load_result(root / legs[0].artifact / matrix.RESULT_NAME))
-    (root / legs[0].artifact / matrix.COMMENT_PART).write_text(
+    cmp, verdicts = base_head(load_result(root / art(legs[0]) / matrix.RESULT_NAME))
+    (root / art(legs[0]) / matrix.COMMENT_PART).write_text(
         prcomment.build(cmp, verdicts, {SLOW: ["y" * 300] * 40}))
     outcomes = matrix.merge(legs, root)
     whole = matrix.comment(outcomes)
     assert whole.count("y" * 300) == 40
     cut = matrix.comment(outcomes, limit=len(whole) - 1000)
     assert "y" * 300 not in cut and f"| {SLOW} v1 | **SLOWER** |" in cut
-    assert f"the artifact {legs[0].artifact} holds pr-comment.md" in cut and len(cut) < len(whole) - 1000
+    assert f"the artifact {art(legs[0])} holds pr-comment.md" in cut and len(cut) < len(whole) - 1000
+
+
+def test_a_rerun_job_is_read_from_its_newest_attempt(tmp_path: Path) -> None:
+    """Re-running a failed job uploads a new artifact (attempt 2); the model's first attempt is not read, and a
+    model whose job was not re-run keeps its first."""
+    legs = make_plan("H200, RTX 4090")
+    (tmp_path / art(legs[0], "1")).mkdir()
+    (tmp_path / art(legs[0], "1") / matrix.RUN_LOG).write_text("wfbench: error: no offer\n")
+    bh_run(tmp_path / art(legs[0], "2"), {})
+    (tmp_path / art(legs[0], "12")).mkdir()  # attempts compare as numbers, not text
+    (tmp_path / art(legs[0], "12") / matrix.RUN_LOG).write_text("wfbench: error: the twelfth\n")
+    bh_run(tmp_path / art(legs[1], "1"), {})
+    h200, rtx = matrix.merge(legs, tmp_path)
+    assert (h200.artifact, h200.problem) == (art(legs[0], "12"), "wfbench: error: the twelfth")
+    assert (rtx.artifact, rtx.state, rtx.storable) == (art(legs[1], "1"), "base/head", True)
+    (tmp_path / art(legs[0], "12") / matrix.RUN_LOG).unlink()
+    (tmp_path / art(legs[0], "12")).rmdir()
+    assert matrix.merge(legs, tmp_path)[0].artifact == art(legs[0], "2")
+
+
+def test_the_workflow_names_each_models_artifact_as_the_merge_reads_it() -> None:
+    import yaml
+
+    wf = yaml.safe_load((ROOT / ".github" / "workflows" / "gpu-bench.yml").read_text())
+    (step,) = [s for s in wf["jobs"]["bench"]["steps"] if s.get("uses") == "./"]
+    name = step["with"]["result-artifact"]
+    assert name.replace("${{ matrix.gpu }}", "H200").replace("${{ github.run_attempt }}", "3") == \
+        matrix.result_artifact("H200", "3")

@@ -210,8 +210,7 @@ def plan(out: Path) -> int:
     env = os.environ
     try:
         legs = matrix.plan(env.get("GPU_MODELS", ""), max_dph=_number("MAX_DPH"), rental_min=int(_number("RENTAL_MIN")),
-                           max_total_cost=_number("MAX_TOTAL_COST"), attempt=env.get("GITHUB_RUN_ATTEMPT", "1"),
-                           resolve=resolve)
+                           max_total_cost=_number("MAX_TOTAL_COST"), resolve=resolve)
     except WfbenchError as exc:
         fail(str(exc))
     text = json.dumps([leg.as_json() for leg in legs])
@@ -247,7 +246,7 @@ def merge(artifacts: Path) -> int:
     except WfbenchError as exc:
         fail(str(exc))
     _write(env.get("GITHUB_STEP_SUMMARY"), matrix.summary(outcomes))
-    storable = json.dumps([o.leg.as_json() for o in outcomes if o.storable])
+    storable = json.dumps([o.as_json() for o in outcomes if o.storable])
     _write(env.get("GITHUB_OUTPUT"), f"storable={storable}\n")
     if env.get("COMMENT_OUT"):
         Path(env["COMMENT_OUT"]).parent.mkdir(parents=True, exist_ok=True)

@@ -29,19 +29,23 @@ COMMENT_PART = "pr-comment.md"  # a model's part of the pull-request comment (ba
 REGRESSED, INCOMPLETE = 1, 3
 
 
+def result_artifact(gpu: str, attempt: str) -> str:
+    """The name of a model's result artifact, as the workflow's GPU job uploads it (one per run attempt: a
+    re-run job cannot upload a name its run already has)."""
+    return f"wfbench-result-{gpu}-{attempt}"
+
+
 @attrs.frozen
 class Leg:
-    """One matrix job: the pinned model, its architecture, its price caps and the name of its artifact."""
+    """One matrix job: the pinned model, its architecture and its price caps."""
 
     gpu: str
     arch: str
     max_dph: float
     max_cost: float
-    artifact: str
 
     def as_json(self) -> dict[str, str]:
-        return {"gpu": self.gpu, "arch": self.arch, "max-dph": f"{self.max_dph:.2f}",
-                "max-cost": f"{self.max_cost:.4f}", "artifact": self.artifact}
+        return {"gpu": self.gpu, "arch": self.arch, "max-dph": f"{self.max_dph:.2f}", "max-cost": f"{self.max_cost:.4f}"}
 
 
 def _cents_up(x: float) -> float:
@@ -49,7 +53,7 @@ def _cents_up(x: float) -> float:
     return math.ceil(round(x * 10_000, 6)) / 10_000
 
 
-def plan(models: str, *, max_dph: float, rental_min: int, max_total_cost: float, attempt: str,
+def plan(models: str, *, max_dph: float, rental_min: int, max_total_cost: float,
          resolve: Callable[[str], tuple[str, str]]) -> list[Leg]:
     """The legs of ``models`` ("RTX 4090, L40S@1.20, H200@3.50": a model, optionally with its own $/hour cap,
     else ``max_dph``). ``resolve`` turns a name into (pinned key, sm_XX) and refuses unknown ones. Refused in one
@@ -73,7 +77,7 @@ def plan(models: str, *, max_dph: float, rental_min: int, max_total_cost: float,
         key, arch = resolve(name.strip())
         if any(leg.gpu == key for leg in legs):
             raise WfbenchError(f"gpu-models: {key} is listed twice: each model is one rental and one series")
-        legs.append(Leg(key, arch, dph, _cents_up(dph * rental_min / 60), f"wfbench-result-{key}-{attempt}"))
+        legs.append(Leg(key, arch, dph, _cents_up(dph * rental_min / 60)))
     if not legs:
         raise WfbenchError("gpu-models is empty: name at least one GPU model, e.g. 'RTX 4090, H200@3.50'")
     worst = sum(leg.max_cost for leg in legs)
@@ -88,7 +92,7 @@ def plan(models: str, *, max_dph: float, rental_min: int, max_total_cost: float,
 def legs_of(text: str) -> list[Leg]:
     """The plan as the workflow passes it on (its JSON)."""
     try:
-        return [Leg(d["gpu"], d["arch"], float(d["max-dph"]), float(d["max-cost"]), d["artifact"])
+        return [Leg(d["gpu"], d["arch"], float(d["max-dph"]), float(d["max-cost"]))
                 for d in json.loads(text)]
     except (ValueError, KeyError, TypeError) as exc:
         raise WfbenchError(f"the matrix is not the plan job's JSON ({exc}): pass needs.plan.outputs.matrix") from None
@@ -104,6 +108,7 @@ class ModelOutcome:
     """What one model's job left: its cells per case and how the run ended."""
 
     leg: Leg
+    artifact: str  # the artifact read (the newest attempt's), "" when there is none
     state: str  # "base/head", "head alone", or why there is no complete result
     cells: Mapping[str, str] = attrs.field(factory=dict)  # case id + version -> cell text
     verdicts: Mapping[str, str] = attrs.field(factory=dict)  # case id -> verdict (base/head runs)
@@ -115,6 +120,10 @@ class ModelOutcome:
     def regressed(self) -> bool:
         return SLOWER in self.verdicts.values()
 
+    def as_json(self) -> dict[str, str]:
+        """The leg with the artifact to store (what the persist jobs get)."""
+        return {**self.leg.as_json(), "artifact": self.artifact}
+
 
 def _why_no_result(folder: Path) -> str:
     """The last error line of the benchmark step, or a pointer to the log."""
@@ -124,39 +133,48 @@ def _why_no_result(folder: Path) -> str:
     return (errors or [ln for ln in lines if ln] or ["see the log of its benchmark step"])[-1]
 
 
-def outcome(leg: Leg, folder: Path) -> ModelOutcome:
-    """One model's outcome from its downloaded artifact folder (missing when the job never uploaded one)."""
+def outcome(leg: Leg, folder: Optional[Path]) -> ModelOutcome:
+    """One model's outcome from its downloaded artifact folder (None when the job never uploaded one)."""
     from wfbench_core.record.results import ERROR, FAILED, load_result
     from wfbench_core.review.base_head import labels
     from wfbench_core.review.case_verdict import base_head
 
+    if folder is None or not folder.is_dir():
+        return ModelOutcome(leg, "", "no result", problem="its job uploaded no result: see that job's log")
     part = (folder / COMMENT_PART).read_text() if (folder / COMMENT_PART).is_file() else ""
-    if not folder.is_dir():
-        return ModelOutcome(leg, "no result", problem="its job uploaded no result: see that job's log")
     if not (folder / RESULT_NAME).is_file():
-        return ModelOutcome(leg, "no result", problem=_why_no_result(folder))
+        return ModelOutcome(leg, folder.name, "no result", problem=_why_no_result(folder))
     run = load_result(folder / RESULT_NAME)
     failed = {f"{c.id} v{c.version}": c.status.upper() for c in run.cases if c.status in (FAILED, ERROR)}
     problem = (f"{len(failed)} case(s) failed: " + ", ".join(f"{k} ({v})" for k, v in sorted(failed.items()))
                if failed else "")
     if labels(run) and not failed:
-        cmp, verdicts = base_head(run, name=leg.artifact)
+        cmp, verdicts = base_head(run, name=folder.name)
         cells = {}
         for c in cmp.cases:
             v = verdicts[c.case_id]
             change = f" {c.gap.head:.3f}x ({c.gap.percent:+.2f}%)" if c.compared and c.gap is not None else ""
             cells[f"{c.case_id} v{c.version}"] = (f"**{v}**" if v != SAME else v) + change
-        return ModelOutcome(leg, "base/head", cells, verdicts, storable=True, part=part)
+        return ModelOutcome(leg, folder.name, "base/head", cells, verdicts, storable=True, part=part)
     cells = {f"{c.id} v{c.version}": (f"{c.timing.gap:.3f}x" if c.timing is not None and not c.compiler_label
                                       else failed.get(f"{c.id} v{c.version}", "")) for c in run.cases
              if not c.compiler_label or f"{c.id} v{c.version}" in failed}
-    return ModelOutcome(leg, "head alone" if not labels(run) else "base/head", cells, problem=problem,
+    return ModelOutcome(leg, folder.name, "head alone" if not labels(run) else "base/head", cells, problem=problem,
                         storable=not failed, part=part)
+
+
+def newest_artifact(artifacts: Path, gpu: str) -> Optional[Path]:
+    """The model's artifact of the newest run attempt among the downloaded ones (a re-run of a failed job
+    uploads a new one; a job that was not re-run keeps its first)."""
+    pattern = re.compile(re.escape(result_artifact(gpu, "")) + r"(\d+)")
+    found = [(int(m.group(1)), p) for p in (artifacts.iterdir() if artifacts.is_dir() else ())
+             for m in [pattern.fullmatch(p.name)] if m and p.is_dir()]
+    return max(found)[1] if found else None
 
 
 def merge(legs: Sequence[Leg], artifacts: Path) -> list[ModelOutcome]:
     """Every model's outcome, in the plan's order; ``artifacts`` holds one folder per downloaded artifact."""
-    return [outcome(leg, artifacts / leg.artifact) for leg in legs]
+    return [outcome(leg, newest_artifact(artifacts, leg.gpu)) for leg in legs]
 
 
 def _counts(o: ModelOutcome) -> str:
@@ -220,7 +238,7 @@ def comment(outcomes: Sequence[ModelOutcome], *, limit: Optional[int] = None) ->
         if sum(len(x) + 1 for x in lines) + 1 > share:
             cut = next((i for i, ln in enumerate(lines[1:], 1) if ln.startswith("#### ")), len(lines))
             lines = lines[:cut] + ["", f"Explanations left out to keep this comment under GitHub's limit: the "
-                                       f"artifact {o.leg.artifact} holds {COMMENT_PART}."]
+                                       f"artifact {o.artifact} holds {COMMENT_PART}."]
         body += ["", *lines]
     for o in outcomes:
         if not o.part.strip() and o.state == "base/head" and not o.problem:
