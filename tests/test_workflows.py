@@ -240,6 +240,14 @@ class Expr:
             return s.startswith(part) if fn == "startswith" else s.endswith(part)
         if fn == "format":
             return re.sub(r"\{(\d+)\}", lambda m: _text(args[1 + int(m.group(1))]), args[0])
+        if fn == "fromjson":
+            import json
+
+            return json.loads(args[0])
+        if fn == "tojson":
+            import json
+
+            return json.dumps(args[0], indent=2)
         raise ValueError(f"function {name} is not supported by this evaluator")
 
 
@@ -299,7 +307,8 @@ def run_jobs(wf: dict[str, Any], github: dict[str, Any], *, fail: Iterable[str] 
              execute: Callable[[str], tuple[str, dict[str, str]]] | None = None) -> dict[str, str]:
     """Each job's result: ``success``/``failure`` when it runs, else ``skipped``. A job that runs fails when
     ``fail`` names it; its declared outputs are ``outputs[job]``, else ``"true"`` each when it succeeded and
-    ``"false"`` when it failed. ``execute(job)``, when given, runs it for real: (result, outputs)."""
+    ``"false"`` when it failed. ``execute(job, needs)``, when given, runs it for real: (result, outputs);
+    ``needs`` is the job's ``needs`` context. A matrix job counts as one job here (``execute`` runs its legs)."""
     jobs = wf["jobs"]
     results: dict[str, str] = {}
     outs: dict[str, dict[str, str]] = {}
@@ -328,7 +337,7 @@ def run_jobs(wf: dict[str, Any], github: dict[str, Any], *, fail: Iterable[str] 
             if not runs:
                 results[name] = "skipped"
             elif execute is not None:
-                results[name], outs[name] = execute(name)
+                results[name], outs[name] = execute(name, ctx["needs"])
             else:
                 results[name] = "failure" if name in fail else "success"
                 outs[name] = (outputs or {}).get(name) or {
@@ -443,10 +452,13 @@ def expanded_steps(job: dict[str, Any]) -> list[dict[str, Any]]:
 
 WRITING_ACTIONS = ("actions/deploy-pages", "actions/upload-pages-artifact", "benchmark-action/github-action-benchmark")
 # ``gh api`` writes with a method other than GET or with fields/input (which make it a POST)
-WRITING_COMMANDS = (re.compile(r"\bgit\s+push\b"), re.compile(r"\bwfbench\s+history\s+(add|reindex)\b"),
+WRITING_COMMANDS = (re.compile(r"\bgit\s+push\b"), re.compile(r"\bwfbench[\"']?\s+history\s+(add|reindex)\b"),
                     re.compile(r"\bgh\s+api\b[^\n]*?(\s(-X|--method)[\s=]*(?i:POST|PUT|PATCH|DELETE)\b|\s-[fF]\s|"
                                r"--field|--raw-field|--input)"),
-                    re.compile(r"\bwfbench\s+dashboard\b"))
+                    re.compile(r"\bwfbench[\"']?\s+dashboard\b"),
+                    re.compile(r"\bwfbench[\"']?\s+pr-post\b"))  # posts or rewrites a pull-request comment
+#: the one writing step a pull-request run may reach: gpu-bench's comment job, with pull-requests: write alone
+PR_COMMENT = ("gpu-bench.yml", "comment", WRITING_COMMANDS[-1].pattern)
 
 
 def write_scopes(job: dict[str, Any]) -> list[str]:
@@ -473,6 +485,9 @@ def test_writing_commands_are_recognised() -> None:
     assert not any(p.search("gh api repos/o/r/actions/runs/1/artifacts?name=w") for p in WRITING_COMMANDS)
     assert not any(p.search("gh api -X GET repos/o/r") for p in WRITING_COMMANDS)
     assert any(p.search("gh api --method=delete repos/o/r/actions/artifacts/1") for p in WRITING_COMMANDS)
+    assert any(p.search('"$VENV/bin/wfbench" pr-post c.md --pr "$PR"') for p in WRITING_COMMANDS)
+    assert not any(p.search("wfbench pr-comment r.json --bundle b -o c.md") for p in WRITING_COMMANDS)
+    assert any(p.search("\"$VENV/bin/wfbench\" history add r.json --history h") for p in WRITING_COMMANDS)
     # the action in persist mode writes; in bench mode it does not
     assert writing_steps({"steps": [{"uses": "./", "with": {"mode": "persist"}}]})
     assert writing_steps({"steps": [{"uses": "./", "with": {"warpforthc": "x"}}]}) == []
@@ -510,13 +525,23 @@ def pr_reachable_jobs() -> dict[str, set[str]]:
 
 def test_pull_request_runs_reach_no_write_permission_and_no_writing_step() -> None:
     reachable = pr_reachable_jobs()
-    assert reachable.get("gpu-bench.yml") == {"bench"}  # the labelled run benchmarks, and that is all
+    # the labelled run benchmarks every model, merges the verdicts and writes its one comment, and that is all
+    assert reachable.get("gpu-bench.yml") == {"plan", "bench", "summary", "comment"}
     assert reachable.get("ci.yml") == {"test"}
     assert reachable.get("warpforth:ci.yml") == {"build-and-test", "gpu"}
     workflows = workflows_and_callers()
     for wf_name, jobs in reachable.items():
         for job_name in jobs:
             job = workflows[wf_name]["jobs"][job_name]
+            if (wf_name, job_name) == PR_COMMENT[:2]:
+                # the comment job: it may write its comment, nothing else, and runs nothing of the GPU's
+                assert write_scopes(job) == ["pull-requests"] and job["permissions"] == {
+                    "pull-requests": "write", "actions": "read"}
+                assert writing_steps(job) == [PR_COMMENT[2]]
+                writers = [s for s in job["steps"] if any(p.search(str(s.get("run", ""))) for p in WRITING_COMMANDS)]
+                assert len(writers) == 1 and writers[0]["env"]["GITHUB_TOKEN"] == "${{ github.token }}"
+                assert not any(is_local_action(s.get("uses")) for s in job["steps"])
+                continue
             assert write_scopes(job) == [], f"{wf_name}:{job_name} holds write permissions in a PR run"
             assert writing_steps(job) == [], f"{wf_name}:{job_name} writes history or deploys in a PR run"
             if wf_name.startswith("warpforth:"):
@@ -552,6 +577,8 @@ def test_gpu_runs_for_a_pull_request_only_with_the_owners_consent(which: str) ->
         jobs = ran(run_jobs(wf, gh)) if started else set()
         assert not {"persist", "gpu-persist"} & jobs, desc
         assert (gpu_job in jobs) == (started and owner_consented(gh)), desc
+        if not caller:  # the comment job follows the GPU jobs, for pull requests only
+            assert ("comment" in jobs) == (gpu_job in jobs and gh["event_name"] == "pull_request"), desc
         if gpu_job in jobs:
             benched.append(gh["event"]["action"])
     assert set(benched) == {"labeled", "synchronize"}
@@ -560,12 +587,17 @@ def test_gpu_runs_for_a_pull_request_only_with_the_owners_consent(which: str) ->
 def test_gpu_bench_persists_only_trusted_default_branch_runs_that_succeeded() -> None:
     wf = load("gpu-bench.yml")
     assert triggered(wf, "push", "refs/heads/main") and not triggered(wf, "push", "refs/heads/feature")
-    assert ran(run_jobs(wf, github_ctx("push"))) == {"bench", "persist"}
-    assert ran(run_jobs(wf, github_ctx("push"), fail={"bench"})) == {"bench"}  # failed checks: nothing stored
-    dispatch = {"warpforth-ref": "v1", "gpu-name": "RTX_4090"}
-    assert ran(run_jobs(wf, github_ctx("workflow_dispatch", inputs=dispatch))) == {"bench", "persist"}
-    assert ran(run_jobs(wf, github_ctx("workflow_dispatch", ref="refs/heads/feature"))) == {"bench"}
-    assert ran(run_jobs(wf, github_ctx("workflow_dispatch", ref="refs/tags/v1"))) == {"bench"}
+    everything, benched = {"plan", "bench", "summary", "persist"}, {"plan", "bench", "summary"}
+    assert ran(run_jobs(wf, github_ctx("push"))) == everything
+    # a model that failed is left out of the storable ones; none left: nothing stored
+    none = {"summary": {"storable": "[]"}}
+    assert ran(run_jobs(wf, github_ctx("push"), fail={"bench"}, outputs=none)) == benched
+    assert ran(run_jobs(wf, github_ctx("push"), fail={"bench", "summary"})) == everything  # a regression is stored
+    assert ran(run_jobs(wf, github_ctx("push"), fail={"plan"})) == {"plan"}  # over the cost cap: nothing rented
+    dispatch = {"warpforth-ref": "v1", "gpu-models": "RTX 4090, H200@3.50", "max-total-cost": "2.00"}
+    assert ran(run_jobs(wf, github_ctx("workflow_dispatch", inputs=dispatch))) == everything
+    assert ran(run_jobs(wf, github_ctx("workflow_dispatch", ref="refs/heads/feature"))) == benched
+    assert ran(run_jobs(wf, github_ctx("workflow_dispatch", ref="refs/tags/v1"))) == benched
     persist = wf["jobs"]["persist"]
     assert write_scopes(persist) == ["contents"]
     assert {"git push", "wfbench history add"} <= {
@@ -613,9 +645,11 @@ def test_write_permissions_exist_in_exactly_the_two_writing_jobs() -> None:
             assert "permissions" in job, f"{wf_name}:{job_name} must declare its permissions"
             if write_scopes(job):
                 writers[f"{wf_name}:{job_name}"] = write_scopes(job)
-    assert writers == {"gpu-bench.yml:persist": ["contents"], "pages.yml:deploy": ["id-token", "pages"]}
-    bench = load("gpu-bench.yml")["jobs"]["bench"]
-    assert bench["permissions"] == {"contents": "read"}
+    assert writers == {"gpu-bench.yml:persist": ["contents"], "gpu-bench.yml:comment": ["pull-requests"],
+                       "pages.yml:deploy": ["id-token", "pages"]}
+    jobs = load("gpu-bench.yml")["jobs"]
+    assert {name: jobs[name]["permissions"] for name in ("plan", "bench", "summary")} == {
+        name: {"contents": "read"} for name in ("plan", "bench", "summary")}
 
 
 def test_secrets_reach_only_the_steps_that_need_them() -> None:
@@ -651,9 +685,19 @@ def test_timeouts_concurrency_and_cost_ceilings() -> None:
             assert isinstance(job.get("timeout-minutes"), int), f"{wf_name}:{job_name} has no timeout"
     wf = load("gpu-bench.yml")
     bench = wf["jobs"]["bench"]
-    assert bench["concurrency"] == {"group": "gpu-ci", "cancel-in-progress": False}
+    # per model: the legs of one run rent in parallel (one group for all would cancel the waiting legs), and a
+    # model's runs never overlap (its clean-up destroys what carries its label)
+    assert bench["concurrency"] == {"group": "gpu-ci-${{ matrix.gpu }}", "cancel-in-progress": False}
+    assert bench["strategy"]["fail-fast"] is False
     assert wf.get("concurrency") is None  # job level: unlabelled PR events must not queue behind GPU runs
-    assert wf["jobs"]["persist"]["concurrency"]["cancel-in-progress"] is False
+    persist = wf["jobs"]["persist"]
+    assert persist["concurrency"]["cancel-in-progress"] is False and persist["strategy"]["max-parallel"] == 1
+    label = [s["env"]["VAST_LABEL"] for s in load_action()["runs"]["steps"] if "VAST_LABEL" in (s.get("env") or {})]
+    assert label == ["wfbench-ci-${{ github.repository_id }}-${{ inputs.gpu-name }}"] * 2
+    # the plan's defaults: one rental per model at the action's price cap for the whole rental fits the total
+    env = wf["env"]
+    assert "MAX_TOTAL_COST" in env and float(env["MAX_DPH"]) == float(load_action()["inputs"]["max-dph"]["default"])
+    assert float(env["RENTAL_MIN"]) == float(load_action()["inputs"]["rental-min"]["default"])
     inputs = {k: v.get("default") for k, v in load_action()["inputs"].items()}
     assert float(inputs["max-dph"]) == 0.50
     rental_min = float(inputs["rental-min"])
@@ -668,6 +712,7 @@ def test_timeouts_concurrency_and_cost_ceilings() -> None:
     steps = load_action()["runs"]["steps"]
     always = {s["name"] for s in steps if str(s.get("if", "")).startswith("always()")}
     assert always == {"Job summary (tests, table, failed cases, base/head verdicts; fails the job on any of them)",
+                      "This model's part of the pull-request comment (base/head runs; never fails the job)",
                       "Upload the raw result",
                       "Destroy any instance left with this repository's label (belt and braces)"}
     cleanup = [s for s in steps if "destroy_instance" in str(s.get("run", ""))]
@@ -944,6 +989,20 @@ def _expand(value: Any, ctx: dict[str, Any]) -> str:
     return re.sub(r"\$\{\{(.*?)\}\}", lambda m: _text(evaluate(m.group(1), ctx)), text, flags=re.S)
 
 
+def matrix_legs(wf: dict[str, Any], job: str, gh: dict[str, Any], needs: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The legs of a matrix job (``strategy.matrix.include``, evaluated with its ``needs``), or None."""
+    spec = ((wf["jobs"][job].get("strategy") or {}).get("matrix"))
+    if spec is None:
+        return None
+    assert set(spec) == {"include"}, "the simulation knows matrices given as include: lists"
+    include = spec["include"]
+    if isinstance(include, str):
+        ctx = {"github": gh, "needs": needs, "inputs": gh.get("inputs", {}), "vars": {}}
+        include = evaluate(include, ctx)
+    assert isinstance(include, list) and include, f"{job}: a matrix needs at least one leg (GitHub refuses none)"
+    return include
+
+
 class StepFailed(Exception):
     """A step failed, as the real one would. As on GitHub's runner, the outputs it set before failing stay
     set (a run step's ``GITHUB_OUTPUT`` lines; a composite action's ``outputs:``, which the runner evaluates
@@ -995,15 +1054,19 @@ class Runner:
     # ---- contexts
     def context(self, wf: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
         return {"github": {**self.gh, "token": self.gh.get("token", "the-run-token"),
-                           "repository_id": "4242", "run_attempt": "1", "workspace": str(self.workspace)},
+                           "repository_id": "4242", "run_attempt": "1", "run_id": "4242",
+                           "server_url": "https://github.com", "workspace": str(self.workspace)},
                 "inputs": self.gh.get("inputs", {}), "vars": {}, "secrets": self.secrets, "env": env,
                 "runner": {"temp": str(self.temp), "os": "Linux", "arch": "X64"}, "steps": {}, "job": {},
-                "needs": {}}
+                "needs": {}, "matrix": {}, "strategy": {}}
 
-    def job(self, wf: dict[str, Any], name: str) -> str:
+    def job(self, wf: dict[str, Any], name: str, *, needs: dict[str, Any] | None = None,
+            matrix: dict[str, Any] | None = None) -> str:
+        """Run one job (one leg of a matrix job with ``matrix``), its ``needs`` context given."""
         job = wf["jobs"][name]
         env: dict[str, str] = {}
         ctx = self.context(wf, env)
+        ctx["needs"], ctx["matrix"] = needs or {}, matrix or {}
         for k, v in {**(wf.get("env") or {}), **(job.get("env") or {})}.items():
             env[k] = _expand(v, ctx)
         self.trace.append((f"job {name}", "started"))
@@ -1403,6 +1466,14 @@ class World:
         return {"artifact-id": "1"}
 
     def download(self, given: dict[str, str], r: Runner) -> dict[str, str]:
+        import fnmatch
+
+        if given.get("pattern"):  # every artifact of the run that matches, each in a folder of its name
+            found = sorted(a for a in self.artifacts.iterdir() if fnmatch.fnmatchcase(a.name, given["pattern"]))
+            for a in found:
+                shutil.copytree(a, Path(given["path"]) / a.name, dirs_exist_ok=True)
+            r.log.append(f"{len(found)} artifact(s) matching {given['pattern']} downloaded")
+            return {"download-path": given["path"]}
         src = self.artifacts / given["name"]
         if not src.is_dir():
             raise StepFailed(f"Unable to download artifact(s): Artifact not found for name: {given['name']}")
@@ -1472,12 +1543,39 @@ class World:
         runners: dict[str, Runner] = {}
         secrets = {"VAST_API_KEY": "k3y"} if secrets is None else secrets
 
-        def execute(job: str) -> tuple[str, dict[str, str]]:
-            r = Runner(self.runner_root, gh, actions=self.actions(), env=self.env, secrets=secrets)
-            runners[job] = r
-            return r.job(wf, job), r.outputs
+        def execute(job: str, needs: dict[str, Any]) -> tuple[str, dict[str, str]]:
+            legs = matrix_legs(wf, job, gh, needs)
+            if legs is None:
+                r = Runner(self.runner_root, gh, actions=self.actions(), env=self.env, secrets=secrets)
+                runners[job] = r
+                return r.job(wf, job, needs=needs), r.outputs
+            return self.matrix_job(wf, job, gh, needs, legs, secrets, runners)
 
         return run_jobs(wf, gh, execute=execute), runners
+
+    def matrix_job(self, wf: dict[str, Any], job: str, gh: dict[str, Any], needs: dict[str, Any],
+                   legs: list[dict[str, Any]], secrets: dict[str, str],
+                   runners: dict[str, Runner]) -> tuple[str, dict[str, str]]:
+        """The legs of a matrix job, each on a fresh runner of its own, ``max-parallel`` at a time (all at
+        once by default, as GitHub starts them). The job fails when a leg fails; its outputs are those of the
+        leg that finished last. On GitHub every runner has the same home; here legs that run together need
+        their own folders, so the first leg runs where a job always runs and the others beside it."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        strategy = wf["jobs"][job].get("strategy") or {}
+        finished: list[tuple[str, dict[str, str]]] = []
+
+        def leg(i: int) -> tuple[str, dict[str, str]]:
+            root = self.runner_root if i == 0 else self.runner_root.with_name(f"{self.runner_root.name}-{i}")
+            r = Runner(root, gh, actions=self.actions(), env=self.env, secrets=secrets)
+            runners[f"{job}/{legs[i].get('gpu', i)}"] = r
+            outcome = r.job(wf, job, needs=needs, matrix=legs[i]), r.outputs
+            finished.append(outcome)
+            return outcome
+
+        with ThreadPoolExecutor(max_workers=int(strategy.get("max-parallel") or len(legs))) as pool:
+            results = list(pool.map(leg, range(len(legs))))
+        return ("failure" if any(res == "failure" for res, _ in results) else "success"), finished[-1][1]
 
 
 def _history_files(world: World, repo: str) -> list[str]:
@@ -1491,7 +1589,12 @@ def _history_files(world: World, repo: str) -> list[str]:
 # -------------------------------------------------------------------------------------------------
 
 
-def _result_of(world: World, artifact: str = "wfbench-result-1") -> Any:
+#: gpu-bench's one GPU job when it rents its default model, and the artifact that job uploads
+BENCH, ARTIFACT = "bench/RTX_4090", "wfbench-result-RTX_4090-1"
+RAN_ALL = {"plan": "success", "bench": "success", "summary": "success", "persist": "success", "comment": "skipped"}
+
+
+def _result_of(world: World, artifact: str = ARTIFACT) -> Any:
     from wfbench_core.record.results import load_result
 
     return load_result(world.artifacts / artifact / "wfbench-run.json")
@@ -1502,8 +1605,8 @@ def test_gpu_bench_builds_warpforth_with_its_recipe_benchmarks_and_persists(tmp_
 
     world = World(tmp_path)
     results, runners = world.simulate(load("gpu-bench.yml"), github_ctx("push"))
-    bench = runners["bench"]
-    assert results == {"bench": "success", "persist": "success"}, bench.text + runners["persist"].text
+    bench = runners[BENCH]
+    assert results == RAN_ALL, bench.text + runners["persist/RTX_4090"].text
     # nothing stored yet: head alone, built by wfbench with WarpForth's recipe at the LLVM its ci.yml installs
     assert f"::notice::WarpForth tetsuo-cpp/warpforth@{world.warpforth_commit}" in bench.text
     assert "no stored run names a WarpForth commit yet: benchmarking head alone" in bench.text
@@ -1518,7 +1621,7 @@ def test_gpu_bench_builds_warpforth_with_its_recipe_benchmarks_and_persists(tmp_
     # the warpforthc tests ran here, then one rental ran the GPU tests and the cases, after every case compiled
     assert any("-m warpforthc" in line for line in world.stubbed("pytest"))
     (rent,) = [json.loads(line[5:]) for line in world.stubbed("rent")]
-    assert rent["gpu_name"] == "RTX_4090" and rent["arch"] == "sm_89" and rent["label"] == "wfbench-ci-4242"
+    assert rent["gpu_name"] == "RTX_4090" and rent["arch"] == "sm_89" and rent["label"] == "wfbench-ci-4242-RTX_4090"
     assert rent["gpu_tests"] == str(bench.workspace)
     assert bench.outcome("Compile every selected case") == ["success"]
     # the result names the WarpForth commit; the job summary shows the tests, the table; the raw JSON is an artifact
@@ -1531,7 +1634,7 @@ def test_gpu_bench_builds_warpforth_with_its_recipe_benchmarks_and_persists(tmp_
     assert "| `pytest -m gpu` on the rented GPU | 30 | 0 | 0 | 2 |" in bench.summary
     assert "| `pytest -m warpforthc` here, with the head warpforthc | 1 | 0 | 0 | 0 |" in bench.summary
     assert "scale_i64" in bench.summary and "case(s) failed" not in bench.summary
-    assert (world.artifacts / "wfbench-result-1" / "table.txt").read_text().startswith("case")
+    assert (world.artifacts / ARTIFACT / "table.txt").read_text().startswith("case")
     # persist: the history branch is started, with the run and github-action-benchmark's data
     files = _history_files(world, REPO)
     assert "history/index.json" in files and "github-action-benchmark/data.json" in files
@@ -1541,12 +1644,12 @@ def test_gpu_bench_builds_warpforth_with_its_recipe_benchmarks_and_persists(tmp_
 
     # WarpForth moves on: base is the stored run's commit (from the cache, no build), head the new commit
     # (built); one interleaved base/head run, judged by wfbench compare; the history keeps head's gaps
-    (world.artifacts / "wfbench-result-1").rename(world.artifacts / "first")
+    (world.artifacts / ARTIFACT).rename(world.artifacts / "first")
     world.log.write_text("")
     newer = _commit_tree(world.origins[CALLER], {"README.md": "a change\n"}, CALLER_BRANCH, "head")
     results, runners = world.simulate(load("gpu-bench.yml"), github_ctx("push"))
-    bench = runners["bench"]
-    assert results == {"bench": "success", "persist": "success"}, bench.text
+    bench = runners[BENCH]
+    assert results == RAN_ALL, bench.text
     assert len(world.cmake_calls()) == 1  # head only: base came from the cache
     assert f"warpforthc base: {world.warpforth_commit[:12]}, cached build" in bench.text
     result = _result_of(world)
@@ -1569,13 +1672,15 @@ def test_gpu_bench_builds_warpforth_with_its_recipe_benchmarks_and_persists(tmp_
 def test_a_regression_fails_the_bench_job_and_is_still_stored(tmp_path: Path) -> None:
     world = World(tmp_path)
     assert world.simulate(load("gpu-bench.yml"), github_ctx("push"))[0]["persist"] == "success"
-    (world.artifacts / "wfbench-result-1").rename(world.artifacts / "first")
+    (world.artifacts / ARTIFACT).rename(world.artifacts / "first")
     world.env["STAND_IN_SLOWER"] = "axpy_f64"  # head's WarpForth 5 % slower there
     _commit_tree(world.origins[CALLER], {"README.md": "slower\n"}, CALLER_BRANCH, "slower")
     results, runners = world.simulate(load("gpu-bench.yml"), github_ctx("push"))
-    bench = runners["bench"]
-    assert results == {"bench": "failure", "persist": "success"}, bench.text
+    bench = runners[BENCH]
+    assert results == {**RAN_ALL, "bench": "failure", "summary": "failure"}, bench.text
     assert bench.outcome("Job summary") == ["failure"] and bench.outcome("Upload the raw result") == ["success"]
+    assert "::error::RTX_4090: head is slower than base" in runners["summary"].text
+    assert "| axpy_f64 v1 | **SLOWER** " in runners["summary"].summary
     assert "::error::head is slower than base (wfbench compare --fail-on-regression exited 1)" in bench.text
     assert len([f for f in _history_files(world, REPO) if f.startswith("history/runs/")]) == 2
 
@@ -1584,7 +1689,7 @@ def test_a_failed_gpu_test_fails_the_job_and_is_named(tmp_path: Path) -> None:
     world = World(tmp_path)
     world.env["STAND_IN_GPU_TEST_FAIL"] = "tests/test_gpu.py::test_paired_run_checks_then_times"
     results, runners = world.simulate(load("gpu-bench.yml"), github_ctx("push"))
-    bench = runners["bench"]
+    bench = runners[BENCH]
     assert results["bench"] == "failure" and bench.outcome("Benchmark (GPU tests") == ["success"]
     assert "| `pytest -m gpu` on the rented GPU | 30 | 1 | 0 | 2 |" in bench.summary
     assert ("::error::pytest -m gpu on the rented GPU: tests/test_gpu.py::test_paired_run_checks_then_times failed"
@@ -1594,8 +1699,9 @@ def test_a_failed_gpu_test_fails_the_job_and_is_named(tmp_path: Path) -> None:
 def test_a_failed_case_fails_the_bench_job_names_it_uploads_the_json_and_stores_nothing(tmp_path: Path) -> None:
     world = World(tmp_path, fail_case="scale_i64")
     results, runners = world.simulate(load("gpu-bench.yml"), github_ctx("push"))
-    bench = runners["bench"]
-    assert results == {"bench": "failure", "persist": "skipped"}, bench.text
+    bench = runners[BENCH]
+    assert results == {**RAN_ALL, "bench": "failure", "summary": "failure", "persist": "skipped"}, bench.text
+    assert "::error::RTX_4090: 1 case(s) failed: scale_i64 v1 (FAILED)" in runners["summary"].text
     # the benchmark step itself fails: wfbench run's exit status survives "| tee" (pipefail)
     assert bench.outcome("Benchmark (GPU tests") == ["failure"]
     assert "wfbench: error: 1 case(s) failed or could not run: scale_i64" in bench.text
@@ -1609,7 +1715,7 @@ def test_a_failed_case_fails_the_bench_job_names_it_uploads_the_json_and_stores_
     assert bench.outcome("Upload the raw result") == ["success"]
     assert [c.status for c in _result_of(world).cases if c.id == "scale_i64"] == ["failed"]
     assert bench.outcome("Destroy any instance left") == ["success"]
-    assert _history_files(world, REPO) == [] and "persist" not in runners
+    assert _history_files(world, REPO) == [] and not any(r.startswith("persist") for r in runners)
 
 
 def test_a_manual_run_benchmarks_the_given_ref_and_its_persist_gets_a_token(tmp_path: Path) -> None:
@@ -1621,12 +1727,12 @@ def test_a_manual_run_benchmarks_the_given_ref_and_its_persist_gets_a_token(tmp_
     gh = github_ctx("workflow_dispatch", inputs={"warpforth-ref": older})
     assert "head_commit" not in gh["event"]  # a manual run's payload has no commit
     results, runners = world.simulate(load("gpu-bench.yml"), gh)
-    assert results == {"bench": "success", "persist": "success"}, runners["bench"].text
+    assert results == RAN_ALL, runners[BENCH].text
     # the ref asked for, not the branch head, built with the MLIR version of the ref's own ci.yml
     assert _result_of(world).source.git_commit == older != newer
     installs = " ".join(line for line in world.stubbed("apt-get") if " install " in line)
     assert "llvm-20-dev" in installs and "llvm-21" not in installs
-    persist = runners["persist"]
+    persist = runners["persist/RTX_4090"]
     (bench_action,) = [given for name, given in persist.calls if name == "benchmark-action/github-action-benchmark"]
     assert bench_action["github-token"] == "the-run-token"
     (work,) = [given for name, given in persist.calls
@@ -1647,10 +1753,10 @@ def test_a_cached_warpforthc_restored_under_another_home_is_rebuilt_not_used(tmp
     for provenance in entry.rglob("warpforthc.wfbench.json"):  # as if built under /home/someone-else
         provenance.write_text(provenance.read_text().replace(str(tmp_path), "/home/someone-else"))
     entry.rename(world.cache / "warpforthc-ubuntu-24.04-elsewhere")
-    (world.artifacts / "wfbench-result-1").rename(world.artifacts / "first")
+    (world.artifacts / ARTIFACT).rename(world.artifacts / "first")
     world.log.write_text("")
     results, runners = world.simulate(load("gpu-bench.yml"), github_ctx("push"))
-    bench = runners["bench"]
+    bench = runners[BENCH]
     assert results["bench"] == "success", bench.text
     assert bench.outcome("Restore the warpforthc builds") == ["success"]
     assert "holds no finished build made there; building it again" in bench.text
@@ -1695,7 +1801,7 @@ def test_warpforths_gpu_job_uses_the_binary_it_built_and_persists_only_trusted_r
     world = World(tmp_path)
     results, runners = world.simulate(wf, caller_ctx("push"))
     assert results == {"build-and-test": "success", "gpu": "success", "gpu-persist": "success"}, runners["gpu"].text
-    result = _result_of(world)
+    result = _result_of(world, "wfbench-result-1")  # the action's default name: WarpForth's job is one GPU
     assert result.source.git_repo == f"https://github.com/{CALLER}" and {c.status for c in result.cases} == {"ok"}
     assert "history/index.json" in _history_files(world, CALLER)  # WarpForth's own benchmark-data branch
 
@@ -1889,21 +1995,21 @@ def test_cleanup_step_destroys_exactly_this_labels_instances(tmp_path: Path) -> 
     log = tmp_path / "destroyed"
     gh = {**github_ctx("push"), "repository_id": "4242"}
     steps = {"check": {"outputs": {"venv": str(venv)}}}
-    instances = [{"id": 1, "label": "wfbench-ci-4242"}, {"id": 2, "label": "someone-else"},
-                 {"id": 3, "label": "wfbench-ci-4242"}]
+    instances = [{"id": 1, "label": "wfbench-ci-4242-H200"}, {"id": 2, "label": "someone-else"},
+                 {"id": 3, "label": "wfbench-ci-4242-H200"}, {"id": 4, "label": "wfbench-ci-4242-RTX_4090"}]
     env.update(FAKE_INSTANCES=json.dumps(instances), FAKE_LOG=str(log))
-    inputs = {"vast-api-key": "k3y"}
+    inputs = {"vast-api-key": "k3y", "gpu-name": "H200"}  # another model's job may be renting right now
     proc = run_step(step, tmp_path, env, steps=steps, inputs=inputs, github=gh)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert log.read_text().split() == ["1", "3"]
-    assert "2 instance(s) with label wfbench-ci-4242 found, 2 destroyed" in proc.stdout
+    assert "2 instance(s) with label wfbench-ci-4242-H200 found, 2 destroyed" in proc.stdout
 
     log.unlink()
     proc = run_step(step, tmp_path, {**env, "FAKE_REFUSE": "[3]"}, steps=steps, inputs=inputs, github=gh)
     assert proc.returncode == 1 and "::error::could not destroy instance 3: run 'vastai destroy instance 3 -y'" \
         in proc.stdout
 
-    proc = run_step(step, tmp_path, env, steps=steps, inputs={"vast-api-key": ""}, github=gh)  # no key
+    proc = run_step(step, tmp_path, env, steps=steps, inputs={**inputs, "vast-api-key": ""}, github=gh)  # no key
     assert proc.returncode == 0 and "nothing can have been rented" in proc.stdout
 
     # the job failed before wfbench (and the SDK) was installed: nothing to clean up

@@ -22,6 +22,10 @@ Faults (:meth:`VastApi.fault`), per route (``search``, ``create``, ``list``, ``s
 - ``"lost"``: the work is done, then the connection is closed without a reply;
 - ``"slow"``: the work is done, the reply comes after ``delay`` seconds (after the client gave up);
 - ``"sigint"``: the work is done, then this process gets SIGINT (the user's Ctrl-C while the SDK waits).
+
+An instance rented from an offer named in ``fail_start`` never runs: its first status is ``exited`` with that
+offer's message (a host whose container cannot start). :attr:`peak` is the most instances rented here that were
+alive at once.
 """
 
 from __future__ import annotations
@@ -63,13 +67,16 @@ class VastApi:
     """The stand-in server; start it with :meth:`start`, point ``VAST_URL`` at :attr:`url`, :meth:`stop` it."""
 
     def __init__(self, offers: list[dict[str, Any]], api_key: str, *, sshd: Any = None, port: int | None = None,
-                 existing: list[dict[str, Any]] | None = None, ready_after: int | None = 1) -> None:
+                 existing: list[dict[str, Any]] | None = None, ready_after: int | None = 1,
+                 fail_start: dict[int, str] | None = None) -> None:
         self.offers = {int(o["id"]): dict(o) for o in offers}
         self.api_key = api_key
         self.sshd = sshd
         self.ssh_port = port if port is not None else (sshd.port if sshd is not None else 22)
         #: show requests before a new instance reports "running" (None: never)
         self.ready_after = ready_after
+        self.fail_start = dict(fail_start or {})
+        self.peak = 0
         self.instances: dict[int, dict[str, Any]] = {}
         for row in existing or []:
             self.instances[int(row["id"])] = self._row(int(row["id"]), row.get("label"), None, status="running")
@@ -222,7 +229,11 @@ class VastApi:
             self._next += 1
             iid = self._next
             self.instances[iid] = self._row(iid, body.get("label"), o)
+            if oid in self.fail_start:
+                self.instances[iid].update(actual_status="exited", intended_status="running",
+                                           status_msg=self.fail_start[oid])
             self.created.append(iid)
+            self.peak = max(self.peak, len(self.leaked()))
         return 200, {"success": True, "new_contract": iid}
 
     def _row(self, iid: int, label: str | None, o: dict[str, Any] | None, status: str = "loading") -> dict[str, Any]:

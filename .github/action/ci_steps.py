@@ -6,6 +6,11 @@
                                                       exit 1 naming each failure; writes storable=true|false
     python ci_steps.py head-view RESULT_JSON OUT      the head compiler of a base/head run as a run of its own
     python ci_steps.py gate RESULT_JSON               exit 1 unless every case of the result passed
+    python ci_steps.py plan OUT_JSON                  gpu-bench's GPU-model matrix from GPU_MODELS, MAX_DPH,
+                                                      RENTAL_MIN, MAX_TOTAL_COST: writes matrix=JSON
+    python ci_steps.py merge ARTIFACTS_DIR            the summary of every model's artifact (MATRIX: the plan);
+                                                      writes storable=JSON and, with COMMENT_OUT, the PR comment;
+                                                      exit 1: a model regressed, 3: a model has no complete result
 
 They read results with wfbench itself, so a case's status means here what it means everywhere. Errors are
 one ``::error::`` line (a GitHub annotation) and exit status 1.
@@ -189,9 +194,75 @@ def gate(result_path: Path) -> int:
     return 0
 
 
+def plan(out: Path) -> int:
+    """The matrix of gpu-bench's GPU jobs (one rental per model, within the total cost cap), as JSON."""
+    import json
+
+    from wfbench_core.errors import WfbenchError
+    from wfbench_core.review import matrix
+
+    def resolve(name: str) -> tuple[str, str]:
+        from wfbench_transports.vast import arch_of, gpu_model
+
+        model = gpu_model(name)
+        return model.key, arch_of(model.cc)
+
+    env = os.environ
+    try:
+        legs = matrix.plan(env.get("GPU_MODELS", ""), max_dph=_number("MAX_DPH"), rental_min=int(_number("RENTAL_MIN")),
+                           max_total_cost=_number("MAX_TOTAL_COST"), resolve=resolve)
+    except WfbenchError as exc:
+        fail(str(exc))
+    text = json.dumps([leg.as_json() for leg in legs])
+    out.write_text(text + "\n")
+    _write(env.get("GITHUB_OUTPUT"), f"matrix={text}\n")
+    rows = [f"| {leg.gpu} | {leg.arch} | {leg.max_dph:.2f} | {leg.max_cost:.4f} |" for leg in legs]
+    _write(env.get("GITHUB_STEP_SUMMARY"), "\n".join([
+        "## wfbench: the GPU models of this run", "", "| GPU model | arch | max $/hour | max $ per rental |",
+        "|---|---|---:|---:|", *rows, "", f"At most ${sum(leg.max_cost for leg in legs):.2f} in all "
+        f"(max-total-cost ${_number('MAX_TOTAL_COST'):.2f}).", ""]) + "\n")
+    print(text)
+    return 0
+
+
+def _number(name: str) -> float:
+    try:
+        return float(os.environ.get(name, ""))
+    except ValueError:
+        fail(f"{name}={os.environ.get(name, '')!r} is not a number")
+    raise AssertionError  # unreachable
+
+
+def merge(artifacts: Path) -> int:
+    """Every model's result in one summary table; the storable models; the pull-request comment."""
+    import json
+
+    from wfbench_core.errors import WfbenchError
+    from wfbench_core.review import matrix
+
+    env = os.environ
+    try:
+        outcomes = matrix.merge(matrix.legs_of(env.get("MATRIX", "")), artifacts)
+    except WfbenchError as exc:
+        fail(str(exc))
+    _write(env.get("GITHUB_STEP_SUMMARY"), matrix.summary(outcomes))
+    storable = json.dumps([o.as_json() for o in outcomes if o.storable])
+    _write(env.get("GITHUB_OUTPUT"), f"storable={storable}\n")
+    if env.get("COMMENT_OUT"):
+        Path(env["COMMENT_OUT"]).parent.mkdir(parents=True, exist_ok=True)
+        Path(env["COMMENT_OUT"]).write_text(matrix.comment(outcomes))
+    for o in outcomes:
+        if o.regressed:
+            print(f"::error::{o.leg.gpu}: head is slower than base")
+        if o.problem:
+            print(f"::error::{o.leg.gpu}: {o.problem}")
+    print(f"{len(outcomes)} model(s); storable: {', '.join(o.leg.gpu for o in outcomes if o.storable) or 'none'}")
+    return matrix.exit_status(outcomes)
+
+
 def main(argv: list[str]) -> int:
     commands = {"base-commit": (1, base_commit), "test-modules": (2, test_modules), "summary": (1, summary),
-                "head-view": (2, head_view), "gate": (1, gate)}
+                "head-view": (2, head_view), "gate": (1, gate), "plan": (1, plan), "merge": (1, merge)}
     if not argv or argv[0] not in commands or len(argv) - 1 != commands[argv[0]][0]:
         fail(f"usage: ci_steps.py {{{'|'.join(commands)}}} ARGS (got {' '.join(argv) or 'nothing'})")
     command, args = argv[0], argv[1:]

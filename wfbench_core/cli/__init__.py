@@ -76,6 +76,9 @@ COMMANDS = {
     "pr-comment": _command("prcomment", "pr_comment",
         "The pull-request comment of the base/head run RESULT: verdict table, head against "
         "base of every case whose verdict is not SAME, artifact links."),
+    "pr-post": _command("prpost", "pr_post",
+        "Post COMMENT (made by pr-comment) on a pull request, or rewrite the comment posted "
+        "before: one comment per pull request, found by its hidden marker."),
 }
 
 
