@@ -26,7 +26,7 @@ SLOW = "reduce_sum_f64"
 
 
 def resolve(name: str) -> tuple[str, str]:
-    from wfbench_transports.vast import arch_of, gpu_model
+    from wfbench_transports.vast_config import arch_of, gpu_model
 
     model = gpu_model(name)
     return model.key, arch_of(model.cc)

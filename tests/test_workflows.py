@@ -423,6 +423,10 @@ def is_local_action(uses: Any) -> bool:
     return str(uses) in ("./", ACTION_REF)
 
 
+def is_local_action_job(job: dict[str, Any]) -> bool:
+    return any(is_local_action(s.get("uses")) for s in job.get("steps", []))
+
+
 def action_steps_for(step: dict[str, Any], github: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """The steps of the wfbench action that can run for this ``uses:`` step (by its ``with:`` inputs)."""
     action = load_action()
@@ -457,8 +461,10 @@ WRITING_COMMANDS = (re.compile(r"\bgit\s+push\b"), re.compile(r"\bwfbench[\"']?\
                                r"--field|--raw-field|--input)"),
                     re.compile(r"\bwfbench[\"']?\s+dashboard\b"),
                     re.compile(r"\bwfbench[\"']?\s+pr-post\b"))  # posts or rewrites a pull-request comment
-#: the one writing step a pull-request run may reach: gpu-bench's comment job, with pull-requests: write alone
+#: the one writing step a pull-request run may reach: the comment job (gpu-bench's, and WarpForth's through the
+#: action's comment mode), with pull-requests: write alone
 PR_COMMENT = ("gpu-bench.yml", "comment", WRITING_COMMANDS[-1].pattern)
+PR_COMMENT_JOBS = {("gpu-bench.yml", "comment"), ("warpforth:ci.yml", "gpu-comment")}
 
 
 def write_scopes(job: dict[str, Any]) -> list[str]:
@@ -528,19 +534,27 @@ def test_pull_request_runs_reach_no_write_permission_and_no_writing_step() -> No
     # the labelled run benchmarks every model, merges the verdicts and writes its one comment, and that is all
     assert reachable.get("gpu-bench.yml") == {"plan", "bench", "summary", "comment"}
     assert reachable.get("ci.yml") == {"test"}
-    assert reachable.get("warpforth:ci.yml") == {"build-and-test", "gpu"}
+    assert reachable.get("warpforth:ci.yml") == {"build-and-test", "gpu", "gpu-comment"}
     workflows = workflows_and_callers()
     for wf_name, jobs in reachable.items():
         for job_name in jobs:
             job = workflows[wf_name]["jobs"][job_name]
-            if (wf_name, job_name) == PR_COMMENT[:2]:
-                # the comment job: it may write its comment, nothing else, and runs nothing of the GPU's
+            if (wf_name, job_name) in PR_COMMENT_JOBS:
+                # a comment job: it may write its comment, nothing else, and runs nothing of the GPU's
                 assert write_scopes(job) == ["pull-requests"] and job["permissions"] == {
                     "pull-requests": "write", "actions": "read"}
                 assert writing_steps(job) == [PR_COMMENT[2]]
-                writers = [s for s in job["steps"] if any(p.search(str(s.get("run", ""))) for p in WRITING_COMMANDS)]
-                assert len(writers) == 1 and writers[0]["env"]["GITHUB_TOKEN"] == "${{ github.token }}"
-                assert not any(is_local_action(s.get("uses")) for s in job["steps"])
+                steps = expanded_steps(job)
+                writers = [s for s in steps if any(p.search(str(s.get("run", ""))) for p in WRITING_COMMANDS)]
+                assert len(writers) == 1
+                token = writers[0]["env"]["GITHUB_TOKEN"]
+                assert token == "${{ github.token }}" or (
+                    token == "${{ inputs.token }}" and load_action()["inputs"]["token"]["default"] == "${{ github.token }}")
+                assert not any("VAST_API_KEY" in str(s.get("env", {})) or "vast-api-key" in str(s.get("with", {}))
+                               for s in job["steps"])  # no rental, no secret
+                if is_local_action_job(job):
+                    assert all(s.get("with", {}).get("mode") == "comment" for s in job["steps"]
+                               if is_local_action(s.get("uses")))
                 continue
             assert write_scopes(job) == [], f"{wf_name}:{job_name} holds write permissions in a PR run"
             assert writing_steps(job) == [], f"{wf_name}:{job_name} writes history or deploys in a PR run"
@@ -1772,7 +1786,8 @@ def test_the_action_refuses_bad_inputs_in_one_line(tmp_path: Path) -> None:
                            ({"base": ""}, "base is empty: give auto, none, or a commit"),
                            ({"warpforthc": "build/bin/warpforthc"}, "is not an executable file"),
                            ({"warpforthc": "CMakeLists.txt"}, "is not an executable file"),
-                           ({"mode": "other"}, "mode 'other' is neither bench nor persist")):
+                           ({"mode": "other"}, "mode 'other' is neither bench, persist nor comment"),
+                           ({"mode": "comment"}, "mode comment writes a pull request's comment; this is a push run")):
         wf["jobs"]["gpu"]["steps"][1]["with"] = {**given, "vast-api-key": "k3y"}
         results, runners = world.simulate(wf, gh)
         errors = [line for line in runners["gpu"].text.splitlines() if line.startswith("::error::")]
@@ -1800,14 +1815,16 @@ def test_warpforths_gpu_job_uses_the_binary_it_built_and_persists_only_trusted_r
 
     world = World(tmp_path)
     results, runners = world.simulate(wf, caller_ctx("push"))
-    assert results == {"build-and-test": "success", "gpu": "success", "gpu-persist": "success"}, runners["gpu"].text
+    assert results == {"build-and-test": "success", "gpu": "success", "gpu-persist": "success",
+                       "gpu-comment": "skipped"}, runners["gpu"].text
     result = _result_of(world, "wfbench-result-1")  # the action's default name: WarpForth's job is one GPU
     assert result.source.git_repo == f"https://github.com/{CALLER}" and {c.status for c in result.cases} == {"ok"}
     assert "history/index.json" in _history_files(world, CALLER)  # WarpForth's own benchmark-data branch
 
     world = World(tmp_path / "failed", fail_case="axpy_f64")
     results, runners = world.simulate(wf, caller_ctx("push"))
-    assert results == {"build-and-test": "success", "gpu": "failure", "gpu-persist": "skipped"}
+    assert results == {"build-and-test": "success", "gpu": "failure", "gpu-persist": "skipped",
+                       "gpu-comment": "skipped"}
     assert "| axpy_f64 | FAILED |" in runners["gpu"].summary
     assert (world.artifacts / "wfbench-result-1" / "wfbench-run.json").is_file()
     assert _history_files(world, CALLER) == []
@@ -2043,3 +2060,43 @@ def test_the_pre_rental_compile_with_the_real_warpforthc(tmp_path: Path) -> None
                     inputs={"priority": "P0", "gpu-arch": "sm_90"})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert re.search(r"bundle .*wfbench-bundle-check: (\d+) of \1 case\(s\) built", proc.stdout), proc.stdout
+
+
+def test_warpforths_pull_request_gets_one_comment_rewritten_on_every_run(tmp_path: Path) -> None:
+    """WarpForth's ci.yml as docs/ci.md gives it, on an owner-labelled pull request: the gpu job benchmarks base
+    (the stored run's commit) against head and writes the comment's text into its artifact; gpu-comment, the
+    action in comment mode, posts it once and rewrites it on the next run (a stand-in of GitHub's API)."""
+    from github_api import GitHubApi
+
+    world = World(tmp_path)
+    wf = warpforth_workflow()
+    push = caller_ctx("push")
+    push["sha"] = git("rev-parse", CALLER_BRANCH, cwd=world.origins[CALLER]).strip()
+    assert world.simulate(wf, push)[0]["gpu-persist"] == "success"  # the base: a stored run
+    (world.artifacts / "wfbench-result-1").rename(world.artifacts / "push")
+    head = _commit_tree(world.origins[CALLER], {"README.md": "slower\n"}, CALLER_BRANCH, "head")
+    world.env["STAND_IN_SLOWER"] = "axpy_f64"  # head's WarpForth 5 % slower there
+
+    def artifacts_of(run_id: str) -> list[dict[str, Any]]:  # what the run uploaded
+        return [{"id": 100, "name": "wfbench-result-1", "expired": False}]
+
+    api = GitHubApi(CALLER, "the-run-token", artifacts_of=artifacts_of).start()
+    world.env["GITHUB_API_URL"] = api.url
+    try:
+        for action in ("labeled", "synchronize"):
+            gh = pr_ctx(action, labels=["gpu-bench"], added="gpu-bench" if action == "labeled" else None,
+                        actor=CALLER_OWNER, triggering_actor=CALLER_OWNER, head_repo=CALLER, repository=CALLER,
+                        owner=CALLER_OWNER)
+            gh["sha"] = head
+            results, runners = world.simulate(wf, gh)
+            assert results == {"build-and-test": "success", "gpu": "failure", "gpu-comment": "success",
+                               "gpu-persist": "skipped"}, "\n".join(r.text for r in runners.values())
+            (world.artifacts / "wfbench-result-1").rename(world.artifacts / f"pr-{action}")
+    finally:
+        api.stop()
+    assert [m for m, _ in api.requests if m != "GET"] == ["POST", "PATCH"]  # one comment, rewritten
+    (comment,) = api.comments[7]
+    body = comment["body"]
+    assert body.splitlines()[0] == "<!-- wfbench:pr-comment -->" and comment["user"]["login"] == "github-actions[bot]"
+    assert "axpy_f64" in body and "SLOWER" in body
+    assert f"- [wfbench-result-1](https://github.com/{CALLER}/actions/runs/" in body

@@ -202,7 +202,7 @@ def plan(out: Path) -> int:
     from wfbench_core.review import matrix
 
     def resolve(name: str) -> tuple[str, str]:
-        from wfbench_transports.vast import arch_of, gpu_model
+        from wfbench_transports.vast_config import arch_of, gpu_model
 
         model = gpu_model(name)
         return model.key, arch_of(model.cc)
