@@ -11,10 +11,10 @@ placements; that comparison includes the placement effect.
 
 Agreement per kernel is ``wfbench median / nvbench figure - 1``, in each mode against nvbench's matching
 figure: its cold median for cold-l2 (its mean where an older nvbench gives no median), its batch mean
-(the only batch figure it has: a batch is one timed span) for events and graph; the gap's agreement is the same for ``gap = WarpForth / CUDA``, per mode. Where nvbench's batch
-figure is within the launch-bound factor of the launch floor it is its Python launcher's rate, not the
-kernel's: it is not compared (and the table says so), in events or graph mode; its cold figure, measured
-behind its blocking kernel, still is. Only like figures decide the exit status.
+for events and graph (the only batch figure it has: a batch is one timed span); the gap's agreement is
+the same for ``gap = WarpForth / CUDA``, per mode. Where nvbench's batch figure is within the launch-bound
+factor of the launch floor it is its Python launcher's rate, not the kernel's: it is not compared (and the
+table says so), in events or graph mode; its cold figure, measured behind its blocking kernel, still is. Only like figures decide the exit status.
 
 The GPU parts import numba, cuda.core and cuda.bench lazily; the parsing and comparison are plain Python.
 """
@@ -80,7 +80,7 @@ class KernelRow:
         return bool(batch and self.launch_floor_us and batch <= LAUNCH_BOUND_FACTOR * self.launch_floor_us)
 
     def reference_us(self, mode: str) -> Optional[float]:
-        """nvbench's figure that measures what ``mode`` does: its cold mean for cold-l2, else its batch mean."""
+        """nvbench's figure that measures what ``mode`` does: its cold figure for cold-l2, else its batch mean."""
         return self.nvbench.cold_us if mode == TIMING_COLD_L2 else self.nvbench.batch_mean_us
 
     def launch_bound(self, mode: str) -> bool:
