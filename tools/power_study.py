@@ -3,6 +3,7 @@
 the head side's PTX, time them against the base on a GPU, and count the verdicts.
 
     python3 tools/power_study.py run --out DIR [--ptx tests/fixtures/ptx] [--budget-s 400]   # on the GPU host
+        [--case ID ...] [--runs N] [--curve DIR/calibration-curve.json]
     python3 tools/power_study.py table DIR                                                  # anywhere
     python3 tools/power_study.py ptx --warpforthc PATH --out DIR                            # fresh base PTX
     python3 tools/power_study.py check [--ptx DIR]                                          # SASS, no GPU
