@@ -199,8 +199,9 @@ def test_every_mode_timed_is_kept_for_the_comparison() -> None:
 
 
 def test_cold_l2_is_compared_with_nvbenchs_cold_median_where_its_json_has_one() -> None:
-    """cuda-bench 0.3.0's --json (a real file, from an H200; only the output path it echoes is shortened) gives the cold median beside the mean: a wfbench
-    median is compared with it, like with like; an nvbench that gives the mean only is compared with that."""
+    """cuda-bench 0.3.0's --json (a real file, from an H200; only the output path it echoes is shortened) gives
+    the cold median beside the mean: a wfbench median is compared with it, like with like; an nvbench that
+    gives the mean only is compared with that."""
     real = json.loads((Path(__file__).parent / "fixtures" / "nvbench-cuda-bench-0.3.0.json").read_text())
     got = xc.parse_nvbench_json(real)["scale_i64/wf"]
     assert got.cold_median_us == pytest.approx(8.224, abs=5e-4) and got.cold_mean_us == pytest.approx(8.283, abs=5e-4)
