@@ -904,7 +904,11 @@ def test_ci_runs_the_readme_test_command() -> None:
     assert triggered(wf, "push", "refs/heads/anything") and triggered(wf, "pull_request")
     scripts = [str(s.get("run", "")) for s in wf["jobs"]["test"]["steps"]]
     assert "bash .ci/run" in scripts
-    assert "python -m pytest -q" in (ROOT / ".ci" / "run").read_text()
+    readme = (ROOT / "README.md").read_text()
+    (command,) = re.findall(r"runs the test command, which is:\n\n```bash\n(.*?)\n```", readme)
+    assert command.startswith("python -m pytest")
+    last = [ln for ln in (ROOT / ".ci" / "run").read_text().splitlines() if ln.strip() and not ln.startswith("#")][-1]
+    assert last == command
 
 
 # -------------------------------------------------------------------------------------------------
@@ -1924,7 +1928,7 @@ def test_ci_yml_runs_ci_run_with_the_systems_browser(tmp_path: Path, os_id: str,
     expected = ["openssh-server", "openssh-client", "shellcheck", *browser]
     assert install.split()[-len(expected):] == expected and ("chromium" in install.split()) == bool(browser)
     assert any("-e .[dev,vast,gpu]" in line for line in world.stubbed("pip"))
-    assert world.stubbed("pytest") == ["pytest -m pytest -q"]
+    assert world.stubbed("pytest") == ["pytest -m pytest -q -n auto --dist loadfile"]
 
     world.log.write_text("")
     world.env["STAND_IN_PYTEST_RC"] = "1"  # a failing test fails the job
