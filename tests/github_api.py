@@ -20,14 +20,18 @@ from __future__ import annotations
 import json
 import re
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from loopback import LoopbackApi
 
 BOT = "github-actions[bot]"
 
 
-class GitHubApi:
+class GitHubApi(LoopbackApi):
+    METHODS = ("GET", "POST", "PATCH")
+
     def __init__(self, repo: str, token: str, *, comments: dict[int, list[dict[str, Any]]] | None = None,
                  artifacts: dict[str, list[dict[str, Any]]] | None = None,
                  artifacts_of: Any = None) -> None:
@@ -39,34 +43,6 @@ class GitHubApi:
         self.read_only = False  # a token without pull-requests: write: every write is refused with 403
         self._next_id = 500
         self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
-
-    @property
-    def url(self) -> str:
-        assert self._server is not None
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def start(self) -> GitHubApi:
-        api = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802
-                api._handle(self)
-
-            do_POST = do_PATCH = do_GET
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
 
     def add_comment(self, number: int, body: str, login: str = BOT) -> dict[str, Any]:
         with self._lock:

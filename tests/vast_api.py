@@ -36,9 +36,11 @@ import re
 import signal
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from loopback import LoopbackApi
 
 #: hours in the month that Vast's storage_cost ($/GB/month) is spread over in the stand-in's prices
 HOURS_PER_MONTH = 30 * 24
@@ -63,8 +65,10 @@ def offer(oid: int, name: str = "RTX 4090", cc: int = 890, dph: float = 0.40, **
     return base
 
 
-class VastApi:
+class VastApi(LoopbackApi):
     """The stand-in server; start it with :meth:`start`, point ``VAST_URL`` at :attr:`url`, :meth:`stop` it."""
+
+    METHODS = ("GET", "PUT", "POST", "DELETE")
 
     def __init__(self, offers: list[dict[str, Any]], api_key: str, *, sshd: Any = None, port: int | None = None,
                  existing: list[dict[str, Any]] | None = None, ready_after: int | None = 1,
@@ -91,37 +95,12 @@ class VastApi:
         self._lock = threading.Lock()
         self._closing = threading.Event()
         self._next = 9000
-        self._server: ThreadingHTTPServer | None = None
 
     # -- control ------------------------------------------------------------------------------------
 
-    @property
-    def url(self) -> str:
-        assert self._server is not None
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def start(self) -> VastApi:
-        api = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802
-                api._handle(self)
-
-            do_PUT = do_POST = do_DELETE = do_GET
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-        return self
-
     def stop(self) -> None:
         self._closing.set()
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+        super().stop()
 
     def fault(self, route: str, kind: int | str, times: int | None = 1, delay: float = 5.0) -> None:
         """Make the next ``times`` requests of ``route`` fail as ``kind`` (None: all of them)."""

@@ -1,0 +1,43 @@
+"""The HTTP server under the stand-ins of remote APIs (tests/vast_api.py, tests/github_api.py): 127.0.0.1 on
+a free port, served from a daemon thread; a subclass answers each request in ``_handle``."""
+
+from __future__ import annotations
+
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, ClassVar
+
+
+class LoopbackApi:
+    #: the HTTP methods the stand-in answers (each goes to ``_handle``)
+    METHODS: ClassVar[tuple[str, ...]] = ("GET",)
+    _server: ThreadingHTTPServer | None = None
+
+    def _handle(self, h: BaseHTTPRequestHandler) -> None:
+        raise NotImplementedError
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def start(self) -> Any:
+        api = self
+
+        def handle(handler: BaseHTTPRequestHandler) -> None:
+            api._handle(handler)
+
+        def quiet(handler: BaseHTTPRequestHandler, *args: Any) -> None:
+            pass
+
+        Handler = type("Handler", (BaseHTTPRequestHandler,),
+                       {"log_message": quiet, **{f"do_{m}": handle for m in self.METHODS}})
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
