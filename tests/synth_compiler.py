@@ -91,12 +91,17 @@ def make_history(repo: Path, *, commits: int = 8, slow: int = 5, case: str = "re
 
 
 def _chained(ptx: str, steps: int) -> str:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
-    try:
-        from power_study import inject_chain
-    finally:
-        sys.path.pop(0)
-    return inject_chain(ptx, steps)
+    from testkit import load_tool
+
+    return load_tool("power_study").inject_chain(ptx, steps)
+
+
+def compiler_tree(repo: Path, commit: str, tree: Path) -> Path:
+    """``commit``'s files in ``tree`` (a new folder); returns its stand-in warpforthc."""
+    tree.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(repo), "archive", commit], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+    return tree / "warpforthc"
 
 
 def bundle(repo: Path, good: str, bad: str, case: str, out: Path) -> None:
@@ -106,11 +111,7 @@ def bundle(repo: Path, good: str, bad: str, case: str, out: Path) -> None:
 
     compilers = {}
     for label, commit in (("base", good), ("head", bad)):
-        tree = out.parent / f"{out.name}.{label}-compiler"
-        tree.mkdir(parents=True)
-        archive = subprocess.run(["git", "-C", str(repo), "archive", commit], check=True, capture_output=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
-        compilers[label] = tree / "warpforthc"
+        compilers[label] = compiler_tree(repo, commit, out.parent / f"{out.name}.{label}-compiler")
     build_bundle([Registry.load().case(case)], out, warpforthc=compilers)
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from synth_compiler import make_history
+from synth_compiler import compiler_tree, make_history
 from wfbench_core.run import bisect
 from wfbench_core.build import diagnostics as dg
 from wfbench_core.review.case_verdict import SAME, SLOWER
@@ -179,12 +179,8 @@ def test_a_chain_history_slows_the_case_from_its_slow_commit_on(tmp_path: Path, 
     src.write_text(case.render("canonical")[0])
     emitted = {}
     for n in (1, 2, 3):
-        tree = tmp_path / f"tree{n}"
-        tree.mkdir()
-        archive = subprocess.run(["git", "-C", str(tmp_path / "wf"), "archive", history[n]], check=True,
-                                 capture_output=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
-        subprocess.run([str(tree / "warpforthc"), str(src), "-o", str(tmp_path / f"{n}.ptx")], check=True)
+        compiler = compiler_tree(tmp_path / "wf", history[n], tmp_path / f"tree{n}")
+        subprocess.run([str(compiler), str(src), "-o", str(tmp_path / f"{n}.ptx")], check=True)
         emitted[n] = (tmp_path / f"{n}.ptx").read_text()
     stored = (Path(__file__).parent / "fixtures" / "ptx" / f"{CASE}.canonical.ptx").read_text()
     assert emitted[1] == stored and emitted[2] == emitted[3] != stored

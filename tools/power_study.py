@@ -335,16 +335,13 @@ def render(summary: dict) -> str:  # type: ignore[type-arg]
 def load_study_result(folder: Path, name: str) -> object:
     """A study run's result, as ``run`` wrote it (``study-N.json``) or as stored (``study-N.json.xz``)."""
     import lzma
-    import tempfile
 
-    from wfbench_core.record.results import load_result
+    from wfbench_core.record.results import load_result, parse_result
 
     if (folder / name).is_file():
         return load_result(folder / name)
-    with tempfile.TemporaryDirectory() as tmp:
-        plain = Path(tmp) / name
-        plain.write_bytes(lzma.decompress((folder / f"{name}.xz").read_bytes()))
-        return load_result(plain)
+    stored = folder / f"{name}.xz"
+    return parse_result(lzma.decompress(stored.read_bytes()), str(stored))
 
 
 def write_table(folder: Path) -> dict:  # type: ignore[type-arg]
