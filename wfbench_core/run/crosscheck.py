@@ -12,9 +12,11 @@ placements; that comparison includes the placement effect.
 Agreement per kernel is ``wfbench median / nvbench figure - 1``, in each mode against nvbench's matching
 figure: its cold median for cold-l2 (its mean where an older nvbench gives no median), its batch mean
 for events and graph (the only batch figure it has: a batch is one timed span); the gap's agreement is
-the same for ``gap = WarpForth / CUDA``, per mode. Where nvbench's batch figure is within the launch-bound
-factor of the launch floor it is its Python launcher's rate, not the kernel's: it is not compared (and the
-table says so), in events or graph mode; its cold figure, measured behind its blocking kernel, still is. Only like figures decide the exit status.
+the same for ``gap = WarpForth / CUDA``, per mode. nvbench also times an empty kernel through its own launcher
+(the Python callback that launches every kernel here): where a kernel's batch figure is within the launch-bound
+factor of that floor, it is the launcher's rate, not the kernel's, and it is not compared (the table says so),
+in events or graph mode; its cold figure, measured behind its blocking kernel, still is. Only like figures
+decide the exit status.
 
 The GPU parts import numba, cuda.core and cuda.bench lazily; the parsing and comparison are plain Python.
 """
@@ -40,6 +42,7 @@ NVBENCH_COLD_MEAN = "nv/cold/time/gpu/mean"
 NVBENCH_COLD_MEDIAN = "nv/cold/time/gpu/median"
 NVBENCH_COLD_SAMPLES = "nv/cold/sample_size"
 NVBENCH_BATCH_SAMPLES = "nv/batch/sample_size"
+NVBENCH_FLOOR = "wfbench/launch-floor"  # an empty kernel through nvbench's launcher: its batch figure is the floor
 DEFAULT_TOLERANCE = 0.01  # per-kernel agreement target
 
 _NVBENCH_USED = False
@@ -68,16 +71,22 @@ class KernelRow:
     side: str  # "wf" | "cuda"
     wfbench_us: Mapping[str, float]  # timing mode -> wfbench median, us per launch
     nvbench: NvbenchTimes
-    launch_floor_us: Optional[float] = None  # an empty kernel, launched back to back (events mode)
+    launch_floor_us: Optional[float] = None  # an empty kernel, launched back to back by wfbench (events mode)
+    nvbench_floor_us: Optional[float] = None  # the same empty kernel through nvbench's launcher (its batch figure)
+
+    @property
+    def nvbench_floor(self) -> Optional[float]:
+        """The launch floor nvbench's batch figure is judged by: its own launcher's, else wfbench's."""
+        return self.nvbench_floor_us or self.launch_floor_us
 
     @property
     def nvbench_launch_bound(self) -> bool:
-        """nvbench's batch figure is its launcher's rate, not the kernel's (within LAUNCH_BOUND_FACTOR of the
-        floor): nothing that times the kernel compares with it."""
+        """nvbench's batch figure is its launcher's rate, not the kernel's (within LAUNCH_BOUND_FACTOR of its
+        launcher's floor): nothing that times the kernel compares with it."""
         from wfbench_core.gpu.plausibility import LAUNCH_BOUND_FACTOR
 
-        batch = self.nvbench.batch_mean_us
-        return bool(batch and self.launch_floor_us and batch <= LAUNCH_BOUND_FACTOR * self.launch_floor_us)
+        batch, floor = self.nvbench.batch_mean_us, self.nvbench_floor
+        return bool(batch and floor and batch <= LAUNCH_BOUND_FACTOR * floor)
 
     def reference_us(self, mode: str) -> Optional[float]:
         """nvbench's figure that measures what ``mode`` does: its cold figure for cold-l2, else its batch mean."""
@@ -157,13 +166,15 @@ def bench_name(case_id: str, side: str) -> str:
 
 def compare(wfbench_us: Mapping[str, Mapping[str, Mapping[str, float]]], nvbench: Mapping[str, NvbenchTimes],
             floors: Mapping[str, float] = {}) -> tuple[list[KernelRow], list[GapRow]]:
-    """``wfbench_us``: case -> side -> mode -> median us; ``nvbench``: benchmark name -> figures; ``floors``:
-    case -> the launch floor in events mode (us), where measured."""
+    """``wfbench_us``: case -> side -> mode -> median us; ``nvbench``: benchmark name -> figures (with
+    :data:`NVBENCH_FLOOR`, nvbench's own launch floor, where it was timed); ``floors``: case -> wfbench's launch
+    floor in events mode (us), where measured."""
     kernels: list[KernelRow] = []
     gaps: list[GapRow] = []
+    nv_floor = nvbench.get(NVBENCH_FLOOR, NvbenchTimes()).batch_mean_us
     for case_id, sides in wfbench_us.items():
         rows = {side: KernelRow(case_id, side, dict(by_mode), nvbench.get(bench_name(case_id, side), NvbenchTimes()),
-                                floors.get(case_id)) for side, by_mode in sides.items()}
+                                floors.get(case_id), nv_floor) for side, by_mode in sides.items()}
         kernels.extend(rows.values())
         if "wf" in rows and "cuda" in rows:
             wf, cu = rows["wf"], rows["cuda"]
@@ -210,13 +221,15 @@ def render(kernels: Sequence[KernelRow], gaps: Sequence[GapRow], tolerance: floa
             g_rows.append([g.case, g.mode, f"{g.wfbench_gap:.4f}x",
                            "-" if g.nvbench_gap is None else f"{g.nvbench_gap:.4f}x", _pct(g.diff)])
         text += "\n\n" + render_table(g_rows)
-    bound = [f"{k.case}/{k.side} ({_us(k.nvbench.batch_mean_us)} us, floor {_us(k.launch_floor_us)} us)"
+    bound = [f"{k.case}/{k.side} ({_us(k.nvbench.batch_mean_us)} us, floor {_us(k.nvbench_floor)} us)"
              for k in kernels if k.nvbench_launch_bound]
     if bound:
         from wfbench_core.gpu.plausibility import LAUNCH_BOUND_FACTOR
 
+        whose = "through nvbench's own launcher" if any(k.nvbench_floor_us for k in kernels) else "by wfbench"
         text += (f"\n\nnvbench's launcher is the bottleneck (its batch figure within {LAUNCH_BOUND_FACTOR:g}x of an "
-                 f"empty kernel launched back to back), so its batch figure is not compared: " + ", ".join(bound))
+                 f"empty kernel launched back to back {whose}), so its batch figure is not compared: " +
+                 ", ".join(bound))
     worst = worst_disagreement(kernels)
     if worst is not None:
         per_mode = ", ".join(f"{m} {'-' if w is None else f'{w:.2%}'}" for m, w in worst_by_mode(kernels).items())
@@ -366,7 +379,8 @@ def crosscheck(bundle: Path, *, registry: Any, case_ids: Sequence[str] = (), aga
         config = device.config(geo.grid, geo.block, geo.shared_bytes)
         for label, kernel in rounds.setup.kernels.items():
             launchers[bench_name(case.id, label)] = _rotating(device, kernel, config, rounds.set_args)
-    progress(f"nvbench: timing {len(launchers)} kernels")
+    launchers[NVBENCH_FLOOR] = _empty(device)
+    progress(f"nvbench: timing {len(launchers) - 1} kernels and its own launch floor")
     nv = run_nvbench(launchers, json_path, device)
     del keep
     return compare(wfbench_us, nv, floors)
@@ -422,6 +436,19 @@ def _rotating(device: Device, kernel: Any, config: Any, set_args: Sequence[Seque
 
     def go(stream: Any) -> None:
         device.launch(kernel, config, next(sets), stream=stream)
+
+    return go
+
+
+def _empty(device: Device) -> Callable[[Any], None]:
+    """nvbench's launch of wfbench's empty kernel: what its launcher costs per launch, with no kernel work."""
+    from wfbench_core.gpu.gpu_rounds import EMPTY, EMPTY_PTX
+
+    kernel = device.load(EMPTY_PTX, EMPTY, case_id="floor", label="floor")
+    config = device.config((1, 1, 1), (1, 1, 1))
+
+    def go(stream: Any) -> None:
+        device.launch(kernel, config, (), stream=stream)
 
     return go
 
