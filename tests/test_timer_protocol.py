@@ -336,15 +336,28 @@ def test_half_the_work_on_buffers_other_than_the_checked_ones_fails_naming_the_p
     assert all(c.passed for c in m.checks if c.what in ("reference", "idempotent", "cross"))  # it passed those
 
 
-def test_every_placement_set_and_side_is_verified_and_counted() -> None:
+def test_every_placement_and_side_is_verified_and_counted(monkeypatch: pytest.MonkeyPatch) -> None:
+    from wfbench_core.gpu.correctness import TimedBuffers
+
+    verified: list[tuple[int, int, str]] = []  # (placement, buffer set, side) of every verifying launch pair
+    real = TimedBuffers.verify_launch
+
+    def counted(self, go, outs, label, *, placement, buffer_set):  # type: ignore[no-untyped-def]
+        verified.append((placement, buffer_set, label))
+        real(self, go, outs, label, placement=placement, buffer_set=buffer_set)
+
+    monkeypatch.setattr(TimedBuffers, "verify_launch", counted)
     driver = FakeDriver({"wf_scale": good, "cu_scale": good})
-    m = _timed(driver)
+    m = _timed(driver, samples=16, placements=8, min_samples=16)
     assert m.passed, m.message
     s = m.sampled
     placements = len(set(s.placement_of))
-    assert s.placement_checks == placements * s.buffer_sets * 2 * 2  # two verifying launches per set and side
+    assert s.buffer_sets == placements == 8
+    # each placement verifies one buffer set with each side, a different set each time: every set in turn
+    assert sorted(verified) == [(p, p, side) for p in range(8) for side in ("cuda", "wf")]
+    assert s.placement_checks == placements * 2 * 2  # two verifying launches per placement and side, on one set
     timed = {c.side: c for c in m.checks if c.what == "timed-buffers"}
-    assert set(timed) == {"wf", "cuda"} and all(c.passed and c.total == N * placements * s.buffer_sets * 2
+    assert set(timed) == {"wf", "cuda"} and all(c.passed and c.total == N * placements * 2
                                                 for c in timed.values())
     assert s.launch_floor_us == pytest.approx(1.0)  # the stand-in's empty kernel: 0.001 ms per launch
     assert m.costs.placement_checks_s > 0
@@ -509,9 +522,11 @@ def test_launches_rotate_over_buffer_sets_each_holding_the_inputs() -> None:
     assert m.sampled.launches_per_sample % 8 == 0 and len(m.sampled.samples_us["wf"]) == 6
     # 3 placements x 8 sets of timing buffers, plus the correctness phase's own inputs
     assert len(seen) == 3 * 8 + 2
-    # every timing set was launched equally often inside its placement (the correctness buffers aside)
+    # every timing set was launched equally often inside its placement (the correctness buffers aside):
+    # placements differ by their untimed first-touch round, and each placement's verified set by its two
+    # verifying launches
     timing_counts = sorted(seen.values())[2:]
-    assert len(set(timing_counts)) <= 3  # placements differ only by their untimed first-touch round
+    assert max(timing_counts) - min(timing_counts) <= 1 + 2 and timing_counts.count(max(timing_counts)) <= 3
 
 
 def test_one_placement_sits_at_offset_zero_and_rotation_one_is_one_set() -> None:

@@ -78,8 +78,8 @@ class Rounds(TypingProtocol):
         """Overwrite every output buffer of the placement with the poison (untimed, before a round)."""
 
     def verify(self, placement: int) -> None:
-        """Check the placement's outputs: as the timed launches left them, then after one launch of each side
-        into re-poisoned outputs; a wrong output raises (naming the placement)."""
+        """Check the placement's outputs: every buffer set's as the timed launches left them, then one set's after
+        a launch of each side into re-poisoned outputs; a wrong output raises (naming the placement)."""
 
     def sm_mhz(self) -> Optional[float]:
         """The mean SM clock over the span of the last round, in MHz; None where it could not be measured."""

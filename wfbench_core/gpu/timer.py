@@ -14,9 +14,10 @@ Protocol for one case (every side's PTX is loaded into the same context):
    a gate kernel the host opens only once launches are waiting (no side starts on an idle GPU), rotating
    which side goes first. NVML is read on a thread meanwhile.
 3. The timed buffers are checked: before the last pair of every placement the outputs are poisoned again,
-   and after it every buffer set's outputs are compared with what the sides wrote in step 1, first as the
-   timed launches left them, then after one launch of each side into re-poisoned outputs (a mismatch fails
-   the case, naming the placement). The per-launch time of an empty kernel, timed the same way, is the
+   and after it every buffer set's outputs are compared with what the sides wrote in step 1 as the timed
+   launches left them, then one buffer set's (a different one each placement, every set in turn) after a
+   launch of each side into re-poisoned outputs and one over its own output (a mismatch fails the case,
+   naming the placement). The per-launch time of an empty kernel, timed the same way, is the
    launch floor the result is judged by. After timing, each side's own canonical outputs are re-poisoned
    and each side is launched once more and compared with the reference again.
 
