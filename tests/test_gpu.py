@@ -61,9 +61,10 @@ def test_base_head_bundle_shares_cuda_samples(prebuilt_bundle, tmp_path: Path) -
     (top / "manifest.json").write_text(json.dumps(manifest))
     result = execute(top, registry=Registry.load(), request=ExecuteRequest(protocol=QUICK))
     base, head = result.case("scale_i64", "base"), result.case("scale_i64", "head")
-    assert base.timing.cuda == head.timing.cuda  # same CUDA samples, interleaved with both
-    assert set(base.timing.order) == {"wf:base", "wf:head", "cuda"}
-    assert abs(base.timing.gap / head.timing.gap - 1) < 0.05  # the same PTX twice
+    assert base.timing.cuda == head.timing.cuda  # same CUDA samples
+    # the same PTX twice is one kernel: checked and timed once, the head result carries its samples
+    assert set(base.timing.order) == {"wf:base", "cuda"} and head.timing.timed_with == "base"
+    assert head.timing.warpforth == base.timing.warpforth and head.status == base.status == "ok"
 
 
 class WrongReference:

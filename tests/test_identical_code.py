@@ -3,6 +3,7 @@ on real PTX); runs on a depressed host, and throttled points the throttle rule t
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import attrs
@@ -122,3 +123,61 @@ def test_real_kernels_that_differ_only_in_static_shared_memory() -> None:
     tight = dg.diagnose(SHARED_PTX.format(threads=128, shared=1024), "stage", "sm_90", 128, 0)
     assert (loose.max_threads, tight.max_threads) == (256, 128) and not identical(loose, tight)
     assert "launch attributes" in sass_note(loose, tight)
+
+
+@pytest.fixture
+def stand_in_gpu(monkeypatch: pytest.MonkeyPatch, nvcc: Path) -> None:
+    """The executor's real worker with the stand-in timer of tests/fake_gpu.py: each ``bar.sync`` in a side's
+    canonical PTX costs 2 %, every side's samples come from its own PTX."""
+    import os
+
+    tests = Path(__file__).parent
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tests), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv("WFBENCH_PLUGINS", "fake_gpu")
+    monkeypatch.setenv("FAKE_GPU_BEHAVIOUR", "scale_i64=barriers,axpy_f64=barriers")
+    monkeypatch.syspath_prepend(str(tests))
+
+
+@needs_tools
+def test_a_head_kernel_byte_identical_to_base_is_timed_once(stand_in_gpu: None, tmp_path: Path) -> None:
+    """Base/head: axpy_f64's head gets a barrier (other PTX, 2 % slower), scale_i64's head PTX is byte-identical
+    to base's. scale is checked and timed once, base against CUDA, and its head result carries those samples,
+    marked; compare calls it SAME (identical code, timed once) and takes no A/A floor from it."""
+    from click.testing import CliRunner
+
+    from wfbench_core.cli import main
+    from wfbench_core.discover.registry import Registry
+    from wfbench_core.record.results import load_result
+    from wfbench_core.testing import base_head_bundle_from_ptx, inject_at_entry, ptx_dir_loader
+
+    base = ptx_dir_loader(Path(__file__).parent / "fixtures" / "ptx")
+
+    def head(case, config: str) -> str:  # type: ignore[no-untyped-def]
+        ptx = base(case, config)
+        return inject_at_entry(ptx, case.wf_kernel, "bar.sync 0;") if case.id == "axpy_f64" else ptx
+
+    reg = Registry.load()
+    base_head_bundle_from_ptx([reg.case("scale_i64"), reg.case("axpy_f64")], tmp_path / "bh",
+                              {"base": base, "head": head})
+    out = tmp_path / "bh.json"
+    r = CliRunner().invoke(main, ["execute", str(tmp_path / "bh"), "-o", str(out), "-q", "--warmup-s", "0",
+                                  "--min-sample-ms", "1", "--samples", "20"])
+    assert r.exit_code == 0, r.output
+    result = load_result(out)
+    sb, sh = result.case("scale_i64", "base"), result.case("scale_i64", "head")
+    assert sb.timing is not None and sh.timing is not None
+    assert sh.timing.timed_with == "base" and not sb.timing.timed_with
+    assert set(sb.timing.order) == {"wf:base", "cuda"}  # the head's identical kernel was not a side
+    assert sh.timing.warpforth == sb.timing.warpforth and sh.timing.cuda == sb.timing.cuda
+    assert sh.compile_wf is not None and sb.compile_wf is not None
+    assert sh.compile_wf.ptx_sha256 == sb.compile_wf.ptx_sha256
+    ab, ah = result.case("axpy_f64", "base"), result.case("axpy_f64", "head")
+    assert ab.timing is not None and ah.timing is not None and not ah.timing.timed_with
+    assert set(ab.timing.order) == {"wf:base", "wf:head", "cuda"} and ah.timing.cuda == ab.timing.cuda
+    assert ah.timing.warpforth.median_us > ab.timing.warpforth.median_us * 1.01
+
+    cmp = CliRunner().invoke(main, ["compare", str(out)])
+    assert cmp.exit_code == 0, cmp.output
+    assert re.search(r"^scale_i64 v\d .*SAME \(identical code, timed once\)$", cmp.output, re.MULTILINE)
+    assert re.search(r"^axpy_f64 v\d .*SLOWER$", cmp.output, re.MULTILINE)
+    assert "Margin: default 0.20% (no A/A floor measured)" in cmp.output

@@ -198,5 +198,6 @@ def merge_repeats(passes: list[list[CaseResult]], unstable_noise: float) -> list
         fields = timed_status(pool([sampled_of(t) for t in timings]), "wf", work_bytes=first.work_bytes,
                               work_flops=first.work_flops, unstable_noise=unstable_noise,
                               repeat_gaps=tuple(t.gap for t in timings))
+        fields["timing"] = attrs.evolve(fields["timing"], timed_with=timings[0].timed_with)
         out.append(attrs.evolve(first, **fields))
     return out

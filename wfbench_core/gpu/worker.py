@@ -178,6 +178,9 @@ def run_case(variants: dict[str, Any], *, timer: Any, protocol: Any, cuda: Any, 
              yardsticks: Any = None) -> list[CaseResult]:
     """Check and time one case: every WarpForth variant (one, or base and head) against the CUDA side.
 
+    A variant whose PTX is byte-identical to an earlier one's is not checked or timed again (:func:`ptx_twins`):
+    its result carries the earlier variant's checks and samples, marked ``timing.timed_with``.
+
     With ``sanitize``, each side's check configuration is first launched once under compute-sanitizer;
     a finding makes the case FAILED with the sanitizer's first report line, and it is not timed.
     The static diagnostics of both sides (ptxas, SASS) are made on a thread while the GPU works.
@@ -198,7 +201,8 @@ def run_case(variants: dict[str, Any], *, timer: Any, protocol: Any, cuda: Any, 
     bases = {k: attrs.evolve(b, compile_cuda=record) for k, b in bases.items()}
 
     diagnosing = None if mode == MODE_AA else _diagnose_in_background(case, variants, cuda_ptx["canonical"], arch)
-    sides = _sides(case, variants, cuda_ptx, mode)
+    twins = {} if mode == MODE_AA else ptx_twins(variants)
+    sides = _sides(case, {k: v for k, v in variants.items() if k not in twins}, cuda_ptx, mode)
     if sanitize:
         from wfbench_core.gpu.sanitize import DEFAULT_TIMEOUT_S, sanitize_case
 
@@ -226,9 +230,27 @@ def run_case(variants: dict[str, Any], *, timer: Any, protocol: Any, cuda: Any, 
         prep = variants[label]
         costs = attrs.evolve(m.costs, compile_cuda_s=compile_s,
                              compile_wf_s=sum(prep.files[c].compile_wf.wall_s for c in CONFIGS))
-        out.append(measured(attrs.evolve(base, costs=costs), m, _wf_label(label),
-                            unstable_noise=protocol.unstable_noise, yardsticks=yardsticks))
+        result = measured(attrs.evolve(base, costs=costs), m, _wf_label(twins.get(label, label)),
+                          unstable_noise=protocol.unstable_noise, yardsticks=yardsticks)
+        if label in twins and result.timing is not None:
+            result = attrs.evolve(result, timing=attrs.evolve(result.timing, timed_with=twins[label]))
+        out.append(result)
     return out
+
+
+def ptx_twins(variants: dict[str, Any]) -> dict[str, str]:
+    """The compiler labels whose WarpForth PTX is byte-identical, in every configuration, to an earlier label's:
+    label -> that label. Such a kernel is checked and timed once; its twin's samples stand for it, as the same
+    bytes on the same GPU in the same rounds (a base/head run whose head did not change a kernel)."""
+    first: dict[tuple[str, ...], str] = {}
+    twins: dict[str, str] = {}
+    for label, prep in variants.items():
+        key = tuple(prep.files[c].wf_ptx for c in CONFIGS)
+        if key in first:
+            twins[label] = first[key]
+        else:
+            first[key] = label
+    return twins
 
 
 def _sides(case: Any, variants: dict[str, Any], cuda_ptx: dict[str, str], mode: str) -> list[Any]:

@@ -70,7 +70,7 @@ class Sampling:
     nvml: Optional[NvmlSummary] = None
     # per-launch time of an empty kernel, timed the same way in the same process (None: not measured)
     launch_floor_us: Optional[float] = None
-    placement_checks: int = 0  # verifying launches on the timed buffers (every placement, buffer set and side)
+    placement_checks: int = 0  # verifying launches on the timed buffers (every placement and side)
     # the mean SM clock (MHz) over each kept pair, measured in-band (empty: not measured, or not for every pair)
     pair_sm_mhz: tuple[float, ...] = ()
     clock_retakes: int = 0  # pairs re-taken because they ran under the clock floor (wfbench_core.gpu.sampling)
@@ -111,6 +111,9 @@ class Timing(Sampling):
     # --repeat K: the gap of each fresh process (the headline pools their samples; placements are numbered
     # across processes, so the interval covers what changes between processes too)
     repeat_gaps: tuple[float, ...] = ()
+    # a base/head run: the compiler label whose WarpForth samples these are, where this label's PTX was
+    # byte-identical to it in every configuration, so the kernel was timed once ("" = timed as itself)
+    timed_with: str = ""
 
 
 def sampling_fields(record: Sampling) -> dict[str, Any]:

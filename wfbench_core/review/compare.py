@@ -180,6 +180,11 @@ def _same_code(b: CaseResult, h: CaseResult) -> bool:
     return ib == ih if ib and ih else _same_ptx(b.compile_wf, h.compile_wf)
 
 
+def _timed_once(b: CaseResult, h: CaseResult) -> bool:
+    """One kernel timed for both labels of a base/head run (byte-identical PTX): the samples are the same."""
+    return any(c.timing is not None and c.timing.timed_with for c in (b, h))
+
+
 def _same_ptx(a: Optional[CompileRecord], b: Optional[CompileRecord]) -> bool:
     return a is not None and b is not None and bool(a.ptx_sha256) and a.ptx_sha256 == b.ptx_sha256
 
@@ -309,11 +314,14 @@ def compare_labels(result: RunResult, base_label: Optional[str] = None, head_lab
     hmap = {c.id: c for c in result.cases if c.compiler_label == hl}
     pairs, cases = _matched(bmap, hmap, "no {side} result")
     estimates = [(b, h, _gap_in_run(b.timing, h.timing)) for b, h in pairs]  # type: ignore[arg-type]
-    same = [math.exp(e.value) - 1.0 for b, h, e in estimates if e is not None and _same_code(b, h)]
+    # a kernel timed once for both labels reads no change by construction: it measures nothing of the method
+    same = [math.exp(e.value) - 1.0 for b, h, e in estimates
+            if e is not None and _same_code(b, h) and not _timed_once(b, h)]
     floor = verdicts.aa_floor(same)
-    margin = verdicts.margin_of(floor, f"same run, {len(same)} case(s) of identical code", default=settings.margin,
-                                min_effect=settings.min_effect)
-    cases += [_case(b, h, e, margin, same_run=True) for b, h, e in estimates]
+    margin = verdicts.margin_of(floor, f"same run, {len(same)} case(s) of identical code timed twice",
+                                default=settings.margin, min_effect=settings.min_effect)
+    cases += [_case(b, h, e, margin, same_run=True, qualifiers=[verdicts.TIMED_ONCE] if _timed_once(b, h) else [])
+              for b, h, e in estimates]
 
     def version(label: str) -> str:
         info = result.compilers.get(label)

@@ -38,6 +38,7 @@ BASELINE_CHANGED = "baseline changed"  # the CUDA side changed: not a verdict on
 # qualifiers
 IDENTICAL_CODE = "identical code"
 MOVED = "moved"  # identical code whose gap moved beyond its interval: the environment changed
+TIMED_ONCE = "timed once"  # byte-identical PTX in a base/head run: one kernel, timed once for both labels
 OTHER_BOARD = "other board"
 UNKNOWN_BOARD = "board unknown"
 NOISY = "noisy"
