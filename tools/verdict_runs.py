@@ -14,7 +14,10 @@ judge each head against the base: the first must be SLOWER for axpy_f64 and exit
 AMBIGUOUS everywhere and exit 0. Every result, every report and ``summary.json`` go to ``--out``.
 
 ``basehead``: one base/head run of the P0 cases, the head with a 512-step chain in reduce_sum_f64 (a real
-slowdown, uncalibrated) and an inert change in axpy_f64: its wall time and ``wfbench compare``'s table.
+slowdown, uncalibrated) and an inert change in axpy_f64: its wall time and ``wfbench compare``'s table. The
+other four heads are byte-identical to base, as in a compiler change that touches two kernels: each is timed
+once. With ``--all-changed`` every other head gets an inert change too (other PTX, other SASS, no cost), so
+every case is timed on three sides: the longest a P0 base/head run takes.
 
 ``suite``: one plain run of every case with stored PTX: per case, whether NVML saw it throttled (such a case
 used to leave the trends) and what the throttle rule says now (``wfbench_core/review/throttle.py``).
@@ -103,8 +106,9 @@ def cmd_basehead(args: argparse.Namespace) -> None:
     out.mkdir(parents=True, exist_ok=True)
     cases = ps.p0_cases()
     base = ps.base_loader(args.ptx)
-    head = per_case(base, {"reduce_sum_f64": ps.chain_of(base, {"reduce_sum_f64": 512}),
-                           "axpy_f64": ps.inert_of(base, "%tid.x")})
+    changes = {c.id: ps.inert_of(base, "%tid.x") for c in cases} if args.all_changed else {  # type: ignore[attr-defined]
+        "axpy_f64": ps.inert_of(base, "%tid.x")}
+    head = per_case(base, {**changes, "reduce_sum_f64": ps.chain_of(base, {"reduce_sum_f64": 512})})
     bundle = ps.write_bundle(out / "bundle", cases, {"base": base, "head": head})
     t0 = time.monotonic()
     wall = ps.execute(bundle, out / "bh.json")
@@ -172,6 +176,8 @@ def main() -> None:
                                        help="both: two GPUs of this host; base, then heads: two hosts in turn")
     sub.choices["boards"].add_argument("--curve", type=Path, default=None,
                                        help="reuse a power study's calibration-curve.json instead of calibrating")
+    sub.choices["basehead"].add_argument("--all-changed", action="store_true",
+                                         help="an inert change in every head kernel: none is timed once")
     sub.add_parser("identity")
     args = ap.parse_args()
     {"boards": cmd_boards, "basehead": cmd_basehead, "suite": cmd_suite, "identity": cmd_identity}[args.command](args)

@@ -230,12 +230,16 @@ def run_case(variants: dict[str, Any], *, timer: Any, protocol: Any, cuda: Any, 
         prep = variants[label]
         costs = attrs.evolve(m.costs, compile_cuda_s=compile_s,
                              compile_wf_s=sum(prep.files[c].compile_wf.wall_s for c in CONFIGS))
-        result = measured(attrs.evolve(base, costs=costs), m, _wf_label(twins.get(label, label)),
-                          unstable_noise=protocol.unstable_noise, yardsticks=yardsticks)
-        if label in twins and result.timing is not None:
-            result = attrs.evolve(result, timing=attrs.evolve(result.timing, timed_with=twins[label]))
-        out.append(result)
+        out.append(_twin_of(measured(attrs.evolve(base, costs=costs), m, _wf_label(twins.get(label, label)),
+                                     unstable_noise=protocol.unstable_noise, yardsticks=yardsticks), twins.get(label)))
     return out
+
+
+def _twin_of(result: CaseResult, twin: str | None) -> CaseResult:
+    """``result`` marked as timed with label ``twin`` (its byte-identical kernel), where it is one."""
+    if twin is None or result.timing is None:
+        return result
+    return attrs.evolve(result, timing=attrs.evolve(result.timing, timed_with=twin))
 
 
 def ptx_twins(variants: dict[str, Any]) -> dict[str, str]:
