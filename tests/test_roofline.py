@@ -81,3 +81,36 @@ def test_measured_peak_on_this_gpu() -> None:
     sms = device.sm_count
     # at most one DADD or DMUL per lane per clock: 64 f64 lanes per SM at most, at no more than 3 GHz
     assert 0 < peak < sms * 64 * 3.0
+
+
+def test_the_f64_peak_right_after_the_copy_yardstick_takes_no_second_warm_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker measures the copy yardstick, then the f64 peak: the copy has just kept the GPU busy for warmup_s,
+    so the peak's own warm-up is the shortest (0.2 s); after anything else, the full one."""
+    from wfbench_core.gpu.timer import CudaEventTimer
+    from wfbench_core.record.results import TimingProtocol
+
+    seen: list[tuple[str, float]] = []
+    monkeypatch.setattr(rl, "measure_copy_gbps", lambda device, warmup_s: seen.append(("copy", warmup_s)) or 4e3)
+    monkeypatch.setattr(rl, "measure_fp64_peak",
+                        lambda device, warmup_s, compiler=None: seen.append(("fp64", warmup_s)) or 6e4)
+    timer = CudaEventTimer(TimingProtocol(warmup_s=1.0), device=object())  # type: ignore[arg-type]
+    timer.copy_gbps()
+    timer.fp64_peak_gflops()
+    timer.fp64_peak_gflops()
+    assert seen == [("copy", 1.0), ("fp64", 0.0), ("fp64", 1.0)]
+
+
+def test_the_worker_that_measures_the_yardsticks_compiles_the_f64_kernel_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from wfbench_core.build import compile as cc
+    from wfbench_core.gpu.worker import Worker
+
+    started: list[tuple[object, str]] = []
+    monkeypatch.setattr(cc, "prefetch_cuda", lambda sources, arch, compiler: started.extend(sources) or len(sources))
+    worker = Worker(io.StringIO())
+    worker._prefetch([], fp64_peak=True)
+    assert started == [(rl.FP64_CASE_ID, rl.SOURCE)]
+    started.clear()
+    worker._prefetch([], fp64_peak=False)
+    assert started == []

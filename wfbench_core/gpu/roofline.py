@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from wfbench_core.gpu.device import Device
 
 KERNEL = "wfbench_fp64_peak"
+FP64_CASE_ID = "fp64-peak"  # the micro-kernel's name in compiles (the worker compiles it ahead)
 CHAINS = 8  # independent dependency chains per thread: enough to hide the f64 pipeline latency
 FLOPS_PER_ITER = 2 * CHAINS  # one multiply and one add per chain
 BLOCK = 256
@@ -82,8 +83,8 @@ def measure_copy_gbps(device: Device, *, warmup_s: float) -> float:
 def measure_fp64_peak(device: Device, *, warmup_s: float = 1.0, compiler: CompilerInfo | None = None) -> float:
     """The f64 add/multiply rate of this GPU in GFLOP/s, measured on the device's stream with its events.
 
-    Call it once per run (the worker does, beside the copy yardstick); it takes well under a second after the
-    same warm-up as the cases.
+    Call it once per run (the worker does, right after the copy yardstick, and compiles it ahead); it takes
+    well under a second after its warm-up (at least 0.2 s of busy GPU).
     """
     import numpy as np
 
@@ -91,8 +92,8 @@ def measure_fp64_peak(device: Device, *, warmup_s: float = 1.0, compiler: Compil
     from wfbench_core.errors import WfbenchError
     from wfbench_core.record.stats import median
 
-    ptx = compile_cuda(SOURCE, case_id="fp64-peak", arch=device.arch(), compiler=compiler or cuda_compiler()).ptx
-    kernel = device.load(ptx, KERNEL, case_id="fp64-peak", label="fp64-peak")
+    ptx = compile_cuda(SOURCE, case_id=FP64_CASE_ID, arch=device.arch(), compiler=compiler or cuda_compiler()).ptx
+    kernel = device.load(ptx, KERNEL, case_id=FP64_CASE_ID, label=FP64_CASE_ID)
     blocks = device.sm_count * BLOCKS_PER_SM
     out = device.empty(blocks * BLOCK, np.float64)
     args = [ctypes.c_uint64(device.address(out)), ctypes.c_double(0.999999), ctypes.c_double(1e-6),

@@ -75,7 +75,7 @@ class Worker:
             from wfbench_core.build.cudatools import require_tool
 
             require_tool("compute-sanitizer", why="--sanitize runs it")
-        self._prefetch(list(init.prefetch))
+        self._prefetch(list(init.prefetch), fp64_peak=init.copy and hasattr(self.timer, "fp64_peak_gflops"))
         if init.copy:  # the run's yardsticks, measured once by its first worker
             environment = attrs.evolve(environment, copy_gbps=self.timer.copy_gbps(),
                                        fp64_peak_gflops=self._fp64_peak())
@@ -85,11 +85,16 @@ class Worker:
                                      l2_bytes=environment.l2_bytes)
         return msg.Ready(environment, self.cuda, self.arch)
 
-    def _prefetch(self, case_ids: list[str]) -> None:
-        """Start compiling the CUDA side of ``case_ids`` (both configurations) ahead of their turn."""
+    def _prefetch(self, case_ids: list[str], fp64_peak: bool = False) -> None:
+        """Start compiling the CUDA side of ``case_ids`` (both configurations) ahead of their turn, and first
+        the f64 peak micro-kernel where this worker measures the yardsticks (it compiles while the copy runs)."""
         from wfbench_core.build.compile import prefetch_cuda
 
-        sources = []
+        sources: list[tuple[Any, str]] = []
+        if fp64_peak:
+            from wfbench_core.gpu.roofline import FP64_CASE_ID, SOURCE
+
+            sources.append((FP64_CASE_ID, SOURCE))
         for cid in case_ids:
             try:
                 variants = self._variants(cid)
