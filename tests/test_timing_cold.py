@@ -16,7 +16,7 @@ import pytest
 
 from test_timer_protocol import CASE, SIDES, FakeDriver, good, make_timer
 from wfbench_core.gpu.timer import CudaEventTimer
-from wfbench_core.gpu.gpu_rounds import EMPTY, GATE_KERNEL
+from wfbench_core.gpu.gpu_rounds import CLOCK_KERNEL, EMPTY, GATE_KERNEL
 from wfbench_core.record.results import TIMING_COLD_L2, TimingProtocol
 
 KERNEL_MS = {"wf_scale": 0.003, "cu_scale": 0.002, EMPTY: 0.001}  # each launch's time on the GPU
@@ -126,9 +126,10 @@ def test_each_cold_launch_is_a_finished_flush_then_start_kernel_end_behind_its_o
     assert m.passed, m.message
     cold = [i for i, item in enumerate(driver.log) if item == "flush"]
     assert cold, "no cold launch was timed"
-    for i in cold:  # as nvbench's cold measurement: flush, (host waits), gate, start, launch, end
-        assert driver.log[i + 1] == "gate" and driver.log[i + 2] == "event" and driver.log[i + 4] == "event"
-        assert driver.log[i + 3] in ("wf_scale", "cu_scale", EMPTY)
+    for i in cold:  # as nvbench's cold measurement: flush, (host waits), gate, probe, start, launch, end, probe
+        assert driver.log[i + 1:i + 3] == ["gate", CLOCK_KERNEL]
+        assert driver.log[i + 3] == "event" and driver.log[i + 5] == "event" and driver.log[i + 6] == CLOCK_KERNEL
+        assert driver.log[i + 4] in ("wf_scale", "cu_scale", EMPTY)
 
 
 def test_the_docs_state_how_a_cold_launch_is_queued() -> None:

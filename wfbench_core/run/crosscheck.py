@@ -44,6 +44,7 @@ NVBENCH_COLD_SAMPLES = "nv/cold/sample_size"
 NVBENCH_BATCH_SAMPLES = "nv/batch/sample_size"
 NVBENCH_FLOOR = "wfbench/launch-floor"  # an empty kernel through nvbench's launcher: its batch figure is the floor
 DEFAULT_TOLERANCE = 0.01  # per-kernel agreement target
+BATCH_OVER_COLD = 1.10  # nvbench's hot batch figure this far over its cold one is its launcher's rate
 
 _NVBENCH_USED = False
 INSTALL_HINT = "crosscheck needs nvbench's Python package: pip install 'wfbench[crosscheck]' on the GPU host"
@@ -81,12 +82,16 @@ class KernelRow:
 
     @property
     def nvbench_launch_bound(self) -> bool:
-        """nvbench's batch figure is its launcher's rate, not the kernel's (within LAUNCH_BOUND_FACTOR of its
-        launcher's floor): nothing that times the kernel compares with it."""
+        """nvbench's batch figure is its launcher's rate, not the kernel's: within LAUNCH_BOUND_FACTOR of its
+        launcher's floor, or over its own cold figure by more than BATCH_OVER_COLD (back to back with a hot L2,
+        a kernel is not slower than alone after a flush: the launches, whose Python cost grows with the
+        kernel's arguments, are what it timed). Nothing that times the kernel compares with it."""
         from wfbench_core.gpu.plausibility import LAUNCH_BOUND_FACTOR
 
-        batch, floor = self.nvbench.batch_mean_us, self.nvbench_floor
-        return bool(batch and floor and batch <= LAUNCH_BOUND_FACTOR * floor)
+        batch, floor, cold = self.nvbench.batch_mean_us, self.nvbench_floor, self.nvbench.cold_us
+        if not batch:
+            return False
+        return bool((floor and batch <= LAUNCH_BOUND_FACTOR * floor) or (cold and batch > BATCH_OVER_COLD * cold))
 
     def reference_us(self, mode: str) -> Optional[float]:
         """nvbench's figure that measures what ``mode`` does: its cold figure for cold-l2, else its batch mean."""
@@ -228,8 +233,8 @@ def render(kernels: Sequence[KernelRow], gaps: Sequence[GapRow], tolerance: floa
 
         whose = "through nvbench's own launcher" if any(k.nvbench_floor_us for k in kernels) else "by wfbench"
         text += (f"\n\nnvbench's launcher is the bottleneck (its batch figure within {LAUNCH_BOUND_FACTOR:g}x of an "
-                 f"empty kernel launched back to back {whose}), so its batch figure is not compared: " +
-                 ", ".join(bound))
+                 f"empty kernel launched back to back {whose}, or over {BATCH_OVER_COLD:g}x its own cold figure), "
+                 f"so its batch figure is not compared: " + ", ".join(bound))
     worst = worst_disagreement(kernels)
     if worst is not None:
         per_mode = ", ".join(f"{m} {'-' if w is None else f'{w:.2%}'}" for m, w in worst_by_mode(kernels).items())
