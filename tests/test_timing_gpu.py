@@ -171,6 +171,8 @@ def test_cold_l2_times_no_launch_latency_even_when_the_host_falls_behind(prebuil
         return median([rounds.round(["cuda"], launches)["cuda"] / launches for _ in range(5)]) * 1000.0
 
     per_launch_us()  # untimed: the flush buffer, the events, a warm launch path
+    # (crosscheck's rounds launch a side's kernel first here: that launch loads it, which may outlast the gate)
+    warm_retakes = rounds.gate_retakes
     prompt = per_launch_us()
 
     def late(go):  # type: ignore[no-untyped-def]
@@ -183,7 +185,7 @@ def test_cold_l2_times_no_launch_latency_even_when_the_host_falls_behind(prebuil
     behind = per_launch_us()
     rounds.close()
     # a start event stamped before its launch is queued would time the host's 50 us too
-    assert rounds.gate_retakes == 0 and behind == pytest.approx(prompt, rel=0.05, abs=0.5)
+    assert rounds.gate_retakes == warm_retakes and behind == pytest.approx(prompt, rel=0.05, abs=0.5)
 
 
 @pytest.mark.parametrize("mode", [TIMING_EVENTS, TIMING_COLD_L2])
