@@ -14,9 +14,9 @@ figure: its cold median for cold-l2 (its mean where an older nvbench gives no me
 for events and graph (the only batch figure it has: a batch is one timed span); the gap's agreement is
 the same for ``gap = WarpForth / CUDA``, per mode. nvbench also times an empty kernel through its own launcher
 (the Python callback that launches every kernel here): where a kernel's batch figure is within the launch-bound
-factor of that floor, it is the launcher's rate, not the kernel's, and it is not compared (the table says so),
-in events or graph mode; its cold figure, measured behind its blocking kernel, still is. Only like figures
-decide the exit status.
+factor of that floor, or over :data:`BATCH_OVER_COLD` times nvbench's own cold figure for it, it is the
+launcher's rate, not the kernel's, and it is not compared (the table says so), in events or graph mode; its
+cold figure, measured behind its blocking kernel, still is. Only like figures decide the exit status.
 
 The GPU parts import numba, cuda.core and cuda.bench lazily; the parsing and comparison are plain Python.
 """
