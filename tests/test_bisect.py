@@ -16,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from synth_compiler import compiler_tree, make_history
+from testkit import use_stand_in_gpu
 from wfbench_core.run import bisect
 from wfbench_core.build import diagnostics as dg
 from wfbench_core.review.case_verdict import SAME, SLOWER
@@ -23,7 +24,6 @@ from wfbench_core.cli import main
 from wfbench_core.build.compile import compile_warpforth
 from wfbench_core.discover.registry import Registry
 
-TESTS = Path(__file__).parent
 CASE = "reduce_sum_f64"
 COMMITS = 8  # after GOOD; the last is BAD
 
@@ -94,10 +94,7 @@ def invoke(*args: str):  # type: ignore[no-untyped-def]
 
 @pytest.fixture
 def stand_in_gpu(monkeypatch: pytest.MonkeyPatch, nvcc: Path) -> None:
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]))
-    monkeypatch.setenv("WFBENCH_PLUGINS", "fake_gpu")
-    monkeypatch.setenv("FAKE_GPU_BEHAVIOUR", f"{CASE}=barriers,axpy_f64=barriers")
-    monkeypatch.syspath_prepend(str(TESTS))
+    use_stand_in_gpu(monkeypatch, FAKE_GPU_BEHAVIOUR=f"{CASE}=barriers,axpy_f64=barriers")
 
 
 QUICK = ("--warmup-s", "0", "--min-sample-ms", "1", "--samples", "20")

@@ -129,13 +129,9 @@ def test_real_kernels_that_differ_only_in_static_shared_memory() -> None:
 def stand_in_gpu(monkeypatch: pytest.MonkeyPatch, nvcc: Path) -> None:
     """The executor's real worker with the stand-in timer of tests/fake_gpu.py: each ``bar.sync`` in a side's
     canonical PTX costs 2 %, every side's samples come from its own PTX."""
-    import os
+    from testkit import use_stand_in_gpu
 
-    tests = Path(__file__).parent
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tests), os.environ.get("PYTHONPATH", "")]))
-    monkeypatch.setenv("WFBENCH_PLUGINS", "fake_gpu")
-    monkeypatch.setenv("FAKE_GPU_BEHAVIOUR", "scale_i64=barriers,axpy_f64=barriers")
-    monkeypatch.syspath_prepend(str(tests))
+    use_stand_in_gpu(monkeypatch, FAKE_GPU_BEHAVIOUR="scale_i64=barriers,axpy_f64=barriers")
 
 
 @needs_tools

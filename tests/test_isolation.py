@@ -8,7 +8,6 @@ with real broken WarpForth kernels on a real GPU are in tests/test_gpu.py.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -21,9 +20,8 @@ from wfbench_core.run.executor import execute
 from wfbench_core.discover.registry import Registry
 from wfbench_core.record.request import ExecuteRequest
 from wfbench_core.record.results import ERROR, OK, TimingProtocol, load_result
-from testkit import process_alive
+from testkit import process_alive, use_stand_in_gpu
 
-TESTS = Path(__file__).parent
 CASES = ("scale_i64", "axpy_f64", "reduce_sum_f64", "matmul_f64_naive", "matmul_f64_tiled", "attention_f32_naive",
          "polynomial_f64", "transpose_f64")
 QUICK = TimingProtocol(warmup_s=0.0, min_sample_ms=1.0, samples=5)
@@ -33,10 +31,7 @@ QUICK = TimingProtocol(warmup_s=0.0, min_sample_ms=1.0, samples=5)
 def fake_gpu(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, nvcc):  # type: ignore[no-untyped-def]
     """Set the fake timer's behaviour per case; returns the file where every worker writes its pid."""
     pids = tmp_path / "pids"
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]))
-    monkeypatch.setenv("WFBENCH_PLUGINS", "fake_gpu")
-    monkeypatch.setenv("FAKE_GPU_PIDS", str(pids))
-    monkeypatch.syspath_prepend(str(TESTS))
+    use_stand_in_gpu(monkeypatch, FAKE_GPU_PIDS=str(pids))
 
     def behave(**spec: str) -> Path:
         monkeypatch.setenv("FAKE_GPU_BEHAVIOUR", ",".join(f"{k}={v}" for k, v in spec.items()))

@@ -5,7 +5,6 @@ amount per chain iteration)."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -13,7 +12,7 @@ import pytest
 
 from wfbench_core.build import diagnostics as dg
 from wfbench_core.review import verdicts
-from testkit import load_tool
+from testkit import load_tool, use_stand_in_gpu
 
 ROOT = Path(__file__).parents[1]
 TESTS = Path(__file__).parent
@@ -66,9 +65,7 @@ def test_ptxas_keeps_every_chain_and_every_inert_change_differs(cid: str) -> Non
 def test_a_whole_study_with_the_stand_in_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, nvcc) -> None:  # type: ignore[no-untyped-def]
     """Calibration finds the per-iteration cost the stand-in GPU applies, the sizes come out as asked, every
     2 % head is SLOWER and no inert head is SLOWER or FASTER."""
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]))
-    monkeypatch.setenv("WFBENCH_PLUGINS", "fake_gpu")
-    monkeypatch.setenv("FAKE_GPU_CHAIN_COST", "0.00002")  # 1 % per 500 iterations
+    use_stand_in_gpu(monkeypatch, FAKE_GPU_CHAIN_COST="0.00002")  # 1 % per 500 iterations
     PS.main(["run", "--out", str(tmp_path), "--budget-s", "1", "--case", "axpy_f64"])
     curve = json.loads((tmp_path / "calibration-curve.json").read_text())["curve"]["axpy_f64"]
     assert curve["4096"] == pytest.approx(0.00002 * 4096, rel=0.05)
@@ -89,9 +86,7 @@ def test_two_boards_a_two_percent_regression_is_slower_and_inert_changes_are_not
     """``tools/verdict_runs.py boards`` with the stand-in GPU (one board per visible device): what a GPU host with two boards runs
     on two H200 boards, end to end through execute, compare and check."""
     vr = load_tool("verdict_runs")
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]))
-    monkeypatch.setenv("WFBENCH_PLUGINS", "fake_gpu")
-    monkeypatch.setenv("FAKE_GPU_CHAIN_COST", "0.00002")
+    use_stand_in_gpu(monkeypatch, FAKE_GPU_CHAIN_COST="0.00002")
     monkeypatch.setattr(sys, "argv", ["verdict_runs.py", "boards", "--out", str(tmp_path)])
     vr.main()
     summary = json.loads((tmp_path / "summary.json").read_text())

@@ -1,4 +1,5 @@
-"""Small helpers several test modules share: a tool of tools/ loaded as a module, and whether a process lives."""
+"""Small helpers several test modules share: a tool of tools/ loaded as a module, whether a process lives, and
+the stand-in GPU for the executor's worker."""
 
 from __future__ import annotations
 
@@ -6,8 +7,10 @@ import importlib.util
 import os
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 TOOLS = Path(__file__).resolve().parents[1] / "tools"
+TESTS = Path(__file__).resolve().parent
 
 
 def load_tool(name: str) -> ModuleType:
@@ -30,3 +33,13 @@ def process_alive(pid: int) -> bool:
             return fh.read().split(")")[-1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def use_stand_in_gpu(monkeypatch: Any, **env: str) -> None:
+    """The executor's worker times with the stand-in timer of tests/fake_gpu.py: ``WFBENCH_PLUGINS=fake_gpu``, this
+    folder on the worker's PYTHONPATH and on this process's sys.path; ``env``: its ``FAKE_GPU_*`` settings."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv("WFBENCH_PLUGINS", "fake_gpu")
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.syspath_prepend(str(TESTS))
