@@ -31,6 +31,7 @@ BOT = "github-actions[bot]"
 
 class GitHubApi(LoopbackApi):
     METHODS = ("GET", "POST", "PATCH")
+    CONTENT_TYPE = "application/json; charset=utf-8"
 
     def __init__(self, repo: str, token: str, *, comments: dict[int, list[dict[str, Any]]] | None = None,
                  artifacts: dict[str, list[dict[str, Any]]] | None = None,
@@ -94,13 +95,3 @@ class GitHubApi(LoopbackApi):
             headers["Link"] = f'<{self.url}{path}?per_page={per_page}&page={page + 1}>; rel="next"'
         payload: Any = {"total_count": len(items), key: chunk} if key else chunk
         return self._reply(h, 200, payload, headers)
-
-    def _reply(self, h: BaseHTTPRequestHandler, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(payload).encode()
-        h.send_response(status)
-        h.send_header("Content-Type", "application/json; charset=utf-8")
-        h.send_header("Content-Length", str(len(data)))
-        for k, v in (headers or {}).items():
-            h.send_header(k, v)
-        h.end_headers()
-        h.wfile.write(data)

@@ -1,8 +1,9 @@
 """The HTTP server under the stand-ins of remote APIs (tests/vast_api.py, tests/github_api.py): 127.0.0.1 on
-a free port, served from a daemon thread; a subclass answers each request in ``_handle``."""
+a free port, served from a daemon thread; a subclass answers each request in ``_handle``, with ``_reply``."""
 
 from __future__ import annotations
 
+import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar
@@ -11,10 +12,27 @@ from typing import Any, ClassVar
 class LoopbackApi:
     #: the HTTP methods the stand-in answers (each goes to ``_handle``)
     METHODS: ClassVar[tuple[str, ...]] = ("GET",)
+    #: the Content-Type of every JSON reply, as the real API sends it
+    CONTENT_TYPE: ClassVar[str] = "application/json"
     _server: ThreadingHTTPServer | None = None
 
     def _handle(self, h: BaseHTTPRequestHandler) -> None:
         raise NotImplementedError
+
+    def _reply(self, h: BaseHTTPRequestHandler, status: int, payload: Any,
+               headers: dict[str, str] | None = None) -> None:
+        """``payload`` as JSON with ``status`` and ``headers``; a client that went away (a slow reply) is let be."""
+        data = json.dumps(payload).encode()
+        try:
+            h.send_response(status)
+            h.send_header("Content-Type", self.CONTENT_TYPE)
+            h.send_header("Content-Length", str(len(data)))
+            for k, v in (headers or {}).items():
+                h.send_header(k, v)
+            h.end_headers()
+            h.wfile.write(data)
+        except OSError:
+            pass
 
     @property
     def url(self) -> str:

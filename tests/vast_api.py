@@ -167,20 +167,6 @@ class VastApi(LoopbackApi):
         self._closing.wait(delay)  # "slow" and "sigint": the client has given up by now
         return self._reply(h, status, payload)
 
-    def _reply(self, h: BaseHTTPRequestHandler, status: int, payload: Any,
-               headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(payload).encode()
-        try:
-            h.send_response(status)
-            h.send_header("Content-Type", "application/json")
-            h.send_header("Content-Length", str(len(data)))
-            for k, v in (headers or {}).items():
-                h.send_header(k, v)
-            h.end_headers()
-            h.wfile.write(data)
-        except OSError:  # the client went away (a slow reply)
-            pass
-
     # -- the routes ------------------------------------------------------------------------------------
 
     def _search(self, rid: Any, q: dict[str, Any], query: dict[str, str]) -> tuple[int, Any]:
