@@ -33,8 +33,9 @@ def test_fingerprint_is_stable_and_differs_between_cases() -> None:
                     Param("Z", "ptr", "float64", output=True), Param("N", "i64"))},
         {"inputs": lambda s, rng: {"A": 2.5, "X": rng.standard_normal(s["N"]), "Y": rng.standard_normal(s["N"]),
                                    "N": s["N"]}},
+        {"timing_mode": "graph"},
     ],
-    ids=["version", "tolerance", "seed", "cuda", "warpforth", "sizes", "geometry", "dtype", "inputs"],
+    ids=["version", "tolerance", "seed", "cuda", "warpforth", "sizes", "geometry", "dtype", "inputs", "mode"],
 )
 def test_fingerprint_changes_with_anything_that_defines_the_measurement(change: dict) -> None:
     assert attrs.evolve(AXPY, **change).fingerprint() != AXPY.fingerprint()
@@ -67,6 +68,7 @@ def test_inputs_are_deterministic_and_typed() -> None:
         ({"tolerances": {}}, "tolerances must name exactly the outputs"),
         ({"sizes": {"canonical": {"N": 1}}}, "lack configuration"),
         ({"priority": "P9"}, "priority"),
+        ({"timing_mode": "wallclock"}, "timing_mode"),
     ],
 )
 def test_invalid_cases_are_refused(kwargs: dict, message: str) -> None:

@@ -24,6 +24,8 @@ from wfbench_core.case import CONFIGS, Case
 from wfbench_core.build.compile import compile_cuda, compile_warpforth, cuda_compiler, ptxas_check
 from wfbench_core.discover.registry import Registry
 
+import language_checks
+
 ARCH = "sm_90"
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "methodology.md"
 
@@ -37,7 +39,20 @@ BUILTIN = {
     "attention_f32_naive": "P0",
     "polynomial_f64": "P1",
     "transpose_f64": "P1",
+    "axpy_f16": "P1",
+    "axpy_bf16": "P1",
+    "gemv_i8": "P1",
+    "matmul_f64_words": "P1",
+    "stack_pick_f64": "P1",
+    "softmax_f32": "P1",
+    "mandelbrot_i32": "P1",
+    "attention_f32_head64": "P1",
+    "attention_f32_head256": "P1",
 }
+
+#: The plugin module of each built-in case (one module may register several cases).
+MODULES = {"axpy_f16": "axpy_half", "axpy_bf16": "axpy_half", "attention_f32_head64": "attention_f32_head",
+           "attention_f32_head256": "attention_f32_head"}
 
 #: The P0 set of each suite version: changing the P0 set without bumping SUITE_VERSION fails here.
 SUITE_P0 = {
@@ -46,7 +61,7 @@ SUITE_P0 = {
 }
 
 #: Cases that call exp: the only f64 FMAs allowed in their PTX are libdevice's own, inside exp.
-EXP_CASES = {"attention_f32_naive"}
+EXP_CASES = {"attention_f32_naive", "attention_f32_head64", "attention_f32_head256", "softmax_f32"}
 
 #: What the methodology promises for canonical sizes on an H200 (~4 TB/s, 50 MB L2): memory-bound
 #: cases move far more than the L2 and take >= ~50 us per launch; compute cases run for milliseconds.
@@ -55,7 +70,19 @@ MIN_BANDWIDTH_BYTES = 200e6  # >= 50 us at 4 TB/s
 MIN_COMPUTE_FLOPS = 1e9  # >= 1 ms at 1 TFLOP/s
 
 CUDA_TYPES = {"double": ("f64", "float64"), "float": ("f32", "float32"), "long long": ("i64", "int64"),
-              "int": ("i32", "int32")}
+              "int": ("i32", "int32"), "signed char": ("i8", "int8"), "__half": ("f16", "float16"),
+              "__nv_bfloat16": ("bf16", "int16")}  # bfloat16 travels as its bits: numpy has no bfloat16
+
+#: Canonical sizes below the general promise, each with its reason (checked where it can be).
+SMALL_BY_DESIGN = {
+    "attention_f32_head64": "the demo's own launch: one head at SEQ 64, timed in graph mode",
+    "attention_f32_head256": "the demo's own launch: one head at SEQ 256, timed in graph mode",
+    "axpy_f16": "6 bytes per element: 2**24 elements move 96 MiB, twice the L2",
+    "axpy_bf16": "6 bytes per element: 2**24 elements move 96 MiB, twice the L2",
+    "gemv_i8": "one byte per matrix element: 64 MiB, over the L2",
+    "softmax_f32": "64 MiB in and 64 MiB out, each row read three times: about 130 us per launch on an H200",
+    "mandelbrot_i32": "compute-bound by its orbits (undeclared FLOPs): about 100 us per launch on an H200",
+}
 
 
 # -------------------------------------------------------------------------------------------------
@@ -66,7 +93,7 @@ CUDA_TYPES = {"double": ("f64", "float64"), "float": ("f32", "float32"), "long l
 @functools.lru_cache(maxsize=1)
 def registry() -> Registry:
     """The built-in cases, registered explicitly (independent of entry points and their env switch)."""
-    return Registry.load([f"wfbench_cases.{cid}" for cid in BUILTIN], autoload=False)
+    return Registry.load(sorted({f"wfbench_cases.{MODULES.get(cid, cid)}" for cid in BUILTIN}), autoload=False)
 
 
 def case(cid: str) -> Case:
@@ -182,7 +209,7 @@ def test_suite_version_names_the_p0_set() -> None:
 
 def test_fingerprints_are_distinct_and_stable() -> None:
     first = {cid: case(cid).fingerprint() for cid in ALL}
-    again = Registry.load([f"wfbench_cases.{cid}" for cid in BUILTIN], autoload=False)
+    again = Registry.load(sorted({f"wfbench_cases.{MODULES.get(cid, cid)}" for cid in BUILTIN}), autoload=False)
     second = {cid: again.case(cid).fingerprint() for cid in ALL}
     assert first == second
     assert len(set(first.values())) == len(first)
@@ -380,6 +407,16 @@ INDEPENDENT: dict[str, Callable[[dict, dict, dict], None]] = {
     "transpose_f64": _check_transpose,
     "scale_i64": _check_scale,
     "axpy_f64": _check_axpy,
+    "matmul_f64_words": _check_matmul,
+    "attention_f32_head64": _check_attention,
+    "attention_f32_head256": _check_attention,
+    "axpy_f16": language_checks.check_axpy_f16,
+    "axpy_bf16": language_checks.check_axpy_bf16,
+    "gemv_i8": language_checks.check_gemv,
+    "stack_pick_f64": language_checks.check_stack_pick,
+    "softmax_f32": lambda i, w, s: language_checks.check_softmax(i, w, s, case("softmax_f32").tolerances["Y"].rtol,
+                                                                case("softmax_f32").tolerances["Y"].atol),
+    "mandelbrot_i32": language_checks.check_mandelbrot,
 }
 
 
@@ -440,6 +477,9 @@ GEOMETRY: dict[str, Callable[[dict, tuple, tuple], None]] = {
     "scale_i64": _grid_stride, "axpy_f64": _grid_stride, "polynomial_f64": _grid_stride,
     "reduce_sum_f64": _reduce, "matmul_f64_naive": _naive, "matmul_f64_tiled": _tiled,
     "attention_f32_naive": _attention, "transpose_f64": _transpose,
+    "axpy_f16": _grid_stride, "axpy_bf16": _grid_stride, "stack_pick_f64": _grid_stride,
+    "matmul_f64_words": _naive, "attention_f32_head64": _attention, "attention_f32_head256": _attention,
+    **language_checks.GEOMETRY,
 }
 
 
@@ -457,7 +497,11 @@ def test_launch_covers_the_problem_within_limits(cid: str, config: str) -> None:
 def test_canonical_size_is_what_the_methodology_promises(cid: str) -> None:
     c = case(cid)
     canonical, check = c.work(c.sizes["canonical"]), c.work(c.sizes["check"])
-    if c.metric == "bandwidth":
+    if cid in SMALL_BY_DESIGN:
+        assert c.priority == "P1", f"{cid}: a P0 case must meet the general size promise"
+        if c.metric == "bandwidth" and c.work(c.sizes["canonical"]).flops:
+            assert canonical.bytes > L2_BYTES, f"{cid}: a bandwidth case must not fit in the L2"
+    elif c.metric == "bandwidth":
         assert canonical.bytes >= MIN_BANDWIDTH_BYTES and canonical.bytes > 4 * L2_BYTES
     else:
         assert canonical.flops >= MIN_COMPUTE_FLOPS

@@ -23,6 +23,11 @@ CONFIGS = ("check", "canonical")
 PRIORITIES = ("P0", "P1")
 SCALAR_KINDS = {"i32": "int32", "i64": "int64", "f32": "float32", "f64": "float64"}  # kind -> numpy type
 BUFFER_DTYPES = ("int8", "int16", "int32", "int64", "float16", "float32", "float64")
+# how a sample is timed (the protocol's --timing-mode; a case may name the mode its kernels need)
+TIMING_EVENTS = "events"
+TIMING_GRAPH = "graph"
+TIMING_COLD_L2 = "cold-l2"
+TIMING_MODES = (TIMING_EVENTS, TIMING_GRAPH, TIMING_COLD_L2)
 
 
 def _check_kind(instance: Any, attribute: Any, value: str) -> None:
@@ -139,6 +144,9 @@ class Case:
     :param metric: ``bandwidth`` (GB/s is the headline) or ``compute`` (GFLOP/s).
     :param seed: seed of the input generator.
     :param notes: fairness and numerical-contract notes shown with the case.
+    :param timing_mode: the timing mode this case is always timed in, whatever the run's ``--timing-mode``
+        (``graph`` for kernels of a few microseconds, whose back-to-back launches would time the host's
+        launch rate); ``""`` takes the run's. Part of the fingerprint when set.
     """
 
     id: str
@@ -159,6 +167,7 @@ class Case:
     metric: str = attrs.field(default="bandwidth", validator=attrs.validators.in_(("bandwidth", "compute")))
     seed: int = 0
     notes: str = ""
+    timing_mode: str = attrs.field(default="", validator=attrs.validators.in_(("",) + TIMING_MODES))
 
     def __attrs_post_init__(self) -> None:
         if not self.id or not all(c.isalnum() or c == "_" for c in self.id) or self.id != self.id.lower():
@@ -254,7 +263,7 @@ class Case:
         for name in sorted(check_inputs):
             digest.update(name.encode())
             digest.update(np.asarray(check_inputs[name]).tobytes())
-        return {
+        described = {
             "id": self.id,
             "version": self.version,
             "wf_kernel": self.wf_kernel,
@@ -265,6 +274,9 @@ class Case:
             "configs": configs,
             "check_inputs_sha256": digest.hexdigest(),
         }
+        if self.timing_mode:  # only when set: the cases that take the run's mode keep their fingerprints
+            described["timing_mode"] = self.timing_mode
+        return described
 
     def fingerprint(self) -> str:
         """SHA-256 over everything that defines the measurement (computed once per case and process)."""

@@ -128,7 +128,7 @@ class CudaEventTimer:
         from wfbench_core.gpu.gpu_rounds import CudaRounds, TimingSetup
         from wfbench_core.gpu.sampling import sample_case
 
-        mode = self.protocol.timing_mode
+        mode = case.timing_mode or self.protocol.timing_mode
         if mode not in TIMING_MODES:
             raise WfbenchError(f"unknown timing mode {mode!r}; use one of {', '.join(TIMING_MODES)}")
         setup = TimingSetup(case=case, kernels=checked.kernels, inputs=checked.inputs, want=checked.want,

@@ -16,10 +16,7 @@ from typing import Any, Mapping, Optional
 import attrs
 
 # how a sample is timed (TimingProtocol.timing_mode)
-TIMING_EVENTS = "events"
-TIMING_GRAPH = "graph"
-TIMING_COLD_L2 = "cold-l2"
-TIMING_MODES = (TIMING_EVENTS, TIMING_GRAPH, TIMING_COLD_L2)
+from wfbench_core.case import TIMING_COLD_L2, TIMING_EVENTS, TIMING_GRAPH, TIMING_MODES  # noqa: F401 - re-exported
 
 
 @attrs.frozen
