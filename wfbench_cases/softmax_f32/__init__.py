@@ -1,10 +1,11 @@
-"""softmax_f32 (P1): row softmax over float32 with block tree reductions — ``FEXP FMAX F/``, shared f64,
-three passes over each row.
+"""softmax_f32 (P1): row softmax over float32 with block tree reductions — ``FEXP FMAX F/``, shared f32
+(``SF32@ SF32!``) and shared f64, three passes over each row.
 
 Algorithm (both sides): one block of 256 threads per row of ``X`` (``ROWS x COLS``, float32). Each thread
 walks its strided slice ``c = t, t + 256, ...`` for its maximum, the block folds the 256 maxima as a tree in
-shared f64 (a barrier after every level); then each thread sums ``exp(x - max)`` over its slice and the
-block folds the sums the same way; then each thread writes ``exp(x - max) / sum`` for its slice. Loads
+shared f32 (the maximum of f32 values is an f32, so the narrow tile is exact; a barrier after every
+level); then each thread sums ``exp(x - max)`` over its slice and the block folds the sums as a tree in
+shared f64; then each thread writes ``exp(x - max) / sum`` for its slice. Loads
 widen to f64 (``F32@``), the result is rounded once to f32 (``F32!``).
 
 Fairness: both kernels take (X, Y, COLS), use the same launch, passes, trees and orders of additions; CUDA
@@ -19,7 +20,8 @@ Work: reads and writes 4 bytes per element (the two extra passes over X are the 
 canonical 16384 x 1024 (64 MiB in, 64 MiB out). Check: 37 x 300 (a row not a multiple of the block).
 Every launch writes every Y element from X alone: idempotent.
 
-WarpForth PTX (warpforthc, ptxas -arch=sm_90 -v): 0 bytes stack frame, no local memory.
+WarpForth PTX (warpforthc, ptxas -arch=sm_90 -v): 0 bytes stack frame, no local memory; 3072 bytes of
+shared memory on both sides.
 """
 
 from __future__ import annotations

@@ -1,13 +1,15 @@
 \ Row softmax over float32, f64 arithmetic: Y[r, c] = exp(X[r, c] - max_r) / sum_r exp(X[r, j] - max_r).
 \ One block of 256 threads per row. Each thread walks its strided slice of the row (c = t, t + 256, ...)
 \ three times: for its maximum, for its sum of exp(x - max), and to write the results; the block folds
-\ the 256 partial maxima and then the 256 partial sums as trees in shared f64 (a BARRIER after every
-\ level). F32@ widens to f64, F32! rounds once to f32. Stack effects are traced on the right.
+\ the 256 partial maxima as a tree in shared f32 (the maximum of f32 values is an f32: SF32! is exact)
+\ and then the 256 partial sums as a tree in shared f64 (a BARRIER after every level). F32@ widens to
+\ f64, F32! rounds once to f32. Stack effects are traced on the right.
 \! kernel softmax_f32
 \! param X i64[${WORDS}]
 \! param Y i64[${WORDS}]
 \! param COLS i64
 \! shared PART f64[256]
+\! shared PMAX i64[128]
 BID-X COLS * 4 *                        \ off                 ( byte offset of the row )
 -1.0e308                                \ off m
 TID-X BEGIN DUP COLS < WHILE            \ off m c
@@ -15,16 +17,16 @@ TID-X BEGIN DUP COLS < WHILE            \ off m c
   ROT FMAX SWAP                         \ off m' c
   BDIM-X +
 REPEAT DROP                             \ off m
-TID-X CELLS PART + SF!                  \ off                 ( PART[t] = m )
+TID-X 4 * PMAX + SF32!                  \ off                 ( PMAX[t] = m, 4-byte floats )
 BARRIER
 128 BEGIN DUP 0 > WHILE                 \ off half
   TID-X OVER < IF
-    TID-X CELLS PART + SF@ OVER TID-X + CELLS PART + SF@ FMAX TID-X CELLS PART + SF!
+    TID-X 4 * PMAX + SF32@ OVER TID-X + 4 * PMAX + SF32@ FMAX TID-X 4 * PMAX + SF32!
   THEN
   BARRIER
   1 RSHIFT
 REPEAT DROP                             \ off
-PART SF@                                \ off m               ( the row's maximum )
+PMAX SF32@                              \ off m               ( the row's maximum )
 BARRIER                                 \ ( every thread has read PART[0] before it is overwritten )
 0.0 TID-X BEGIN DUP COLS < WHILE        \ off m s c
   DUP 4 * 4 PICK + X + F32@ 3 PICK F- FEXP   \ off m s c e
