@@ -117,6 +117,23 @@ def test_command_table_json_and_fail_on_uncovered(tmp_path: Path, monkeypatch: p
     assert any(ln.startswith("indexing Z ") and "| excused: not index-z here " in ln for ln in r.output.splitlines())
 
 
+def test_a_family_the_probed_warpforthc_rejects_whole_is_not_asked_of_a_case() -> None:
+    from wfbench_core.build.coverage_table import render, supported
+
+    m = coverage_map({"c": HEAD + "1 DROP\n"}, LANGUAGE, {})
+    verdicts = {w: "" for w in LANGUAGE.words}
+    verdicts.update({w: f"unknown word: {w}" for w in ("TID-Z", "BID-Z", "BDIM-Z", "GDIM-Z", "HF@")})
+    keep = supported(m, verdicts)
+    assert "index-z" not in keep and "global-float-narrow" in keep
+    assert "index-z" in {r.family.id for r in m.uncovered()}
+    assert "index-z" not in {r.family.id for r in m.uncovered(keep)}
+    text = render(m, verdicts, "wfc")
+    assert any(ln.startswith("indexing Z ") and "this warpforthc accepts none of its words" in ln
+               for ln in text.splitlines())
+    assert f"warpforthc wfc accepts {len(LANGUAGE.words) - 5} of {len(LANGUAGE.words)} listed words:" in text
+    assert "  rejects HF@: unknown word: HF@" in text
+
+
 BAD_CASE = """
     import attrs
     from wfbench_core import hookimpl

@@ -218,8 +218,6 @@ def _no_locals_here(tok: Token) -> None:
 def _definition(tokens: list[Token], i: int) -> tuple[Definition, int]:
     colon = tokens[i]
     i += 1
-    while i < len(tokens) and tokens[i].kind == "paren":
-        i += 1
     if i >= len(tokens) or tokens[i].kind != "word":
         raise ForthSyntaxError(colon.line, colon.column, "a ':' with no word name after it")
     name = tokens[i]
