@@ -44,12 +44,13 @@ def render(m: CoverageMap, verdicts: Mapping[str, str] | None = None, binary: st
     keep = None if verdicts is None else supported(m, verdicts)
     uncovered = m.uncovered(keep)
     out = [table(m, verdicts), "",
-           f"{len(m.case_ids)} cases; words from WarpForth's {lang.path} at {lang.commit[:7]}: {families} families, "
+           f"{len(m.case_ids)} case{'' if len(m.case_ids) == 1 else 's'}; words from WarpForth's {lang.path} at {lang.commit[:7]}: {families} families, "
            f"{used} used by a case, {excused} excused, {len(uncovered)} uncovered"
            + (":" if uncovered else "")]
     out += [f"  {r.family.title}" for r in uncovered]
     if m.unknown:
-        out += ["", f"words the reference at {lang.commit[:7]} does not list (unknown to its warpforthc):"]
+        ask = "" if verdicts is not None else " (--probe asks a warpforthc whether it knows them)"
+        out += ["", f"words the reference at {lang.commit[:7]} does not list{ask}:"]
         for u in m.unknown:
             seen = "" if verdicts is None else "; this warpforthc " + (
                 "accepts it" if verdicts.get(u.word) == "" else f"rejects it: {verdicts.get(u.word)}")
