@@ -41,6 +41,9 @@ COMMANDS = {
     "check": _command("check", "check_cmd", "Judge the newest run (or RESULT) against its series' history."),
     "compare": _command("compare", "compare_cmd", "Per case change of the gap and of each side's time, BASE.json "
                         "HEAD.json or one base/head run."),
+    "coverage": _command("coverage", "coverage_cmd", "For every word family of WarpForth's language reference: "
+                         "the cases that use it and the words no case uses; words the reference does not list; "
+                         "with --probe, the words a warpforthc rejects."),
     "crosscheck": _command("crosscheck", "crosscheck_cmd", "Time BUNDLE's kernels with nvbench (cuda-bench) and "
                            "report per-kernel and gap agreement."),
     "dashboard": _command("dashboard", "dashboard_cmd", "Write the static dashboard of a history (works from "
