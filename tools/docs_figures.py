@@ -36,10 +36,13 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+if TYPE_CHECKING:
+    from wfbench_core.build.stack_tax import StackTax
 
 BLOCK = re.compile(r"(<!-- figure: (?P<kind>[\w-]+) (?P<src>\S+) -->\n)(?P<body>.*?)(<!-- /figure -->)", re.S)
 DOCS = ("README.md", "docs/*.md")
@@ -91,14 +94,14 @@ def aa_position(src: str) -> str:
     return head + "\n\n" + "\n".join(rows) + "\n"
 
 
-def _stack_row(name: str, side: str, t: object, median_us: "float | None") -> str:
+def _stack_row(name: str, side: str, t: "StackTax", median_us: "float | None") -> str:
     from wfbench_core.build.stack_tax import by_width, size
 
-    traffic = "not profiled" if t.traffic is None else f"{size(t.load_bytes)} / {size(t.store_bytes)}"  # type: ignore[attr-defined]
-    return (f"| {name} | {side} | {t.frame} B | {t.spill_stores} / {t.spill_loads} B | "  # type: ignore[attr-defined]
-            f"{by_width(t.stores, 'STL')} | {by_width(t.loads, 'LDL')} | {t.loop_stores + t.loop_loads} | "  # type: ignore[attr-defined]
-            f"{'-' if t.addressing is None else t.addressing} | {traffic} | "  # type: ignore[attr-defined]
-            f"{'-' if median_us is None else f'{median_us:.1f} us'} |")
+    traffic = "not profiled" if t.traffic is None else f"{size(t.load_bytes)} / {size(t.store_bytes)}"
+    median = "-" if median_us is None else f"{median_us:.1f} us"
+    return (f"| {name} | {side} | {t.frame} B | {t.spill_stores} / {t.spill_loads} B | {by_width(t.stores, 'STL')} "
+            f"| {by_width(t.loads, 'LDL')} | {t.loop_stores + t.loop_loads} | "
+            f"{'-' if t.addressing is None else t.addressing} | {traffic} | {median} |")
 
 
 def stack_tax_table(src: str) -> str:
@@ -106,7 +109,7 @@ def stack_tax_table(src: str) -> str:
 
     result, raw = _stored(src)
     rows = ["| case | side | stack frame | spill stores / loads | local stores | local loads | in the innermost loop "
-            "| stack addressing | local traffic, loaded / stored | median time |", "|---|---|---|---|---|---|---|---|---|---|"]
+            "| stack addressing | local traffic, loaded / stored | median time |", "|---" * 10 + "|"]
     taxed, seen, arch = [], [], ""
     for c in result.cases:  # type: ignore[attr-defined]
         name = c.id + (f" [{c.compiler_label}]" if c.compiler_label else "")

@@ -162,7 +162,7 @@ def sentence(label: str, t: StackTax) -> str:
         words.append(f"{_n(t.addressing, 'more instruction')} form{'s' * (t.addressing == 1)} stack addresses")
     if t.traffic is not None:
         words.append(f"local traffic {size(t.load_bytes)} loaded and {size(t.store_bytes)} stored")
-    return f"{label} keeps stack cells in local memory: " + "; ".join(words) + "."
+    return f"{label} pays a runtime-stack tax in local memory: " + "; ".join(words) + "."
 
 
 def rows(taxes: Sequence[StackTax]) -> list[list[str]]:
