@@ -84,3 +84,36 @@ def test_the_check_command_exits_1_naming_a_stale_block(tmp_path: Path) -> None:
 def test_a_block_of_the_wrong_kind_of_run_is_refused(kind: str) -> None:
     with pytest.raises(SystemExit, match="aa-position needs an A/A run, not a paired run"):
         tool().RENDERERS[kind]("docs/results/h200-suite.json")
+
+
+def test_the_stack_tax_block_renders_from_the_result_it_names(tmp_path: Path) -> None:
+    import json
+
+    import attrs
+
+    from wfbench_core.record.results import KernelProfile, load_result, write_result
+
+    t = tool()
+    src = "docs/results/h200-suite.json"
+    text = t.stack_tax_table(src)
+    assert "No side of the 8 cases pays it" in text and text.count("| WarpForth |") == 8
+    good = f"<!-- figure: stack-tax {src} -->\n{text}<!-- /figure -->\n"
+    assert t.render_text(good) == good and t.render_text(good.replace("| 0 B |", "| 64 B |", 1)) == good
+    # a result in which one side keeps a stack in local memory, profiled: the row and the verdict say so
+    run = load_result(ROOT / src)
+    c = run.cases[1]
+    wf = attrs.evolve(c.diag_wf, stack_frame=2048, mix={**c.diag_wf.mix, "stl.64": 17, "ldl.64": 1},
+                      loop_mix={"ldl.64": 1, "stl.64": 4}, stack_addressing=1)
+    taxed = attrs.evolve(run, cases=(attrs.evolve(c, diag_wf=wf, profile_wf=KernelProfile(
+        local_load_bytes=1_261_568, local_store_bytes=630_784)),))
+    write_result(taxed, tmp_path / "taxed.json")
+    out = t.stack_tax_table(str(tmp_path / "taxed.json"))
+    assert (f"| {c.id} | WarpForth | 2048 B | 0 / 0 B | STL.64 x17 | LDL.64 x1 | 5 | 1 | 1.3 MB / 630.8 kB | "
+            f"{c.timing.warpforth.median_us:.1f} us |") in out
+    assert f"| {c.id} | CUDA | 0 B | 0 / 0 B | none | none | 0 | - | not profiled |" in out
+    assert out.rstrip().endswith(f"Sides that pay it: {c.id} (WarpForth).")
+    bare = attrs.evolve(run, cases=tuple(attrs.evolve(x, diag_wf=None, diag_cuda=None) for x in run.cases))
+    write_result(bare, tmp_path / "bare.json")
+    with pytest.raises(SystemExit, match="no case has static diagnostics"):
+        t.stack_tax_table(str(tmp_path / "bare.json"))
+    assert json.loads((tmp_path / "taxed.json").read_text())["schema_version"] == 5

@@ -16,6 +16,10 @@ where PATH is a result file in the repository (relative to its root) and KIND on
 - ``aa-position``: an A/A run's position effect per case: within each pair, the first side's sample minus the
   second's (:func:`wfbench_core.record.stats.position_effect`), with its 95 % interval and how many pairs had the
   first side slower.
+- ``stack-tax``: the runtime-stack tax of every case and side that the run holds static diagnostics of
+  (:mod:`wfbench_core.build.stack_tax`): stack frame, spills, local stores and loads by width, how many of them
+  sit in the innermost loop, the stack-addressing instructions and, for the sides profiled with Nsight
+  Compute, the local traffic;
 - ``power-table``: a power study's table (``tools/power_study.py``), from the study folder PATH: its
   ``plan.json`` and the runs' result files (kept xz-compressed as ``study-N.json.xz``; a test re-judges every
   trial from them).
@@ -32,10 +36,13 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+if TYPE_CHECKING:
+    from wfbench_core.build.stack_tax import StackTax
 
 BLOCK = re.compile(r"(<!-- figure: (?P<kind>[\w-]+) (?P<src>\S+) -->\n)(?P<body>.*?)(<!-- /figure -->)", re.S)
 DOCS = ("README.md", "docs/*.md")
@@ -87,6 +94,45 @@ def aa_position(src: str) -> str:
     return head + "\n\n" + "\n".join(rows) + "\n"
 
 
+def _stack_row(name: str, side: str, t: "StackTax", median_us: "float | None") -> str:
+    from wfbench_core.build.stack_tax import by_width, size
+
+    traffic = "not profiled" if t.traffic is None else f"{size(t.load_bytes)} / {size(t.store_bytes)}"
+    median = "-" if median_us is None else f"{median_us:.1f} us"
+    return (f"| {name} | {side} | {t.frame} B | {t.spill_stores} / {t.spill_loads} B | {by_width(t.stores, 'STL')} "
+            f"| {by_width(t.loads, 'LDL')} | {t.loop_stores + t.loop_loads} | "
+            f"{'-' if t.addressing is None else t.addressing} | {traffic} | {median} |")
+
+
+def stack_tax_table(src: str) -> str:
+    from wfbench_core.build.stack_tax import tax_of
+
+    result, raw = _stored(src)
+    rows = ["| case | side | stack frame | spill stores / loads | local stores | local loads | in the innermost loop "
+            "| stack addressing | local traffic, loaded / stored | median time |", "|---" * 10 + "|"]
+    taxed, seen, arch = [], [], ""
+    for c in result.cases:  # type: ignore[attr-defined]
+        name = c.id + (f" [{c.compiler_label}]" if c.compiler_label else "")
+        for side, diag, prof, stats in (("WarpForth", c.diag_wf, c.profile_wf, c.timing and c.timing.warpforth),
+                                        ("CUDA", c.diag_cuda, c.profile_cuda, c.timing and c.timing.cuda)):
+            if diag is None:
+                continue
+            t, arch = tax_of(diag, prof), diag.arch
+            seen.append(name)
+            taxed += [f"{name} ({side})"] if t.carried else []
+            rows.append(_stack_row(name, side, t, stats.median_us if stats else None))
+    if not seen:
+        raise SystemExit(f"docs_figures: {src}: no case has static diagnostics (run it, or 'wfbench explain CASE "
+                         f"--result {src}')")
+    env = result.environment  # type: ignore[attr-defined]
+    head = (f"The runtime-stack tax in the run stored in `{src}` ({env.gpu_name}, {_when(result)}, result schema "
+            f"{raw['schema_version']}, SASS for {arch}):")
+    verdict = (f"Sides that pay it: {', '.join(taxed)}." if taxed else
+               f"No side of the {len(dict.fromkeys(seen))} cases pays it: every stack frame is 0 B and no kernel "
+               f"has a local load or store.")
+    return f"{head}\n\n" + "\n".join(rows) + f"\n\n{verdict}\n"
+
+
 def power_table(src: str) -> str:
     sys.path.insert(0, str(ROOT / "tools"))
     try:
@@ -105,7 +151,7 @@ def power_table(src: str) -> str:
 
 
 RENDERERS: dict[str, Callable[[str], str]] = {"suite-table": suite_table, "aa-position": aa_position,
-                                              "power-table": power_table}
+                                              "power-table": power_table, "stack-tax": stack_tax_table}
 
 
 def documents() -> list[Path]:

@@ -27,8 +27,9 @@ import attrs
 from wfbench_core.record.childenv import child_env
 from wfbench_core.build.code_identity import identical, max_threads, parse_nv_info, parse_res_usage
 from wfbench_core.build.cudatools import find_tool, require_tools
+from wfbench_core.build.stack_tax import cell, stack_addressing, tax_of
 from wfbench_core.errors import WfbenchError
-from wfbench_core.record.results import SideDiagnostics
+from wfbench_core.record.results import KernelProfile, SideDiagnostics
 
 if TYPE_CHECKING:
     from wfbench_core.case import Case
@@ -232,10 +233,8 @@ def classify(i: Instr) -> str:
         return "ldg"
     if op == "STG":
         return "stg"
-    if op == "LD":
-        return "ld"  # generic address space: may be global, shared or local, resolved at run time
-    if op == "ST":
-        return "st"
+    if op in ("LD", "ST"):  # generic address space: may be global, shared or local, resolved at run time
+        return op.lower()
     if op in ("LDS", "LDSM"):
         return "lds"
     if op == "STS":
@@ -431,7 +430,7 @@ def summarize(a: Assembled, kernel: str, arch: str, block_threads: int, dynamic_
         loop_instructions=len(code_of(loop.instrs)) if loop else 0,
         loop_mix=mix_of(code_of(loop.instrs)) if loop else {}, resources=dict(a.resources),
         local_bytes=max(p.local_bytes, dict(a.resources).get("LOCAL", 0)), launch_attrs=a.launch_attrs,
-        max_threads=max_threads(a.launch_attrs),
+        max_threads=max_threads(a.launch_attrs), stack_addressing=stack_addressing(code),
     )
 
 
@@ -477,8 +476,10 @@ def mix_differences(a: Mapping[str, int], b: Mapping[str, int], n: int = 6) -> l
     return diffs[:n]
 
 
-def compact(wf: SideDiagnostics | None, cuda: SideDiagnostics | None, n: int = 3) -> str:
-    """One short cell for the run table: ``regs 28/30 occ 100/100% ld.64 4/0 ldg.64 0/4 …`` (WarpForth/CUDA)."""
+def compact(wf: SideDiagnostics | None, cuda: SideDiagnostics | None, n: int = 3,
+            profiles: tuple[KernelProfile | None, KernelProfile | None] = (None, None)) -> str:
+    """One short cell for the run table: ``regs 28/30 occ 100/100% ld.64 4/0 ldg.64 0/4 …`` (WarpForth/CUDA),
+    with the runtime-stack tax (:func:`wfbench_core.build.stack_tax.cell`) where a side has one."""
     if wf is None or cuda is None:
         return "-"
     parts = [f"regs {wf.registers}/{cuda.registers}",
@@ -486,11 +487,13 @@ def compact(wf: SideDiagnostics | None, cuda: SideDiagnostics | None, n: int = 3
     spills = (wf.spill_stores + wf.spill_loads, cuda.spill_stores + cuda.spill_loads)
     if any(spills):
         parts.append(f"spill {spills[0]}/{spills[1]}B")
+    parts += [stack] if (stack := cell(tax_of(wf, profiles[0]), tax_of(cuda, profiles[1]))) else []
     if identical(wf, cuda):
         parts.append("same code")
     else:
         parts.append(f"sass {wf.total}/{cuda.total}")
-        wf_mix = {k: v for k, v in wf.mix.items() if k != "predicated"}  # too fine-grained for one cell
-        cu_mix = {k: v for k, v in cuda.mix.items() if k != "predicated"}
+        shown = ("predicated", "ldl", "stl") if stack else ("predicated",)  # too fine-grained, or said already
+        wf_mix = {k: v for k, v in wf.mix.items() if k.split(".")[0] not in shown}
+        cu_mix = {k: v for k, v in cuda.mix.items() if k.split(".")[0] not in shown}
         parts += [f"{k} {x}/{y}" for k, x, y in mix_differences(wf_mix, cu_mix, n)]
     return " ".join(parts)

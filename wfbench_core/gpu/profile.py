@@ -36,8 +36,14 @@ NCU_TIMEOUT_S = 600
 LAUNCHES = 3
 CLOCK_CONTROL = "none"
 SECTIONS = ("SpeedOfLight", "Occupancy", "WarpStateStats", "LaunchStats")
+#: Local memory (the runtime stack, spills) as it passes L1: bytes of local loads and stores at the tag stage,
+#: every lane's access counted (KernelProfile field -> ncu metric; the runtime-stack tax, docs/stack-tax.md)
+LOCAL_METRICS: Mapping[str, str] = {
+    "local_load_bytes": "l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum",
+    "local_store_bytes": "l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum",
+}
 EXTRA_METRICS = ("gpu__time_duration.sum", "smsp__inst_executed.sum", "dram__bytes_read.sum",
-                 "dram__bytes_write.sum")
+                 "dram__bytes_write.sum", *LOCAL_METRICS.values())
 
 # KernelProfile field -> ncu metric (raw page names, ncu 2025.x on sm_70 and newer)
 METRICS: Mapping[str, str] = {
@@ -136,6 +142,7 @@ def to_profile(row: Mapping[str, tuple[str, str]], *, ncu_version: str = "") -> 
 
     reads, writes = nbytes("dram__bytes_read.sum"), nbytes("dram__bytes_write.sum")
     inst, regs = value("smsp__inst_executed.sum"), value("launch__registers_per_thread")
+    local = {field: round(v) if (v := nbytes(metric)) is not None else None for field, metric in LOCAL_METRICS.items()}
     return KernelProfile(
         ncu_version=ncu_version, duration_us=duration,
         **{field: value(metric) for field, metric in METRICS.items()},
@@ -143,7 +150,7 @@ def to_profile(row: Mapping[str, tuple[str, str]], *, ncu_version: str = "") -> 
         registers=int(regs) if regs is not None else None,
         dram_bytes=int(reads + writes) if reads is not None and writes is not None else None,
         stalls=dict(sorted(stalls.items(), key=lambda kv: -kv[1])),
-        clock_control=CLOCK_CONTROL,
+        clock_control=CLOCK_CONTROL, **local,
     )
 
 

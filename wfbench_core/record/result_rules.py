@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 # how a result of an older schema is read: version -> function that rewrites its JSON to the next version
 # (2: Timing.warmup_s, the measured busy time of the warm-up, became warmup_busy_s, apart from the setting;
 # 3: the protocol gained ``rotation``, which runs before it did not do: they read as rotation 1;
-# 4: the launch floor, the checks of the timed buffers and the IMPLAUSIBLE status, none of which older runs had)
+# 4: the launch floor, the checks of the timed buffers and the IMPLAUSIBLE status, none of which older runs had;
+# 5: the runtime-stack tax: stack-addressing instructions in the diagnostics, local traffic in the profiles)
 
 
 def _from_1(raw: dict) -> dict:
@@ -55,7 +56,12 @@ def _from_3(raw: dict) -> dict:
     return {**raw, "schema_version": 4}
 
 
-UPGRADES = {1: _from_1, 2: _from_2, 3: _from_3}
+def _from_4(raw: dict) -> dict:
+    """Schema 4 -> 5: the stack-tax fields schema 5 added (stack addressing, local traffic) read as not counted."""
+    return {**raw, "schema_version": 5}
+
+
+UPGRADES = {1: _from_1, 2: _from_2, 3: _from_3, 4: _from_4}
 
 
 def _iso_time(value: str) -> bool:

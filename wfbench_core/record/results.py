@@ -31,7 +31,7 @@ from wfbench_core.record.timing_record import (  # noqa: F401 - the timing recor
     Timing,
 )
 
-SCHEMA_VERSION = 4  # wfbench_core.record.result_rules.UPGRADES reads the older ones
+SCHEMA_VERSION = 5  # wfbench_core.record.result_rules.UPGRADES reads the older ones
 
 from wfbench_core.record.status import (  # noqa: E402,F401 - part of the schema
     ERROR, FAILED, FAILING, IMPLAUSIBLE, OK, STATUSES, UNSTABLE,
@@ -172,6 +172,9 @@ class SideDiagnostics:
     max_threads: int = 0  # threads per block the launch bounds allow (0: unbounded)
     resources: dict[str, int] = attrs.Factory(dict)
     launch_attrs: tuple[str, ...] = ()
+    # instructions, other than LDL/STL, that form a stack address (wfbench_core.build.stack_tax); None in
+    # results written before it was counted
+    stack_addressing: Optional[int] = None
 
 
 @attrs.frozen
@@ -191,6 +194,8 @@ class KernelProfile:
     dram_bytes: Optional[int] = None  # read + write
     stalls: dict[str, float] = attrs.Factory(dict)  # stall reason -> warps stalled per issued instruction
     clock_control: str = ""  # ncu --clock-control used
+    local_load_bytes: Optional[int] = None  # local memory loaded through L1 (wfbench_core.gpu.profile.LOCAL_METRICS)
+    local_store_bytes: Optional[int] = None  # and stored; None: not measured (profiles from before schema 5)
 
 
 @attrs.frozen

@@ -13,6 +13,7 @@ import attrs
 
 from wfbench_core.review import markdown as md
 from wfbench_core.case import Case
+from wfbench_core.build import stack_tax
 from wfbench_core.build.code_identity import IDENTICAL_NOTE, identical
 from wfbench_core.build.diagnostics import (
     Instr,
@@ -82,16 +83,17 @@ def _sum(mix: Mapping[str, int], prefix: str) -> int:
     return sum(v for k, v in mix.items() if k == prefix or k.startswith(prefix + "."))
 
 
-def findings(wf: SideDiagnostics, cuda: SideDiagnostics, wf_label: str = "WarpForth") -> list[str]:
-    """Plain sentences about the differences that usually matter, most important first."""
+def findings(wf: SideDiagnostics, cuda: SideDiagnostics, wf_label: str = "WarpForth",
+             wf_profile: Optional[KernelProfile] = None, cuda_profile: Optional[KernelProfile] = None) -> list[str]:
+    """Plain sentences about the differences that usually matter, most important first (the runtime-stack
+    tax of each side, with its local traffic when profiled, first)."""
     out: list[str] = []
     if identical(wf, cuda):
         return [f"{wf_label} and CUDA assemble to identical code (SASS and resources): any timing difference is "
                 f"noise."]
-    for side, d in ((wf_label, wf), ("CUDA", cuda)):
-        if d.spill_stores or d.spill_loads or d.stack_frame:
-            out.append(f"{side} spills: {d.spill_stores} B stored, {d.spill_loads} B loaded, "
-                       f"{d.stack_frame} B stack frame (local memory traffic).")
+    for side, d, p in ((wf_label, wf, wf_profile), ("CUDA", cuda, cuda_profile)):
+        said = stack_tax.sentence(side, stack_tax.tax_of(d, p))
+        out += [said] if said else []
     if abs(wf.occupancy - cuda.occupancy) > 1e-9:
         out.append(f"Theoretical occupancy differs: {wf_label} {wf.occupancy:.0%} (limited by {wf.occupancy_limiter}), "
                    f"CUDA {cuda.occupancy:.0%} (limited by {cuda.occupancy_limiter}).")
@@ -159,6 +161,8 @@ def _static_rows(reports: Sequence[SideReport]) -> list[list[str]]:
     row("registers / thread", lambda d: str(d.registers))
     row("spill stores / loads (B)", lambda d: f"{d.spill_stores} / {d.spill_loads}")
     row("stack frame (B)", lambda d: str(d.stack_frame))
+    taxes = [stack_tax.tax_of(r.diag, r.profile) for r in reports]
+    rows += [[name, *cells] for name, *cells in stack_tax.rows(taxes)]
     row("shared static + dynamic (B)", lambda d: f"{d.shared_static} + {d.shared_dynamic}")
     row("constant (B)", lambda d: str(d.constant_bytes))
     row("theoretical occupancy", lambda d: f"{d.occupancy:.0%} ({d.blocks_per_sm} blocks/SM, {d.occupancy_limiter})")
@@ -188,6 +192,8 @@ def _profile_rows(reports: Sequence[SideReport]) -> list[list[str]]:
         lambda p: f"{f(p.achieved_occupancy_pct, '.1f', '%')} / {f(p.theoretical_occupancy_pct, '.0f', '%')}")
     row("warp instructions executed", lambda p: "-" if p.instructions is None else f"{p.instructions:,}")
     row("DRAM bytes", lambda p: "-" if p.dram_bytes is None else f"{p.dram_bytes:,}")
+    row("local bytes, loaded / stored", lambda p: "-" if p.local_load_bytes is None or p.local_store_bytes is None
+        else f"{p.local_load_bytes:,} / {p.local_store_bytes:,}")
     row("top stall reasons", lambda p: ", ".join(f"{k} {v:.0%}" for k, v in top_stalls(p, 3)) or "-")
     return rows
 
@@ -257,7 +263,7 @@ def render_markdown(case: Case, reports: Sequence[SideReport], *, arch: str, pro
     lines += _timed(result, environment)
     lines += ["", "#### Findings" + (" against CUDA" if len(wf_reports) > 1 else ""), ""]
     for r in wf_reports:
-        for sentence in findings(r.diag, cuda.diag, r.side.label):
+        for sentence in findings(r.diag, cuda.diag, r.side.label, r.profile, cuda.profile):
             lines.append(f"- {sentence}")
         if r.profile and cuda.profile:
             for sentence in profile_findings(r.profile, cuda.profile, r.side.label):

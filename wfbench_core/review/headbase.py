@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Callable, Optional, Sequence
 import attrs
 
 from wfbench_core.review import markdown as md
+from wfbench_core.build import stack_tax
 from wfbench_core.build.code_identity import IDENTICAL_NOTE, identical
 from wfbench_core.build.diagnostics import Instr, Loop, assemble, summarize
 from wfbench_core.record.results import KernelProfile, SideDiagnostics
@@ -64,6 +65,7 @@ def resource_rows(base: SideDiagnostics, head: SideDiagnostics) -> list[list[str
     count("spill stores (B)", base.spill_stores, head.spill_stores)
     count("spill loads (B)", base.spill_loads, head.spill_loads)
     count("stack frame (B, local memory)", base.stack_frame, head.stack_frame)
+    rows += stack_tax.delta_rows(stack_tax.tax_of(base), stack_tax.tax_of(head))
     count("shared memory, static + dynamic (B)", base.shared_static + base.shared_dynamic,
           head.shared_static + head.shared_dynamic)
     rows.append(["theoretical occupancy", f"{base.occupancy:.0%} ({base.occupancy_limiter})",
@@ -98,6 +100,10 @@ def profile_rows(base: KernelProfile, head: KernelProfile, stalls: int = 4) -> l
         rows.append([name, *_pct_points(getattr(base, field), getattr(head, field))])
     rows.append(["warp instructions executed", *_relative(base.instructions, head.instructions, ",")])
     rows.append(["DRAM bytes", *_relative(base.dram_bytes, head.dram_bytes, ",")])
+    for name, field in (("local bytes loaded", "local_load_bytes"), ("local bytes stored", "local_store_bytes")):
+        a, b = getattr(base, field), getattr(head, field)
+        if a is not None or b is not None:
+            rows.append([name, *_relative(a, b, ",")])
     reasons = sorted(set(base.stalls) | set(head.stalls),
                      key=lambda k: -max(base.stalls.get(k, 0.0), head.stalls.get(k, 0.0)))[:stalls]
     for k in reasons:
@@ -201,6 +207,8 @@ def render(base: Variant, head: Variant, *, context: int = 3, loop_rows: int = L
     lines = ([title, ""] if title else []) + [f"{base.label} → {head.label}: {_counts(lambda k: len(d.of(k)))} "
              f"({len(d.base)} → {len(d.head)} instructions)"
              + (f"; {len(d.of(RENAMED))} more differ only in register numbers or branch targets" if d.of(RENAMED) else "") + ".", ""]
+    tax = stack_tax.change(stack_tax.tax_of(base.diag, base.profile), stack_tax.tax_of(head.diag, head.profile))
+    lines += [f"Runtime stack: {tax}.", ""] if tax else []
     placed = d.placed()
     lines += md.bullets(_sentence(p, base.label, head.label) for p in placed[:MAX_LISTED])
     if len(placed) > MAX_LISTED:

@@ -28,7 +28,8 @@ def table_rows(result: RunResult) -> list[list[str]]:
         regs = f"regs {c.attrs_wf.registers}/{c.attrs_cuda.registers}" if c.attrs_wf and c.attrs_cuda else "-"
         if c.attrs_wf and c.attrs_wf.local_bytes:
             regs += f" (wf local {c.attrs_wf.local_bytes} B)"
-        static = compact(c.diag_wf, c.diag_cuda) if c.diag_wf and c.diag_cuda else regs
+        static = compact(c.diag_wf, c.diag_cuda, profiles=(c.profile_wf, c.profile_cuda)) \
+            if c.diag_wf and c.diag_cuda else regs
         if t is None:
             rows.append([_name(c), "-", "-", "-", "-", "-", "-", "-", static, c.status.upper()])
             continue
