@@ -98,12 +98,19 @@ def test_a_local_address_made_generic_goes_through_the_local_window() -> None:
     assert window and d.stack_addressing is not None and d.stack_addressing >= len(window)
 
 
+#: The suite's one kernel that keeps WarpForth's stack in memory on purpose: the stack-flattening probe.
+TAXED = {"stack_pick_f64.canonical.ptx"}
+
+
 @tools
 @pytest.mark.parametrize("ptx", sorted((FIXTURES / "ptx").glob("*.canonical.ptx")), ids=lambda p: p.name)
-def test_no_suite_kernel_pays_a_stack_tax(ptx: Path) -> None:
+def test_only_the_probe_pays_a_stack_tax(ptx: Path) -> None:
     kernel = re.search(r"\.entry\s+(\w+)", ptx.read_text()).group(1)  # type: ignore[union-attr]
     t = st.tax_of(assembled(ptx, kernel)[1])
-    assert not t.carried and t.addressing == 0
+    if ptx.name in TAXED:  # a PICK at a run-time index: the whole stack in local memory
+        assert t.carried and t.addressing
+    else:
+        assert not t.carried and t.addressing == 0
 
 
 # -------------------------------------------------------------------------------------------------
