@@ -90,23 +90,28 @@ def check_softmax(inputs: dict, want: dict, s: dict, rtol: float, atol: float) -
 
 def check_mandelbrot(inputs: dict, want: dict, s: dict) -> None:
     w, h, frames, maxit = s["W"], s["H"], s["FRAMES"], s["MAXIT"]
-    expected = []
+    expected, values = [], set()
     for f in range(frames):
-        scale = 3.0 / float(w * (f + 1))
+        step = 1.5 / float(w * (f + 1))
         for py in range(h):
             for px in range(w):
-                cx, cy = float(px - w // 2) * scale + -0.75, float(py - h // 2) * scale
-                zx = zy = 0.0
-                it = 0
-                for _ in range(maxit):
-                    zx, zy = (zx * zx - zy * zy) + cx, (zx * 2.0) * zy + cy
-                    it += 1
-                    if zx * zx + zy * zy > 4.0:
-                        break
-                expected.append(it if it < maxit else maxit + int((zx * zx + zy * zy) * 1000.0))
+                acc = 0
+                for sy in range(2):
+                    for sx in range(2):
+                        cx, cy = float((px - w // 2) * 2 + sx) * step + -0.75, float((py - h // 2) * 2 + sy) * step
+                        zx = zy = 0.0
+                        it = 0
+                        for _ in range(maxit):
+                            zx, zy = (zx * zx - zy * zy) + cx, (zx * 2.0) * zy + cy
+                            it += 1
+                            if zx * zx + zy * zy > 4.0:
+                                break
+                        value = it if it < maxit else maxit + int((zx * zx + zy * zy) * 1000.0)
+                        values.add(value)
+                        acc += value
+                expected.append(acc)
     assert want["OUT"].tolist() == expected
-    values = set(expected)
-    assert any(v < maxit for v in values) and any(v > maxit for v in values), "both escaped and inside pixels"
+    assert any(v < maxit for v in values) and any(v > maxit for v in values), "both escaped and inside points"
 
 
 def _block_per_row(rows: str) -> Callable[[dict, tuple, tuple], None]:
