@@ -111,3 +111,14 @@ def test_cli_mismatch_exit_code(prebuilt_bundle, tmp_path: Path, monkeypatch: py
     stored = load_result(out)
     assert stored.cases[0].status == FAILED and stored.cases[0].timing is None
     assert max(c.max_abs_err for c in stored.cases[0].checks) > 1.0
+
+
+def test_a_case_that_names_its_timing_mode_is_timed_in_it(prebuilt_bundle) -> None:  # type: ignore[no-untyped-def]
+    """attention_f32_head64 (the demo's one-head launch) names graph mode: a run in events mode times it as a
+    graph, records so, and still times the other case in the run's mode."""
+    result = execute(prebuilt_bundle(case_ids=("attention_f32_head64", "axpy_f64")), registry=Registry.load(),
+                     request=ExecuteRequest(protocol=QUICK))
+    head, axpy = result.case("attention_f32_head64"), result.case("axpy_f64")
+    assert head.status in (OK, UNSTABLE), head.message
+    assert head.timing is not None and head.timing.timing_mode == "graph"
+    assert axpy.timing is not None and axpy.timing.timing_mode == "events"
