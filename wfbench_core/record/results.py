@@ -172,6 +172,7 @@ class SideDiagnostics:
     max_threads: int = 0  # threads per block the launch bounds allow (0: unbounded)
     resources: dict[str, int] = attrs.Factory(dict)
     launch_attrs: tuple[str, ...] = ()
+    data_sha256: str = ""  # of the cubin's initialized constant and global data ("" when it has none)
 
 
 @attrs.frozen
