@@ -23,6 +23,9 @@ With ``FAKE_GPU_WRONG`` (a PTX statement), a side whose canonical PTX holds it i
 as a compiler that drops the last block of large grids is (right at check sizes): the measurement fails as the
 real timer's does, every side's checks together, and the wrong side's check names it.
 
+With ``FAKE_GPU_SKIPS_WORK`` (a PTX statement), a side whose canonical PTX holds it reads 107, 1.94 and 1.77 us
+per launch in its first rounds, the CUDA side 105 us in each: the plausibility rule refuses it before timing.
+
 Every worker appends its pid to ``FAKE_GPU_PIDS`` (a file), so tests can see that each one is gone. With
 ``FAKE_GPU_PREFETCH`` (a file), each measurement appends its pid, its case and the cases whose CUDA compile the
 worker still holds prefetched, so tests can see what a new worker compiles ahead.
@@ -90,6 +93,13 @@ class FakeTimer:
             raise WfbenchError(f"{case.key('check')} wf: launch failed: [700] CUDA_ERROR_ILLEGAL_ADDRESS")
         n = self.protocol.samples
         check = Check("check", "wf", "reference", "out", True, 0.0, 0.0, 0, 100)
+        skips = os.environ.get("FAKE_GPU_SKIPS_WORK")
+        if skips and any(skips in s.ptx.get("canonical", "") for s in sides):
+            from wfbench_core.gpu.plausibility import InconsistentLaunches, inconsistent_launches
+
+            per_launch_ms = {s.label: [0.107, 0.00194, 0.00177] if skips in s.ptx.get("canonical", "") else [0.105] * 3
+                             for s in sides}
+            raise InconsistentLaunches(inconsistent_launches(per_launch_ms, reference_label))
         wrong = os.environ.get("FAKE_GPU_WRONG")
         if wrong and any(wrong in s.ptx.get("canonical", "") for s in sides):
             return _wrong_on_timed_buffers(case, sides, wrong)

@@ -90,3 +90,23 @@ def test_a_base_that_fails_alone_is_reported_and_is_no_regression(stand_in_gpu: 
     assert text.exit_code == 0, text.output
     assert re.search(rf"^{BROKEN_CASE} v\d .*BASE BROKEN$", text.stdout, re.MULTILINE)
     assert f"{BROKEN_CASE}: BASE BROKEN: base FAILED: " in text.stdout and "WarpForth (base)" in text.stdout
+
+
+def test_a_head_whose_launches_do_not_do_the_same_work_is_implausible_and_broken(monkeypatch: pytest.MonkeyPatch,
+                                                                                  stand_in_gpu: None,
+                                                                                  tmp_path: Path) -> None:
+    """A head kernel that skips work once its output is written: refused before timing, whatever the time
+    limit, as IMPLAUSIBLE; the base is timed without it and compare says BROKEN."""
+    from wfbench_core.record.results import IMPLAUSIBLE
+
+    monkeypatch.setenv("FAKE_GPU_WRONG", "")
+    monkeypatch.setenv("FAKE_GPU_SKIPS_WORK", WRONG)
+    out = run_broken(tmp_path, "head")
+    result = load_result(out)
+    base, head = result.case(BROKEN_CASE, "base"), result.case(BROKEN_CASE, "head")
+    assert base.status == OK and base.timing is not None and set(base.timing.order) == {"wf:base", "cuda"}
+    assert head.status == IMPLAUSIBLE and head.timing is None
+    assert head.message.startswith(f"{BROKEN_CASE}[canonical] (head) WarpForth: its launches do not do the same work: "
+                                   f"1.77 to 107 us per launch") and head.message.endswith("; not kept")
+    text = CliRunner().invoke(main, ["compare", str(out), "--fail-on-regression"])
+    assert text.exit_code == 1 and f"{BROKEN_CASE}: BROKEN: head IMPLAUSIBLE: " in text.stdout

@@ -53,6 +53,9 @@ def measured(base: CaseResult, m: Any, side: str, *, unstable_noise: float,
                         attrs_cuda=m.kernel_attrs.get("cuda"))
     if not m.passed:
         return attrs.evolve(base, status=FAILED, message=m.message)
+    if m.implausible:
+        return attrs.evolve(base, status=IMPLAUSIBLE, message=f"{base.key.at('canonical')} WarpForth: {m.implausible}; "
+                                                              f"not kept")
     if m.sampled is None:
         return attrs.evolve(base, message=f"{base.id}: the timer passed the case but returned no samples")
     fields = timed_status(m.sampled, side, work_bytes=base.work_bytes, work_flops=base.work_flops,

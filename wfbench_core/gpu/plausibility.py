@@ -12,6 +12,12 @@ A side is judged against yardsticks measured in the same run (no data sheet figu
 - **launch floor**: the per-launch time may be below an empty kernel's, timed the same way in the same
   process (``Timing.launch_floor_us``), by at most :data:`MARGIN`.
 
+- **the same work every launch**: across the warm-up and probe rounds (before any sample), a WarpForth
+  side's per-launch time, taken relative to the CUDA side's in the same round (so clocks ramping and the
+  launch path cancel), may spread by at most :data:`LAUNCH_SPREAD_LIMIT` times: a kernel that does the work
+  on its first launch and skips it once its output is written reads 1.77 to 107 us per launch, 60x. This is
+  judged before timing, whatever the per-case time limit (:func:`inconsistent_launches`).
+
 A case that breaks any of them is IMPLAUSIBLE: it fails with the figure, and its timing is not kept (so it is
 never stored as a timing, exported or charted). A kernel that skips work it finds already done on its output
 is what this catches when its outputs stay right.
@@ -24,14 +30,18 @@ replays the launches as a CUDA graph without the launch path.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Mapping, Optional, Sequence
 
 import attrs
 
+from wfbench_core.errors import WfbenchError
 from wfbench_core.record.results import TIMING_EVENTS, Timing
 
 MARGIN = 0.25  # a side may beat a yardstick by this much (measurement noise, the yardstick's own overheads)
 LAUNCH_BOUND_FACTOR = 2.0  # events mode: per-launch time within this factor of the launch floor
+# a side's per-launch time relative to the reference's in the same rounds may spread this much (clocks ramping
+# and the launch path move both sides together; a kernel that skips work once its output is written does not)
+LAUNCH_SPREAD_LIMIT = 10.0
 
 
 @attrs.frozen
@@ -84,3 +94,28 @@ def launch_bound_note(timing: Timing) -> str:
     return (f"launch-bound: {fast:.3g} us per launch is within {LAUNCH_BOUND_FACTOR:g}x of an empty kernel's "
             f"{timing.launch_floor_us:.3g} us in events mode, so the host's launch rate was timed; kept, left out "
             f"of trends; time it with --timing-mode graph")
+
+
+class InconsistentLaunches(WfbenchError):
+    """Sides whose launches do not do the same work (:func:`inconsistent_launches`): ``sides`` maps each label
+    to its line. Raised before timing; the side is IMPLAUSIBLE, the others are timed without it."""
+
+    def __init__(self, sides: Mapping[str, str]) -> None:
+        self.sides = dict(sides)
+        super().__init__("; ".join(f"{label}: {why}" for label, why in self.sides.items()))
+
+
+def inconsistent_launches(per_launch_ms: Mapping[str, Sequence[float]], reference: str) -> dict[str, str]:
+    """``{label: line}`` of the sides whose per-launch times over the same rounds (``per_launch_ms[label][r]``
+    is round r's), each relative to ``reference``'s in that round, spread over :data:`LAUNCH_SPREAD_LIMIT`."""
+    ref = per_launch_ms.get(reference, ())
+    out = {}
+    for label, values in per_launch_ms.items():
+        rel = [v / r for v, r in zip(values, ref) if v > 0 and r > 0]
+        if label == reference or len(rel) < 2 or max(rel) / min(rel) <= LAUNCH_SPREAD_LIMIT:
+            continue
+        out[label] = (f"its launches do not do the same work: {min(values) * 1e3:.3g} to {max(values) * 1e3:.3g} us "
+                      f"per launch across the warm-up and probe rounds, while the {reference} side took "
+                      f"{min(ref) * 1e3:.3g} to {max(ref) * 1e3:.3g} us in the same rounds (a {max(rel) / min(rel):.0f}x "
+                      f"spread relative to it; over {LAUNCH_SPREAD_LIMIT:g}x is implausible)")
+    return out

@@ -187,7 +187,7 @@ def sample_case(rounds: Rounds, labels: Sequence[str], protocol: TimingProtocol,
     place(0)
     seen: dict[str, list[float]] = {label: [] for label in labels}  # per-launch ms of each warm-up round
     busy_ms, k = _warm_up(rounds, labels, protocol, clock, seen)
-    launches = _calibrate(rounds, labels, protocol, k, seen)
+    launches = _calibrate(rounds, labels, protocol, k, seen, reference)
     pairs = _Pairs(rounds, protocol, labels, launches)
     reason = ""
     t0 = clock()
@@ -238,15 +238,22 @@ def _warm_up(rounds: Rounds, labels: Sequence[str], protocol: TimingProtocol, cl
 
 
 def _calibrate(rounds: Rounds, labels: Sequence[str], protocol: TimingProtocol, k: int,
-               seen: dict[str, list[float]]) -> int:
-    """Launches per sample from a probe round of ``k`` launches; a case too slow for max_case_s is refused with
-    what was measured: each side's per-launch time across the warm-up and probe rounds (``seen``)."""
+               seen: dict[str, list[float]], reference: str) -> int:
+    """Launches per sample from a probe round of ``k`` launches. A side whose launches do not do the same work
+    across the warm-up and probe rounds (``seen``) is refused first, whatever the time limit
+    (:class:`~wfbench_core.gpu.plausibility.InconsistentLaunches`); then a case too slow for max_case_s, with
+    what was measured: each side's per-launch time across those rounds."""
+    from wfbench_core.gpu.plausibility import InconsistentLaunches, inconsistent_launches
+
     probe = rounds.round(labels, k)
+    for label, value in probe.items():
+        seen[label].append(value / k)
+    odd = inconsistent_launches(seen, reference)
+    if odd:
+        raise InconsistentLaunches(odd)
     launches = rounds.fit(launches_for(min(probe.values()) / k, protocol.min_sample_ms))
     predicted_s = protocol.samples * launches * max(probe.values()) / k * len(labels) / 1000.0
     if predicted_s > protocol.max_case_s:
-        for label, value in probe.items():
-            seen[label].append(value / k)
         ranges = ", ".join(f"{label} {min(v) * 1e3:.3g} to {max(v) * 1e3:.3g} us" for label, v in seen.items())
         raise WfbenchError(
             f"timing would take about {predicted_s:.0f} s, over the {protocol.max_case_s:.0f} s per-case limit "

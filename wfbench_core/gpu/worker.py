@@ -228,10 +228,11 @@ def run_case(variants: dict[str, Any], *, timer: Any, protocol: Any, cuda: Any, 
         if label in diags:
             base = attrs.evolve(base, diag_wf=diags[label][0], diag_cuda=diags[label][1])
         prep = variants[label]
-        costs = attrs.evolve(m.costs, compile_cuda_s=compile_s,
-                             compile_wf_s=sum(prep.files[c].compile_wf.wall_s for c in CONFIGS))
         side = _wf_label(twins.get(label, label))
-        out.append(_twin_of(measured(attrs.evolve(base, costs=costs), broken.get(side, m), side,
+        mine = broken.get(side, m)
+        costs = attrs.evolve(mine.costs, compile_cuda_s=compile_s,
+                             compile_wf_s=sum(prep.files[c].compile_wf.wall_s for c in CONFIGS))
+        out.append(_twin_of(measured(attrs.evolve(base, costs=costs), mine, side,
                                      unstable_noise=protocol.unstable_noise, yardsticks=yardsticks), twins.get(label)))
     return out
 
@@ -275,11 +276,12 @@ def measure_apart(timer: Any, case: Any, sides: list[Any], progress: Any = lambd
     of theirs that left the GPU context usable) they are left out and the others are measured again, so a head
     compiler that breaks a case costs the head, not the base: the base keeps its timing and status.
 
-    Returns the last measurement and ``{label: failed measurement}`` of each side left out (with its own
-    failed checks' line). A failure of the CUDA side, of every WarpForth side, or one no side is named by
+    Returns the last measurement (None when no WarpForth side was left to time) and ``{label: failed
+    measurement}`` of each side left out (with its own failed checks' line, or its implausible launches). A failure of the CUDA side, of every WarpForth side, or one no side is named by
     (a cross check only) is the measurement as the timer gave it, failed for all."""
     from wfbench_core.build.faults import KernelFault, side_name
     from wfbench_core.contracts import Measurement
+    from wfbench_core.gpu.plausibility import InconsistentLaunches
     from wfbench_core.record.results import Costs
 
     broken: dict[str, Any] = {}
@@ -290,6 +292,12 @@ def measure_apart(timer: Any, case: Any, sides: list[Any], progress: Any = lambd
             if fault.sticky or not _alone({fault.side}, sides):
                 raise
             blamed = {fault.side: Measurement(False, str(fault), (), {}, Costs())}
+        except InconsistentLaunches as odd:  # found before any sample: IMPLAUSIBLE, whatever the time limit
+            blamed = {label: Measurement(True, "", (), {}, Costs(), implausible=why) for label, why in odd.sides.items()}
+            if "cuda" in blamed:
+                raise
+            if not _alone(set(blamed), sides):  # no WarpForth side left to time
+                return None, {**broken, **blamed}
         else:
             blamed = _blamed(case, m, sides)
             if not blamed:
