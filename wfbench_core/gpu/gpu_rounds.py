@@ -171,6 +171,7 @@ class CudaRounds:
         host = {p.name: np.ascontiguousarray(setup.want[p.name] if p.output else setup.inputs[p.name],
                                              dtype=p.dtype).reshape(-1) for p in self._ptrs}
         self._nbytes = {name: int(a.nbytes) for name, a in host.items()}
+        self.buffer_bytes = sum(self._nbytes.values())  # what one launch is given: the plausibility gate's bound
         # the inputs stay on the GPU once, so a new placement copies device to device
         self._master = {p.name: device.to_device(host[p.name]) for p in self._ptrs
                         if not p.output and self._nbytes[p.name]}

@@ -147,5 +147,6 @@ class CudaEventTimer:
             rounds.close()
         sampled = attrs.evolve(sampled, clocks_sm_mhz=tuple(r.sm_mhz for r in readings if r.sm_mhz),
                                buffer_sets=rounds.sets, gate_retakes=rounds.gate_retakes, timing_mode=mode,
-                               nvml=nvml.summarize(readings), launch_floor_us=floor_us, placement_checks=launches)
+                               nvml=nvml.summarize(readings), launch_floor_us=floor_us, placement_checks=launches,
+                               buffer_bytes=rounds.buffer_bytes)
         return sampled, verified, check_s

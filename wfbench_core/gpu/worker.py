@@ -81,8 +81,7 @@ class Worker:
                                        fp64_peak_gflops=self._fp64_peak())
         given = environment if init.copy else attrs.evolve(  # later workers are told the first one's
             environment, copy_gbps=init.copy_gbps, fp64_peak_gflops=init.fp64_peak_gflops)
-        self.yardsticks = Yardsticks(copy_gbps=given.copy_gbps, fp64_peak_gflops=given.fp64_peak_gflops,
-                                     l2_bytes=environment.l2_bytes)
+        self.yardsticks = Yardsticks.of(given)
         return msg.Ready(environment, self.cuda, self.arch)
 
     def _prefetch(self, case_ids: list[str], fp64_peak: bool = False) -> None:

@@ -243,6 +243,7 @@ class CaseResult:
     metric: str = "bandwidth"
     work_bytes: int = 0
     work_flops: int = 0
+    work_flop_type: str = ""  # what the FLOPs are (wfbench_core.gpu.plausibility.FLOP_TYPES); "" before recorded
     cuda_source_sha256: str = ""
     warpforth_source_sha256: str = ""
     plugin: str = ""
