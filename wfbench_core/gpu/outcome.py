@@ -171,6 +171,7 @@ POOL: dict[str, Callable[[Sequence[Any]], Any]] = {
     "pair_sm_mhz": _joined,
     "clock_retakes": _sum,
     "buffer_bytes": _first,
+    "pair_side_mhz": _joined,
 }
 
 
