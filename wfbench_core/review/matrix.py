@@ -148,6 +148,7 @@ def outcome(leg: Leg, folder: Optional[Path]) -> ModelOutcome:
     failed = {f"{c.id} v{c.version}": c.status.upper() for c in run.cases if c.status in (FAILED, ERROR)}
     cmp, verdicts = base_head(run, name=folder.name) if labels(run) else (None, {})
     alone = {f"{c.case_id} v{c.version}" for c in cmp.cases if c.broken} if cmp else set()
+    storable = not failed and not alone  # a run with any failed case is never stored
     failed = {k: v for k, v in failed.items() if k not in alone}  # a case failed on one side alone has a verdict
     problem = (f"{len(failed)} case(s) failed: " + ", ".join(f"{k} ({v})" for k, v in sorted(failed.items()))
                if failed else "")
@@ -157,7 +158,7 @@ def outcome(leg: Leg, folder: Optional[Path]) -> ModelOutcome:
             v = verdicts[c.case_id]
             change = f" {c.gap.head:.3f}x ({c.gap.percent:+.2f}%)" if c.compared and c.gap is not None else ""
             cells[f"{c.case_id} v{c.version}"] = (f"**{v}**" if v != SAME else v) + change
-        return ModelOutcome(leg, folder.name, "base/head", cells, verdicts, storable=True, part=part)
+        return ModelOutcome(leg, folder.name, "base/head", cells, verdicts, storable=storable, part=part)
     cells = {f"{c.id} v{c.version}": (f"{c.timing.gap:.3f}x" if c.timing is not None and not c.compiler_label
                                       else failed.get(f"{c.id} v{c.version}", "")) for c in run.cases
              if not c.compiler_label or f"{c.id} v{c.version}" in failed}
