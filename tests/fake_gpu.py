@@ -19,6 +19,13 @@ With ``FAKE_GPU_CHAIN_COST`` (a number), a WarpForth kernel whose PTX holds the 
 (``tools/power_study.py``: ``mov.u32 %ps_r1, K``) is that much slower per iteration (relative), and every
 sample gets 0.05 % noise and every placement (``samples / 2`` of them) a 0.05 % effect, from a fixed seed.
 
+With ``FAKE_GPU_WRONG`` (a PTX statement), a side whose canonical PTX holds it is wrong on the timed buffers,
+as a compiler that drops the last block of large grids is (right at check sizes): the measurement fails as the
+real timer's does, every side's checks together, and the wrong side's check names it.
+
+With ``FAKE_GPU_SKIPS_WORK`` (a PTX statement), a side whose canonical PTX holds it reads 107, 1.94 and 1.77 us
+per launch in its first rounds, the CUDA side 105 us in each: the plausibility rule refuses it before timing.
+
 Every worker appends its pid to ``FAKE_GPU_PIDS`` (a file), so tests can see that each one is gone. With
 ``FAKE_GPU_PREFETCH`` (a file), each measurement appends its pid, its case and the cases whose CUDA compile the
 worker still holds prefetched, so tests can see what a new worker compiles ahead.
@@ -86,6 +93,16 @@ class FakeTimer:
             raise WfbenchError(f"{case.key('check')} wf: launch failed: [700] CUDA_ERROR_ILLEGAL_ADDRESS")
         n = self.protocol.samples
         check = Check("check", "wf", "reference", "out", True, 0.0, 0.0, 0, 100)
+        skips = os.environ.get("FAKE_GPU_SKIPS_WORK")
+        if skips and any(skips in s.ptx.get("canonical", "") for s in sides):
+            from wfbench_core.gpu.plausibility import InconsistentLaunches, inconsistent_launches
+
+            per_launch_ms = {s.label: [0.107, 0.00194, 0.00177] if skips in s.ptx.get("canonical", "") else [0.105] * 3
+                             for s in sides}
+            raise InconsistentLaunches(inconsistent_launches(per_launch_ms, reference_label))
+        wrong = os.environ.get("FAKE_GPU_WRONG")
+        if wrong and any(wrong in s.ptx.get("canonical", "") for s in sides):
+            return _wrong_on_timed_buffers(case, sides, wrong)
         cost = os.environ.get("FAKE_GPU_CHAIN_COST")
         if what == "barriers":
             samples = {s.label: _barrier_cost(case.id, s, n) for s in sides}
@@ -98,6 +115,20 @@ class FakeTimer:
         return Measurement(
             passed=True, message="", checks=(check,), kernel_attrs={s.label: KernelAttrs(16, 0, 0, 1024) for s in sides},
             costs=Costs(), sampled=sampled)
+
+
+def _wrong_on_timed_buffers(case, sides, wrong: str):  # type: ignore[no-untyped-def]
+    """The failed measurement of sides whose PTX holds ``wrong``: 8192 of 33554432 elements never written."""
+    from wfbench_core.contracts import Measurement
+    from wfbench_core.gpu.correctness import describe_failures
+
+    out = case.outputs[0].name
+    checks = tuple(Check("canonical", s.label, "timed-buffers", out, wrong not in s.ptx.get("canonical", ""), 0.0, 0.0,
+                         *((0, 33554432) if wrong not in s.ptx.get("canonical", "") else (8192, 33554432, 8192)),
+                         placement=0, buffer_set=1) for s in sides)
+    failed = [c for c in checks if not c.passed]
+    return Measurement(passed=False, message=describe_failures(case, failed), checks=checks,
+                       kernel_attrs={s.label: KernelAttrs(16, 0, 0, 1024) for s in sides}, costs=Costs())
 
 
 def _costed(sides, n: int, cost: float) -> dict[str, tuple[float, ...]]:  # type: ignore[no-untyped-def]

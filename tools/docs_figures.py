@@ -143,11 +143,26 @@ def power_table(src: str) -> str:
     if not (folder / "plan.json").is_file():
         raise SystemExit(f"docs_figures: {src}: no plan.json of a power study there")
     plan = json.loads((folder / "plan.json").read_text())
-    first = power_study.load_study_result(folder, plan["runs"][0]["result"])
+    results = [power_study.load_study_result(folder, run["result"]) for run in plan["runs"]]
+    for run, result in zip(plan["runs"], results):  # a plan from before boards were recorded: its results say
+        run.setdefault("board", result.environment.gpu_uuid)
+    first = results[0]
     env = first.environment
     head = (f"The power study stored in `{src}` ({env.gpu_name}, {_when(first)}, cases "
-            f"{', '.join(sorted({c.id for c in first.cases}))}, the default protocol):")
+            f"{', '.join(sorted({c.id for c in first.cases}))}, {protocol_words(first.protocol)}):")
     return f"{head}\n\n{power_study.render(power_study.summarize(plan))}"
+
+
+def protocol_words(protocol: object) -> str:
+    """"the default protocol" only where it is; else the settings that differ from it."""
+    import attrs
+
+    from wfbench_core.record.results import TimingProtocol
+
+    default = TimingProtocol()
+    changed = [f"{name} {value:g}" if isinstance(value, float) else f"{name} {value}"
+               for name, value in attrs.asdict(protocol, recurse=False).items() if value != getattr(default, name)]
+    return "the default protocol" if not changed else f"the default protocol but {', '.join(changed)}"
 
 
 RENDERERS: dict[str, Callable[[str], str]] = {"suite-table": suite_table, "aa-position": aa_position,

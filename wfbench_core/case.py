@@ -92,6 +92,10 @@ class Work:
 
     bytes: int
     flops: int = 0
+    # the arithmetic of those FLOPs, judged against its own peak (wfbench_core.gpu.plausibility.FLOP_TYPES:
+    # "f64", "f64-no-fma", "f32", "f16", "bf16", "tensor-f64", "tensor-tf32", "tensor-f16" ...); "" for the
+    # case's widest float dtype
+    flop_type: str = ""
 
 
 Sizes = Mapping[str, int]

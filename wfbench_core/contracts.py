@@ -52,6 +52,9 @@ class Measurement:
     kernel_attrs: Mapping[str, KernelAttrs]
     costs: Costs
     sampled: Optional[Sampled] = None  # None when a check failed (the case is not timed)
+    # why the side cannot have run as timed, found before its samples (its launches do not do the same work):
+    # the side is IMPLAUSIBLE with this line (wfbench_core.gpu.plausibility)
+    implausible: str = ""
 
 
 class Timer(TypingProtocol):

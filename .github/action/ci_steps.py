@@ -94,7 +94,7 @@ def _verdict_section(result_path: Path) -> tuple[list[str], list[str]]:
     if proc.returncode not in (0, 1):
         return [], [f"wfbench compare could not judge the run: {proc.stderr.strip() or proc.stdout.strip()}"]
     lines = [proc.stdout.rstrip(), ""]
-    return lines, (["head is slower than base (wfbench compare --fail-on-regression exited 1)"]
+    return lines, (["head is slower than base or breaks a case (wfbench compare --fail-on-regression exited 1)"]
                    if proc.returncode == 1 else [])
 
 
@@ -253,7 +253,7 @@ def merge(artifacts: Path) -> int:
         Path(env["COMMENT_OUT"]).write_text(matrix.comment(outcomes))
     for o in outcomes:
         if o.regressed:
-            print(f"::error::{o.leg.gpu}: head is slower than base")
+            print(f"::error::{o.leg.gpu}: head is slower than base or breaks a case")
         if o.problem:
             print(f"::error::{o.leg.gpu}: {o.problem}")
     print(f"{len(outcomes)} model(s); storable: {', '.join(o.leg.gpu for o in outcomes if o.storable) or 'none'}")

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 import attrs
 
 from wfbench_core.record.childenv import child_env
-from wfbench_core.build.code_identity import identical, max_threads, parse_nv_info, parse_res_usage
+from wfbench_core.build.code_identity import identical, max_threads, parse_data, parse_nv_info, parse_res_usage
 from wfbench_core.build.cudatools import find_tool, require_tools
 from wfbench_core.build.stack_tax import cell, stack_addressing, tax_of
 from wfbench_core.errors import WfbenchError
@@ -388,6 +388,7 @@ class Assembled:
     ptxas_version: str
     resources: tuple[tuple[str, int], ...] = ()
     launch_attrs: tuple[str, ...] = ()
+    data_sha256: str = ""  # initialized .const / .global data (wfbench_core.build.code_identity.parse_data)
 
 
 def assemble(ptx: str, kernel: str, arch: str, *, what: str = "") -> Assembled:
@@ -404,7 +405,8 @@ def assemble(ptx: str, kernel: str, arch: str, *, what: str = "") -> Assembled:
         listing = _run([str(cuobjdump), "-sass", str(cubin)], f"{what} ({arch})", env).stdout
         elf = _run([str(cuobjdump), "-res-usage", "-elf", str(cubin)], f"{what} ({arch})", env).stdout
     return Assembled(parse_ptxas(report, kernel), tuple(parse_sass(listing, kernel)), tool_version(ptxas),
-                     tuple(sorted(parse_res_usage(elf, kernel).items())), parse_nv_info(elf, kernel))
+                     tuple(sorted(parse_res_usage(elf, kernel).items())), parse_nv_info(elf, kernel),
+                     parse_data(elf, kernel))
 
 
 def diagnose(ptx: str, kernel: str, arch: str, block_threads: int, dynamic_shared: int, *,
@@ -431,6 +433,7 @@ def summarize(a: Assembled, kernel: str, arch: str, block_threads: int, dynamic_
         loop_mix=mix_of(code_of(loop.instrs)) if loop else {}, resources=dict(a.resources),
         local_bytes=max(p.local_bytes, dict(a.resources).get("LOCAL", 0)), launch_attrs=a.launch_attrs,
         max_threads=max_threads(a.launch_attrs), stack_addressing=stack_addressing(code),
+        data_sha256=a.data_sha256,
     )
 
 

@@ -27,10 +27,13 @@ from wfbench_core.record.timing_record import sampled_of, sampling_fields
 def case_result(case: Any, *, mode: str, plugin: str, compiler_label: str = "",
                 compile_wf: Optional[CompileRecord] = None) -> CaseResult:
     """A case about to be checked and timed: its identity, work and sources; ERROR until it gets further."""
+    from wfbench_core.gpu.plausibility import default_flop_type
+
     work = case.work(case.sizes["canonical"])
+    flop_type = work.flop_type or default_flop_type([p.dtype for p in case.params if p.dtype])
     return CaseResult(
         id=case.id, version=case.version, priority=case.priority, fingerprint=case.fingerprint(), status=ERROR,
-        mode=mode, metric=case.metric, work_bytes=work.bytes, work_flops=work.flops,
+        mode=mode, metric=case.metric, work_bytes=work.bytes, work_flops=work.flops, work_flop_type=flop_type,
         cuda_source_sha256=case.cuda_source_sha256(),
         warpforth_source_sha256=compile_wf.source_sha256 if compile_wf else "", plugin=plugin,
         compiler_label=compiler_label, compile_wf=compile_wf,
@@ -53,12 +56,15 @@ def measured(base: CaseResult, m: Any, side: str, *, unstable_noise: float,
                         attrs_cuda=m.kernel_attrs.get("cuda"))
     if not m.passed:
         return attrs.evolve(base, status=FAILED, message=m.message)
+    if m.implausible:
+        return attrs.evolve(base, status=IMPLAUSIBLE, message=f"{base.key.at('canonical')} WarpForth: {m.implausible}; "
+                                                              f"not kept")
     if m.sampled is None:
         return attrs.evolve(base, message=f"{base.id}: the timer passed the case but returned no samples")
     fields = timed_status(m.sampled, side, work_bytes=base.work_bytes, work_flops=base.work_flops,
                           unstable_noise=unstable_noise)
     why = implausible(fields["timing"], work_bytes=base.work_bytes, work_flops=base.work_flops,
-                      yardsticks=yardsticks or Yardsticks())
+                      yardsticks=yardsticks or Yardsticks(), flop_type=base.work_flop_type)
     if why:
         return attrs.evolve(base, status=IMPLAUSIBLE,
                             message=f"{base.key.at('canonical')} {why}: faster than this GPU can run it; not kept")
@@ -164,6 +170,8 @@ POOL: dict[str, Callable[[Sequence[Any]], Any]] = {
     "placement_checks": _sum,
     "pair_sm_mhz": _joined,
     "clock_retakes": _sum,
+    "buffer_bytes": _first,
+    "pair_side_mhz": _joined,
 }
 
 

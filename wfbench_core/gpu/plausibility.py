@@ -4,13 +4,29 @@ A side is judged against yardsticks measured in the same run (no data sheet figu
 
 - **bytes**: the bytes the operation must move between DRAM and the SMs per launch, over the side's
   per-launch time, may exceed the run's device-to-device copy bandwidth (``Environment.copy_gbps``) by at most
-  :data:`MARGIN`. What a launch *must* move: all of the operation's bytes where its buffer sets rotate
-  (each set is at least the L2's size, so no launch finds its data left in the L2), else the bytes beyond
-  what the L2 can hold; nothing is judged where the L2 size is unknown;
-- **FLOPs**: the operation's FLOPs per launch over the per-launch time may exceed the measured f64
-  add/multiply peak (``Environment.fp64_peak_gflops``) by at most :data:`MARGIN`;
+  :data:`MARGIN`. The operation's bytes are what the case declares, but never more than the buffers it was
+  actually given (``Timing.buffer_bytes``: every input and output of one launch). What a launch *must* move:
+  all of those bytes where its buffer sets rotate (each set is at least the L2's size, so no launch finds its
+  data left in the L2), else the bytes beyond what the L2 can hold; nothing is judged where the L2 size is
+  unknown;
+- **FLOPs**: the operation's FLOPs per launch over the per-launch time may exceed the peak of *their type*
+  (``Work.flop_type``, recorded as ``CaseResult.work_flop_type``; :data:`FLOP_TYPES`) by at most
+  :data:`MARGIN`. Every peak comes from the one the run measures, the f64 add/multiply peak
+  (``Environment.fp64_peak_gflops``, no FMA), scaled by the device's known ratios (:func:`flop_peak` says
+  which in its line): f64 with FMA is twice it (an FMA counts 2 FLOPs); f32 is that times the
+  architecture's f32:f64 rate (:data:`F32_PER_F64`; the most lenient known one where the architecture is
+  not listed); f16/bf16 at most :data:`HALF_PER_F32` times f32; tensor-core types at most
+  :data:`TENSOR_PER_VECTOR` times the f32 peak (tf32, f16, bf16, fp8) or the f64 FMA peak (f64). Each ratio
+  is an upper bound across the architectures listed, so a correct kernel is never refused for it. A result
+  that records no type is not judged on FLOPs;
 - **launch floor**: the per-launch time may be below an empty kernel's, timed the same way in the same
   process (``Timing.launch_floor_us``), by at most :data:`MARGIN`.
+
+- **the same work every launch**: across the warm-up and probe rounds (before any sample), a WarpForth
+  side's per-launch time, taken relative to the CUDA side's in the same round (so clocks ramping and the
+  launch path cancel), may spread by at most :data:`LAUNCH_SPREAD_LIMIT` times: a kernel that does the work
+  on its first launch and skips it once its output is written reads 1.77 to 107 us per launch, 60x. This is
+  judged before timing, whatever the per-case time limit (:func:`inconsistent_launches`).
 
 A case that breaks any of them is IMPLAUSIBLE: it fails with the figure, and its timing is not kept (so it is
 never stored as a timing, exported or charted). A kernel that skips work it finds already done on its output
@@ -24,14 +40,32 @@ replays the launches as a CUDA graph without the launch path.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Mapping, Optional, Sequence
 
 import attrs
 
+from wfbench_core.errors import WfbenchError
 from wfbench_core.record.results import TIMING_EVENTS, Timing
+
+F64, F64_NO_FMA, F32, F16, BF16 = "f64", "f64-no-fma", "f32", "f16", "bf16"
+TENSOR_F64, TENSOR_TF32, TENSOR_F16, TENSOR_BF16, TENSOR_FP8 = (
+    "tensor-f64", "tensor-tf32", "tensor-f16", "tensor-bf16", "tensor-fp8")
+#: the arithmetic a case's FLOPs are (``Work.flop_type``); "" derives it from the case's widest float dtype
+FLOP_TYPES = (F64, F64_NO_FMA, F32, F16, BF16, TENSOR_F64, TENSOR_TF32, TENSOR_F16, TENSOR_BF16, TENSOR_FP8)
+#: f32 results per f64 result per SM and clock, by compute capability (the CUDA programming guide's arithmetic
+#: throughput table; consumer parts run f64 at 1/32 or 1/64 of f32)
+F32_PER_F64 = {"6.0": 2, "6.1": 32, "7.0": 2, "7.5": 32, "8.0": 2, "8.6": 64, "8.9": 64, "9.0": 2, "10.0": 2,
+               "12.0": 64}
+HALF_PER_F32 = 4  # f16/bf16 vector arithmetic: at most 4x f32 (A100's; 2x on H100)
+#: tensor-core dense FLOP/s at most this many times the vector FMA peak it builds on (H100: tf32 7.4x, f16 14.8x,
+#: fp8 29.6x the f32 peak, f64 2x the f64 FMA peak; A100: 8x, 16x, -, 2x)
+TENSOR_PER_VECTOR = {TENSOR_F64: 2, TENSOR_TF32: 8, TENSOR_F16: 16, TENSOR_BF16: 16, TENSOR_FP8: 32}
 
 MARGIN = 0.25  # a side may beat a yardstick by this much (measurement noise, the yardstick's own overheads)
 LAUNCH_BOUND_FACTOR = 2.0  # events mode: per-launch time within this factor of the launch floor
+# a side's per-launch time relative to the reference's in the same rounds may spread this much (clocks ramping
+# and the launch path move both sides together; a kernel that skips work once its output is written does not)
+LAUNCH_SPREAD_LIMIT = 10.0
 
 
 @attrs.frozen
@@ -41,6 +75,45 @@ class Yardsticks:
     copy_gbps: Optional[float] = None
     fp64_peak_gflops: Optional[float] = None
     l2_bytes: int = 0
+    compute_capability: str = ""  # "9.0": which known ratios scale the f64 peak to the other types' peaks
+
+    @classmethod
+    def of(cls, environment: Any) -> "Yardsticks":
+        """The yardsticks a run measured, as its result file records them (``RunResult.environment``): the
+        gate judges a stored result by the same functions as a fresh one."""
+        return cls(copy_gbps=environment.copy_gbps, fp64_peak_gflops=environment.fp64_peak_gflops,
+                   l2_bytes=environment.l2_bytes, compute_capability=environment.compute_capability)
+
+
+def default_flop_type(float_dtypes: Sequence[str]) -> str:
+    """The FLOP type of a case that declares none: its widest float dtype (f64, f32, f16, bf16); "" without."""
+    names = {str(d) for d in float_dtypes}
+    for dtype, kind in (("float64", F64), ("float32", F32), ("bfloat16", BF16), ("float16", F16)):
+        if dtype in names:
+            return kind
+    return ""
+
+
+def flop_peak(flop_type: str, yardsticks: Yardsticks) -> Optional[tuple[float, str]]:
+    """The peak GFLOP/s of ``flop_type`` on the run's GPU and how it was reached; None where it cannot be said
+    (no f64 peak measured, no or an unknown type)."""
+    p64 = yardsticks.fp64_peak_gflops
+    if not p64 or flop_type not in FLOP_TYPES:
+        return None
+    measured = f"this run's measured f64 add/multiply peak of {p64:.0f} GFLOP/s"
+    if flop_type == F64_NO_FMA:
+        return p64, measured
+    fma = 2 * p64
+    if flop_type in (F64, TENSOR_F64):
+        k = TENSOR_PER_VECTOR.get(flop_type, 1)
+        return k * fma, f"{k * 2}x {measured} (an FMA counts 2 FLOPs" + (", f64 tensor cores at most 2x)" if k > 1 else ")")
+    cc = yardsticks.compute_capability
+    known = cc in F32_PER_F64
+    ratio = F32_PER_F64.get(cc, max(F32_PER_F64.values()))
+    k = HALF_PER_F32 if flop_type in (F16, BF16) else TENSOR_PER_VECTOR.get(flop_type, 1)
+    where = f"sm_{cc.replace('.', '')}'s known f32:f64 rate of {ratio}" if known else \
+        f"the most lenient known f32:f64 rate, {ratio} (compute capability {cc or 'unknown'} is not listed)"
+    return k * ratio * fma, f"{2 * k * ratio}x {measured}: {where}" + (f", {flop_type} at most {k}x f32" if k > 1 else "")
 
 
 def must_move_bytes(work_bytes: int, *, l2_bytes: int, buffer_sets: int) -> Optional[int]:
@@ -52,10 +125,13 @@ def must_move_bytes(work_bytes: int, *, l2_bytes: int, buffer_sets: int) -> Opti
     return max(0, work_bytes - l2_bytes)
 
 
-def implausible(timing: Timing, *, work_bytes: int, work_flops: int, yardsticks: Yardsticks) -> str:
+def implausible(timing: Timing, *, work_bytes: int, work_flops: int, yardsticks: Yardsticks,
+                flop_type: str = "") -> str:
     """One line saying which side is faster than the GPU can run it and by what figure ("WarpForth: 0.1 us per
-    launch, under …"); "" when none is."""
-    must = must_move_bytes(work_bytes, l2_bytes=yardsticks.l2_bytes, buffer_sets=timing.buffer_sets)
+    launch, under …"); "" when none is. The bytes are the declared ones, at most the buffers given."""
+    given = min(work_bytes, timing.buffer_bytes) if timing.buffer_bytes else work_bytes
+    must = must_move_bytes(given, l2_bytes=yardsticks.l2_bytes, buffer_sets=timing.buffer_sets)
+    peak = flop_peak(flop_type, yardsticks) if work_flops else None
     for name, us in (("WarpForth", timing.warpforth.median_us), ("CUDA", timing.cuda.median_us)):
         if timing.launch_floor_us and us * (1 + MARGIN) < timing.launch_floor_us:
             return (f"{name}: {us:.3g} us per launch, under the {timing.launch_floor_us:.3g} us of an empty kernel "
@@ -64,12 +140,20 @@ def implausible(timing: Timing, *, work_bytes: int, work_flops: int, yardsticks:
             return (f"{name}: at least {must / 2**20:.1f} MiB to move per launch in {us:.3g} us, "
                     f"{must / (us * 1e3):.0f} GB/s, over {1 + MARGIN:g}x this run's copy bandwidth of "
                     f"{yardsticks.copy_gbps:.0f} GB/s")
-        if work_flops and yardsticks.fp64_peak_gflops and \
-                work_flops / (us * 1e3) > yardsticks.fp64_peak_gflops * (1 + MARGIN):
-            return (f"{name}: {work_flops:.3g} FLOPs per launch in {us:.3g} us, "
-                    f"{work_flops / (us * 1e3):.0f} GFLOP/s, over {1 + MARGIN:g}x this run's f64 peak of "
-                    f"{yardsticks.fp64_peak_gflops:.0f} GFLOP/s")
+        if peak is not None and work_flops / (us * 1e3) > peak[0] * (1 + MARGIN):
+            return (f"{name}: {work_flops:.3g} {flop_type} FLOPs per launch in {us:.3g} us, "
+                    f"{work_flops / (us * 1e3):.0f} GFLOP/s, over {1 + MARGIN:g}x the {flop_type} peak of "
+                    f"{peak[0]:.0f} GFLOP/s ({peak[1]})")
     return ""
+
+
+def implausible_result(case: Any, environment: Any) -> str:
+    """:func:`implausible` of a stored result's case (``CaseResult``) by the yardsticks its run recorded
+    (``RunResult.environment``); "" for a case without timing."""
+    if case.timing is None:
+        return ""
+    return implausible(case.timing, work_bytes=case.work_bytes, work_flops=case.work_flops,
+                       yardsticks=Yardsticks.of(environment), flop_type=case.work_flop_type)
 
 
 def launch_bound(timing: Timing) -> bool:
@@ -84,3 +168,28 @@ def launch_bound_note(timing: Timing) -> str:
     return (f"launch-bound: {fast:.3g} us per launch is within {LAUNCH_BOUND_FACTOR:g}x of an empty kernel's "
             f"{timing.launch_floor_us:.3g} us in events mode, so the host's launch rate was timed; kept, left out "
             f"of trends; time it with --timing-mode graph")
+
+
+class InconsistentLaunches(WfbenchError):
+    """Sides whose launches do not do the same work (:func:`inconsistent_launches`): ``sides`` maps each label
+    to its line. Raised before timing; the side is IMPLAUSIBLE, the others are timed without it."""
+
+    def __init__(self, sides: Mapping[str, str]) -> None:
+        self.sides = dict(sides)
+        super().__init__("; ".join(f"{label}: {why}" for label, why in self.sides.items()))
+
+
+def inconsistent_launches(per_launch_ms: Mapping[str, Sequence[float]], reference: str) -> dict[str, str]:
+    """``{label: line}`` of the sides whose per-launch times over the same rounds (``per_launch_ms[label][r]``
+    is round r's), each relative to ``reference``'s in that round, spread over :data:`LAUNCH_SPREAD_LIMIT`."""
+    ref = per_launch_ms.get(reference, ())
+    out = {}
+    for label, values in per_launch_ms.items():
+        rel = [v / r for v, r in zip(values, ref) if v > 0 and r > 0]
+        if label == reference or len(rel) < 2 or max(rel) / min(rel) <= LAUNCH_SPREAD_LIMIT:
+            continue
+        out[label] = (f"its launches do not do the same work: {min(values) * 1e3:.3g} to {max(values) * 1e3:.3g} us "
+                      f"per launch across the warm-up and probe rounds, while the {reference} side took "
+                      f"{min(ref) * 1e3:.3g} to {max(ref) * 1e3:.3g} us in the same rounds (a {max(rel) / min(rel):.0f}x "
+                      f"spread relative to it; over {LAUNCH_SPREAD_LIMIT:g}x is implausible)")
+    return out

@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Sequence
 
 import attrs
 
@@ -81,8 +81,7 @@ class Worker:
                                        fp64_peak_gflops=self._fp64_peak())
         given = environment if init.copy else attrs.evolve(  # later workers are told the first one's
             environment, copy_gbps=init.copy_gbps, fp64_peak_gflops=init.fp64_peak_gflops)
-        self.yardsticks = Yardsticks(copy_gbps=given.copy_gbps, fp64_peak_gflops=given.fp64_peak_gflops,
-                                     l2_bytes=environment.l2_bytes)
+        self.yardsticks = Yardsticks.of(given)
         return msg.Ready(environment, self.cuda, self.arch)
 
     def _prefetch(self, case_ids: list[str], fp64_peak: bool = False) -> None:
@@ -208,22 +207,17 @@ def run_case(variants: dict[str, Any], *, timer: Any, protocol: Any, cuda: Any, 
     diagnosing = None if mode == MODE_AA else _diagnose_in_background(case, variants, cuda_ptx["canonical"], arch)
     twins = {} if mode == MODE_AA else ptx_twins(variants)
     sides = _sides(case, {k: v for k, v in variants.items() if k not in twins}, cuda_ptx, mode)
-    if sanitize:
-        from wfbench_core.gpu.sanitize import DEFAULT_TIMEOUT_S, sanitize_case
-
-        for side in sides:
-            try:
-                with watchdog.guard(f"{case.id} {side.label} under compute-sanitizer",
-                                    deadline_s=DEFAULT_TIMEOUT_S + 60.0):
-                    finding = sanitize_case(case, side.label, side.ptx["check"], side.kernel)
-            except WfbenchError as exc:
-                return all_(message=str(exc))
-            if finding is not None:
-                return all_(status=FAILED, message=finding.message)
+    broken: dict[str, Any] = {}  # WarpForth side -> the failed measurement of that side alone
     try:
-        m = timer.measure(case, sides, reference_label="cuda")
+        if sanitize:
+            broken = _sanitized(case, sides)
+            sides = [s for s in sides if s.label not in broken]
+        m, more = measure_apart(timer, case, sides, progress)
     except WfbenchError as exc:
         return all_(message=str(exc))
+    except _AllFailed as failed:
+        return all_(status=FAILED, message=failed.message)
+    broken.update(more)
 
     diags = {label: future.result() for label, future in diagnosing.items()} if diagnosing else {}
     for note in dict.fromkeys(d[2] for d in diags.values() if d[2]):
@@ -233,11 +227,97 @@ def run_case(variants: dict[str, Any], *, timer: Any, protocol: Any, cuda: Any, 
         if label in diags:
             base = attrs.evolve(base, diag_wf=diags[label][0], diag_cuda=diags[label][1])
         prep = variants[label]
-        costs = attrs.evolve(m.costs, compile_cuda_s=compile_s,
+        side = _wf_label(twins.get(label, label))
+        mine = broken.get(side, m)
+        costs = attrs.evolve(mine.costs, compile_cuda_s=compile_s,
                              compile_wf_s=sum(prep.files[c].compile_wf.wall_s for c in CONFIGS))
-        out.append(_twin_of(measured(attrs.evolve(base, costs=costs), m, _wf_label(twins.get(label, label)),
+        out.append(_twin_of(measured(attrs.evolve(base, costs=costs), mine, side,
                                      unstable_noise=protocol.unstable_noise, yardsticks=yardsticks), twins.get(label)))
     return out
+
+
+class _AllFailed(Exception):
+    """Every side of a case fails (the CUDA side, or the only WarpForth one): the case is FAILED for all."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def _sanitized(case: Any, sides: list[Any]) -> dict[str, Any]:
+    """Each side's check configuration once under compute-sanitizer: ``{label: failed measurement}`` of the
+    WarpForth sides with a finding, while another WarpForth side and the CUDA side have none (else
+    :class:`_AllFailed`)."""
+    from wfbench_core.contracts import Measurement
+    from wfbench_core.gpu.sanitize import DEFAULT_TIMEOUT_S, sanitize_case
+    from wfbench_core.record.results import Costs
+
+    found: dict[str, str] = {}
+    for side in sides:
+        with watchdog.guard(f"{case.id} {side.label} under compute-sanitizer", deadline_s=DEFAULT_TIMEOUT_S + 60.0):
+            finding = sanitize_case(case, side.label, side.ptx["check"], side.kernel)
+        if finding is not None:
+            found[side.label] = finding.message
+    if found and not _alone(set(found), sides):
+        raise _AllFailed(next(iter(found.values())))
+    return {label: Measurement(False, why, (), {}, Costs()) for label, why in found.items()}
+
+
+def _alone(labels: set[str], sides: Sequence[Any]) -> bool:
+    """Whether ``labels`` are WarpForth sides only, with another WarpForth side left to time against CUDA."""
+    wf = {s.label for s in sides if s.label != "cuda"}
+    return bool(labels) and labels < wf
+
+
+def measure_apart(timer: Any, case: Any, sides: list[Any], progress: Any = lambda line: None
+                  ) -> tuple[Any, dict[str, Any]]:
+    """The timer's measurement of ``sides``; where only some WarpForth sides fail (their own checks, or a fault
+    of theirs that left the GPU context usable) they are left out and the others are measured again, so a head
+    compiler that breaks a case costs the head, not the base: the base keeps its timing and status.
+
+    Returns the last measurement (None when no WarpForth side was left to time) and ``{label: failed
+    measurement}`` of each side left out (with its own failed checks' line, or its implausible launches). A failure of the CUDA side, of every WarpForth side, or one no side is named by
+    (a cross check only) is the measurement as the timer gave it, failed for all."""
+    from wfbench_core.build.faults import KernelFault, side_name
+    from wfbench_core.contracts import Measurement
+    from wfbench_core.gpu.plausibility import InconsistentLaunches
+    from wfbench_core.record.results import Costs
+
+    broken: dict[str, Any] = {}
+    while True:
+        try:
+            m = timer.measure(case, sides, reference_label="cuda")
+        except KernelFault as fault:
+            if fault.sticky or not _alone({fault.side}, sides):
+                raise
+            blamed = {fault.side: Measurement(False, str(fault), (), {}, Costs())}
+        except InconsistentLaunches as odd:  # found before any sample: IMPLAUSIBLE, whatever the time limit
+            blamed = {label: Measurement(True, "", (), {}, Costs(), implausible=why) for label, why in odd.sides.items()}
+            if "cuda" in blamed:
+                raise
+            if not _alone(set(blamed), sides):  # no WarpForth side left to time
+                return None, {**broken, **blamed}
+        else:
+            blamed = _blamed(case, m, sides)
+            if not blamed:
+                return m, broken
+        broken.update(blamed)
+        sides = [s for s in sides if s.label not in blamed]
+        progress(f"{case.id}: {', '.join(side_name(b) for b in blamed)} failed alone; the other sides are "
+                 f"checked and timed without it")
+
+
+def _blamed(case: Any, m: Any, sides: Sequence[Any]) -> dict[str, Any]:
+    """The WarpForth sides a failed measurement's own checks name (reference, idempotence, timed buffers),
+    each with its failed measurement, when they fail alone (:func:`_alone`); else none."""
+    from wfbench_core.gpu.correctness import describe_failures
+
+    failed = [c for c in m.checks if not c.passed]
+    own = {c.side for c in failed if "~" not in c.side}
+    if m.passed or not _alone(own, sides):
+        return {}
+    return {label: attrs.evolve(m, message=describe_failures(case, [c for c in failed if c.side == label]),
+                                sampled=None) for label in own}
 
 
 def _twin_of(result: CaseResult, twin: str | None) -> CaseResult:

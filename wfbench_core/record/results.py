@@ -175,6 +175,7 @@ class SideDiagnostics:
     # instructions, other than LDL/STL, that form a stack address (wfbench_core.build.stack_tax); None in
     # results written before it was counted
     stack_addressing: Optional[int] = None
+    data_sha256: str = ""  # of the cubin's initialized constant and global data ("" when it has none)
 
 
 @attrs.frozen
@@ -247,6 +248,7 @@ class CaseResult:
     metric: str = "bandwidth"
     work_bytes: int = 0
     work_flops: int = 0
+    work_flop_type: str = ""  # what the FLOPs are (wfbench_core.gpu.plausibility.FLOP_TYPES); "" before recorded
     cuda_source_sha256: str = ""
     warpforth_source_sha256: str = ""
     plugin: str = ""

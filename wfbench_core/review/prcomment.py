@@ -19,7 +19,7 @@ import attrs
 
 from wfbench_core.review import compare
 from wfbench_core.review import markdown as md
-from wfbench_core.review.case_verdict import SAME, SLOWER, VERDICTS
+from wfbench_core.review.case_verdict import BROKEN, SAME, VERDICTS
 from wfbench_core.errors import WfbenchError
 
 if TYPE_CHECKING:
@@ -63,6 +63,15 @@ def verdict_table(cmp: compare.RunComparison, verdicts: Mapping[str, str]) -> li
     return md.table(rows)
 
 
+def broken_lines(cmp: compare.RunComparison, verdicts: Mapping[str, str]) -> list[str]:
+    """What the comment leads with when the head breaks cases: each one with the head's own line."""
+    broken = [c for c in cmp.cases if verdicts[c.case_id] == BROKEN]
+    if not broken:
+        return []
+    return [f"**The head breaks {len(broken)} case(s) the base passed:**", "",
+            *md.bullets(f"{c.case_id} v{c.version}: {md.cell(c.reason)}" for c in broken), ""]
+
+
 def summary(verdicts: Mapping[str, str]) -> str:
     counts = {v: sum(1 for x in verdicts.values() if x == v) for v in VERDICTS}
     return ", ".join(f"{n} {v}" for v, n in counts.items() if n)
@@ -75,7 +84,7 @@ def build(cmp: compare.RunComparison, verdicts: Mapping[str, str], explanations:
     head = [MARKER, "## wfbench: head against base", "",
             f"{cmp.base_name} (warpforthc {cmp.base_compiler}) → {cmp.head_name} (warpforthc {cmp.head_compiler}); "
             f"{cmp.platform}" + (f"; [the run]({run_url})" if run_url else ""), "",
-            f"**{summary(verdicts)}**", ""] + verdict_table(cmp, verdicts)
+            f"**{summary(verdicts)}**", "", *broken_lines(cmp, verdicts)] + verdict_table(cmp, verdicts)
     tail = ["", *md.details("Full comparison (wfbench compare)", compare.render_markdown(cmp).splitlines())]
     if artifacts:
         tail += ["", "### Artifacts", "", *md.bullets(f"[{a.name}]({a.url})" for a in artifacts)]
