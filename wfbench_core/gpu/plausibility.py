@@ -12,6 +12,10 @@ A side is judged against yardsticks measured in the same run (no data sheet figu
 - **launch floor**: the per-launch time may be below an empty kernel's, timed the same way in the same
   process (``Timing.launch_floor_us``), by at most :data:`MARGIN`.
 
+The rule lives in :mod:`wfbench_core.record.yardsticks`: the worker applies it to every timed case, and every
+result read back (``history add``, ``compare``, ``check``, ``export``, the dashboard) is judged by it again
+against the yardsticks that result recorded.
+
 A case that breaks any of them is IMPLAUSIBLE: it fails with the figure, and its timing is not kept (so it is
 never stored as a timing, exported or charted). A kernel that skips work it finds already done on its output
 is what this catches when its outputs stay right.
@@ -24,52 +28,11 @@ replays the launches as a CUDA graph without the launch path.
 
 from __future__ import annotations
 
-from typing import Optional
-
-import attrs
-
+# the rule itself is in wfbench_core.record.yardsticks, so that every result read back is judged by it too
 from wfbench_core.record.results import TIMING_EVENTS, Timing
+from wfbench_core.record.yardsticks import MARGIN, Yardsticks, implausible, must_move_bytes  # noqa: F401
 
-MARGIN = 0.25  # a side may beat a yardstick by this much (measurement noise, the yardstick's own overheads)
 LAUNCH_BOUND_FACTOR = 2.0  # events mode: per-launch time within this factor of the launch floor
-
-
-@attrs.frozen
-class Yardsticks:
-    """What the run measured to judge its cases by (None where it was not measured)."""
-
-    copy_gbps: Optional[float] = None
-    fp64_peak_gflops: Optional[float] = None
-    l2_bytes: int = 0
-
-
-def must_move_bytes(work_bytes: int, *, l2_bytes: int, buffer_sets: int) -> Optional[int]:
-    """Bytes a launch must move from DRAM at least (None where the L2 size is unknown)."""
-    if l2_bytes <= 0:
-        return None
-    if buffer_sets > 1 and work_bytes >= l2_bytes:
-        return work_bytes  # rotated sets, each at least the L2's size: nothing is left in the L2 for a launch
-    return max(0, work_bytes - l2_bytes)
-
-
-def implausible(timing: Timing, *, work_bytes: int, work_flops: int, yardsticks: Yardsticks) -> str:
-    """One line saying which side is faster than the GPU can run it and by what figure ("WarpForth: 0.1 us per
-    launch, under …"); "" when none is."""
-    must = must_move_bytes(work_bytes, l2_bytes=yardsticks.l2_bytes, buffer_sets=timing.buffer_sets)
-    for name, us in (("WarpForth", timing.warpforth.median_us), ("CUDA", timing.cuda.median_us)):
-        if timing.launch_floor_us and us * (1 + MARGIN) < timing.launch_floor_us:
-            return (f"{name}: {us:.3g} us per launch, under the {timing.launch_floor_us:.3g} us of an empty kernel "
-                    f"timed the same way ({timing.timing_mode} mode)")
-        if must and yardsticks.copy_gbps and must / (us * 1e3) > yardsticks.copy_gbps * (1 + MARGIN):
-            return (f"{name}: at least {must / 2**20:.1f} MiB to move per launch in {us:.3g} us, "
-                    f"{must / (us * 1e3):.0f} GB/s, over {1 + MARGIN:g}x this run's copy bandwidth of "
-                    f"{yardsticks.copy_gbps:.0f} GB/s")
-        if work_flops and yardsticks.fp64_peak_gflops and \
-                work_flops / (us * 1e3) > yardsticks.fp64_peak_gflops * (1 + MARGIN):
-            return (f"{name}: {work_flops:.3g} FLOPs per launch in {us:.3g} us, "
-                    f"{work_flops / (us * 1e3):.0f} GFLOP/s, over {1 + MARGIN:g}x this run's f64 peak of "
-                    f"{yardsticks.fp64_peak_gflops:.0f} GFLOP/s")
-    return ""
 
 
 def launch_bound(timing: Timing) -> bool:
