@@ -26,7 +26,12 @@ class _Group(LazyGroup):
             click.echo("wfbench: interrupted", err=True)
             sys.exit(130)
         except OSError as exc:  # a place that cannot be written or read: read-only, full, a symlink loop ...
+            import errno
+
             from wfbench_core.record.fsutil import os_error_line
+
+            if exc.errno == errno.EPIPE:
+                raise  # stdout closed by a pager: click ends quietly
 
             click.echo(f"wfbench: error: {os_error_line(exc)}", err=True)
             sys.exit(WfbenchError.exit_code)

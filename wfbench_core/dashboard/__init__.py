@@ -15,7 +15,6 @@ import datetime as _dt
 import html
 import json
 import math
-import shutil
 from collections import Counter
 from importlib import resources
 from pathlib import Path
@@ -482,11 +481,8 @@ def build_site(history: History, out: str | Path, *, title: Optional[str] = None
     data = build_data(history, title=title or "WarpForth vs CUDA", headline_gpu=headline_gpu)
     out.mkdir(parents=True, exist_ok=True)
     pkg = resources.files(__package__)
-    for name in ASSETS:
-        with resources.as_file(pkg.joinpath(name)) as src:
-            tmp = out / f".{name}.tmp"
-            shutil.copyfile(src, tmp)
-            tmp.replace(out / name)
+    for name in ASSETS:  # written like every file wfbench writes: an error names the file in the site
+        atomic_write(out / name, pkg.joinpath(name).read_bytes())
     index = out / "index.html"
     atomic_write(index, render_page(data))
     return index

@@ -38,9 +38,11 @@ def _write_temp(path: Path, data: bytes) -> Path:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.filename is None:  # a full disk: write() names no file
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
         raise
     return tmp
 
