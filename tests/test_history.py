@@ -427,3 +427,32 @@ def test_a_lock_held_by_another_process_is_one_line_not_a_wait_without_end(tmp_p
         holder.communicate("")
     res = CliRunner().invoke(main, ["history", "add", str(path), "--history", str(tmp_path)])
     assert res.exit_code == 0 and len(run_files(tmp_path)) == 2, res.output
+
+
+def _tree_hash(root: Path) -> dict[str, str]:
+    import hashlib
+
+    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_read_only_commands_never_change_a_stored_history(tmp_path: Path) -> None:
+    """Every command that only reads leaves every file of the history as it was: a run file is write-once."""
+    from wfbench_core.build.compile import find_nvcc
+
+    hist = tmp_path / "hist"
+    for n in range(2):
+        add_run(hist, synth_run(n))
+    a, b = run_files(hist)
+    before = _tree_hash(hist)
+    reads = [["history", "list", "--history", str(hist)], ["history", "list", "--json", "--history", str(hist)],
+             ["check", "--history", str(hist)], ["check", str(b), "--history", str(hist)],
+             ["compare", str(a), str(b)], ["export", str(b)],
+             ["dashboard", "--history", str(hist), "--out", str(tmp_path / "site")]]
+    if find_nvcc() is not None:  # explain compiles the CUDA side
+        reads.append(["explain", "axpy_f64", "--wf-ptx", str(REAL_RUN.parent / "ptx" / "axpy_f64.canonical.ptx"),
+                      "--result", str(b), "-q"])
+    for args in reads:
+        res = CliRunner().invoke(main, args)
+        assert "Traceback" not in res.output, (args, res.output)
+        assert _tree_hash(hist) == before, args
