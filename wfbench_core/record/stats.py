@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence
 
 import attrs
 
-from wfbench_core.record.results import SideStats
+from wfbench_core.record.timing_record import SideStats
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
