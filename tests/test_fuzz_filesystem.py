@@ -124,3 +124,22 @@ def test_every_writing_command_answers_a_place_it_cannot_write_in_one_line(input
             subprocess.run(["chmod", "-R", "u+w", str(parent)], capture_output=True)
             shutil.rmtree(parent, ignore_errors=True)
             shutil.rmtree(Path(f"{parent}.copy"), ignore_errors=True)
+
+
+def test_a_symlink_loop_inside_a_bundle_is_one_line_naming_the_file(prebuilt_bundle, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Not "the GPU worker could not start", not a RuntimeError: the file of the bundle that loops, before any GPU
+    is looked for or any worker started."""
+    bundle = prebuilt_bundle(("scale_i64",), tmp_path / "b")
+    looped = bundle / "scale_i64" / "canonical.ptx"
+    looped.unlink()
+    looped.symlink_to(looped.parent / "loop2")
+    (looped.parent / "loop2").symlink_to(looped)
+    for args in (["explain", "scale_i64", "--bundle", str(bundle), "-q"], ["execute", str(bundle), "--validate-only"],
+                 ["execute", str(bundle), "-o", str(tmp_path / "r.json")],
+                 ["run", "--bundle", str(bundle), "-o", str(tmp_path / "r.json")]):
+        res = CliRunner().invoke(main, args)
+        assert res.exit_code == 2, (args, res.output)
+        assert res.stderr.strip().splitlines() == [
+            f"wfbench: error: {looped}: a loop of symbolic links; remove the link, or choose another path"], (args,
+                                                                                                        res.stderr)
+    assert not (tmp_path / "r.json").exists()
