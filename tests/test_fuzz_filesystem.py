@@ -1,7 +1,8 @@
 """Fuzz: every command that writes, pointed at a place it cannot write, through a real process.
 
 Each writing command (``history add``, ``history reindex``, ``dashboard --out``, ``export -o``, ``build -o``,
-``pr-comment -o``, ``explain -o``, ``new-case``) is run with its output in each of these file-system states:
+``pr-comment -o``, ``explain -o`` where nvcc is installed, ``new-case``) is run with its output in each of these
+file-system states:
 
 - **unprivileged**: a folder of root's, the command run as ``nobody`` (``setpriv``; skipped unless the tests
   run as root);
@@ -71,7 +72,15 @@ def commands(src: Path, out: Path) -> dict[str, tuple[list[str], Path]]:
         "pr-comment -o": (["pr-comment", str(src / "bh.json"), "--bundle", str(src / "bundle"), "-o", str(out), "-q"],
                           here),
         "new-case": (["new-case", "foo_bar", "--dir", str(out)], here),
+        **({"explain -o": (["explain", "scale_i64", "--wf-ptx", str(FIXTURES / "ptx" / "scale_i64.canonical.ptx"), "-q",
+                            "-o", str(out)], here)} if _has_nvcc() else {}),
     }
+
+
+def _has_nvcc() -> bool:
+    from wfbench_core.build.compile import find_nvcc
+
+    return find_nvcc() is not None  # explain compiles the CUDA side first
 
 
 def _prepare(state: str, parent: Path, out: Path, src: Path, command: str) -> list[str]:

@@ -57,7 +57,7 @@ def run(case_ids: tuple[str, ...], priorities: tuple[str, ...], warpforthc: tupl
     from wfbench_core.run import runner
 
     reg = load_registry()
-    if transport == "local" and bundle is None:  # no GPU here: say so before building any compiler (minutes, MLIR)
+    if transport == "local" and warpforth and bundle is None:  # no GPU here: say so before building compilers
         from wfbench_core.gpu.device import gpu_unavailable_reason
 
         reason = gpu_unavailable_reason()
