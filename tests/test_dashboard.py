@@ -18,6 +18,9 @@ import attrs
 import pytest
 
 from synth_runs import REAL_AA, created_at, evolve_case, synth_run, with_case
+from click.testing import CliRunner
+
+from wfbench_core.cli import main
 from wfbench_core.dashboard import build_data, build_site, diagnostics, find_browser, x_labels
 from wfbench_core.errors import WfbenchError
 from wfbench_core.review.history import History, add_run
@@ -727,12 +730,13 @@ def test_example_history_renders(browser: Any, tmp_path: Path) -> None:
     canonical = [r for r in canonical if r.mode == "paired" and not r.compilers]
     newest = max(canonical, key=lambda r: r.created)
     index = build_site(h, tmp_path / "site")
-    page, errors, requests = _open(browser, index)
+    page, errors, requests = _open(browser, index, width=1400)  # a newcomer's screen
     try:
         check_page(page, h)
         assert page.locator("#headline .gap-value").inner_text() == f"{expected_headline(newest):.3f}×"
         assert page.locator("#headline .geomean-set .chip").all_inner_texts() == case_set(newest)
         assert page.locator("article.comparison").count() == 1 and page.locator("article.floor").count() == 1
+        _one_truth(page, h)
         assert not errors, errors
         assert all(u.startswith("file://") for u in requests)
         shot = tmp_path / "example-dashboard.png"
@@ -740,6 +744,48 @@ def test_example_history_renders(browser: Any, tmp_path: Path) -> None:
         _artifact(shot)
     finally:
         page.close()
+
+
+ONE_TRUTH = """() => {
+  const rows = [...document.querySelectorAll('#headline tr[data-series]')].map((tr) => ({
+    series: tr.dataset.series, row: tr.className,
+    badge: tr.querySelector('[data-badge="stable"], [data-badge="unstable"], [data-badge="throttled"], '
+      + '[data-badge="launch-bound"], [data-badge="depressed"]').textContent,
+    delta: tr.querySelector('.verdict-cell').textContent }));
+  const cards = Object.fromEntries([...document.querySelectorAll('section.series')].map((s) =>
+    [s.dataset.series, s.querySelector('.latest').textContent]));
+  const floor = document.querySelector('.floor-note') ? document.querySelector('.floor-note').textContent : '';
+  const wide = [...document.querySelectorAll('table.compare')].map((t) => {
+    const box = t.closest('.table-scroll');
+    return { scroll: box.scrollWidth, client: box.clientWidth };
+  });
+  return { rows, cards, floor, wide };
+}"""
+
+
+def _one_truth(page: Any, h: History) -> None:
+    """The headline's badges, row colours, the series cards, ``history list``, ``check`` and the A/A floor say one
+    thing of every case of the newest canonical run; the base/head table fits the window."""
+    from wfbench_core.review.evidence import board_aa_floor
+
+    got = page.evaluate(ONE_TRUTH)
+    assert got["rows"], got
+    listed = CliRunner().invoke(main, ["history", "list", "--history", str(EXAMPLES)]).stdout
+    checked = CliRunner().invoke(main, ["check", "--history", str(EXAMPLES)])
+    for row in got["rows"]:
+        series = h.series[row["series"]]
+        word, _why = series.points[-1].standing
+        assert row["badge"] == word, row
+        assert row["row"] == ("ok" if word == "stable" else "unstable"), row
+        if word != "stable":
+            assert f"not judged: {word}" in row["delta"], row  # an empty change says why it is empty
+            assert f"left out of trends (" in got["cards"][row["series"]] and word in got["cards"][row["series"]]
+            assert f"({word})" in listed.split(series.key.case_id, 1)[1].splitlines()[0], listed
+            assert f"{series.key.case_id}: {series.points[-1].standing[1]}" in checked.stdout, checked.stdout
+    floor, _ = board_aa_floor(h, next(iter(h.series.values())).key, next(iter(h.series.values())).points[-1].gpu_uuid)
+    assert floor is not None and f"up to {floor * 100:.2f}%" in got["floor"], got["floor"]
+    assert f"A/A floor {floor:.2%}" in checked.stdout, checked.stdout
+    assert all(w["scroll"] <= w["client"] for w in got["wide"]), got["wide"]  # no horizontal scroll at 1400 px
 
 
 def test_a_step_in_the_gap_is_marked_in_the_browser(browser: Any, tmp_path: Path) -> None:

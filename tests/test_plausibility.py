@@ -122,10 +122,10 @@ def test_a_launch_bound_case_is_kept_marked_and_left_out_of_trends() -> None:
                     mode="paired", protocol=TimingProtocol(), environment=Environment(),
                     warpforthc=CompilerInfo("warpforthc", "1"), cuda_compiler=CompilerInfo("nvcc", "13.0"), cases=(r,))
     point = point_of(run, r, "run.json")
-    assert point.launch_bound and not point.stable and not _trend(r)
+    assert point.launch_bound and not point.stable and not _trend(run, r)
     assert table_rows(run)[1][-1] == "OK LAUNCH-BOUND"
     unbound = attrs.evolve(r, timing=attrs.evolve(r.timing, launch_bound=False))
-    assert point_of(run, unbound, "run.json").stable and _trend(unbound)
+    assert point_of(run, unbound, "run.json").stable and _trend(run, unbound)
 
 
 def test_results_of_schema_3_still_load_and_schema_4_round_trips() -> None:

@@ -199,9 +199,9 @@ def write_case(case: Case, out_dir: Path, plugin: str, compile_wf: Callable[[str
     for config in CONFIGS:
         wf_src, cuda_src = case.render(config)
         compiled = compile_wf(config, wf_src)
-        (folder / f"{config}.forth").write_text(wf_src)
-        (folder / f"{config}.ptx").write_text(compiled.ptx)
-        (folder / f"{config}.cu").write_text(cuda_src)
+        atomic_write(folder / f"{config}.forth", wf_src)
+        atomic_write(folder / f"{config}.ptx", compiled.ptx)
+        atomic_write(folder / f"{config}.cu", cuda_src)
         configs[config] = BundleConfig(
             wf_ptx=f"{case.id}/{config}.ptx",
             cuda_source=f"{case.id}/{config}.cu",

@@ -93,7 +93,7 @@ def history_list(history_dir: Path, as_json: bool, verbose: bool) -> None:
                      f"{k.cuda_compiler} {k.cuda_compiler_version} {' '.join(k.cuda_flags)}".rstrip(),
                      k.mode + (f" ({k.protocol})" if k.protocol else ""),
                      str(len(s.points)), str(len(s.stable_points)),
-                     f"{last.gap:.3f}x" + ("" if last.stable else " (unstable)"), last.created[:16]])
+                     f"{last.gap:.3f}x" + ("" if last.stable else f" ({last.standing[0]})"), last.created[:16]])
     click.echo(render_table(rows))
     if verbose:
         for s in index.series:

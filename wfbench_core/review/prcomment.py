@@ -24,6 +24,7 @@ from wfbench_core.errors import WfbenchError
 
 if TYPE_CHECKING:
     from wfbench_core.discover.registry import Registry
+    from wfbench_core.record.results import CompilerInfo, RunResult
 
 #: The first line of the comment; the workflow finds the comment to update by it. Never change it.
 MARKER = "<!-- wfbench:pr-comment -->"
@@ -114,6 +115,30 @@ def explain_cases(registry: "Registry", bundle: Path, case_ids: Sequence[str], a
             out[cid] = explain_bundle(registry.case(cid), bundle, arch, progress=progress)
         except WfbenchError as exc:
             out[cid] = [f"No head-against-base explanation: {exc}"]
+    return out
+
+
+def _same_compiler(a: "CompilerInfo", b: "CompilerInfo") -> bool:
+    """One warpforthc build: the binary's hash where both record it, else its version, commit and tree."""
+    if a.binary_sha256 and b.binary_sha256:
+        return a.binary_sha256 == b.binary_sha256
+    return (a.version, a.git_commit, a.source_id) == (b.version, b.git_commit, b.source_id)
+
+
+def compiler_mismatches(run: "RunResult", bundle: Path, where: str) -> list[str]:
+    """One line for each label whose warpforthc in ``bundle`` is not the one ``run`` was timed with: the comment
+    would explain other PTX than the PTX timed."""
+    from wfbench_core.build.bundle import read_manifest
+
+    manifest = read_manifest(bundle)
+    out = []
+    for label in manifest.labels or ("",):
+        timed = run.compilers.get(label, run.warpforthc)
+        built = read_manifest(bundle / label).warpforthc if label else manifest.warpforthc
+        if not _same_compiler(timed, built):
+            name = f"{label} warpforthc" if label else "warpforthc"
+            out.append(f"{bundle}: its {name} ({built.version}) is not the one {where} was timed with "
+                       f"({timed.version}); the explanations are of the bundle's PTX, not of the PTX timed")
     return out
 
 

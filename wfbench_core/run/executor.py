@@ -92,7 +92,9 @@ class _Run:
         self.t_start = time.perf_counter()
         self.registry, self.request, self.progress, self.out = registry, request, progress, out
         self.case_ids = list(request.case_ids)
-        # matched once here; each worker loads a case's files where it runs
+        # matched and read once here, so that a file the bundle cannot give (missing, a symlink loop, unreadable) is
+        # one line naming it before any worker starts; each worker loads a case's files again where it runs
+        prepare_all(bundle, registry, self.case_ids)
         self.manifests, self.by_case = prepare_all(bundle, registry, self.case_ids, load=False)
         self.first = next(iter(self.manifests.values()))
         self.results: list[CaseResult] = []
