@@ -351,7 +351,7 @@ def test_rental_runs_the_bundle_through_the_real_sdk(sshd, registry, bundle, tmp
                                                      monkeypatch) -> None:
     """H100 SXM: Vast's name and NVML's share no suffix, so only the table can pin it (the fixed bug)."""
     result_file = tmp_path / "gpu-result.json"
-    result_file.write_text(gpu_result(PROTOCOL, gpu_name="NVIDIA H100 80GB HBM3", cc="9.0"))
+    result_file.write_text(gpu_result(PROTOCOL, bundle, gpu_name="NVIDIA H100 80GB HBM3", cc="9.0"))
     py = fake_gpu_python(tmp_path / "host", f'cp {shlex.quote(str(result_file))} "$out"; exit 0')
     api = serve([offer(5, "H100 SXM", cc=900, dph=0.30, gpu_ram=81559.0)], sshd)
     calls, sdk = spy_on_the_sdk(monkeypatch)
@@ -386,7 +386,7 @@ def test_rental_runs_the_bundle_through_the_real_sdk(sshd, registry, bundle, tmp
 
 def test_a_result_from_another_gpu_model_is_discarded(sshd, registry, bundle, tmp_path, serve) -> None:  # type: ignore[no-untyped-def]
     result_file = tmp_path / "gpu-result.json"
-    result_file.write_text(gpu_result(PROTOCOL, gpu_name="NVIDIA GeForce RTX 4090 D"))
+    result_file.write_text(gpu_result(PROTOCOL, bundle, gpu_name="NVIDIA GeForce RTX 4090 D"))
     py = fake_gpu_python(tmp_path / "host", f'cp {shlex.quote(str(result_file))} "$out"; exit 0')
     api = serve([offer(5)], sshd)
     with pytest.raises(VastError, match=r"ran on NVIDIA GeForce RTX 4090 D .* not the pinned RTX_4090 "
@@ -540,7 +540,7 @@ def test_destroy_that_never_succeeds_is_loud(sshd, registry, serve, capsys) -> N
 @pytest.mark.parametrize("fault", ["remote run", "fetch", "ctrl-c during the run"])
 def test_host_fault_during_the_run_leaks_nothing(fault, sshd, registry, bundle, tmp_path, serve) -> None:  # type: ignore[no-untyped-def]
     result_file = tmp_path / "gpu-result.json"
-    result_file.write_text(gpu_result(PROTOCOL))
+    result_file.write_text(gpu_result(PROTOCOL, bundle))
     body = {
         "remote run": 'echo "RuntimeError: CUDA_ERROR_ILLEGAL_ADDRESS" >&2; exit 1',
         "fetch": f'head -c 100 {shlex.quote(str(result_file))} > "$out"; exit 0',
