@@ -7,7 +7,8 @@ warpforthc itself. Everything between them and the user is wfbench's real code.
   WarpForth's CMakeLists: the binary into ``BUILD/bin``, libdevice into ``BUILD/lib/Bitcode``, object
   files beside them. Each call appends one JSON line to ``$STUB_LOG`` with what it saw in the source tree
   (the line of ForthToMemRef.cpp that MLIR 22 breaks, whether warpforth-runner is still a subdirectory,
-  the files present). ``STAND_IN_CMAKE_FAIL=configure|build`` makes that step fail as a compiler would.
+  the files present, the names in its environment: what a CMakeLists.txt could read).
+  ``STAND_IN_CMAKE_FAIL=configure|build`` makes that step fail as a compiler would.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ import json, os, sys
 from pathlib import Path
 
 args = sys.argv[1:]
-record = {{"args": args}}
+record = {{"args": args, "env": sorted(os.environ)}}  # what the tree's CMakeLists.txt could read
 fail = os.environ.get("STAND_IN_CMAKE_FAIL", "")
 
 

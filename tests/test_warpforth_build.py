@@ -221,6 +221,20 @@ def test_a_clean_working_tree_shares_the_cache_entry_of_its_commit(warpforth: Pa
     assert info.git_commit == git(warpforth, "rev-parse", "HEAD").strip() and not info.git_dirty
 
 
+def test_the_trees_build_sees_no_secret_of_this_process(warpforth: Path, tmp_path: Path, tools,  # type: ignore[no-untyped-def]
+                                                         monkeypatch) -> None:
+    """The tree under test runs its own code when configured and built (its CMakeLists.txt): it gets the
+    environment of every child process, without the credentials this process holds."""
+    log = tools()
+    for name in ("VAST_API_KEY", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "SSH_AUTH_SOCK"):
+        monkeypatch.setenv(name, "secret")
+    assert build("--warpforth", str(warpforth), "-o", str(tmp_path / "a"))[0] == 0
+    for step in ("configure", "build"):
+        seen = calls(log, step)[0]["env"]
+        assert "PATH" in seen and "STUB_LOG" in seen  # the rest of the environment is passed on
+        assert not {"VAST_API_KEY", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "SSH_AUTH_SOCK"} & set(seen)
+
+
 def test_the_toolchain_is_part_of_the_key_and_mlir_20_needs_no_edit(warpforth: Path, tmp_path: Path, tools) -> None:  # type: ignore[no-untyped-def]
     log22 = tools("22.1.8")
     assert build("--warpforth", str(warpforth), "-o", str(tmp_path / "a"))[0] == 0

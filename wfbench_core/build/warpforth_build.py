@@ -29,6 +29,7 @@ from typing import Callable, Iterator, Optional
 import attrs
 
 from wfbench_core.errors import WfbenchError
+from wfbench_core.record.childenv import child_env
 from wfbench_core.record.fsutil import atomic_write
 from wfbench_core.build.warpforth_source import Snapshot, materialize, release
 
@@ -128,7 +129,8 @@ def find_mlir() -> Optional[Path]:
 
 def _version_line(tool: str) -> str:
     try:
-        out = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=60, check=False).stdout
+        out = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=60, check=False,
+                             env=child_env()).stdout
     except OSError:
         return tool
     return (out.strip().splitlines() or [tool])[0].strip()
@@ -282,7 +284,8 @@ def _run(argv: list[str], log: Path, env: dict[str, str], timeout: float, step: 
 def _build_entry(entry: Path, root: Path, snap: Snapshot, tc: Toolchain) -> None:
     """Configure and build in ``entry`` (kept: the binary reads libdevice from there), then trim it."""
     src, build_dir, log = entry / "src", entry / "build", entry / "build.log"
-    env = {**os.environ, "CCACHE_BASEDIR": str(root), "CCACHE_NOHASHDIR": "1"}
+    # the tree under test runs here (its CMakeLists.txt, its build): no secret of this process reaches it
+    env = child_env({"CCACHE_BASEDIR": str(root), "CCACHE_NOHASHDIR": "1"})
     try:
         materialize(snap, src)
         edits = prepare_tree(src, tc.mlir_major)
