@@ -1902,6 +1902,29 @@ def test_the_gate_refuses_a_failed_or_unreadable_result(tmp_path: Path) -> None:
         assert "Traceback" not in proc.stderr
 
 
+def test_text_from_a_result_cannot_start_a_workflow_command(tmp_path: Path) -> None:
+    """A case message comes from the GPU host: printed in an annotation, its newlines and ``%`` are escaped as
+    the runner unescapes them, so it stays one ``::error::`` line and never becomes a command of its own."""
+    import json
+    import sys
+
+    script = ROOT / ".github" / "action" / "ci_steps.py"
+    run = json.loads((FIXTURES / "h200-run1.json").read_text())
+    forged = "boom\n::warning::forged\r\n::add-mask::x %0A::notice::too"
+    run["cases"][1].update(status="error", message=forged, timing=None)
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "wfbench-run.json").write_text(json.dumps(run))
+    env = {**__import__("os").environ, "PYTHONPATH": str(ROOT), "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+           "GITHUB_OUTPUT": str(tmp_path / "out.txt")}
+    for argv in (["gate", str(results / "wfbench-run.json")], ["summary", str(results)]):
+        proc = subprocess.run([sys.executable, str(script), *argv], capture_output=True, text=True, env=env)
+        commands = [ln for ln in proc.stdout.splitlines() if ln.startswith("::")]
+        assert proc.returncode == 1 and commands and all(ln.startswith("::error::") for ln in commands), proc.stdout
+    line = next(ln for ln in commands if "boom" in ln)  # the summary names each failed case with its message
+    assert line.endswith("boom%0A::warning::forged%0D%0A::add-mask::x %250A::notice::too"), line
+
+
 # -------------------------------------------------------------------------------------------------
 # ci.yml, run: .ci/run on GitHub's Ubuntu runner and on the project's Debian CI machine
 # -------------------------------------------------------------------------------------------------

@@ -29,8 +29,15 @@ WARPFORTHC_TESTS = "warpforthc-tests.xml"  # pytest's JUnit report of the warpfo
 HEAD = "head"
 
 
+def command(kind: str, message: str) -> str:
+    """A workflow command (``::error::…``) carrying ``message`` as data: ``%``, CR and LF escaped as GitHub's
+    runner unescapes them, so no text from a result (a case message, a GPU host's error) can end the line and
+    start a command of its own."""
+    return f"::{kind}::" + message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
 def fail(message: str) -> None:
-    print(f"::error::{message}")
+    print(command("error", message))
     sys.exit(1)
 
 
@@ -132,9 +139,9 @@ def summary(results: Path) -> int:
     _write(env.get("GITHUB_STEP_SUMMARY"), "\n".join(lines) + "\n")
     _write(env.get("GITHUB_OUTPUT"), f"storable={'true' if result is not None and not failed else 'false'}\n")
     for c in failed:
-        print(f"::error::{_label(c)} {c.status.upper()}: {c.message or '(no message)'}")  # type: ignore[attr-defined]
+        print(command("error", f"{_label(c)} {c.status.upper()}: {c.message or '(no message)'}"))  # type: ignore[attr-defined]
     for e in errors:
-        print(f"::error::{e}")
+        print(command("error", e))
     return 1 if failed or errors else 0
 
 
@@ -253,9 +260,9 @@ def merge(artifacts: Path) -> int:
         Path(env["COMMENT_OUT"]).write_text(matrix.comment(outcomes))
     for o in outcomes:
         if o.regressed:
-            print(f"::error::{o.leg.gpu}: head is slower than base")
+            print(command("error", f"{o.leg.gpu}: head is slower than base"))
         if o.problem:
-            print(f"::error::{o.leg.gpu}: {o.problem}")
+            print(command("error", f"{o.leg.gpu}: {o.problem}"))
     print(f"{len(outcomes)} model(s); storable: {', '.join(o.leg.gpu for o in outcomes if o.storable) or 'none'}")
     return matrix.exit_status(outcomes)
 
