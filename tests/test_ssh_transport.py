@@ -175,6 +175,40 @@ def test_a_forged_result_is_refused_naming_the_field_and_never_written(what, fie
     assert_nothing_left(sshd)
 
 
+def test_only_the_files_the_manifest_names_are_uploaded_and_never_through_a_link(sshd, registry, bundle,  # type: ignore[no-untyped-def]
+                                                                                tmp_path) -> None:
+    """A link in the bundle to a private key here: a stray one stays here, a named file that is a link is
+    refused in one line before anything is uploaded."""
+    import shutil
+
+    secret = tmp_path / "id_ed25519"
+    secret.write_text("-----BEGIN OPENSSH PRIVATE KEY----- not to be shipped\n")
+    planted = tmp_path / "planted"
+    shutil.copytree(bundle, planted)
+    (planted / "notes.txt").symlink_to(secret)
+    (planted / "scale_i64" / "extra.txt").write_text("a file no manifest names\n")
+    listing = tmp_path / "listing.txt"
+    result_file = tmp_path / "gpu-result.json"
+    result_file.write_text(gpu_result(PROTOCOL, bundle))
+    py = fake_gpu_python(tmp_path / "host", f'(cd "$(dirname "$out")/bundle" && find . -type f | sort; '
+                                            f'grep -rl "PRIVATE KEY" . || true) > {shlex.quote(str(listing))}; '
+                                            f'cp {shlex.quote(str(result_file))} "$out"; exit 0')
+    t = transport(sshd, registry, python=str(py))
+    try:
+        t.execute(planted, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL))
+        shipped = listing.read_text().split()
+        assert sorted(shipped) == ["./manifest.json", *(f"./scale_i64/{c}.{x}" for c in ("canonical", "check")
+                                                         for x in ("cu", "forth", "ptx"))], shipped
+        forth = planted / "scale_i64" / "check.forth"
+        forth.rename(tmp_path / "check.forth")
+        forth.symlink_to(tmp_path / "check.forth")
+        with pytest.raises(WfbenchError, match=r"check\.forth: a symbolic link; a bundle ships only regular files"):
+            t.execute(planted, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL))
+    finally:
+        t.close()
+    assert_nothing_left(sshd)
+
+
 def test_the_host_clock_does_not_date_the_result(sshd, registry, bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
     result_file = tmp_path / "gpu-result.json"
     result_file.write_text(gpu_result(PROTOCOL, bundle).replace("2025-01-01T00:00:00+00:00", "2099-01-01T00:00:00+00:00"))
