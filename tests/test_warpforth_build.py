@@ -323,5 +323,31 @@ def test_a_cache_entry_moved_elsewhere_is_rebuilt_not_used(warpforth: Path, tmp_
     shutil.copytree(tmp_path / "cache", tmp_path / "moved")
     monkeypatch.setenv("WFBENCH_CACHE_DIR", str(tmp_path / "moved"))
     rc, _, err = build("--warpforth", str(warpforth), "-o", str(tmp_path / "b"))
-    assert rc == 0 and "holds no finished build made there; building it again" in err, err
+    assert rc == 0 and "holds no finished build made there, or not the files its build recorded; building it " \
+                       "again" in err, err
     assert len(calls(log)) == 2
+
+
+@pytest.mark.parametrize("plant", ["replaced binary", "another commit's entry"])
+def test_a_planted_cache_entry_is_rebuilt_not_used(plant: str, warpforth: Path, tmp_path: Path, tools) -> None:  # type: ignore[no-untyped-def]
+    """An entry is trusted by its content, as its build recorded it beside the entry, never by its folder name."""
+    log = tools()
+    assert build("--warpforth", f"{warpforth}@HEAD~1", "-o", str(tmp_path / "a"))[0] == 0
+    assert build("--warpforth", f"{warpforth}@HEAD", "-o", str(tmp_path / "b"))[0] == 0
+    head = git(warpforth, "rev-parse", "HEAD").strip()
+    root = tmp_path / "cache" / "warpforthc"
+    entry = next(p for p in root.iterdir() if p.is_dir() and p.name.startswith(head[:12]))
+    other = next(p for p in root.iterdir() if p.is_dir() and p != entry)
+    planted = "#!/bin/sh\necho planted >> {0}\nexit 1\n".format(tmp_path / "planted-ran")
+    if plant == "replaced binary":
+        (entry / "build/bin/warpforthc").write_text(planted)
+    else:  # the other commit's binary, provenance and bitcode in this commit's entry
+        shutil.rmtree(entry)
+        shutil.copytree(other, entry)
+        text = (entry / "build/bin/warpforthc.wfbench.json").read_text().replace(str(other), str(entry))
+        (entry / "build/bin/warpforthc.wfbench.json").write_text(text)
+    rc, _, err = build("--warpforth", f"{warpforth}@HEAD", "-o", str(tmp_path / "c"))
+    assert rc == 0 and "not the files its build recorded; building it again" in err, err
+    assert "cached build" not in err and len(calls(log)) == 3
+    assert not (tmp_path / "planted-ran").exists()
+    assert read_manifest(tmp_path / "c").warpforthc.git_commit == head
