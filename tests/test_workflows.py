@@ -747,6 +747,36 @@ def test_every_action_is_pinned_to_a_commit() -> None:
     assert seen >= 15
 
 
+def test_the_comment_job_runs_the_base_commits_wfbench_not_the_pull_requests() -> None:
+    """It holds pull-requests: write: the wfbench it installs is the pull request's base (reviewed), never its
+    head; WarpForth's comment job runs the action pinned by commit."""
+    job = load("gpu-bench.yml")["jobs"]["comment"]
+    checkouts = [s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/checkout@")]
+    assert checkouts and all(s["with"].get("ref") == "${{ github.event.pull_request.base.sha }}" for s in checkouts)
+    assert all(s.get("with", {}).get("persist-credentials") is False for s in checkouts)
+    steps = warpforth_workflow()["jobs"]["gpu-comment"]["steps"]
+    assert [s["uses"] for s in steps] == [ACTION_REF]
+
+
+def test_warpforths_workflow_pins_every_action_starts_from_no_permission_and_keeps_no_token() -> None:
+    """The template WarpForth copies: actions by commit (the wfbench action by WFBENCH_COMMIT, to be filled in),
+    ``permissions: {}`` at the top, and no checkout that leaves its credentials on disk."""
+    wf = warpforth_workflow()
+    assert wf["permissions"] == {}
+    checkouts = 0
+    for name, job in wf["jobs"].items():
+        assert "permissions" in job, f"job {name} names its permissions"
+        for step in job["steps"]:
+            uses = str(step.get("uses", ""))
+            if not uses or uses == ACTION_REF:
+                continue
+            assert PINNED.fullmatch(uses), f"{name}: {uses} is not pinned to a full SHA"
+            if uses.startswith("actions/checkout@"):
+                checkouts += 1
+                assert step.get("with", {}).get("persist-credentials") is False, f"{name}: {uses} keeps its token"
+    assert checkouts == 2
+
+
 # -------------------------------------------------------------------------------------------------
 # shells: what the runner really runs a step's script with
 # -------------------------------------------------------------------------------------------------
@@ -1900,6 +1930,47 @@ def test_the_gate_refuses_a_failed_or_unreadable_result(tmp_path: Path) -> None:
         proc = gate(path)
         assert proc.returncode == 1 and proc.stdout.count("::error::") == 1 and message in proc.stdout, proc.stdout
         assert "Traceback" not in proc.stderr
+
+
+def test_the_base_is_the_newest_stored_commit_on_warpforths_default_branch(tmp_path: Path) -> None:
+    """A stored run whose commit is not on WarpForth's default branch (a GPU host's forgery, another fork) is
+    never the base: the runner would build it in the job that holds the cache."""
+    import json
+    import os
+    import sys
+
+    repo = tmp_path / "warpforth"
+    repo.mkdir()
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}
+
+    def g(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
+                              env=env).stdout.strip()
+
+    g("init", "-q", "-b", "main")
+    g("commit", "-q", "--allow-empty", "-m", "one")
+    on_main = g("rev-parse", "HEAD")
+    g("checkout", "-q", "-b", "side")
+    g("commit", "-q", "--allow-empty", "-m", "unreviewed")
+    side = g("rev-parse", "HEAD")
+    g("checkout", "-q", "main")
+    history = tmp_path / "history"
+    run = json.loads((FIXTURES / "h200-run1.json").read_text())
+    for i, (commit, created) in enumerate(((on_main, "2026-01-01T00:00:00+00:00"), (side, "2026-01-02T00:00:00+00:00"),
+                                           ("f" * 40, "2099-01-01T00:00:00+00:00"))):
+        run["source"] = {**run.get("source", {}), "git_commit": commit}
+        run["created"] = created
+        (tmp_path / f"r{i}.json").write_text(json.dumps(run))
+        proc = subprocess.run([sys.executable, "-m", "wfbench_core", "history", "add", str(tmp_path / f"r{i}.json"),
+                               "--history", str(history)], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+    script = ROOT / ".github" / "action" / "ci_steps.py"
+    proc = subprocess.run([sys.executable, str(script), "base-commit", str(history), str(repo), "main"],
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0 and proc.stdout.strip() == on_main, (proc.stdout, proc.stderr)
+    warnings = [ln for ln in proc.stderr.splitlines() if ln.startswith("::warning::")]
+    assert len(warnings) == 2 and side in warnings[1] and "f" * 40 in warnings[0], proc.stderr
 
 
 def test_text_from_a_result_cannot_start_a_workflow_command(tmp_path: Path) -> None:
