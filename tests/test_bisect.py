@@ -68,6 +68,17 @@ def test_builds_are_cached_by_commit(tmp_path: Path) -> None:
     assert other(history[2]) != first  # another recipe is another build
 
 
+def test_the_build_command_sees_no_secret_of_this_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """bisect's build command builds untrusted commits: it gets no credential of this process."""
+    history = make_history(tmp_path / "wf", commits=2, slow=1)
+    monkeypatch.setenv("VAST_API_KEY", "secret")
+    monkeypatch.setenv("GITHUB_TOKEN", "secret")
+    seen = tmp_path / "env.txt"
+    bisect.command_builder(tmp_path / "wf", tmp_path / "cache", f"env > {seen}", "warpforthc")(history[1])
+    names = {line.split("=", 1)[0] for line in seen.read_text().splitlines()}
+    assert "PATH" in names and not {"VAST_API_KEY", "GITHUB_TOKEN"} & names
+
+
 def test_a_failing_build_is_one_line_and_retried(tmp_path: Path) -> None:
     history = make_history(tmp_path / "wf", commits=2, slow=1)
     build = bisect.command_builder(tmp_path / "wf", tmp_path / "cache", "echo no compiler >&2; exit 3", "bin/warpforthc")

@@ -268,6 +268,38 @@ def _bundle_file(bundle: Path, rel: str, case_id: str, what: str) -> str:
     return read_text(path, what)
 
 
+def shipped_files(bundle: Path) -> list[str]:
+    """The files a transport ships of a bundle: its manifests and the files they name, and nothing else
+    (a stray file, or a link to a private key, stays here). Each is checked with ``lstat``, every folder on
+    its way too: a regular file inside the bundle, never a symbolic link; else one line naming it."""
+    import stat
+
+    root = Path(bundle)
+    names = [MANIFEST]
+    for label, (manifest, _) in read_variants(root).items():
+        prefix = f"{label}/" if label else ""
+        if label:
+            names.append(prefix + MANIFEST)
+        for entry in manifest.cases:
+            for bc in entry.configs.values():
+                names += [prefix + bc.wf_ptx, prefix + bc.cuda_source, prefix + bc.wf_source]
+    for rel in names:
+        parts = Path(rel).parts
+        if not parts or Path(rel).is_absolute() or ".." in parts:
+            raise WfbenchError(f"{root / MANIFEST}: names {rel!r}, outside the bundle; rebuild the bundle")
+        for depth in range(1, len(parts) + 1):
+            path = root.joinpath(*parts[:depth])
+            try:
+                mode = path.lstat().st_mode
+            except OSError:
+                raise WfbenchError(f"{path}: missing; rebuild the bundle") from None
+            last = depth == len(parts)
+            if not (stat.S_ISREG(mode) if last else stat.S_ISDIR(mode)):
+                kind = "a symbolic link" if stat.S_ISLNK(mode) else "not a regular file" if last else "not a folder"
+                raise WfbenchError(f"{path}: {kind}; a bundle ships only regular files inside it: rebuild the bundle")
+    return list(dict.fromkeys(names))
+
+
 def load_case_files(bundle: Path, entry: BundleCase, case: Optional[Case]) -> dict[str, LoadedConfig]:
     """Read a case's files, verifying hashes and that the installed case matches the one built."""
     if case is not None and case.fingerprint() != entry.fingerprint:
