@@ -217,12 +217,13 @@ def test_bad_sweep_input_is_one_line(monkeypatch, tmp_path, stand_in_warpforthc)
     assert r.exit_code == 2 and "declares no sweep sizes" in error_line(r)
     r = invoke("build", "-c", "axpy_f64", "--size", "N=4096", "--warpforthc", str(stand_in_warpforthc))
     assert r.exit_code == 2 and "add --sweep" in error_line(r)
-    broken = tmp_path / "swept" / "axpy_f64" / "sweep" / "N-4096_blocks-16.ptx"
+    two = sweep_bundle(tmp_path / "two", sizes=SIZES[:2])
+    broken = two / "axpy_f64" / "sweep" / "N-65536_blocks-256.ptx"
     broken.write_text(broken.read_text() + "\n// edited\n")
     use_stand_in_gpu(monkeypatch, FAKE_GPU_BEHAVIOUR="axpy_f64=sized")
-    (result,) = sweep(swept, registry=Registry.load(), case_ids=["axpy_f64"], request=ExecuteRequest(protocol=QUICK))
-    assert result.points[0].result.status == ERROR
-    assert "does not match the hash in the bundle's manifest" in result.points[0].result.message
+    (result,) = sweep(two, registry=Registry.load(), case_ids=["axpy_f64"], request=ExecuteRequest(protocol=QUICK))
+    assert [p.result.status for p in result.points] == [OK, ERROR]  # the broken size costs itself only
+    assert "does not match the hash in the bundle's manifest" in result.points[1].result.message
 
 
 def test_a_sweep_file_is_judged_as_a_run_is(tmp_path: Path) -> None:

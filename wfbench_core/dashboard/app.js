@@ -783,7 +783,9 @@
     });
     return el("div", { class: "table-scroll" }, [el("table", { class: "points sweep-points" }, [
       el("thead", null, [el("tr", null, [w.axis, "WF µs", "CUDA µs", "gap", "mode", "launch-bound (events)",
-        "events-mode gap"].map(function (h) { return el("th", { text: h }); }))]),
+        "events-mode gap"].map(function (h, i) {
+          return el("th", { class: i <= 3 || i === 6 ? "num" : null, text: h });
+        }))]),
       el("tbody", null, rows),
     ])]);
   }
@@ -807,7 +809,13 @@
           } } } },
         scales: {
           x: { type: "logarithmic", title: { display: true, text: w.axis, color: colors.muted },
-            grid: { display: false }, ticks: { color: colors.muted }, border: { color: colors.line } },
+            grid: { display: false }, border: { color: colors.line },
+            // a tick at each size of the sweep, a power of two written as one
+            afterBuildTicks: function (axis) { axis.ticks = pts.map(function (p) { return { value: p.x }; }); },
+            ticks: { color: colors.muted, maxRotation: 0, callback: function (v) {
+              var k = Math.log2(v);
+              return Number.isInteger(k) ? "2^" + k : String(v);
+            } } },
           y: { grace: "8%", grid: { color: colors.grid }, border: { display: false },
             title: { display: true, text: "× CUDA", color: colors.muted, font: { size: 11 } },
             ticks: { color: colors.muted } },

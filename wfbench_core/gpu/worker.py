@@ -54,6 +54,7 @@ class Worker:
         self.loaded: dict[str, dict[str, Any]] = {}  # cases whose files are read (for the CUDA compile ahead)
         self.yardsticks = Yardsticks()  # what the run's cases are judged by (wfbench_core.gpu.plausibility)
         self.timers: dict[str, Any] = {}  # timing mode -> timer, for sweep points timed in another mode
+        self.swept: dict[str, list[Any]] = {}  # case -> its sweep points, (case at the size, files), once read
 
     def send(self, message: msg.Reply) -> None:
         self.out.write(msg.encode(message))
@@ -151,12 +152,27 @@ class Worker:
             if prep.entry is None or not 0 <= request.index < len(prep.entry.sweep):
                 raise WfbenchError(f"{request.case_id}: the bundle holds no sweep point {request.index}; build it "
                                    f"with 'wfbench build --sweep'")
-            at, files = load_sweep_point(prep.folder, prep.entry, prep.case, request.index)
+            points = self.swept.get(request.case_id)
+            if points is None:  # the first point of this case: every point's files read, their CUDA compiled ahead
+                points = self.swept[request.case_id] = [_or_error(load_sweep_point, prep.folder, prep.entry,
+                                                                  prep.case, i) for i in range(len(prep.entry.sweep))]
+                self._prefetch_points(prep, [p for p in points if not isinstance(p, WfbenchError)])
+            if isinstance(points[request.index], WfbenchError):
+                raise points[request.index]  # this point's files are broken: this point fails, not the others
+            at, files = points[request.index]
             variants[label] = Prepared(at, prep.plugin, {"check": prep.files["check"], "canonical": files})
         protocol = attrs.evolve(self.request.protocol, timing_mode=request.timing_mode)
         return msg.Results(tuple(run_case(variants, timer=self._timer(protocol), protocol=protocol, cuda=self.cuda,
                                           arch=self.arch, mode=self.request.mode, progress=self.progress,
                                           yardsticks=self.yardsticks, diagnose=False)))
+
+    def _prefetch_points(self, prep: Any, points: list[Any]) -> None:
+        """Start compiling the CUDA side of every point of a sweep (and its check size once) ahead."""
+        from wfbench_core.build.compile import prefetch_cuda
+
+        sources = [(prep.case.key("check"), prep.files["check"].cuda_source)]
+        sources += [(at.key("canonical"), files.cuda_source) for at, files in points]
+        prefetch_cuda(sources, arch=self.arch, compiler=self.cuda)
 
     def _timer(self, protocol: Any) -> Any:
         """The timer of ``protocol``'s timing mode: the run's own, or one made for that mode once."""
@@ -203,6 +219,14 @@ class Worker:
                 self.send(msg.Fatal(f"the GPU worker could not start: {what}", 2))
             return False
         return True
+
+
+def _or_error(load: Any, *args: Any) -> Any:
+    """``load(*args)``, or the WfbenchError it raised."""
+    try:
+        return load(*args)
+    except WfbenchError as exc:
+        return exc
 
 
 def _wf_label(label: str) -> str:

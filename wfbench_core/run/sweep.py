@@ -97,7 +97,7 @@ def sweep(bundle: Path, *, registry: object, case_ids: Sequence[str], request: E
         supervisor = Supervisor(bundle, request, progress, registry)  # type: ignore[arg-type]
     results = []
     try:
-        supervisor.upcoming = list(plans)
+        supervisor.upcoming = []  # the worker compiles a sweep's CUDA ahead at its first point, not the case's own
         ready = supervisor.start(copy=True)
         env = ready.environment
         progress(f"GPU {env.gpu_name} ({ready.arch}), driver {env.driver_version}; CUDA side: {ready.cuda.kind} "
