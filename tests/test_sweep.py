@@ -263,3 +263,17 @@ def test_sweep_on_the_gpu(tmp_path: Path) -> None:
     small = result.points[0]
     assert small.launch_bound_wf and small.launch_bound_cuda and small.timing_mode == TIMING_GRAPH
     assert small.events is not None and small.events.launch_floor_us
+
+
+def test_build_sweep_with_the_real_warpforthc(tmp_path: Path, warpforthc: Path) -> None:
+    """``wfbench build --sweep`` with the real compiler: one PTX per size, the PTX kept in tests/fixtures/ptx."""
+    out = tmp_path / "bundle"
+    r = invoke("build", "-c", "reduce_sum_f64", "--sweep", "--size", "N=2^12", "--size", "N=2^20", "--warpforthc",
+               str(warpforthc), "-o", str(out), "--no-check-cuda", "-q")
+    assert r.exit_code == 0, r.output + r.stderr
+    (case,) = json.loads((out / "manifest.json").read_text())["cases"]
+    assert [p["sizes"] for p in case["sweep"]] == [{"N": 4096, "BLOCKS": 16}, {"N": 1 << 20, "BLOCKS": 1024}]
+    for p in case["sweep"]:
+        name = Path(p["config"]["wf_ptx"]).stem
+        assert (out / p["config"]["wf_ptx"]).read_text() == (PTX / f"reduce_sum_f64.sweep-{name}.ptx").read_text()
+        assert "${" not in (out / p["config"]["wf_source"]).read_text()
