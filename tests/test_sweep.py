@@ -277,3 +277,18 @@ def test_build_sweep_with_the_real_warpforthc(tmp_path: Path, warpforthc: Path) 
         name = Path(p["config"]["wf_ptx"]).stem
         assert (out / p["config"]["wf_ptx"]).read_text() == (PTX / f"reduce_sum_f64.sweep-{name}.ptx").read_text()
         assert "${" not in (out / p["config"]["wf_source"]).read_text()
+
+
+def test_a_stored_sweep_renders_as_a_figure_block(monkeypatch, tmp_path, nvcc) -> None:  # type: ignore[no-untyped-def]
+    """tools/docs_figures.py's sweep-table: the table ``wfbench sweep`` prints, from the stored file; a block
+    edited by hand is rendered back."""
+    from testkit import load_tool
+
+    use_stand_in_gpu(monkeypatch, FAKE_GPU_BEHAVIOUR="axpy_f64=sized")
+    sweep(sweep_bundle(tmp_path / "bundle", sizes=SIZES[:2]), registry=Registry.load(), case_ids=["axpy_f64"],
+          request=ExecuteRequest(protocol=QUICK), out=lambda cid: tmp_path / "s.json")
+    tool = load_tool("docs_figures")
+    monkeypatch.setattr(tool, "ROOT", tmp_path)
+    good = f"<!-- figure: sweep-table s.json -->\n{tool.sweep_table('s.json')}<!-- /figure -->\n"
+    assert "1.100x  graph   WF+CUDA" in good and "Fake GPU" in good
+    assert tool.render_text(good.replace("1.100x  graph", "0.900x  graph", 1)) == good

@@ -16,6 +16,8 @@ where PATH is a result file in the repository (relative to its root) and KIND on
 - ``aa-position``: an A/A run's position effect per case: within each pair, the first side's sample minus the
   second's (:func:`wfbench_core.record.stats.position_effect`), with its 95 % interval and how many pairs had the
   first side slower.
+- ``sweep-table``: a size sweep's table exactly as ``wfbench sweep`` prints it (from a sweep file, e.g.
+  ``docs/results/sweeps/h200-axpy_f64.json``), with the GPU and the date;
 - ``power-table``: a power study's table (``tools/power_study.py``), from the study folder PATH: its
   ``plan.json`` and the runs' result files (kept xz-compressed as ``study-N.json.xz``; a test re-judges every
   trial from them).
@@ -104,8 +106,21 @@ def power_table(src: str) -> str:
     return f"{head}\n\n{power_study.render(power_study.summarize(plan))}"
 
 
+def sweep_table(src: str) -> str:
+    from wfbench_core.cli.sweep import render_sweep
+    from wfbench_core.record.sweep_record import load_sweep
+
+    path = ROOT / src
+    if not path.is_file():
+        raise SystemExit(f"docs_figures: {src}: no such sweep file in the repository")
+    sweep = load_sweep(path)
+    head = (f"The sweep stored in `{src}` ({sweep.environment.gpu_name}, {_when(sweep)}, warpforthc "
+            f"{sweep.warpforthc.version}):")
+    return f"{head}\n\n```\n{render_sweep(sweep)}\n```\n"
+
+
 RENDERERS: dict[str, Callable[[str], str]] = {"suite-table": suite_table, "aa-position": aa_position,
-                                              "power-table": power_table}
+                                              "power-table": power_table, "sweep-table": sweep_table}
 
 
 def documents() -> list[Path]:
