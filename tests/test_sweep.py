@@ -292,3 +292,15 @@ def test_a_stored_sweep_renders_as_a_figure_block(monkeypatch, tmp_path, nvcc) -
     good = f"<!-- figure: sweep-table s.json -->\n{tool.sweep_table('s.json')}<!-- /figure -->\n"
     assert "1.100x  graph   WF+CUDA" in good and "Fake GPU" in good
     assert tool.render_text(good.replace("1.100x  graph", "0.900x  graph", 1)) == good
+
+
+def test_without_a_gpu_one_line_and_nothing_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from wfbench_core.gpu.device import gpu_unavailable_reason
+
+    if gpu_unavailable_reason() is None:
+        pytest.skip("a GPU is here")
+    monkeypatch.delenv("WFBENCH_PLUGINS", raising=False)
+    r = invoke("sweep", "axpy_f64", "--bundle", str(sweep_bundle(tmp_path / "b", sizes=SIZES[:1])),
+               "-o", str(tmp_path / "out"))
+    assert r.exit_code == 3 and "run 'wfbench sweep --bundle' on a GPU host" in error_line(r)
+    assert not (tmp_path / "out").exists()

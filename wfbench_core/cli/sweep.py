@@ -130,9 +130,9 @@ def sweep_cmd(case_ids: tuple[str, ...], sizes: tuple[str, ...], ranges: tuple[s
     request = ExecuteRequest(case_ids=tuple(c.id for c in cases), protocol=protocol_from(options),
                              cuda_compiler=cuda_compiler, case_timeout_s=case_timeout)
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    out_dir.mkdir(parents=True, exist_ok=True)
 
     def path(cid: str) -> Path:
+        out_dir.mkdir(parents=True, exist_ok=True)  # when the first point is written: nothing before
         return out_dir / f"sweep-{cid}-{stamp}.json"
 
     def run(where: Path) -> list[Any]:
