@@ -12,6 +12,9 @@ Loaded into the executor's worker process through ``WFBENCH_PLUGINS=fake_gpu`` (
 - ``launch``: a launch fails with a sticky CUDA error (a WfbenchError, as the real timer raises);
 - ``barriers``: a correct measurement whose times come from the code: each ``bar.sync`` in a side's canonical
   PTX costs 2 %, and every sample jitters by 0.1 % (seeded), so a compiler that adds a barrier is slower.
+- ``sized``: a correct measurement whose times follow the case's canonical work (a sweep point's sizes): a kernel
+  takes 1 us plus its bytes at 3 TB/s (CUDA; WarpForth 10 % longer); in events mode a launch costs at least the
+  launch floor of 2.5 us, in graph mode 0.8 us (what ``launch_floor_us`` then says).
 - ``crash``: the worker process ends with a Python traceback on its standard error (an exception no handler
   catches, as a broken driver binding may raise).
 
@@ -27,6 +30,7 @@ With ``FAKE_GPU_SKIPS_WORK`` (a PTX statement), a side whose canonical PTX holds
 per launch in its first rounds, the CUDA side 105 us in each: the plausibility rule refuses it before timing.
 
 Every worker appends its pid to ``FAKE_GPU_PIDS`` (a file), so tests can see that each one is gone. With
+``FAKE_GPU_MEASURED`` (a file), each measurement appends its pid, case, canonical sizes and timing mode. With
 ``FAKE_GPU_PREFETCH`` (a file), each measurement appends its pid, its case and the cases whose CUDA compile the
 worker still holds prefetched, so tests can see what a new worker compiles ahead.
 """
@@ -76,6 +80,11 @@ class FakeTimer:
             with open(ahead, "a") as fh:
                 fh.write(f"{os.getpid()} {case.id} {','.join(pending)}\n")
         what = _behaviour(case.id)
+        measured = os.environ.get("FAKE_GPU_MEASURED")
+        if measured:
+            sizes = ",".join(f"{k}={v}" for k, v in sorted(case.sizes["canonical"].items()))
+            with open(measured, "a") as fh:
+                fh.write(f"{os.getpid()} {case.id} {sizes} {self.protocol.timing_mode}\n")
         if what == "segv":
             os.kill(os.getpid(), signal.SIGSEGV)
         elif what == "kill":
@@ -104,13 +113,17 @@ class FakeTimer:
         if wrong and any(wrong in s.ptx.get("canonical", "") for s in sides):
             return _wrong_on_timed_buffers(case, sides, wrong)
         cost = os.environ.get("FAKE_GPU_CHAIN_COST")
-        if what == "barriers":
+        floor = None
+        if what == "sized":
+            samples, floor = _sized(case, sides, n, self.protocol.timing_mode)
+        elif what == "barriers":
             samples = {s.label: _barrier_cost(case.id, s, n) for s in sides}
         elif cost:
             samples = _costed(sides, n, float(cost))
         else:
             samples = {s.label: (3.0 if s.label.startswith("wf") else 2.0,) * n for s in sides}
         sampled = Sampled(samples_us=samples, order=tuple(sides[i % len(sides)].label for i in range(n)),
+                          launch_floor_us=floor, timing_mode=self.protocol.timing_mode,
                           launches_per_sample=1, placement_of=tuple(i // 2 for i in range(n)) if cost or what == "barriers" else ())
         return Measurement(
             passed=True, message="", checks=(check,), kernel_attrs={s.label: KernelAttrs(16, 0, 0, 1024) for s in sides},
@@ -129,6 +142,17 @@ def _wrong_on_timed_buffers(case, sides, wrong: str):  # type: ignore[no-untyped
     failed = [c for c in checks if not c.passed]
     return Measurement(passed=False, message=describe_failures(case, failed), checks=checks,
                        kernel_attrs={s.label: KernelAttrs(16, 0, 0, 1024) for s in sides}, costs=Costs())
+
+
+def _sized(case, sides, n: int, mode: str):  # type: ignore[no-untyped-def]
+    """Per-launch times from the case's work at its canonical sizes; the launch floor of ``mode``."""
+    floor = 2.5 if mode == "events" else 0.8
+    kernel = 1.0 + case.work(case.sizes["canonical"]).bytes / 3e6
+    out = {}
+    for s in sides:
+        us = kernel * (1.1 if s.label.startswith("wf") else 1.0)
+        out[s.label] = (max(us, floor) if mode == "events" else us,) * n
+    return out, floor
 
 
 def _costed(sides, n: int, cost: float) -> dict[str, tuple[float, ...]]:  # type: ignore[no-untyped-def]

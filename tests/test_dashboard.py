@@ -888,3 +888,56 @@ def test_the_change_column_shows_the_verdict_check_and_compare_give(browser: Any
         assert not errors, errors
     finally:
         page.close()
+
+
+def synth_sweep(run: RunResult, case_id: str = "axpy_f64", created: str = "") -> Any:
+    """A sweep of ``case_id`` made from a run's result of it: 4096 elements timed in graph mode (both sides
+    launch-bound in events mode, that timing kept beside it), 2^20 in events mode."""
+    from wfbench_core.record.sweep_record import SWEEP_KIND, SWEEP_SCHEMA, SweepPoint, SweepResult
+
+    c = run.case(case_id)
+    assert c.timing is not None
+    small = attrs.evolve(c, timing=attrs.evolve(c.timing, timing_mode="graph", gap=c.timing.gap * 1.2))
+    points = (SweepPoint({"N": 4096, "blocks": 16}, small, True, True, events=c.timing),
+              SweepPoint({"N": 1 << 20, "blocks": 4096}, c))
+    return SweepResult(kind=SWEEP_KIND, sweep_schema=SWEEP_SCHEMA, wfbench_version=run.wfbench_version,
+                       suite_version=run.suite_version, created=created or run.created, case_id=case_id,
+                       case_version=c.version, fingerprint=c.fingerprint, axis="N", protocol=run.protocol,
+                       environment=run.environment, warpforthc=run.warpforthc, cuda_compiler=run.cuda_compiler,
+                       points=points, source=run.source)
+
+
+def test_the_newest_sweep_of_each_case_in_the_browser(browser: Any, tmp_path: Path) -> None:
+    """Sweeps stored in the history get their own section: the newest one of each case, its chart and table;
+    the series, the headline and its geomean are the runs' alone."""
+    from wfbench_core.review.sweeps import add_sweep
+
+    runs = make_history(tmp_path / "history")
+    before = build_data(History.open(tmp_path / "history"))
+    old, new = runs["h200-1"], runs[f"h200-{NEWEST}"]
+    add_sweep(tmp_path / "history", synth_sweep(old))
+    add_sweep(tmp_path / "history", synth_sweep(new))
+    add_sweep(tmp_path / "history", synth_sweep(new, "scale_i64"))
+    h = History.open(tmp_path / "history")
+    data = build_data(h)
+    assert [(w["case"], w["created"]) for w in data["sweeps"]] == [("axpy_f64", new.created),
+                                                                   ("scale_i64", new.created)]
+    assert data["headline"] == before["headline"] and data["series"] == before["series"]
+    index = build_site(h, tmp_path / "site")
+    for scheme in ("light", "dark"):
+        page, errors, _ = _open(browser, index, scheme)
+        try:
+            cards = page.locator("#sweeps article.sweep")
+            assert page.locator("#sweeps").is_visible() and cards.count() == 2
+            axpy = page.locator("#sweep-axpy_f64")
+            rows = axpy.locator("table.sweep-points tbody tr")
+            assert rows.count() == 2
+            gap = new.case("axpy_f64").timing.gap  # type: ignore[union-attr]
+            assert rows.nth(0).locator("td").all_inner_texts()[3:6] == [f"{gap * 1.2:.3f}×", "graph", "WF+CUDA"]
+            assert rows.nth(1).locator("td").all_inner_texts()[3:6] == [f"{gap:.3f}×", "events", "–"]
+            drawn = page.evaluate("window.wfbenchDashboard.charts.filter((c) => c.canvas.classList.contains("
+                                  "'chart-sweep')).map((c) => c.data.datasets[0].data.length)")
+            assert drawn == [2, 2]
+            assert not errors, errors
+        finally:
+            page.close()

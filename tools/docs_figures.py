@@ -20,6 +20,8 @@ where PATH is a result file in the repository (relative to its root) and KIND on
   (:mod:`wfbench_core.build.stack_tax`): stack frame, spills, local stores and loads by width, how many of them
   sit in the innermost loop, the stack-addressing instructions and, for the sides profiled with Nsight
   Compute, the local traffic;
+- ``sweep-table``: a size sweep's table exactly as ``wfbench sweep`` prints it (from a sweep file, e.g.
+  ``docs/results/sweeps/h200-axpy_f64.json``), with the GPU and the date;
 - ``power-table``: a power study's table (``tools/power_study.py``), from the study folder PATH: its
   ``plan.json`` and the runs' result files (kept xz-compressed as ``study-N.json.xz``; a test re-judges every
   trial from them).
@@ -165,8 +167,22 @@ def protocol_words(protocol: object) -> str:
     return "the default protocol" if not changed else f"the default protocol but {', '.join(changed)}"
 
 
+def sweep_table(src: str) -> str:
+    from wfbench_core.cli.sweep import render_sweep
+    from wfbench_core.record.sweep_record import load_sweep
+
+    path = ROOT / src
+    if not path.is_file():
+        raise SystemExit(f"docs_figures: {src}: no such sweep file in the repository")
+    sweep = load_sweep(path)
+    head = (f"The sweep stored in `{src}` ({sweep.environment.gpu_name}, {_when(sweep)}, warpforthc "
+            f"{sweep.warpforthc.version}):")
+    return f"{head}\n\n```\n{render_sweep(sweep)}\n```\n"
+
+
 RENDERERS: dict[str, Callable[[str], str]] = {"suite-table": suite_table, "aa-position": aa_position,
-                                              "power-table": power_table, "stack-tax": stack_tax_table}
+                                              "power-table": power_table, "stack-tax": stack_tax_table,
+                                              "sweep-table": sweep_table}
 
 
 def documents() -> list[Path]:

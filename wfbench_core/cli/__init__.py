@@ -79,6 +79,8 @@ COMMANDS = {
                      "came from."),
     "run": _command("run", "run", "Build the bundle here (or take --bundle) and execute it on a GPU: check, time, print the table, "
                     "write JSON."),
+    "sweep": _command("sweep", "sweep_cmd", "Time CASE over a range of sizes on this machine's GPU: gap against "
+                      "size as JSON and a plot."),
     "transports": _command("transports", "list_transports", "List the installed transports (where bundles can "
                            "run); with NAME, its --transport-opt options."),
     "new-case": _command("cases", "new_case", "Scaffold a case plugin package NAME: the case, both kernel files as "

@@ -6,7 +6,8 @@ warpforthc) of the headline GPU, with the case set it is taken over named, and t
 Other GPUs, base/head runs (two labelled warpforthc builds in one run) and the A/A floor (CUDA against itself)
 follow, each named as what it is. Then one chart group per series (never a mixed one): gap, WarpForth time
 and CUDA time over the runs, with the 5th-95th percentile band of the samples, unstable points marked,
-commit and CI-run links, and the series' signature.
+commit and CI-run links, and the series' signature. Last, apart from every series, the newest size sweep of each
+case (:mod:`wfbench_core.dashboard.sweeps`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from wfbench_core import __version__
 from wfbench_core.dashboard.browser import BROWSER_ENV, BROWSER_NAMES, find_browser, screenshot  # noqa: F401
 from wfbench_core.dashboard.models import gpu_matrix
 from wfbench_core.dashboard.steps import change_marks
+from wfbench_core.dashboard.sweeps import sweep_cards
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.fsutil import atomic_write
 from wfbench_core.review.history import History, git_links, point_order, utc_sortable
@@ -447,12 +449,13 @@ def build_data(history: History, *, title: str = "WarpForth vs CUDA",
     # the series, one group per platform: canonical (headline first), base/head, A/A
     groups, out_series = _series_groups([(KIND_CANONICAL, m) for m in canonical]
                                         + [(KIND_BASEHEAD, m) for m in basehead.values()] + [(KIND_AA, m) for m in aa])
+    sweeps, sweep_problems = sweep_cards(history.root)  # sweeps/: their own section, never a series
     return {
         "title": title,
         "generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "wfbench_version": __version__,
         "runs": len(history.runs),
-        "problems": [str(p) for p in history.problems],
+        "problems": [str(p) for p in history.problems] + sweep_problems,
         "headline": headline,
         "other_gpus": summaries[1:],
         "models": gpu_matrix(summaries),
@@ -460,6 +463,7 @@ def build_data(history: History, *, title: str = "WarpForth vs CUDA",
         "floors": floors,
         "groups": groups,
         "series": out_series,
+        "sweeps": sweeps,
     }
 
 

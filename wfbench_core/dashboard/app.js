@@ -758,10 +758,96 @@
     aa: "A/A floor: CUDA against itself",
   };
 
+
+  // ---------------------------------------------------------------------------------------------- sweeps
+
+  // the newest size sweep of each case (wfbench sweep): gap against size, never part of a series or the headline
+  function renderSweeps() {
+    var box = document.getElementById("sweeps");
+    if (!DATA.sweeps || !DATA.sweeps.length) return;
+    box.hidden = false;
+    box.appendChild(el("h2", { class: "group", text: "Size sweeps: gap against size (their own series; not in the " +
+      "headline or the trends)" }));
+    DATA.sweeps.forEach(function (w) {
+      var canvas = el("canvas", { class: "chart-sweep", role: "img",
+        "aria-label": "gap of " + w.case + " against " + w.axis });
+      var card = el("article", { class: "card sweep", id: "sweep-" + w.case, dataset: { sweep: w.case } }, [
+        el("h3", null, [w.case + " ", el("span", { class: "ver", text: "v" + w.version }), " ",
+          badge("sweep", "size sweep", "label")]),
+        el("p", { class: "muted", text: w.gpu + " (" + w.cc + ") · warpforthc " + w.warpforthc +
+          (w.commit ? " · " + w.commit.slice(0, 10) : "") + " · " + w.created }),
+        el("figure", null, [el("figcaption", { text: "Gap against " + w.axis + ". A square was timed in graph mode: " +
+            "in events mode a side was launch-bound there (per-launch time within 2× of an empty kernel's)." }),
+          el("div", { class: "chart-box" }, [canvas])]),
+        sweepTable(w),
+      ]);
+      box.appendChild(card);
+      drawSweep(canvas, w);
+    });
+  }
+
+  function sweepTable(w) {
+    var rows = w.points.map(function (p) {
+      var bound = [p.lb_wf ? "WF" : "", p.lb_cuda ? "CUDA" : ""].filter(Boolean).join("+") || "–";
+      return el("tr", { class: p.status, dataset: { mode: p.mode } }, [
+        el("td", { class: "num", text: String(p.x) }),
+        el("td", { class: "num", text: p.wf === null ? "–" : fmtUs(p.wf) }),
+        el("td", { class: "num", text: p.cuda === null ? "–" : fmtUs(p.cuda) }),
+        el("td", { class: "num", text: fmtGap(p.gap) }),
+        el("td", { text: p.mode || "–" }), el("td", { text: bound }),
+        el("td", { class: "num", text: p.events_gap === null ? "–" : fmtGap(p.events_gap) }),
+      ]);
+    });
+    return el("div", { class: "table-scroll" }, [el("table", { class: "points sweep-points" }, [
+      el("thead", null, [el("tr", null, [w.axis, "WF µs", "CUDA µs", "gap", "mode", "launch-bound (events)",
+        "events-mode gap"].map(function (h, i) {
+          return el("th", { class: i <= 3 || i === 6 ? "num" : null, text: h });
+        }))]),
+      el("tbody", null, rows),
+    ])]);
+  }
+
+  function drawSweep(canvas, w) {
+    var colors = palette();
+    var pts = w.points.filter(function (p) { return p.gap !== null; });
+    var data = pts.map(function (p) { return { x: p.x, y: p.gap }; });
+    var chart = new Chart(canvas, {
+      type: "line",
+      data: { datasets: [{ label: "gap", data: data, borderColor: colors.gap, backgroundColor: colors.gap,
+        borderWidth: 2, tension: 0, pointRadius: 5,
+        pointStyle: pts.map(function (p) { return p.mode === "graph" ? "rect" : "circle"; }) }] },
+      options: {
+        animation: false, responsive: true, maintainAspectRatio: false,
+        plugins: { legend: { display: false }, parityLine: { enabled: true, color: colors.faint },
+          tooltip: { callbacks: { label: function (ctx) {
+            var p = pts[ctx.dataIndex];
+            return w.axis + "=" + p.x + ": gap " + fmtGap(p.gap) + " (" + p.mode + "), WF " + fmtUs(p.wf) +
+              " µs, CUDA " + fmtUs(p.cuda) + " µs";
+          } } } },
+        scales: {
+          x: { type: "logarithmic", title: { display: true, text: w.axis, color: colors.muted },
+            grid: { display: false }, border: { color: colors.line },
+            // a tick at each size of the sweep, a power of two written as one
+            afterBuildTicks: function (axis) { axis.ticks = pts.map(function (p) { return { value: p.x }; }); },
+            ticks: { color: colors.muted, maxRotation: 0, callback: function (v) {
+              var k = Math.log2(v);
+              return Number.isInteger(k) ? "2^" + k : String(v);
+            } } },
+          y: { grace: "8%", grid: { color: colors.grid }, border: { display: false },
+            title: { display: true, text: "× CUDA", color: colors.muted, font: { size: 11 } },
+            ticks: { color: colors.muted } },
+        },
+      },
+      plugins: [parityLine],
+    });
+    charts.push(chart);
+  }
+
   // ---------------------------------------------------------------------------------------------- page
 
   function render() {
     renderProblems();
+    renderSweeps();
     var headline = document.getElementById("headline");
     var list = document.getElementById("series");
     var toc = document.getElementById("toc");

@@ -60,10 +60,19 @@ LAUNCH_BOUND_FACTOR = 2.0  # events mode: per-launch time within this factor of 
 LAUNCH_SPREAD_LIMIT = 10.0
 
 
+def launch_bound_sides(timing: Timing) -> tuple[bool, bool]:
+    """(WarpForth, CUDA): events mode, and that side's per-launch time within LAUNCH_BOUND_FACTOR of the launch
+    floor (``wfbench sweep`` marks each side where it becomes launch-bound)."""
+    floor = timing.launch_floor_us
+    if timing.timing_mode != TIMING_EVENTS or not floor:
+        return False, False
+    return (timing.warpforth.median_us <= LAUNCH_BOUND_FACTOR * floor,
+            timing.cuda.median_us <= LAUNCH_BOUND_FACTOR * floor)
+
+
 def launch_bound(timing: Timing) -> bool:
     """Events mode, and the faster side's per-launch time within LAUNCH_BOUND_FACTOR of the launch floor."""
-    return bool(timing.timing_mode == TIMING_EVENTS and timing.launch_floor_us and
-                min(timing.warpforth.median_us, timing.cuda.median_us) <= LAUNCH_BOUND_FACTOR * timing.launch_floor_us)
+    return any(launch_bound_sides(timing))
 
 
 def launch_bound_note(timing: Timing) -> str:

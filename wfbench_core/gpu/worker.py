@@ -10,6 +10,8 @@ are the typed records of :mod:`wfbench_core.gpu.messages`:
   and measure the copy yardstick when asked;
 - :class:`~wfbench_core.gpu.messages.RunCase` -> :class:`~wfbench_core.gpu.messages.Results` (or
   :class:`~wfbench_core.gpu.messages.CaseError`): check and time one case;
+- :class:`~wfbench_core.gpu.messages.RunPoint` -> the same: check and time one size of a case's sweep, the
+  case's canonical configuration replaced by that size, in the timing mode asked for;
 - while working: progress lines, and arm/disarm around every wait on the GPU (the watchdog's deadlines,
   :mod:`wfbench_core.gpu.watchdog`);
 - a problem that ends the whole run (no GPU, a broken installation): :class:`~wfbench_core.gpu.messages.Fatal`.
@@ -51,6 +53,8 @@ class Worker:
         self.plan: dict[str, dict[str, Any]] | None = None  # the bundle matched with the plugins, once
         self.loaded: dict[str, dict[str, Any]] = {}  # cases whose files are read (for the CUDA compile ahead)
         self.yardsticks = Yardsticks()  # what the run's cases are judged by (wfbench_core.gpu.plausibility)
+        self.timers: dict[str, Any] = {}  # timing mode -> timer, for sweep points timed in another mode
+        self.swept: dict[str, list[Any]] = {}  # case -> its sweep points, (case at the size, files), once read
 
     def send(self, message: msg.Reply) -> None:
         self.out.write(msg.encode(message))
@@ -136,6 +140,47 @@ class Worker:
                                           sanitize=self.request.sanitize, progress=self.progress,
                                           yardsticks=self.yardsticks)))
 
+    def point(self, request: msg.RunPoint) -> msg.Results:
+        """One size of a case's sweep: the case's check files and the point's canonical ones, timed as a case is
+        (correctness first), in the timing mode asked for; no static diagnostics."""
+        from wfbench_core.build.bundle import load_sweep_point
+        from wfbench_core.build.prepare import Prepared
+
+        variants = {}
+        for label, prep in self._variants(request.case_id).items():  # kept loaded for the sweep's next points
+            if prep.entry is None or not 0 <= request.index < len(prep.entry.sweep):
+                raise WfbenchError(f"{request.case_id}: the bundle holds no sweep point {request.index}; build it "
+                                   f"with 'wfbench build --sweep'")
+            points = self.swept.get(request.case_id)
+            if points is None:  # the first point of this case: every point's files read, their CUDA compiled ahead
+                points = self.swept[request.case_id] = [_or_error(load_sweep_point, prep.folder, prep.entry,
+                                                                  prep.case, i) for i in range(len(prep.entry.sweep))]
+                self._prefetch_points(prep, [p for p in points if not isinstance(p, WfbenchError)])
+            if isinstance(points[request.index], WfbenchError):
+                raise points[request.index]  # this point's files are broken: this point fails, not the others
+            at, files = points[request.index]
+            variants[label] = Prepared(at, prep.plugin, {"check": prep.files["check"], "canonical": files})
+        protocol = attrs.evolve(self.request.protocol, timing_mode=request.timing_mode)
+        return msg.Results(tuple(run_case(variants, timer=self._timer(protocol), protocol=protocol, cuda=self.cuda,
+                                          arch=self.arch, mode=self.request.mode, progress=self.progress,
+                                          yardsticks=self.yardsticks, diagnose=False)))
+
+    def _prefetch_points(self, prep: Any, points: list[Any]) -> None:
+        """Start compiling the CUDA side of every point of a sweep (and its check size once) ahead."""
+        from wfbench_core.build.compile import prefetch_cuda
+
+        sources = [(prep.case.key("check"), prep.files["check"].cuda_source)]
+        sources += [(at.key("canonical"), files.cuda_source) for at, files in points]
+        prefetch_cuda(sources, arch=self.arch, compiler=self.cuda)
+
+    def _timer(self, protocol: Any) -> Any:
+        """The timer of ``protocol``'s timing mode: the run's own, or one made for that mode once."""
+        if protocol.timing_mode == self.request.protocol.timing_mode:
+            return self.timer
+        if protocol.timing_mode not in self.timers:
+            self.timers[protocol.timing_mode] = self.registry.make_timer(protocol)
+        return self.timers[protocol.timing_mode]
+
     def serve(self, requests: IO[bytes]) -> None:
         for line in requests:
             try:
@@ -148,13 +193,15 @@ class Worker:
 
     def handle(self, request: msg.Request) -> bool:
         """Answer one request; False when this worker must end (asked to, or unusable)."""
-        is_case = isinstance(request, msg.RunCase)
+        is_case = isinstance(request, (msg.RunCase, msg.RunPoint))
         try:
             if isinstance(request, msg.Init):
                 watchdog.install(self.send, request.request.case_timeout_s)
                 self.send(self.init(request))
             elif isinstance(request, msg.RunCase):
                 self.send(self.case(request.case_id))
+            elif isinstance(request, msg.RunPoint):
+                self.send(self.point(request))
             else:
                 return False
         except WfbenchError as exc:
@@ -173,21 +220,29 @@ class Worker:
         return True
 
 
+def _or_error(load: Any, *args: Any) -> Any:
+    """``load(*args)``, or the WfbenchError it raised."""
+    try:
+        return load(*args)
+    except WfbenchError as exc:
+        return exc
+
+
 def _wf_label(label: str) -> str:
     return f"wf:{label}" if label else "wf"
 
 
 def run_case(variants: dict[str, Any], *, timer: Any, protocol: Any, cuda: Any, arch: str,
              mode: str, sanitize: bool = False, progress: Any = lambda line: None,
-             yardsticks: Any = None) -> list[CaseResult]:
+             yardsticks: Any = None, diagnose: bool = True) -> list[CaseResult]:
     """Check and time one case: every WarpForth variant (one, or base and head) against the CUDA side.
 
-    A variant whose PTX is byte-identical to an earlier one's is not checked or timed again (:func:`ptx_twins`):
-    its result carries the earlier variant's checks and samples, marked ``timing.timed_with``.
+    A variant whose PTX is byte-identical to an earlier one's is not checked or timed again (:func:`ptx_twins`): its
+    result carries the earlier variant's checks and samples, marked ``timing.timed_with``.
 
-    With ``sanitize``, each side's check configuration is first launched once under compute-sanitizer;
-    a finding makes the case FAILED with the sanitizer's first report line, and it is not timed.
-    The static diagnostics of both sides (ptxas, SASS) are made on a thread while the GPU works.
+    With ``sanitize``, each side's check configuration is first launched once under compute-sanitizer; a finding
+    makes it FAILED (the first report line), not timed. With ``diagnose``, both sides' static diagnostics (ptxas,
+    SASS) are made on a thread while the GPU works.
     """
     some = next(iter(variants.values()))
     case = some.case
@@ -204,7 +259,7 @@ def run_case(variants: dict[str, Any], *, timer: Any, protocol: Any, cuda: Any, 
         return all_(message=str(exc))
     bases = {k: attrs.evolve(b, compile_cuda=record) for k, b in bases.items()}
 
-    diagnosing = None if mode == MODE_AA else _diagnose_in_background(case, variants, cuda_ptx["canonical"], arch)
+    diagnosing = diagnose and mode != MODE_AA and _diagnose_in_background(case, variants, cuda_ptx["canonical"], arch)
     twins = {} if mode == MODE_AA else ptx_twins(variants)
     sides = _sides(case, {k: v for k, v in variants.items() if k not in twins}, cuda_ptx, mode)
     broken: dict[str, Any] = {}  # WarpForth side -> the failed measurement of that side alone

@@ -425,6 +425,9 @@ def parse_result(data: str | bytes, where: str = "result") -> RunResult:
     raw = parse_json(text.removeprefix("\ufeff"), where, RESULT)
     if not isinstance(raw, dict):
         raise not_a(where, RESULT, f"a JSON {type(raw).__name__.replace('dict', 'object')}, not an object")
+    if raw.get("kind") == "sweep":
+        raise not_a(where, RESULT, "a sweep of 'wfbench sweep': sweeps are their own series, never runs; 'wfbench "
+                                   "history add' stores them apart and the dashboard draws them")
     if "schema_version" not in raw or "cases" not in raw:
         keys = ", ".join(sorted(map(str, raw))[:5]) or "none"
         raise not_a(where, RESULT, f"no schema_version or cases; its keys: {keys}")

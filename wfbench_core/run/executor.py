@@ -284,13 +284,16 @@ class Supervisor:
             self.yardsticks = {"copy_gbps": env.copy_gbps, "fp64_peak_gflops": env.fp64_peak_gflops}
         return ready
 
-    def run_case(self, case_id: str, variants: dict[str, Prepared]) -> list[CaseResult]:
+    def run_case(self, case_id: str, variants: dict[str, Prepared],
+                 request: Optional[msg.Request] = None) -> list[CaseResult]:
+        """Check and time a case (or what ``request`` asks of it: a sweep point) in the worker; ``variants`` name
+        the results of a case that could not be."""
         if not self._alive():
             self._kill()
             self.start()
         if case_id in self.upcoming:
             self.upcoming = self.upcoming[self.upcoming.index(case_id) + 1:]
-        self._send(msg.RunCase(case_id))
+        self._send(request or msg.RunCase(case_id))
         try:
             reply = self._await(msg.Results)
         except _Lost as lost:
