@@ -41,9 +41,7 @@ class DiagnosticsError(WfbenchError):
     """ptxas or cuobjdump failed on a side's PTX; the message names the side and carries the tool's words."""
 
 
-# -------------------------------------------------------------------------------------------------
-# Per-architecture limits (CUDA C++ Programming Guide, "Technical Specifications per Compute Capability")
-# -------------------------------------------------------------------------------------------------
+# -- Per-architecture limits (CUDA C++ Programming Guide, "Technical Specifications per Compute Capability")
 
 
 @attrs.frozen
@@ -105,9 +103,7 @@ def theoretical_occupancy(arch: str, *, block_threads: int, registers: int, shar
     return Occupancy(blocks, blocks * warps_per_block, blocks * warps_per_block / lim.max_warps, limiter)
 
 
-# -------------------------------------------------------------------------------------------------
-# ptxas -v
-# -------------------------------------------------------------------------------------------------
+# -- ptxas -v -------------------------------------------------------------------------------------
 
 
 @attrs.frozen
@@ -149,9 +145,7 @@ def parse_ptxas(report: str, kernel: str) -> PtxasReport:
     )
 
 
-# -------------------------------------------------------------------------------------------------
-# SASS
-# -------------------------------------------------------------------------------------------------
+# -- SASS -----------------------------------------------------------------------------------------
 
 
 @attrs.frozen
@@ -347,9 +341,7 @@ def hottest_loop(instrs: Sequence[Instr]) -> Loop | None:
     return min(found, key=lambda lp: (-lp.depth, -len(lp.instrs), lp.start))
 
 
-# -------------------------------------------------------------------------------------------------
-# Running the tools
-# -------------------------------------------------------------------------------------------------
+# -- Running the tools ----------------------------------------------------------------------------
 
 
 def tools_available() -> str | None:
@@ -432,8 +424,7 @@ def summarize(a: Assembled, kernel: str, arch: str, block_threads: int, dynamic_
         loop_instructions=len(code_of(loop.instrs)) if loop else 0,
         loop_mix=mix_of(code_of(loop.instrs)) if loop else {}, resources=dict(a.resources),
         local_bytes=max(p.local_bytes, dict(a.resources).get("LOCAL", 0)), launch_attrs=a.launch_attrs,
-        max_threads=max_threads(a.launch_attrs), stack_addressing=stack_addressing(code),
-        data_sha256=a.data_sha256,
+        max_threads=max_threads(a.launch_attrs), stack_addressing=stack_addressing(code), data_sha256=a.data_sha256,
     )
 
 
@@ -466,9 +457,7 @@ def diagnose_case(case: "Case", *, wf_ptx: str, cuda_ptx: str, arch: str
     return wf, cu, ""
 
 
-# -------------------------------------------------------------------------------------------------
-# Views
-# -------------------------------------------------------------------------------------------------
+# -- Views ----------------------------------------------------------------------------------------
 
 
 def mix_differences(a: Mapping[str, int], b: Mapping[str, int], n: int = 6) -> list[tuple[str, int, int]]:
