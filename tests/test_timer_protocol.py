@@ -39,7 +39,7 @@ class FakeDriver:
         self.sm_mhz: Callable[[int], float] = lambda n: 1980.0
         # or each side's own clock: (n, k) -> MHz while the kernels after the k-th probe of round n run
         self.side_mhz: Callable[[int, int], float] | None = None
-        self.opened = 0  # opening clock probes (slot 0) so far: the round the kernels belong to
+        self.probes_opened = 0  # opening clock probes (slot 0) so far: the round the kernels belong to
         self.slot = 0  # the latest probe's slot
         self.cycles = 0.0
         self.gate_misses = 0  # the next this many gates open by themselves (the host "missed" them)
@@ -190,7 +190,7 @@ class FakeDriver:
 
     def stamp(self, launch: int, out: np.ndarray, slot: int) -> None:
         """The clock probe: the global timer (ns) and the SM cycle counter into out[2 slot], out[2 slot + 1]."""
-        self.opened += slot == 0
+        self.probes_opened += slot == 0
         self.slot = int(slot)
         out[2 * slot], out[2 * slot + 1] = round(self.clock_ms * 1e6), round(self.cycles)
 
@@ -213,7 +213,7 @@ class FakeDriver:
             fault = self.kernels[kernel](self.launches[kernel], *arrays)
             ms = fault if isinstance(fault, float) else 0.01  # a kernel may say how long it ran (ms)
             self.clock_ms += ms
-            mhz = self.side_mhz(self.opened, self.slot) if self.side_mhz else self.sm_mhz(self.opened)
+            mhz = self.side_mhz(self.probes_opened, self.slot) if self.side_mhz else self.sm_mhz(self.probes_opened)
             self.cycles += ms * 1e3 * mhz
             if isinstance(fault, str):
                 self.sticky = fault

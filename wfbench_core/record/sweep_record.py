@@ -112,7 +112,7 @@ def is_sweep(data: bytes) -> bool:
 
     try:
         raw = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):  # too deeply nested to be a sweep; the run reader says why
         return False
     return isinstance(raw, dict) and raw.get("kind") == SWEEP_KIND
 
