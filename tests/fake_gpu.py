@@ -29,6 +29,11 @@ real timer's does, every side's checks together, and the wrong side's check name
 With ``FAKE_GPU_SKIPS_WORK`` (a PTX statement), a side whose canonical PTX holds it reads 107, 1.94 and 1.77 us
 per launch in its first rounds, the CUDA side 105 us in each: the plausibility rule refuses it before timing.
 
+With ``FAKE_GPU_HOST_ARRAYS`` (a file), the timer takes inputs and references made ahead (as the real timer does,
+:mod:`wfbench_core.gpu.host_prep`): each measurement appends its pid, its case and the configurations it was handed;
+a configuration it was not handed is made here, as the real checker makes it, so a case whose inputs cannot be
+made fails here as it does there.
+
 Every worker appends its pid to ``FAKE_GPU_PIDS`` (a file), so tests can see that each one is gone. With
 ``FAKE_GPU_MEASURED`` (a file), each measurement appends its pid, case, canonical sizes and timing mode. With
 ``FAKE_GPU_PREFETCH`` (a file), each measurement appends its pid, its case and the cases whose CUDA compile the
@@ -60,6 +65,8 @@ class FakeTimer:
         if pids:
             with open(pids, "a") as fh:
                 fh.write(f"{os.getpid()}\n")
+        if os.environ.get("FAKE_GPU_HOST_ARRAYS"):
+            self.host_arrays = {}  # the worker hands it each case's arrays made ahead
 
     def environment(self) -> Environment:
         board = os.environ.get("CUDA_VISIBLE_DEVICES", "")  # one board per visible device, as on a real host
@@ -80,6 +87,8 @@ class FakeTimer:
             with open(ahead, "a") as fh:
                 fh.write(f"{os.getpid()} {case.id} {','.join(pending)}\n")
         what = _behaviour(case.id)
+        if hasattr(self, "host_arrays"):
+            _take_host_arrays(self, case)
         measured = os.environ.get("FAKE_GPU_MEASURED")
         if measured:
             sizes = ",".join(f"{k}={v}" for k, v in sorted(case.sizes["canonical"].items()))
@@ -128,6 +137,18 @@ class FakeTimer:
         return Measurement(
             passed=True, message="", checks=(check,), kernel_attrs={s.label: KernelAttrs(16, 0, 0, 1024) for s in sides},
             costs=Costs(), sampled=sampled)
+
+
+def _take_host_arrays(timer, case) -> None:  # type: ignore[no-untyped-def]
+    """Note the configurations handed to ``timer`` for ``case``; make those not handed, as the real checker does."""
+    from wfbench_core.gpu.host_prep import handed, make_host_arrays
+
+    given = [config for config in ("check", "canonical") if handed(timer, case, config) is not None]
+    with open(os.environ["FAKE_GPU_HOST_ARRAYS"], "a") as fh:
+        fh.write(f"{os.getpid()} {case.id} {','.join(given) or '-'}\n")
+    for config in ("check", "canonical"):
+        if config not in given:
+            make_host_arrays(case, config)
 
 
 def _wrong_on_timed_buffers(case, sides, wrong: str):  # type: ignore[no-untyped-def]

@@ -589,3 +589,24 @@ def test_clock_retakes_stop_at_the_bound_and_mismatched_pairs_stay_marked() -> N
     assert m.passed and m.sampled.clock_retakes == max_clock_retakes(6) == 2
     assert len(sides) == 6 and any(not clocks_match(p) for p in sides)
 
+
+
+def test_the_checker_takes_the_arrays_made_ahead_and_makes_them_itself_without() -> None:
+    import attrs
+
+    from wfbench_core.gpu.host_prep import handing, make_host_arrays
+
+    timer = make_timer(FakeDriver({"wf_scale": good, "cu_scale": good}))
+    ahead = {c: attrs.evolve(make_host_arrays(CASE, c), inputs_s=100.0, reference_s=200.0) for c in ("check", "canonical")}
+    with handing(timer, ahead):
+        m = timer.measure(CASE, SIDES, reference_label="cuda")
+    assert m.passed and (m.costs.inputs_s, m.costs.reference_s) == (200.0, 400.0)  # made ahead: their own costs
+    assert timer.host_arrays == {}  # handed for the case only
+    wrong = {c: attrs.evolve(a, want={"Y": a.want["Y"] + 1}) for c, a in ahead.items()}
+    with handing(timer, wrong):
+        m = timer.measure(CASE, SIDES, reference_label="cuda")
+    assert not m.passed and "differs from the numpy reference" in m.message  # the handed reference is the one used
+    other = attrs.evolve(CASE, sizes={"check": {"N": N // 2}, "canonical": {"N": N // 2}})
+    with handing(timer, wrong):
+        m = timer.measure(other, SIDES, reference_label="cuda")  # not arrays of this case's sizes: made here
+    assert m.passed and m.costs.inputs_s < 100.0

@@ -18,7 +18,7 @@ import ctypes
 import math
 import sys
 import time
-from typing import Any, Callable, Iterator, Mapping, MutableMapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, MutableMapping, Optional, Sequence
 
 import attrs
 import numpy as np
@@ -27,6 +27,7 @@ from wfbench_core.gpu import watchdog
 from wfbench_core.case import Case
 from wfbench_core.contracts import Side
 from wfbench_core.gpu.device import Device, Kernel
+from wfbench_core.gpu.host_prep import HostArrays, make_host_arrays
 from wfbench_core.build.faults import side_name
 from wfbench_core.record.results import Check
 
@@ -266,17 +267,21 @@ class Checker:
         return self.device.read(outs)
 
     def check_config(self, case: Case, sides: Sequence[Side], config: str, reference_label: str,
-                     costs: MutableMapping[str, float]) -> tuple[list[Check], Checked]:
+                     costs: MutableMapping[str, float], prepared: Optional[HostArrays] = None
+                     ) -> tuple[list[Check], Checked]:
         """Load every side for ``config``, launch each twice into its own poisoned outputs, compare each with
-        the reference and with the reference side; the wall time of each step is added to ``costs``."""
+        the reference and with the reference side; the wall time of each step is added to ``costs``.
+
+        The inputs and reference are ``prepared`` (made ahead, :mod:`wfbench_core.gpu.host_prep`) or made here;
+        their costs are the time it took to make them, where they were made."""
         device = self.device
         with spent(costs, "load_s"):
             kernels = {s.label: device.load(s.ptx[config], s.kernel, case_id=case.id, config=config, label=s.label)
                        for s in sides}
-        with spent(costs, "inputs_s"):
-            inputs = case.make_inputs(config)
-        with spent(costs, "reference_s"):
-            want = case.make_reference(inputs, config)
+        made = prepared if prepared is not None else make_host_arrays(case, config)
+        costs["inputs_s"] = costs.get("inputs_s", 0.0) + made.inputs_s
+        costs["reference_s"] = costs.get("reference_s", 0.0) + made.reference_s
+        inputs, want = made.inputs, made.want
         with spent(costs, "alloc_copy_s"), device.faults(case.id, config, "", "allocate"):
             dev_in = {p.name: device.to_device(inputs[p.name]) for p in case.params if p.kind == "ptr" and not p.output}
             outs = {s.label: {p.name: device.empty(want[p.name].shape, want[p.name].dtype) for p in case.outputs}

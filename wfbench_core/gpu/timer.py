@@ -30,7 +30,7 @@ This module imports numba/cuda.core lazily: importing it needs no GPU.
 from __future__ import annotations
 
 import time
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import attrs
 
@@ -38,6 +38,7 @@ from wfbench_core.case import CONFIGS, Case
 from wfbench_core.contracts import Measurement, Side
 from wfbench_core.gpu.correctness import Checked, Checker, WrongOnTimedBuffers, describe_check, describe_failures
 from wfbench_core.gpu.device import Device
+from wfbench_core.gpu.host_prep import handed
 from wfbench_core.errors import WfbenchError
 from wfbench_core.build.faults import KernelFault, as_kernel_fault
 from wfbench_core.gpu.plausibility import InconsistentLaunches
@@ -52,6 +53,7 @@ class CudaEventTimer:
         self.protocol = protocol
         self.device = device or Device()
         self._warm = False  # the copy yardstick has just kept the GPU busy for warmup_s (nothing ran since)
+        self.host_arrays: dict[str, Any] = {}  # config -> inputs and reference made ahead (gpu.host_prep)
 
     def environment(self) -> Environment:
         return self.device.environment()
@@ -86,7 +88,8 @@ class CudaEventTimer:
         checks: list[Check] = []
         kattrs: dict[str, KernelAttrs] = {}
         for config in CONFIGS:
-            found, checked = checker.check_config(case, sides, config, reference_label, costs)
+            found, checked = checker.check_config(case, sides, config, reference_label, costs,
+                                                  prepared=handed(self, case, config))
             checks.extend(found)
             if config == "canonical":
                 kattrs = {label: kernel.resources() for label, kernel in checked.kernels.items()}

@@ -55,6 +55,7 @@ class Worker:
         self.yardsticks = Yardsticks()  # what the run's cases are judged by (wfbench_core.gpu.plausibility)
         self.timers: dict[str, Any] = {}  # timing mode -> timer, for sweep points timed in another mode
         self.swept: dict[str, list[Any]] = {}  # case -> its sweep points, (case at the size, files), once read
+        self.prep: Any = None  # the helper making the next case's inputs ahead (wfbench_core.gpu.host_prep)
 
     def send(self, message: msg.Reply) -> None:
         self.out.write(msg.encode(message))
@@ -80,6 +81,10 @@ class Worker:
 
             require_tool("compute-sanitizer", why="--sanitize runs it")
         self._prefetch(list(init.prefetch), fp64_peak=init.copy and hasattr(self.timer, "fp64_peak_gflops"))
+        if self.prep is None:
+            from wfbench_core.gpu.host_prep import start_for
+
+            self.prep = start_for(self.timer, self.registry, self.bundle, list(init.prefetch), self.progress)
         if init.copy:  # the run's yardsticks, measured once by its first worker
             environment = attrs.evolve(environment, copy_gbps=self.timer.copy_gbps(),
                                        fp64_peak_gflops=self._fp64_peak())
@@ -133,12 +138,16 @@ class Worker:
             return None
 
     def case(self, case_id: str) -> msg.Results:
+        from wfbench_core.gpu.host_prep import handing
+
         variants = self._variants(case_id)
         self.loaded.pop(case_id)  # each case runs once per worker: its files need not stay
-        return msg.Results(tuple(run_case(variants, timer=self.timer, protocol=self.request.protocol,
-                                          cuda=self.cuda, arch=self.arch, mode=self.request.mode,
-                                          sanitize=self.request.sanitize, progress=self.progress,
-                                          yardsticks=self.yardsticks)))
+        arrays, wait_s = self.prep.turn(case_id) if self.prep is not None else (None, None)
+        with handing(self.timer, arrays):
+            results = run_case(variants, timer=self.timer, protocol=self.request.protocol, cuda=self.cuda,
+                               arch=self.arch, mode=self.request.mode, sanitize=self.request.sanitize,
+                               progress=self.progress, yardsticks=self.yardsticks)
+        return msg.Results(tuple(self.prep.with_wait(results, wait_s) if self.prep is not None else results))
 
     def point(self, request: msg.RunPoint) -> msg.Results:
         """One size of a case's sweep: the case's check files and the point's canonical ones, timed as a case is
@@ -446,7 +455,12 @@ def main(argv: list[str]) -> None:
     out = os.fdopen(int(argv[1]), "w", buffering=1)
     # Whatever a library prints must not reach the executor's standard output (it may be --json).
     os.dup2(2, 1)
-    Worker(out).serve(sys.stdin.buffer)
+    worker = Worker(out)
+    try:
+        worker.serve(sys.stdin.buffer)
+    finally:
+        if worker.prep is not None:  # the helper making inputs ahead ends with this worker
+            worker.prep.close()
 
 
 if __name__ == "__main__":

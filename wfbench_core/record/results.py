@@ -232,6 +232,9 @@ class Costs:
     correctness_s: float = 0.0
     timing_s: float = 0.0
     placement_checks_s: float = 0.0  # verifying the timed buffers (part of timing_s)
+    # inputs and references made ahead in a helper process (wfbench_core.gpu.host_prep), inputs_s and
+    # reference_s spent there: how long the worker waited for them (None: made in the worker itself)
+    prep_wait_s: Optional[float] = None
 
 
 @attrs.frozen
