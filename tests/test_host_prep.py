@@ -186,9 +186,9 @@ def test_a_run_hands_every_case_its_arrays_made_ahead_and_leaves_no_process(  # 
     assert _marked(mark) == [], "a process of the run outlived it"
 
 
-def test_results_from_before_prepared_arrays_still_load() -> None:
+def test_results_from_before_prepared_arrays_and_carried_warm_ups_still_load() -> None:
     from wfbench_core.record.results import load_result
 
     run = load_result(Path(__file__).resolve().parent.parent / "docs" / "results" / "h200-suite17.json")
     timed = [c for c in run.cases if c.timing is not None]
-    assert timed and all(c.costs.prep_wait_s is None for c in timed)
+    assert timed and all(c.costs.prep_wait_s is None and c.timing.warmup_carried_s == 0.0 for c in timed)

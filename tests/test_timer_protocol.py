@@ -591,6 +591,30 @@ def test_clock_retakes_stop_at_the_bound_and_mismatched_pairs_stay_marked() -> N
 
 
 
+def test_a_case_timed_right_after_another_is_credited_the_warm_up_and_after_an_idle_gap_is_not() -> None:
+    import attrs
+
+    from wfbench_core.gpu.sampling import WARM_CARRY_IDLE_S, WARMUP_MIN_S
+
+    def slow(launch: int, k: int, x: np.ndarray, y: np.ndarray, n: int) -> float:
+        good(launch, k, x, y, n)
+        return 1.0  # ms: a warm-up of 0.3 s is 300 launches
+
+    timer = make_timer(FakeDriver({"wf_scale": slow, "cu_scale": slow}))
+    timer.protocol = attrs.evolve(timer.protocol, warmup_s=0.3)
+    now = [0.0]
+    timer.warmth.clock = lambda: now[0]  # the idle time between cases, on a clock the test moves
+    first = timer.measure(CASE, SIDES, reference_label="cuda").sampled
+    assert first.warmup_carried_s == 0.0 and first.warmup_busy_s >= 0.3 and first.busy_s > 0.3
+    now[0] += WARM_CARRY_IDLE_S / 2
+    second = timer.measure(CASE, SIDES, reference_label="cuda").sampled
+    assert second.warmup_carried_s == pytest.approx(0.3 - WARMUP_MIN_S)
+    assert WARMUP_MIN_S <= second.warmup_busy_s < 0.3
+    now[0] += WARM_CARRY_IDLE_S
+    third = timer.measure(CASE, SIDES, reference_label="cuda").sampled
+    assert third.warmup_carried_s == 0.0 and third.warmup_busy_s >= 0.3
+
+
 def test_the_checker_takes_the_arrays_made_ahead_and_makes_them_itself_without() -> None:
     import attrs
 

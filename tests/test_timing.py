@@ -490,3 +490,56 @@ def test_clock_retakes_are_bounded_and_the_dipped_pairs_kept_and_marked() -> Non
 def test_without_clock_evidence_nothing_is_retaken_and_no_pair_clock_recorded() -> None:
     _, got = _clocked(lambda r: None)
     assert got.clock_retakes == 0 and got.pair_sm_mhz == ()
+
+
+def test_a_case_timed_right_after_another_gets_the_short_warm_up_and_after_an_idle_gap_the_full_one() -> None:
+    from wfbench_core.gpu.sampling import WARM_CARRY_IDLE_S, WARMUP_MIN_S, WarmCarry
+
+    rounds = FakeRounds({"wf": 0.5, "cuda": 0.4})
+    proto = attrs.evolve(FAST, warmup_s=1.0, target_halfwidth=0.0)
+    warmth = WarmCarry(clock=rounds.clock)
+
+    def timed(idle_s: float) -> tuple[Any, int]:
+        rounds.now += idle_s
+        before = len(rounds.rounds)
+        s = sample_case(rounds, ["wf", "cuda"], proto, reference="cuda", seed=1, clock=rounds.clock,
+                        carried_s=warmth.credit(proto.warmup_s))
+        warmth.ended(s.busy_s)
+        return s, len(rounds.rounds) - before
+
+    first, first_rounds = timed(0.0)  # the first case: nothing to carry
+    assert first.warmup_carried_s == 0.0 and first.warmup_busy_s >= proto.warmup_s
+    kernel_ms = sum(sum(launches * rounds.base[side] for side in order) for order, launches in rounds.rounds)
+    assert first.busy_s == pytest.approx(kernel_ms / 1000.0)  # every round of the case, warm-up to last pair
+    right_after, after_rounds = timed(WARM_CARRY_IDLE_S / 2)
+    assert right_after.warmup_carried_s == pytest.approx(proto.warmup_s - WARMUP_MIN_S)
+    assert WARMUP_MIN_S <= right_after.warmup_busy_s < proto.warmup_s / 2  # its own kernels still warm up
+    assert after_rounds < first_rounds
+    idle, _ = timed(WARM_CARRY_IDLE_S * 1.5)  # the clocks may have dropped: the full warm-up again
+    assert idle.warmup_carried_s == 0.0 and idle.warmup_busy_s >= proto.warmup_s
+
+
+def test_the_warm_up_credit_is_at_most_what_the_last_phase_kept_busy_and_is_given_once() -> None:
+    from wfbench_core.gpu.sampling import WARMUP_MIN_S, WarmCarry
+
+    now = [0.0]
+    warmth = WarmCarry(clock=lambda: now[0])
+    assert warmth.credit(1.0) == 0.0  # no phase before
+    warmth.ended(0.3)
+    now[0] += 0.5
+    assert warmth.credit(1.0) == pytest.approx(0.3)
+    assert warmth.credit(1.0) == 0.0  # that phase is credited once
+    warmth.ended(5.0)
+    assert warmth.credit(1.0) == pytest.approx(1.0 - WARMUP_MIN_S)
+    warmth.ended(5.0)
+    assert warmth.credit(WARMUP_MIN_S / 2) == 0.0  # a warm-up shorter than the floor is the case's own
+
+
+def test_the_docs_state_the_warm_up_carry_rule_with_its_constants() -> None:
+    from pathlib import Path
+
+    from wfbench_core.gpu.sampling import WARM_CARRY_IDLE_S, WARMUP_MIN_S
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "timing.md").read_text()
+    assert f"`WARM_CARRY_IDLE_S` ({WARM_CARRY_IDLE_S:g} s)" in text and f"`WARMUP_MIN_S` ({WARMUP_MIN_S:g} s)" in text
+    assert "timing.warmup_carried_s" in text

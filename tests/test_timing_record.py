@@ -19,7 +19,8 @@ LATER = {"launch_floor_us": (lambda k: 0.5 + k, 1.5), "placement_checks": (lambd
          "pair_sm_mhz": (lambda k: (1980.0 - k,) * 4, (1980.0,) * 4 + (1979.0,) * 4 + (1978.0,) * 4),
          "clock_retakes": (lambda k: 2, 6), "buffer_bytes": (lambda k: 4096, 4096),
          "pair_side_mhz": (lambda k: ((1980.0 - k, 1980.0 - k),) * 4,
-                           ((1980.0, 1980.0),) * 4 + ((1979.0, 1979.0),) * 4 + ((1978.0, 1978.0),) * 4)}
+                           ((1980.0, 1980.0),) * 4 + ((1979.0, 1979.0),) * 4 + ((1978.0, 1978.0),) * 4),
+         "warmup_carried_s": (lambda k: 0.9, 0.9 * 3)}
 
 
 def _pass(k: int, nvml: NvmlSummary) -> CaseResult:

@@ -172,6 +172,7 @@ POOL: dict[str, Callable[[Sequence[Any]], Any]] = {
     "clock_retakes": _sum,
     "buffer_bytes": _first,
     "pair_side_mhz": _joined,
+    "warmup_carried_s": _sum,
 }
 
 

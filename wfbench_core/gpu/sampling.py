@@ -8,6 +8,12 @@ Rules, each written once here:
 
 - **Warm-up**: alternate the sides until the GPU has been busy for ``warmup_s`` (clocks ramp), at most
   twice that in wall time.
+- **Warm-up carried over**: where the same timer timed a case before this one and the GPU has been idle less
+  than :data:`WARM_CARRY_IDLE_S` since that timing phase ended, the kernel time of that phase counts toward
+  this warm-up (:class:`WarmCarry`): the GPU's clocks are still up. Never all of it: the case's own kernels
+  still run for :data:`WARMUP_MIN_S` of busy GPU (calibration needs their launch times, and the consistency
+  rule their warm-up launches). What was credited is recorded (``warmup_carried_s``); the matching-clock
+  rule below still re-takes any pair that ran at a dipped clock.
 - **Calibration**: launches per sample so the *fastest* side's sample lasts ``min_sample_ms`` times
   :data:`SAMPLE_MARGIN`; a sample that still comes in short is re-taken with more launches (counted in
   ``short_retakes``), so every kept sample lasts at least ``min_sample_ms`` (except where the mode caps
@@ -59,6 +65,8 @@ PLACEMENT_MAX_OFFSET = 4 << 20  # offsets up to 4 MiB
 ROTATION_MEMORY_SHARE = 0.25  # the rotated buffer sets take at most this share of the GPU's free memory
 WARMUP_STEP_MS = 100.0  # the warm-up doubles its launches until a side's round lasts this long
 WARMUP_WALL_FACTOR = 2.0  # the warm-up ends after this many times warmup_s of wall time in any case
+WARM_CARRY_IDLE_S = 2.0  # the last timing phase's busy time counts toward the next warm-up within this idle time
+WARMUP_MIN_S = 0.1  # the shortest warm-up of a case's own kernels (busy GPU), whatever is carried over
 
 STOP_TARGET = "target"
 STOP_BUDGET = "budget"
@@ -90,6 +98,29 @@ class Rounds(TypingProtocol):
         """The mean SM clock over the span of the last round, in MHz; None where it could not be measured."""
 
     # optional: ``side_mhz() -> Optional[dict[str, float]]``, each side's own mean SM clock in the last round
+
+
+class WarmCarry:
+    """When a timer's last timing phase ended and how long it kept the GPU busy; what the next warm-up is
+    credited (the rule of the module docstring, written once here)."""
+
+    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
+        self.clock = clock
+        self.busy_s = 0.0  # kernel time of the last timing phase (0: none since the last credit)
+        self.end = 0.0  # when it ended, on ``clock``
+
+    def ended(self, busy_s: float) -> None:
+        """A timing phase has just ended, having kept the GPU busy for ``busy_s``."""
+        self.busy_s, self.end = busy_s, self.clock()
+
+    def credit(self, warmup_s: float) -> float:
+        """The seconds of busy GPU the next warm-up is credited: the last phase's busy time, up to ``warmup_s``
+        less :data:`WARMUP_MIN_S`, where the GPU has been idle less than :data:`WARM_CARRY_IDLE_S` since
+        (0 otherwise, and for the first case). Each phase is credited once."""
+        busy_s, self.busy_s = self.busy_s, 0.0
+        if busy_s <= 0 or self.clock() - self.end >= WARM_CARRY_IDLE_S:
+            return 0.0
+        return min(busy_s, max(0.0, warmup_s - WARMUP_MIN_S))
 
 
 def clocks_match(clocks: Sequence[float]) -> bool:
@@ -179,13 +210,16 @@ def stop_reason(samples_us: Mapping[str, Sequence[float]], placement_of: Sequenc
 
 
 def sample_case(rounds: Rounds, labels: Sequence[str], protocol: TimingProtocol, *, reference: str,
-                seed: int | None = None, clock: Callable[[], float] = time.perf_counter) -> Sampled:
+                seed: int | None = None, clock: Callable[[], float] = time.perf_counter,
+                carried_s: float = 0.0) -> Sampled:
     """Warm up, calibrate and take the paired samples of one case over its placements.
 
     With one placement (``placements=1``) the buffers sit at offset 0: the plain allocation, the same one
-    every time (what ``wfbench crosscheck`` times with both timers).
+    every time (what ``wfbench crosscheck`` times with both timers). ``carried_s``: busy GPU time credited to
+    the warm-up from the timing phase just before (:meth:`WarmCarry.credit`).
     """
     labels = list(labels)
+    rounds = _Busy(rounds)
     if seed is None:
         seed = int(np.random.SeedSequence().entropy) & ((1 << 63) - 1)  # fresh per run, recorded
 
@@ -198,7 +232,7 @@ def sample_case(rounds: Rounds, labels: Sequence[str], protocol: TimingProtocol,
 
     place(0)
     seen: dict[str, list[float]] = {label: [] for label in labels}  # per-launch ms of each warm-up round
-    busy_ms, k = _warm_up(rounds, labels, protocol, clock, seen)
+    busy_ms, k = _warm_up(rounds, labels, protocol.warmup_s - carried_s, clock, seen)
     launches = _calibrate(rounds, labels, protocol, k, seen, reference)
     pairs = _Pairs(rounds, protocol, labels, launches)
     reason = ""
@@ -222,6 +256,8 @@ def sample_case(rounds: Rounds, labels: Sequence[str], protocol: TimingProtocol,
         placement_of=tuple(pairs.where),
         launches_per_sample=pairs.launches,
         warmup_busy_s=busy_ms / 1000.0,
+        warmup_carried_s=carried_s,
+        busy_s=rounds.busy_ms / 1000.0,
         short_retakes=pairs.retakes,
         clock_retakes=pairs.clock_retakes,
         pair_sm_mhz=tuple(pairs.mhz) if len(pairs.mhz) == len(pairs.where) else (),
@@ -231,15 +267,15 @@ def sample_case(rounds: Rounds, labels: Sequence[str], protocol: TimingProtocol,
     )
 
 
-def _warm_up(rounds: Rounds, labels: Sequence[str], protocol: TimingProtocol, clock: Callable[[], float],
+def _warm_up(rounds: Rounds, labels: Sequence[str], warmup_s: float, clock: Callable[[], float],
              seen: dict[str, list[float]]) -> tuple[float, int]:
-    """Alternate the sides until the kernels have kept the GPU busy for warmup_s (clocks ramp up), or for
+    """Alternate the sides until the kernels have kept the GPU busy for ``warmup_s`` (clocks ramp up), or for
     WARMUP_WALL_FACTOR x warmup_s of wall time where launches are capped (cold-l2: the flushes between
     launches keep the GPU busy too, and are not kernel time); the busy ms and the launches a round reached.
     Each side's per-launch ms of every round is added to ``seen``."""
     busy_ms, k = 0.0, 1
     t_warm = clock()
-    while busy_ms < protocol.warmup_s * 1000.0 and clock() - t_warm < WARMUP_WALL_FACTOR * protocol.warmup_s:
+    while busy_ms < warmup_s * 1000.0 and clock() - t_warm < WARMUP_WALL_FACTOR * warmup_s:
         n = rounds.fit(k)
         ms = rounds.round(labels, n)
         for label, value in ms.items():
@@ -275,6 +311,21 @@ def _calibrate(rounds: Rounds, labels: Sequence[str], protocol: TimingProtocol, 
             f"{launches * max(probe.values()) / k:.0f} ms of the slowest"
         )
     return launches
+
+
+class _Busy:
+    """The rounds of one case, counting the kernel time of every round (the next case's warm-up credit)."""
+
+    def __init__(self, rounds: Rounds) -> None:
+        self.inner, self.busy_ms = rounds, 0.0
+
+    def round(self, order: Sequence[str], launches: int) -> Mapping[str, float]:
+        ms = self.inner.round(order, launches)
+        self.busy_ms += sum(ms.values())
+        return ms
+
+    def __getattr__(self, name: str) -> object:  # everything else (and an optional side_mhz) as the rounds have it
+        return getattr(self.inner, name)
 
 
 class _Pairs:

@@ -39,6 +39,7 @@ from wfbench_core.contracts import Measurement, Side
 from wfbench_core.gpu.correctness import Checked, Checker, WrongOnTimedBuffers, describe_check, describe_failures
 from wfbench_core.gpu.device import Device
 from wfbench_core.gpu.host_prep import handed
+from wfbench_core.gpu.sampling import WarmCarry
 from wfbench_core.errors import WfbenchError
 from wfbench_core.build.faults import KernelFault, as_kernel_fault
 from wfbench_core.gpu.plausibility import InconsistentLaunches
@@ -54,6 +55,7 @@ class CudaEventTimer:
         self.device = device or Device()
         self._warm = False  # the copy yardstick has just kept the GPU busy for warmup_s (nothing ran since)
         self.host_arrays: dict[str, Any] = {}  # config -> inputs and reference made ahead (gpu.host_prep)
+        self.warmth = WarmCarry()  # the last timing phase's busy time, credited to the next warm-up (gpu.sampling)
 
     def environment(self) -> Environment:
         return self.device.environment()
@@ -140,7 +142,9 @@ class CudaEventTimer:
         rounds = CudaRounds(self.device, setup, mode, rotation=self.protocol.rotation)
         sampler = nvml.NvmlSampler(self.device.pci_bus_id()).start()
         try:
-            sampled = sample_case(rounds, list(setup.kernels), self.protocol, reference=reference_label)
+            sampled = sample_case(rounds, list(setup.kernels), self.protocol, reference=reference_label,
+                                  carried_s=self.warmth.credit(self.protocol.warmup_s))
+            self.warmth.ended(sampled.busy_s)
             floor_us = rounds.launch_floor_us()
             verified = rounds.check.checks() if rounds.check is not None else []
             launches = sum(rounds.check.launches.values()) if rounds.check is not None else 0

@@ -75,7 +75,8 @@ def setting_problem(field: Any, value: Any, name: str) -> str:
 class TimingProtocol:
     """How samples are taken (the timing protocol); stored with every run."""
 
-    warmup_s: float = setting(1.0, "Busy-GPU warm-up before timing each case.", flag="--warmup-s", low=0, high=600)
+    warmup_s: float = setting(1.0, "Busy-GPU warm-up before timing each case (a case timed right after another "
+                                   "is credited most of it: docs/timing.md).", flag="--warmup-s", low=0, high=600)
     min_sample_ms: float = setting(50.0, "Each sample lasts at least this long.", flag="--min-sample-ms",
                                    low=1, high=10_000)
     samples: int = setting(60, "Paired samples per case at most (adaptive stopping may take fewer).",

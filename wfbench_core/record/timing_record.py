@@ -74,6 +74,9 @@ class Sampling:
     buffer_bytes: int = 0  # bytes of the buffers one launch was given (inputs and outputs; 0: not recorded)
     # each kept pair's sides' own SM clocks (MHz), in the order of samples_us (empty: not measured per side)
     pair_side_mhz: tuple[tuple[float, ...], ...] = ()
+    # busy GPU time credited to the warm-up from the case timed just before, its clocks still up (0: none;
+    # wfbench_core.gpu.sampling.WarmCarry): the warm-up's own busy time is then warmup_s less this
+    warmup_carried_s: float = 0.0
 
 
 @attrs.frozen(kw_only=True)
@@ -81,6 +84,7 @@ class Sampled(Sampling):
     """What a timer returns for a correct case: the :class:`Sampling` and every side's samples."""
 
     samples_us: Mapping[str, tuple[float, ...]] = attrs.Factory(dict)  # label -> per-launch us of each pair
+    busy_s: float = 0.0  # kernel time of every round of the case (not stored: the next case's warm-up credit)
 
 
 @attrs.frozen(kw_only=True)
