@@ -192,3 +192,25 @@ def test_results_from_before_prepared_arrays_and_carried_warm_ups_still_load() -
     run = load_result(Path(__file__).resolve().parent.parent / "docs" / "results" / "h200-suite17.json")
     timed = [c for c in run.cases if c.timing is not None]
     assert timed and all(c.costs.prep_wait_s is None and c.timing.warmup_carried_s == 0.0 for c in timed)
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_cases_take_their_arrays_made_ahead_and_the_second_is_credited_the_warm_up(prebuilt_bundle) -> None:  # type: ignore[no-untyped-def]
+    from wfbench_core.discover.registry import Registry
+    from wfbench_core.gpu.sampling import WARMUP_MIN_S
+    from wfbench_core.record.request import ExecuteRequest
+    from wfbench_core.record.results import OK, UNSTABLE, TimingProtocol
+    from wfbench_core.run.executor import execute
+
+    protocol = TimingProtocol(warmup_s=1.0, min_sample_ms=10.0, samples=10)
+    lines: list[str] = []
+    result = execute(prebuilt_bundle(("axpy_f64", "scale_i64")), registry=Registry.load(), progress=lines.append,
+                     request=ExecuteRequest(protocol=protocol))
+    first, second = result.cases
+    for case in (first, second):
+        assert case.status in (OK, UNSTABLE) and case.timing is not None, case.message
+        assert case.costs.prep_wait_s is not None and case.costs.inputs_s > 0, lines  # made in the helper
+    assert first.timing.warmup_carried_s == 0.0 and first.timing.warmup_busy_s >= protocol.warmup_s
+    # the second case's timing starts well within WARM_CARRY_IDLE_S of the first one's end on a GPU host
+    assert second.timing.warmup_carried_s == pytest.approx(protocol.warmup_s - WARMUP_MIN_S)
+    assert WARMUP_MIN_S <= second.timing.warmup_busy_s < protocol.warmup_s
