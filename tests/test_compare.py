@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from synth_runs import REAL_AA, evolve_case, real_run, synth_run, with_case
 from wfbench_core.record.stats import summarize
-from wfbench_core.review import compare, verdicts
+from wfbench_core.review import compare, evidence, verdicts
 from wfbench_core.cli import main
 from wfbench_core.record.results import RunResult, write_result
 
@@ -281,7 +281,7 @@ def test_another_board_is_a_qualifier_and_a_large_regression_is_still_slower() -
     cmp = compare.compare_runs(base, head)
     axpy = by_case(cmp)["axpy_f64"]
     assert axpy.verdict.label == f"SLOWER ({V.OTHER_BOARD})" and [c.case_id for c in cmp.regressions] == ["axpy_f64"]
-    assert "its board and process added" in axpy.gap.basis and "board 0.30% default" in axpy.gap.basis
+    assert "its board and process added" in axpy.gap.basis and f"board {evidence.DEFAULT_BOARD_SD:.2%} default" in axpy.gap.basis
     assert any(n.startswith("different boards of one GPU model") and "GPU-another-board" in n for n in cmp.notes)
     # within what boards differ by (0.6 % with new code): no evidence either way
     small = synth_run(1, jitter=0.0005, placements=15, wf_scale={"axpy_f64": 1.006}, gpu_uuid="GPU-another-board")
@@ -320,7 +320,7 @@ def test_the_history_measures_the_board_component(tmp_path: Path) -> None:
         axpy = by_case(compare.compare_runs(base, head, history=h))["axpy_f64"]
         assert axpy.verdict.verdict == want, (scale, axpy.verdict)
         assert "board and process" in axpy.gap.basis and "measured (9 degrees of freedom" in axpy.gap.basis
-    # the same +2 % without the history: the stated 0.3 % default shows it
+    # the same +2 % without the history: the stated default board component shows it
     assert by_case(compare.compare_runs(base, synth_run(21, jitter=0.0005, placements=15, wf_scale={"axpy_f64": 1.02},
                                                         gpu_uuid="GPU-new")))["axpy_f64"].verdict.verdict == V.SLOWER
 

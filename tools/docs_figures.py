@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import sys
 from pathlib import Path
@@ -155,6 +156,44 @@ def power_table(src: str) -> str:
     return f"{head}\n\n{power_study.render(power_study.summarize(plan))}"
 
 
+BOARD_CASES = ("attention_f32_naive", "axpy_f64", "matmul_f64_naive", "matmul_f64_tiled", "reduce_sum_f64",
+               "scale_i64")  # the P0 cases: what the board component is measured on
+
+
+def board_sd_default(hi: float) -> float:
+    """The default board component the measurement supports: its interval's upper end, rounded up to 0.01 %."""
+    return math.ceil(round(hi * 1e4, 6)) / 1e4
+
+
+def board_component(src: str) -> str:
+    """The between-board spread of the P0 gaps over the runs stored in ``src`` (one per board, one compiler)."""
+    from wfbench_core.record.results import load_result
+    from wfbench_core.review.evidence import Observation, between_boards
+
+    runs = [load_result(p) for p in sorted((ROOT / src).glob("*.json"))]
+    boards = [r.environment.gpu_uuid for r in runs]
+    if len(set(boards)) != len(runs) or len({r.warpforthc.version for r in runs}) != 1:
+        raise SystemExit(f"docs_figures: {src}: the board runs must be one per board, with one warpforthc build")
+    rows, obs = ["| case | " + " | ".join(b[:12] for b in boards) + " | spread |", "|---" * (len(runs) + 2) + "|"], []
+    for cid in BOARD_CASES:
+        gaps = [r.case(cid).timing.gap for r in runs]
+        code = {(r.case(cid).warpforth_source_sha256, r.case(cid).cuda_source_sha256) for r in runs}
+        if len(code) != 1:
+            raise SystemExit(f"docs_figures: {src}: {cid} timed other code on another board")
+        logs = [math.log(g) for g in gaps]
+        mean = sum(logs) / len(logs)
+        sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (len(logs) - 1))
+        rows.append(f"| {cid} | " + " | ".join(f"{g:.5f}" for g in gaps) + f" | {sd:.3%} |")
+        obs += [Observation(code=cid, board=b, log_gap=x) for b, x in zip(boards, logs)]
+    sd, df, lo, hi = between_boards(obs)
+    first = runs[0].environment
+    return (f"The P0 gaps of the same bundle (warpforthc {runs[0].warpforthc.version}) on {len(runs)} "
+            f"{first.gpu_name} boards, one plain run each, stored in `{src}`:\n\n" + "\n".join(rows)
+            + f"\n\nBetween boards (pooled over the cases): **{sd:.3%}** ({df} degrees of freedom; 95 % interval "
+            f"{lo:.3%} to {hi:.3%}). The stated default board component is the interval's upper end, rounded up: "
+            f"**{board_sd_default(hi):.2%}**.\n")
+
+
 def protocol_words(protocol: object) -> str:
     """"the default protocol" only where it is; else the settings that differ from it."""
     import attrs
@@ -180,7 +219,7 @@ def sweep_table(src: str) -> str:
     return f"{head}\n\n```\n{render_sweep(sweep)}\n```\n"
 
 
-RENDERERS: dict[str, Callable[[str], str]] = {"suite-table": suite_table, "aa-position": aa_position,
+RENDERERS: dict[str, Callable[[str], str]] = {"board-component": board_component, "suite-table": suite_table, "aa-position": aa_position,
                                               "power-table": power_table, "stack-tax": stack_tax_table,
                                               "sweep-table": sweep_table}
 

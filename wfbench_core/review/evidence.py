@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
 # board, and another board of one GPU model beyond that, move a gap by (standard deviations, log terms). Runs
 # timed at a single placement (the protocol before placements; placement_of not recorded) moved far more.
 DEFAULT_PROCESS_SD = 0.001
-DEFAULT_BOARD_SD = 0.003
+DEFAULT_BOARD_SD = 0.0021  # measured: docs/history.md, "Between two runs" (docs/results/boards)
 ONE_PLACEMENT_PROCESS_SD = 0.003
 ONE_PLACEMENT_BOARD_SD = 0.02
 MIN_COMPONENT_DF = 3  # a measured variance component replaces its default from this many degrees of freedom
@@ -76,6 +76,20 @@ def _mean_squares(obs: Sequence[Observation]) -> tuple[float, int, float, int, f
         dfb += len(groups) - 1
         n0_sum += total - sum(len(ys) ** 2 for ys in groups) / total
     return (ssw / dfw if dfw else 0.0), dfw, (ssb / dfb if dfb else 0.0), dfb, (n0_sum / dfb if dfb else 1.0)
+
+
+def between_boards(obs: Sequence[Observation], level: float = 0.95) -> tuple[float, int, float, float]:
+    """What boards alone differ by, from one process per board and code (the measurement behind
+    :data:`DEFAULT_BOARD_SD`): the pooled between-board standard deviation of the log gap, its degrees of
+    freedom and its ``level`` interval (chi-square). It holds the process component too, as a new board does."""
+    from scipy import stats as sps
+
+    _, _, msb, dfb, _ = _mean_squares(obs)
+    if not dfb:
+        return 0.0, 0, 0.0, math.inf
+    ss = msb * dfb
+    lo, hi = (math.sqrt(ss / sps.chi2.ppf(q, dfb)) for q in (0.5 + level / 2.0, 0.5 - level / 2.0))
+    return math.sqrt(msb), dfb, lo, hi
 
 
 def _trusted(var: float, df: float, default_sd: float, min_df: int) -> bool:
