@@ -155,7 +155,8 @@ def test_one_rental_per_model_in_parallel_one_failing_all_destroyed_and_merged(t
         api.stop()
     graph = job_graph(wf, results, runners)
     print(graph)
-    assert graph == ("plan: success -> bench[H200, L40S, RTX_4090]: failure -> summary: failure -> "
+    assert graph == ("plan: success -> build[H200, L40S, RTX_4090]: success -> "
+                     "bench[H200, L40S, RTX_4090]: failure -> summary: failure -> "
                      "comment: skipped -> persist[H200, RTX_4090]: success"), "\n".join(r.text for r in runners.values())
     # three rentals, two of them alive at once; each destroyed exactly once, nothing left on the host
     assert len(api.created) == 3 and api.leaked() == [] and api.peak >= 2
@@ -196,6 +197,7 @@ def test_a_pull_request_gets_one_comment_rewritten_on_every_run(tmp_path: Path) 
     tw._commit_tree(world.origins[tw.CALLER], {"README.md": "slower\n"}, tw.CALLER_BRANCH, "head")
     world.env["STAND_IN_SLOWER"] = "axpy_f64"  # head's WarpForth 5 % slower there
     (world.artifacts / tw.ARTIFACT).rename(world.artifacts / "push")
+    (world.artifacts / tw.BUNDLE).rename(world.artifacts / "push-bundle")
 
     def artifacts_of(run_id: str) -> list[dict[str, Any]]:  # what the run uploaded
         return [{"id": 100 + i, "name": a.name, "expired": False}
@@ -209,8 +211,8 @@ def test_a_pull_request_gets_one_comment_rewritten_on_every_run(tmp_path: Path) 
             gh = tw.pr_ctx(action, labels=["gpu-bench"], added="gpu-bench" if action == "labeled" else None,
                            actor=tw.OWNER, triggering_actor=tw.OWNER, head_repo=tw.REPO)
             results, runners = world.simulate(wf, gh)
-            assert results == {"plan": "success", "bench": "failure", "summary": "failure", "persist": "skipped",
-                               "comment": "success"}, "\n".join(r.text for r in runners.values())
+            assert results == {"plan": "success", "build": "success", "bench": "failure", "summary": "failure",
+                               "persist": "skipped", "comment": "success"}, "\n".join(r.text for r in runners.values())
             (comment,) = api.comments[7]
             bodies.append(comment["body"])
             for a in [a for a in world.artifacts.iterdir() if a.name.endswith("-1")]:

@@ -493,6 +493,7 @@ def test_writing_commands_are_recognised() -> None:
     # the action in persist mode writes; in bench mode it does not
     assert writing_steps({"steps": [{"uses": "./", "with": {"mode": "persist"}}]})
     assert writing_steps({"steps": [{"uses": "./", "with": {"warpforthc": "x"}}]}) == []
+    assert writing_steps({"steps": [{"uses": "./", "with": {"mode": "execute"}}]}) == []
 
 
 def workflows_and_callers() -> dict[str, dict[str, Any]]:
@@ -528,9 +529,9 @@ def pr_reachable_jobs() -> dict[str, set[str]]:
 def test_pull_request_runs_reach_no_write_permission_and_no_writing_step() -> None:
     reachable = pr_reachable_jobs()
     # the labelled run benchmarks every model, merges the verdicts and writes its one comment, and that is all
-    assert reachable.get("gpu-bench.yml") == {"plan", "bench", "summary", "comment"}
+    assert reachable.get("gpu-bench.yml") == {"plan", "build", "bench", "summary", "comment"}
     assert reachable.get("ci.yml") == {"test"}
-    assert reachable.get("warpforth:ci.yml") == {"build-and-test", "gpu", "gpu-comment"}
+    assert reachable.get("warpforth:ci.yml") == {"build-and-test", "gpu-build", "gpu", "gpu-comment"}
     workflows = workflows_and_callers()
     for wf_name, jobs in reachable.items():
         for job_name in jobs:
@@ -596,8 +597,10 @@ def test_gpu_runs_for_a_pull_request_only_with_the_owners_consent(which: str) ->
 def test_gpu_bench_persists_only_trusted_default_branch_runs_that_succeeded() -> None:
     wf = load("gpu-bench.yml")
     assert triggered(wf, "push", "refs/heads/main") and not triggered(wf, "push", "refs/heads/feature")
-    everything, benched = {"plan", "bench", "summary", "persist"}, {"plan", "bench", "summary"}
+    everything, benched = {"plan", "build", "bench", "summary", "persist"}, {"plan", "build", "bench", "summary"}
     assert ran(run_jobs(wf, github_ctx("push"))) == everything
+    # a model whose build failed is still rented for the others (its own leg fails before renting)
+    assert ran(run_jobs(wf, github_ctx("push"), fail={"build"})) == everything
     # a model that failed is left out of the storable ones; none left: nothing stored
     none = {"summary": {"storable": "[]"}}
     assert ran(run_jobs(wf, github_ctx("push"), fail={"bench"}, outputs=none)) == benched
@@ -616,7 +619,8 @@ def test_gpu_bench_persists_only_trusted_default_branch_runs_that_succeeded() ->
 
 def test_warpforths_workflow_persists_only_trusted_pushes_to_canon_and_manual_runs() -> None:
     wf = warpforth_workflow()
-    both, bench_only, nothing = {"build-and-test", "gpu", "gpu-persist"}, {"build-and-test", "gpu"}, set()
+    both = {"build-and-test", "gpu-build", "gpu", "gpu-persist"}
+    bench_only, nothing = {"build-and-test", "gpu-build", "gpu"}, set()
     cases = [
         (caller_ctx("push"), both),
         (caller_ctx("workflow_dispatch"), both),
@@ -628,7 +632,11 @@ def test_warpforths_workflow_persists_only_trusted_pushes_to_canon_and_manual_ru
         started = triggered(wf, gh["event_name"], gh["ref"])
         assert (ran(run_jobs(wf, gh)) if started else set()) == expected, desc
         assert (ran(run_jobs(wf, gh, fail={"gpu"})) if started else set()) == expected - {"gpu-persist"}, desc
+        # no bundle: nothing is rented
+        assert (ran(run_jobs(wf, gh, fail={"gpu-build"})) if started else set()) == expected - {
+            "gpu", "gpu-persist"}, desc
     assert write_scopes(wf["jobs"]["gpu-persist"]) == ["contents"] and write_scopes(wf["jobs"]["gpu"]) == []
+    assert write_scopes(wf["jobs"]["gpu-build"]) == []
     assert wf["jobs"]["build-and-test"].get("permissions", wf.get("permissions")) in ({"contents": "read"}, None)
 
 
@@ -657,8 +665,8 @@ def test_write_permissions_exist_in_exactly_the_two_writing_jobs() -> None:
     assert writers == {"gpu-bench.yml:persist": ["contents"], "gpu-bench.yml:comment": ["pull-requests"],
                        "pages.yml:deploy": ["id-token", "pages"]}
     jobs = load("gpu-bench.yml")["jobs"]
-    assert {name: jobs[name]["permissions"] for name in ("plan", "bench", "summary")} == {
-        name: {"contents": "read"} for name in ("plan", "bench", "summary")}
+    assert {name: jobs[name]["permissions"] for name in ("plan", "build", "bench", "summary")} == {
+        name: {"contents": "read"} for name in ("plan", "build", "bench", "summary")}
 
 
 def test_secrets_reach_only_the_steps_that_need_them() -> None:
@@ -675,14 +683,116 @@ def test_secrets_reach_only_the_steps_that_need_them() -> None:
                     assert step["with"]["vast-api-key"] == "${{ secrets.VAST_API_KEY }}"
                     seen.add(secret)
     assert seen == {"VAST_API_KEY"}
-    # inside the action, the key reaches the check (as a yes/no) and the step that hands it over as a file (the
-    # benchmark and the clean-up read that file; no step that runs a compiler comes after it)
+    # inside the action, the key reaches the check (as a yes/no: build mode refuses it, execute mode needs it) and
+    # the execute step that hands it over as a file (the benchmark and the clean-up read that file)
     reach = [s["name"] for s in load_action()["runs"]["steps"] if "inputs.vast-api-key" in yaml.safe_dump(s)]
-    assert reach == ["Check the inputs", "Hand the Vast.ai key to wfbench as a file (no compiler runs after this)"]
+    assert reach == ["Check the inputs", "Hand the Vast.ai key to wfbench as a file (no compiler runs in this job)"]
+    assert next(s for s in load_action()["runs"]["steps"] if s["name"] == reach[1])["if"] == "inputs.mode == 'execute'"
     for s in load_action()["runs"]["steps"]:
         assert "inputs.vast-api-key" not in str(s.get("run", "")) and "secrets." not in yaml.safe_dump(s)
     check = next(s for s in load_action()["runs"]["steps"] if s["name"] == "Check the inputs")
     assert check["env"]["HAS_KEY"] == "${{ inputs.vast-api-key != '' }}"
+
+
+# -------------------------------------------------------------------------------------------------
+# the trust boundary: the tree under test and the Vast.ai key never share a job
+# -------------------------------------------------------------------------------------------------
+
+#: what builds or runs the tree under test: its build system, wfbench building compilers or compiling the bundle
+BUILDS_THE_TREE = re.compile(r"\b(cmake|ninja|make)\b|\bwfbench[\"']?\s+(build|compilers|bisect)\b|--warpforthc?\b")
+RENTAL_ENVIRONMENT = "gpu-rental"
+
+
+def key_jobs(wf: dict[str, Any]) -> list[str]:
+    """The jobs that reference the Vast.ai key."""
+    return [name for name, job in wf["jobs"].items() if "secrets.VAST_API_KEY" in yaml.safe_dump(job)]
+
+
+def build_jobs(wf: dict[str, Any]) -> list[str]:
+    """The jobs that build or run the tree under test (a build command, or the action in build mode)."""
+    return [name for name, job in wf["jobs"].items()
+            if any(BUILDS_THE_TREE.search(str(s.get("run", ""))) for s in expanded_steps(job))]
+
+
+def action_uses(job: dict[str, Any]) -> list[dict[str, Any]]:
+    return [s for s in job.get("steps", []) if is_local_action(s.get("uses"))]
+
+
+GPU_WORKFLOWS = ("gpu-bench.yml", "warpforth:ci.yml")
+
+
+def test_no_job_that_holds_the_vast_key_checks_out_or_builds_the_tree_under_test() -> None:
+    """The rental job gets the bundle and nothing else of the tree under test: no checkout of WarpForth, no
+    build, no compiler cache, the action in execute mode only. Its one checkout (gpu-bench.yml, for ``uses:
+    ./``) is this repository's own commit; the action's own checkout is of the history branch, read-only."""
+    action_default = load_action()["inputs"]["history-branch"]["default"]
+    for wf_name in GPU_WORKFLOWS:
+        wf = workflows_and_callers()[wf_name]
+        assert key_jobs(wf), f"{wf_name}: no job rents"
+        for name in key_jobs(wf):
+            job = wf["jobs"][name]
+            assert [s.get("with", {}).get("mode") for s in action_uses(job)] == ["execute"], f"{wf_name}:{name}"
+            for step in expanded_steps(job):
+                where = f"{wf_name}:{name}: {step.get('name') or step.get('uses')}"
+                assert not BUILDS_THE_TREE.search(str(step.get("run", ""))), f"{where} builds the tree under test"
+                uses = str(step.get("uses", "")).split("@")[0]
+                assert not uses.startswith("actions/cache"), f"{where} restores executables"
+                if uses == "actions/checkout":
+                    given = step.get("with") or {}
+                    assert given.get("persist-credentials") is False, where
+                    if given.get("ref") == "${{ inputs.history-branch }}":  # the action's read of the history
+                        assert action_default == "benchmark-data" and set(given) == {
+                            "ref", "path", "persist-credentials"}, where
+                        continue
+                    assert wf_name == "gpu-bench.yml" and set(given) == {"persist-credentials"}, \
+                        f"{where} checks out another tree than this repository's own commit"
+
+
+def test_the_rental_job_runs_under_a_protected_environment_and_alone_sees_the_key() -> None:
+    for wf_name in GPU_WORKFLOWS:
+        wf = workflows_and_callers()[wf_name]
+        for name in key_jobs(wf):
+            job = wf["jobs"][name]
+            env = job.get("environment")
+            assert (env if isinstance(env, str) else (env or {}).get("name")) == RENTAL_ENVIRONMENT, \
+                f"{wf_name}:{name} holds the key outside the protected environment"
+            assert job["permissions"] == {"contents": "read"}, f"{wf_name}:{name}"
+            (step,) = [s for s in job["steps"] if "secrets." in yaml.safe_dump(s)]
+            assert step["with"]["vast-api-key"] == "${{ secrets.VAST_API_KEY }}" and step["with"]["mode"] == "execute"
+
+
+def test_the_build_job_holds_no_secret_and_hands_over_only_the_bundle_artifact() -> None:
+    """Every job that builds the tree under test references no secret at all and has a read-only token; the
+    rental job needs it, takes none of its outputs, and downloads the artifact it uploaded, by the same name."""
+    action = load_action()
+    steps = {s["name"]: s for s in action["runs"]["steps"]}
+    upload = [s for s in action["runs"]["steps"] if str(s.get("uses", "")).startswith("actions/upload-artifact@")
+              and s["with"]["name"] == "${{ inputs.bundle-artifact }}"]
+    download = [s for s in action["runs"]["steps"] if str(s.get("uses", "")).startswith("actions/download-artifact@")
+                and s["with"]["name"] == "${{ inputs.bundle-artifact }}"]
+    assert [s["if"] for s in upload] == ["inputs.mode == 'build'"]
+    assert [s["if"] for s in download] == ["inputs.mode == 'execute'"]
+    assert "Hand the bundle to the execute job (the artifact is all that passes between the two jobs)" in steps
+    for wf_name in GPU_WORKFLOWS:
+        wf = workflows_and_callers()[wf_name]
+        builders = build_jobs(wf)
+        gpu_builders = [b for b in builders if any(s.get("with", {}).get("mode") == "build"
+                                                   for s in action_uses(wf["jobs"][b]))]
+        assert gpu_builders, f"{wf_name}: no job builds the bundle"
+        for name in builders:
+            job = wf["jobs"][name]
+            assert "secrets." not in yaml.safe_dump(job), f"{wf_name}:{name} builds the tree under test and sees a secret"
+            assert job.get("permissions", wf.get("permissions")) in ({"contents": "read"}, None), f"{wf_name}:{name}"
+            assert "environment" not in job, f"{wf_name}:{name}"
+        for name in key_jobs(wf):
+            job = wf["jobs"][name]
+            needs = [job["needs"]] if isinstance(job["needs"], str) else job["needs"]
+            (builder,) = [b for b in gpu_builders if b in needs]
+            assert f"needs.{builder}." not in yaml.safe_dump({k: v for k, v in job.items() if k != "if"}), \
+                f"{wf_name}:{name} takes something of {builder} that is not the artifact"
+            (given,) = [s["with"] for s in action_uses(job)]
+            (built,) = [s["with"] for s in action_uses(wf["jobs"][builder])]
+            assert given.get("bundle-artifact") == built.get("bundle-artifact"), f"{wf_name}: {builder} -> {name}"
 
 
 def test_timeouts_concurrency_and_cost_ceilings() -> None:
@@ -1636,7 +1746,9 @@ def _history_files(world: World, repo: str) -> list[str]:
 
 #: gpu-bench's one GPU job when it rents its default model, and the artifact that job uploads
 BENCH, ARTIFACT = "bench/RTX_4090", "wfbench-result-RTX_4090-1"
-RAN_ALL = {"plan": "success", "bench": "success", "summary": "success", "persist": "success", "comment": "skipped"}
+#: its build job (no key), which hands the bundle over as an artifact
+BUILD, BUNDLE = "build/RTX_4090", "wfbench-bundle-RTX_4090-1"
+RAN_ALL = {"plan": "success", "build": "success", "bench": "success", "summary": "success", "persist": "success", "comment": "skipped"}
 
 
 def _result_of(world: World, artifact: str = ARTIFACT) -> Any:
@@ -1650,13 +1762,17 @@ def test_gpu_bench_builds_warpforth_with_its_recipe_benchmarks_and_persists(tmp_
 
     world = World(tmp_path)
     results, runners = world.simulate(load("gpu-bench.yml"), github_ctx("push"))
-    bench = runners[BENCH]
-    assert results == RAN_ALL, bench.text + runners["persist/RTX_4090"].text
-    # the compilers ran, and none of them in a process that held the Vast.ai key (it reads /proc/PPID/environ)
-    assert world.stubbed("warpforthc:") == [] and bench.outcome("Compile every selected case") == ["success"]
+    bench, build = runners[BENCH], runners[BUILD]
+    assert results == RAN_ALL, build.text + bench.text + runners["persist/RTX_4090"].text
+    # the compilers ran in the build job, which never held the Vast.ai key; the rental job, on a fresh runner,
+    # got the bundle artifact and compiled nothing
+    assert world.stubbed("warpforthc:") == [] and build.outcome("Compile every selected case") == ["success"]
+    assert set(bench.outcome("Compile every selected case") + bench.outcome("Build the compilers")) == {"skipped"}
+    assert bench.outcome("Download the bundle") == ["success"]
+    assert not [c for c in build.calls if "vast-api-key" in c[1]] and "k3y" not in build.text
     # nothing stored yet: head alone, built by wfbench with WarpForth's recipe at the LLVM its ci.yml installs
-    assert f"::notice::WarpForth tetsuo-cpp/warpforth@{world.warpforth_commit}" in bench.text
-    assert "no stored run names a WarpForth commit of its default branch yet: benchmarking head alone" in bench.text
+    assert f"::notice::WarpForth tetsuo-cpp/warpforth@{world.warpforth_commit}" in build.text
+    assert "no stored run names a WarpForth commit of its default branch yet: benchmarking head alone" in build.text
     installs = [line for line in world.stubbed("apt-get") if " install " in line]
     assert installs == ["apt-get install -y -qq --no-install-recommends cmake ninja-build g++ llvm-20-dev "
                         "libmlir-20-dev mlir-20-tools ccache"]
@@ -1670,7 +1786,6 @@ def test_gpu_bench_builds_warpforth_with_its_recipe_benchmarks_and_persists(tmp_
     (rent,) = [json.loads(line[5:]) for line in world.stubbed("rent")]
     assert rent["gpu_name"] == "RTX_4090" and rent["arch"] == "sm_89" and rent["label"] == "wfbench-ci-4242-RTX_4090"
     assert rent["gpu_tests"] == str(bench.workspace)
-    assert bench.outcome("Compile every selected case") == ["success"]
     # the result names the WarpForth commit; the job summary shows the tests, the table; the raw JSON is an artifact
     result = _result_of(world)
     assert (result.source.git_commit, result.source.git_repo) == (world.warpforth_commit,
@@ -1692,13 +1807,14 @@ def test_gpu_bench_builds_warpforth_with_its_recipe_benchmarks_and_persists(tmp_
     # WarpForth moves on: base is the stored run's commit (from the cache, no build), head the new commit
     # (built); one interleaved base/head run, judged by wfbench compare; the history keeps head's gaps
     (world.artifacts / ARTIFACT).rename(world.artifacts / "first")
+    (world.artifacts / BUNDLE).rename(world.artifacts / "first-bundle")
     world.log.write_text("")
     newer = _commit_tree(world.origins[CALLER], {"README.md": "a change\n"}, CALLER_BRANCH, "head")
     results, runners = world.simulate(load("gpu-bench.yml"), github_ctx("push"))
     bench = runners[BENCH]
     assert results == RAN_ALL, bench.text
     assert len(world.cmake_calls()) == 1  # head only: base came from the cache
-    assert f"warpforthc base: {world.warpforth_commit[:12]}, cached build" in bench.text
+    assert f"warpforthc base: {world.warpforth_commit[:12]}, cached build" in runners[BUILD].text
     result = _result_of(world)
     assert {label: c.git_commit for label, c in result.compilers.items()} == {"base": world.warpforth_commit,
                                                                                 "head": newer}
@@ -1720,6 +1836,7 @@ def test_a_regression_fails_the_bench_job_and_is_still_stored(tmp_path: Path) ->
     world = World(tmp_path)
     assert world.simulate(load("gpu-bench.yml"), github_ctx("push"))[0]["persist"] == "success"
     (world.artifacts / ARTIFACT).rename(world.artifacts / "first")
+    (world.artifacts / BUNDLE).rename(world.artifacts / "first-bundle")
     world.env["STAND_IN_SLOWER"] = "axpy_f64"  # head's WarpForth 5 % slower there
     _commit_tree(world.origins[CALLER], {"README.md": "slower\n"}, CALLER_BRANCH, "slower")
     results, runners = world.simulate(load("gpu-bench.yml"), github_ctx("push"))
@@ -1800,28 +1917,29 @@ def test_a_cached_warpforthc_restored_under_another_home_is_rebuilt_not_used(tmp
     for provenance in entry.rglob("warpforthc.wfbench.json"):  # as if built under /home/someone-else
         provenance.write_text(provenance.read_text().replace(str(tmp_path), "/home/someone-else"))
     (world.artifacts / ARTIFACT).rename(world.artifacts / "first")
+    (world.artifacts / BUNDLE).rename(world.artifacts / "first-bundle")
     world.log.write_text("")
     results, runners = world.simulate(load("gpu-bench.yml"), github_ctx("push"))
-    bench = runners[BENCH]
-    assert results["bench"] == "success", bench.text
-    assert bench.outcome("Restore the warpforthc builds") == ["success"]
-    assert "holds no finished build made there, or not the files its build recorded; building it again" in bench.text
-    assert len(world.cmake_calls()) == 1 and bench.outcome("Compile every selected case") == ["success"]
+    build = runners[BUILD]
+    assert results["bench"] == "success", build.text + runners[BENCH].text
+    assert build.outcome("Restore the warpforthc builds") == ["success"]
+    assert "holds no finished build made there, or not the files its build recorded; building it again" in build.text
+    assert len(world.cmake_calls()) == 1 and build.outcome("Compile every selected case") == ["success"]
 
 
 def test_executables_come_only_from_the_exact_cache_entry_a_successful_run_saved() -> None:
     """No restore-keys (another commit's entry is never restored), the key names this repository and WarpForth's,
     and a failed run saves nothing."""
-    steps = load("gpu-bench.yml")["jobs"]["bench"]["steps"]
+    steps = load("gpu-bench.yml")["jobs"]["build"]["steps"]
     restores = [s for s in [*steps, *load_action()["runs"]["steps"]]
                 if str(s.get("uses", "")).startswith("actions/cache/restore@")]
     assert len(restores) == 2 and not any("restore-keys" in s["with"] for s in restores)
     (save,) = [s for s in steps if str(s.get("uses", "")).startswith("actions/cache/save@")]
-    prune = step_of(load("gpu-bench.yml"), "bench", "Keep only the warpforthc builds")
+    prune = step_of(load("gpu-bench.yml"), "build", "Keep only the warpforthc builds")
     assert save["if"].startswith("success() &&") and prune["if"].startswith("success() &&")
     key = restores[0]["with"]["key"]
     assert "${{ github.repository }}" in key and "${{ env.WARPFORTH_REPOSITORY }}" in key
-    with_ = step_of(load("gpu-bench.yml"), "bench", "Benchmark base and head")["with"]
+    with_ = step_of(load("gpu-bench.yml"), "build", "Build base and head")["with"]
     assert key.startswith(with_["cache-key-prefix"])
 
 
@@ -1834,9 +1952,14 @@ def test_the_action_refuses_bad_inputs_in_one_line(tmp_path: Path) -> None:
                            ({"base": ""}, "base is empty: give auto, none, or a commit"),
                            ({"warpforthc": "build/bin/warpforthc"}, "is not an executable file"),
                            ({"warpforthc": "CMakeLists.txt"}, "is not an executable file"),
-                           ({"mode": "other"}, "mode 'other' is neither bench, persist nor comment"),
+                           ({"vast-api-key": "k3y"}, "mode build runs the tree under test: give 'vast-api-key' only"),
+                           ({"mode": "execute"}, "'vast-api-key' is empty"),
+                           ({"mode": "execute", "vast-api-key": "k3y", "rental-min": "half"},
+                            "rental-min 'half' and suite-budget-s '1200' must be whole numbers"),
+                           ({"mode": "bench", "vast-api-key": "k3y"}, "mode bench is now two jobs"),
+                           ({"mode": "other"}, "mode 'other' is neither build, execute, persist nor comment"),
                            ({"mode": "comment"}, "mode comment writes a pull request's comment; this is a push run")):
-        wf["jobs"]["gpu"]["steps"][1]["with"] = {**given, "vast-api-key": "k3y"}
+        wf["jobs"]["gpu"]["steps"][1]["with"] = given
         results, runners = world.simulate(wf, gh)
         errors = [line for line in runners["gpu"].text.splitlines() if line.startswith("::error::")]
         assert results == {"gpu": "failure"} and len(errors) == 1 and message in errors[0], runners["gpu"].text
@@ -1855,24 +1978,27 @@ def test_the_action_refuses_bad_inputs_in_one_line(tmp_path: Path) -> None:
 
 def test_warpforths_gpu_job_uses_the_binary_it_built_and_persists_only_trusted_runs(tmp_path: Path) -> None:
     wf = warpforth_workflow()
-    gpu = wf["jobs"]["gpu"]
+    gpu = wf["jobs"]["gpu-build"]
     uses = [s for s in gpu["steps"] if s.get("uses") == ACTION_REF]
-    assert len(uses) == 1 and uses[0]["with"]["warpforthc"] == "build/bin/warpforthc"
+    assert len(uses) == 1 and uses[0]["with"] == {"mode": "build", "warpforthc": "build/bin/warpforthc"}
     build = next(i for i, s in enumerate(gpu["steps"]) if "--target warpforthc" in str(s.get("run", "")))
     assert build < gpu["steps"].index(uses[0])  # after the build step, in the same job
+    # the rental job: the action alone, on the artifact, with the key
+    assert [s.get("uses") for s in wf["jobs"]["gpu"]["steps"]] == [ACTION_REF]
 
     world = World(tmp_path)
     results, runners = world.simulate(wf, caller_ctx("push"))
-    assert results == {"build-and-test": "success", "gpu": "success", "gpu-persist": "success",
-                       "gpu-comment": "skipped"}, runners["gpu"].text
+    assert results == {"build-and-test": "success", "gpu-build": "success", "gpu": "success",
+                       "gpu-persist": "success", "gpu-comment": "skipped"}, runners["gpu-build"].text + runners["gpu"].text
+    assert (world.artifacts / "wfbench-bundle-1" / "bundle").is_dir()  # the action's default name
     result = _result_of(world, "wfbench-result-1")  # the action's default name: WarpForth's job is one GPU
     assert result.source.git_repo == f"https://github.com/{CALLER}" and {c.status for c in result.cases} == {"ok"}
     assert "history/index.json" in _history_files(world, CALLER)  # WarpForth's own benchmark-data branch
 
     world = World(tmp_path / "failed", fail_case="axpy_f64")
     results, runners = world.simulate(wf, caller_ctx("push"))
-    assert results == {"build-and-test": "success", "gpu": "failure", "gpu-persist": "skipped",
-                       "gpu-comment": "skipped"}
+    assert results == {"build-and-test": "success", "gpu-build": "success", "gpu": "failure",
+                       "gpu-persist": "skipped", "gpu-comment": "skipped"}
     assert "| axpy_f64 | FAILED |" in runners["gpu"].summary
     assert (world.artifacts / "wfbench-result-1" / "wfbench-run.json").is_file()
     assert _history_files(world, CALLER) == []
@@ -1892,7 +2018,7 @@ def test_the_docs_recipes_agree_with_warpforths_own() -> None:
 
     wf = warpforth_workflow()
     own = {s.get("name"): s for s in wf["jobs"]["build-and-test"]["steps"]}
-    gpu = {s.get("name"): s for s in wf["jobs"]["gpu"]["steps"]}
+    gpu = {s.get("name"): s for s in wf["jobs"]["gpu-build"]["steps"]}
     for name in ("Install LLVM ${{ env.LLVM_VERSION }} and MLIR", "Configure"):
         assert gpu[name]["run"] == own[name]["run"], name
     install = re.sub(r"\\\n\s*", " ", own["Install LLVM ${{ env.LLVM_VERSION }} and MLIR"]["run"])
@@ -2177,7 +2303,8 @@ def test_the_pre_rental_compile_with_the_real_warpforthc(tmp_path: Path) -> None
     proc = run_step(action_step("Compile every selected case"), tmp_path, env, steps=steps,
                     inputs={"priority": "P0", "gpu-arch": "sm_90"})
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert re.search(r"bundle .*wfbench-bundle-check: (\d+) of \1 case\(s\) built", proc.stdout), proc.stdout
+    assert re.search(r"bundle .*results/bundle: (\d+) of \1 case\(s\) built", proc.stdout), proc.stdout
+    assert (results / "base-commit").read_text() == "\n"  # head alone: what the execute job reads
 
 
 def test_warpforths_pull_request_gets_one_comment_rewritten_on_every_run(tmp_path: Path) -> None:
@@ -2192,6 +2319,7 @@ def test_warpforths_pull_request_gets_one_comment_rewritten_on_every_run(tmp_pat
     push["sha"] = git("rev-parse", CALLER_BRANCH, cwd=world.origins[CALLER]).strip()
     assert world.simulate(wf, push)[0]["gpu-persist"] == "success"  # the base: a stored run
     (world.artifacts / "wfbench-result-1").rename(world.artifacts / "push")
+    (world.artifacts / "wfbench-bundle-1").rename(world.artifacts / "push-bundle")
     head = _commit_tree(world.origins[CALLER], {"README.md": "slower\n"}, CALLER_BRANCH, "head")
     world.env["STAND_IN_SLOWER"] = "axpy_f64"  # head's WarpForth 5 % slower there
 
@@ -2207,9 +2335,11 @@ def test_warpforths_pull_request_gets_one_comment_rewritten_on_every_run(tmp_pat
                         owner=CALLER_OWNER)
             gh["sha"] = head
             results, runners = world.simulate(wf, gh)
-            assert results == {"build-and-test": "success", "gpu": "failure", "gpu-comment": "success",
-                               "gpu-persist": "skipped"}, "\n".join(r.text for r in runners.values())
+            assert results == {"build-and-test": "success", "gpu-build": "success", "gpu": "failure",
+                               "gpu-comment": "success", "gpu-persist": "skipped"}, \
+                "\n".join(r.text for r in runners.values())
             (world.artifacts / "wfbench-result-1").rename(world.artifacts / f"pr-{action}")
+            (world.artifacts / "wfbench-bundle-1").rename(world.artifacts / f"pr-{action}-bundle")
     finally:
         api.stop()
     assert [m for m, _ in api.requests if m != "GET"] == ["POST", "PATCH"]  # one comment, rewritten
