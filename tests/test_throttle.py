@@ -10,7 +10,7 @@ import pytest
 from synth_runs import synth_run
 from wfbench_core.review.series import point_of
 from wfbench_core.record.results import NvmlSummary, Timing
-from wfbench_core.record.stats import summarize
+from wfbench_core.stats import summarize
 from wfbench_core.review.throttle import MIN_CLEAN, judge_throttle, pair_clocks
 
 HOT = NvmlSummary(n=70, sm_mhz_min=1890, sm_mhz_median=1980, sm_mhz_max=1980, reasons=("sw_power_cap",),

@@ -42,7 +42,7 @@ if argv[:2] == ["-m", "pytest"]:  # wfbench's GPU tests: one passed, in pytest's
                            'name="test_on_the_gpu"/></testsuite></testsuites>')
     sys.exit(0)
 
-from wfbench_core.build.bundle import read_manifest
+from wfbench_core.compiling.bundle import read_manifest
 from wfbench_core.record.request import ExecuteRequest
 from wfbench_core import SUITE_VERSION, __version__
 from wfbench_core.record.results import SCHEMA_VERSION, dumps, load_result

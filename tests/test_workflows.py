@@ -1273,7 +1273,7 @@ import json, os
 import attrs
 
 from wfbench_core import hookimpl
-from wfbench_core.build.bundle import read_manifest
+from wfbench_core.compiling.bundle import read_manifest
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.results import FAILED, load_result
 from wfbench_transports import host_tests
@@ -1888,7 +1888,7 @@ def test_warpforths_gpu_job_uses_the_binary_it_built_and_persists_only_trusted_r
 def test_the_docs_recipes_agree_with_warpforths_own() -> None:
     """The gpu job repeats build-and-test's install and configure steps; wfbench's recipe (which gpu-bench.yml
     and the action's base build use) installs WarpForth's packages and configures with WarpForth's flags."""
-    from wfbench_core.build.warpforth_build import Toolchain, configure_argv, packages
+    from wfbench_core.compiling.warpforth_build import Toolchain, configure_argv, packages
 
     wf = warpforth_workflow()
     own = {s.get("name"): s for s in wf["jobs"]["build-and-test"]["steps"]}

@@ -168,7 +168,7 @@ def geomean_set(rows: Sequence[dict[str, Any]]) -> tuple[Optional[float], list[s
     shrinks the set silently. A run without some P0 case has a smaller set, and a mean over another set is
     never compared with this one.
     """
-    from wfbench_core.record.stats import SetMember, suite_geomean
+    from wfbench_core.stats import SetMember, suite_geomean
 
     p0 = sorted((r for r in rows if r["priority"] == "P0"), key=lambda r: (r["case"], r["version"]))
     names = [f"{r['case']} v{r['version']}" for r in p0]

@@ -351,9 +351,9 @@ def crosscheck(bundle: Path, *, registry: Any, case_ids: Sequence[str] = (), aga
     disagreement is the timers' and not the buffers' placement. Outputs are not checked here (``wfbench
     run`` does that); a CUDA error is one line naming the case.
     """
-    from wfbench_core.build.compile import cuda_compiler
+    from wfbench_core.compiling.compile import cuda_compiler
     from wfbench_core.gpu.device import Device
-    from wfbench_core.build.prepare import prepare
+    from wfbench_core.compiling.prepare import prepare
 
     manifest, prepared = prepare(bundle, registry, case_ids)
     if manifest.labels:
@@ -399,7 +399,7 @@ def add_medians(by_side: dict[str, dict[str, float]], medians: Mapping[str, Mapp
 
 def _case_rounds(device: Device, prep: Any, case: Any, small: bool, cuda: Any, rotation: int) -> Any:
     """Both sides of a case loaded and bound to one placement at offset 0 (the one ``placements=1`` makes)."""
-    from wfbench_core.build.compile import compile_cuda
+    from wfbench_core.compiling.compile import compile_cuda
     from wfbench_core.gpu.gpu_rounds import CudaRounds, TimingSetup
     from wfbench_core.gpu.sampling import zero_offsets
 
@@ -420,7 +420,7 @@ def _case_rounds(device: Device, prep: Any, case: Any, small: bool, cuda: Any, r
 def _medians(rounds: Any, protocol: TimingProtocol, case_id: str, device: Device) -> dict[str, dict[str, float]]:
     """wfbench's median per side in ``protocol.timing_mode``, sampled on the rounds' one placement."""
     from wfbench_core.gpu.sampling import sample_case
-    from wfbench_core.record.stats import median
+    from wfbench_core.stats import median
 
     rounds.mode = protocol.timing_mode
     with device.faults(case_id, "canonical", "", "timing"):

@@ -4,7 +4,7 @@
 stack frame, shared and constant bytes; ``cuobjdump -sass`` of that cubin gives the machine code, which is
 classified instruction by instruction (:data:`CLASSES`); ``cuobjdump -res-usage -elf`` gives the cubin's
 resource usage and launch attributes. The normalised SASS with those resources identifies identical code
-across compilers and runs (:mod:`wfbench_core.build.code_identity`). Theoretical occupancy follows the CUDA
+across compilers and runs (:mod:`wfbench_core.compiling.code_identity`). Theoretical occupancy follows the CUDA
 occupancy rules from one table of per-architecture limits (:data:`ARCH_LIMITS`).
 
 The driver on the GPU host JIT-compiles the PTX itself; with the same PTX and a ptxas of the same CUDA major
@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 
 import attrs
 
-from wfbench_core.record.childenv import child_env
-from wfbench_core.build.code_identity import identical, max_threads, parse_data, parse_nv_info, parse_res_usage
-from wfbench_core.build.cudatools import find_tool, require_tools
-from wfbench_core.build.stack_tax import cell, stack_addressing, tax_of
+from wfbench_core.host.childenv import child_env
+from wfbench_core.compiling.code_identity import identical, max_threads, parse_data, parse_nv_info, parse_res_usage
+from wfbench_core.compiling.cudatools import find_tool, require_tools
+from wfbench_core.compiling.stack_tax import cell, stack_addressing, tax_of
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.results import KernelProfile, SideDiagnostics
 
@@ -373,14 +373,14 @@ def tool_version(binary: Path) -> str:
 @attrs.frozen
 class Assembled:
     """A side's PTX assembled for one architecture: the ptxas report, the kernel's SASS and the cubin's
-    resource usage and launch attributes (:mod:`wfbench_core.build.code_identity`)."""
+    resource usage and launch attributes (:mod:`wfbench_core.compiling.code_identity`)."""
 
     ptxas: PtxasReport
     sass: tuple[Instr, ...]
     ptxas_version: str
     resources: tuple[tuple[str, int], ...] = ()
     launch_attrs: tuple[str, ...] = ()
-    data_sha256: str = ""  # initialized .const / .global data (wfbench_core.build.code_identity.parse_data)
+    data_sha256: str = ""  # initialized .const / .global data (wfbench_core.compiling.code_identity.parse_data)
 
 
 def assemble(ptx: str, kernel: str, arch: str, *, what: str = "") -> Assembled:
@@ -471,7 +471,7 @@ def mix_differences(a: Mapping[str, int], b: Mapping[str, int], n: int = 6) -> l
 def compact(wf: SideDiagnostics | None, cuda: SideDiagnostics | None, n: int = 3,
             profiles: tuple[KernelProfile | None, KernelProfile | None] = (None, None)) -> str:
     """One short cell for the run table: ``regs 28/30 occ 100/100% ld.64 4/0 ldg.64 0/4 …`` (WarpForth/CUDA),
-    with the runtime-stack tax (:func:`wfbench_core.build.stack_tax.cell`) where a side has one."""
+    with the runtime-stack tax (:func:`wfbench_core.compiling.stack_tax.cell`) where a side has one."""
     if wf is None or cuda is None:
         return "-"
     parts = [f"regs {wf.registers}/{cuda.registers}",
