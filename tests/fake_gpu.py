@@ -74,7 +74,7 @@ class FakeTimer:
 
         ahead = os.environ.get("FAKE_GPU_PREFETCH")
         if ahead:
-            from wfbench_core.build.compile import _PREFETCHED
+            from wfbench_core.compiling.compile import _PREFETCHED
 
             pending = sorted({key[0].case_id for key in _PREFETCHED})
             with open(ahead, "a") as fh:

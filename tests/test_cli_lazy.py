@@ -17,7 +17,7 @@ from wfbench_core.cli import COMMANDS, main
 #: what listing must never import: the result schema and the converter, numerics, GPU and SSH stacks, and what
 #: only a run needs: importlib.metadata with its email parser (entry points are read without it), sockets,
 #: signal handlers, XML
-HEAVY = ("wfbench_core.record.results", "wfbench_core.record.stats", "cattrs", "numpy", "scipy", "numba", "cuda",
+HEAVY = ("wfbench_core.record.results", "wfbench_core.stats", "cattrs", "numpy", "scipy", "numba", "cuda",
          "pynvml", "paramiko", "vastai", "hashlib", "importlib.metadata", "email", "socket", "signal", "xml")
 
 

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from synth_runs import REAL_AA, evolve_case, real_run, synth_run, with_case
-from wfbench_core.record.stats import summarize
+from wfbench_core.stats import summarize
 from wfbench_core.review import compare, evidence, verdicts
 from wfbench_core.cli import main
 from wfbench_core.record.results import RunResult, write_result

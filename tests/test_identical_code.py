@@ -11,8 +11,8 @@ import pytest
 
 from synth_runs import synth_run, with_case
 from wfbench_core.review import alerts, compare, verdicts
-from wfbench_core.build import diagnostics as dg
-from wfbench_core.build.code_identity import IDENTICAL_NOTE, code_identity, differences, identical, sass_note
+from wfbench_core.compiling import diagnostics as dg
+from wfbench_core.compiling.code_identity import IDENTICAL_NOTE, code_identity, differences, identical, sass_note
 from wfbench_core.review.history import History, add_run
 from wfbench_core.review.series import point_of
 from wfbench_core.record.results import SideDiagnostics

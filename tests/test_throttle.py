@@ -13,7 +13,7 @@ from pathlib import Path
 
 from wfbench_core.gpu.sampling import clocks_match
 from wfbench_core.record.results import NvmlSummary, Timing, load_result
-from wfbench_core.record.stats import summarize
+from wfbench_core.stats import summarize
 from wfbench_core.review.throttle import MIN_CLEAN, judge_throttle, pair_clocks
 
 HOT = NvmlSummary(n=70, sm_mhz_min=1890, sm_mhz_median=1980, sm_mhz_max=1980, reasons=("sw_power_cap",),

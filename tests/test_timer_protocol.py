@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from wfbench_core.case import Case, Launch, Param, Tolerance, Work
-from wfbench_core.build.faults import ILLEGAL_ADDRESS, KernelFault
+from wfbench_core.compiling.faults import ILLEGAL_ADDRESS, KernelFault
 from wfbench_core.record.results import TimingProtocol
 from wfbench_core.contracts import Side
 from wfbench_core.gpu.device import Device, Driver
@@ -226,7 +226,7 @@ def ptxas_log(ptx: str, arch: str) -> str:
     import subprocess
     import tempfile
 
-    from wfbench_core.build.cudatools import require_tool
+    from wfbench_core.compiling.cudatools import require_tool
 
     with tempfile.NamedTemporaryFile("w", suffix=".ptx") as f:
         f.write(ptx)
@@ -455,7 +455,7 @@ BIG_SHARED_PTX = """\
 
 
 def test_a_load_failure_keeps_the_jit_log() -> None:
-    from wfbench_core.build.cudatools import find_tool
+    from wfbench_core.compiling.cudatools import find_tool
 
     if find_tool("ptxas") is None:
         pytest.skip("no ptxas here (the stand-in's JIT)")

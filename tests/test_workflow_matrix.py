@@ -1,5 +1,5 @@
 """gpu-bench.yml's GPU-model matrix, run: plan -> bench[one rental per model, in parallel] -> summary ->
-persist[the storable models] / comment, every step's script for real (tests/test_workflows.py's runner).
+persist[the storable models] / comment, every step's script for real (the runner of tests/workflow_kit.py).
 
 The rentals go through the real vast transport and the real ``vastai`` SDK to the stand-in of Vast.ai's HTTP API
 (tests/vast_api.py), whose state is checked at the end: every instance destroyed, exactly once. A rented
@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-import test_workflows as tw
+import workflow_kit as tw
 from github_api import GitHubApi
 from sshd import gpu_stack_missing
 from vast_api import VastApi, offer
@@ -42,7 +42,7 @@ if argv[:2] == ["-m", "pytest"]:  # wfbench's GPU tests: one passed, in pytest's
                            'name="test_on_the_gpu"/></testsuite></testsuites>')
     sys.exit(0)
 
-from wfbench_core.build.bundle import read_manifest
+from wfbench_core.compiling.bundle import read_manifest
 from wfbench_core.record.request import ExecuteRequest
 from wfbench_core import SUITE_VERSION, __version__
 from wfbench_core.record.results import SCHEMA_VERSION, dumps, load_result
@@ -194,7 +194,7 @@ def test_a_pull_request_gets_one_comment_rewritten_on_every_run(tmp_path: Path) 
     world = tw.World(tmp_path)
     wf = tw.load("gpu-bench.yml")
     assert world.simulate(wf, tw.github_ctx("push"))[0]["persist"] == "success"  # the base: a stored run
-    tw._commit_tree(world.origins[tw.CALLER], {"README.md": "slower\n"}, tw.CALLER_BRANCH, "head")
+    tw.commit_tree(world.origins[tw.CALLER], {"README.md": "slower\n"}, tw.CALLER_BRANCH, "head")
     world.env["STAND_IN_SLOWER"] = "axpy_f64"  # head's WarpForth 5 % slower there
     (world.artifacts / tw.ARTIFACT).rename(world.artifacts / "push")
     (world.artifacts / tw.BUNDLE).rename(world.artifacts / "push-bundle")

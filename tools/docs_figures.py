@@ -14,10 +14,10 @@ where PATH is a result file in the repository (relative to its root) and KIND on
 
 - ``suite-table``: the run's table exactly as ``wfbench run`` prints it, with the GPU, the date and the wall time;
 - ``aa-position``: an A/A run's position effect per case: within each pair, the first side's sample minus the
-  second's (:func:`wfbench_core.record.stats.position_effect`), with its 95 % interval and how many pairs had the
+  second's (:func:`wfbench_core.stats.position_effect`), with its 95 % interval and how many pairs had the
   first side slower.
 - ``stack-tax``: the runtime-stack tax of every case and side that the run holds static diagnostics of
-  (:mod:`wfbench_core.build.stack_tax`): stack frame, spills, local stores and loads by width, how many of them
+  (:mod:`wfbench_core.compiling.stack_tax`): stack frame, spills, local stores and loads by width, how many of them
   sit in the innermost loop, the stack-addressing instructions and, for the sides profiled with Nsight
   Compute, the local traffic;
 - ``sweep-table``: a size sweep's table exactly as ``wfbench sweep`` prints it (from a sweep file, e.g.
@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 if TYPE_CHECKING:
-    from wfbench_core.build.stack_tax import StackTax
+    from wfbench_core.compiling.stack_tax import StackTax
 
 BLOCK = re.compile(r"(<!-- figure: (?P<kind>[\w-]+) (?P<src>\S+) -->\n)(?P<body>.*?)(<!-- /figure -->)", re.S)
 DOCS = ("README.md", "docs/*.md")
@@ -77,7 +77,7 @@ def suite_table(src: str) -> str:
 
 def aa_position(src: str) -> str:
     from wfbench_core.review.series import protocol_tag
-    from wfbench_core.record.stats import position_effect
+    from wfbench_core.stats import position_effect
 
     result, raw = _stored(src)
     if result.mode != "aa":  # type: ignore[attr-defined]
@@ -98,7 +98,7 @@ def aa_position(src: str) -> str:
 
 
 def _stack_row(name: str, side: str, t: "StackTax", median_us: "float | None") -> str:
-    from wfbench_core.build.stack_tax import by_width, size
+    from wfbench_core.compiling.stack_tax import by_width, size
 
     traffic = "not profiled" if t.traffic is None else f"{size(t.load_bytes)} / {size(t.store_bytes)}"
     median = "-" if median_us is None else f"{median_us:.1f} us"
@@ -108,7 +108,7 @@ def _stack_row(name: str, side: str, t: "StackTax", median_us: "float | None") -
 
 
 def stack_tax_table(src: str) -> str:
-    from wfbench_core.build.stack_tax import tax_of
+    from wfbench_core.compiling.stack_tax import tax_of
 
     result, raw = _stored(src)
     rows = ["| case | side | stack frame | spill stores / loads | local stores | local loads | in the innermost loop "

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Optional, Pr
 
 import attrs
 
-from wfbench_core.record.options import Option, describe_options, parse_options  # noqa: F401 - part of the transport contract
+from wfbench_core.host.options import Option, describe_options, parse_options  # noqa: F401 - part of the transport contract
 from wfbench_core.record.results import Check, Costs, Environment, KernelAttrs, RunResult
 from wfbench_core.record.timing_record import Sampled
 

@@ -354,7 +354,7 @@ class GpuSession:
             return self.settings.bundle
         if case_id not in self._bundles:
             from wfbench_core.run import runner
-            from wfbench_core.build.compile import find_warpforthc
+            from wfbench_core.compiling.compile import find_warpforthc
             from wfbench_core.record.request import ExecuteRequest, RunRequest
 
             reg = self.state.registry
@@ -422,7 +422,7 @@ class GpuSession:
 
 def _require_cases(bundle: Path, case_ids: Sequence[str]) -> None:
     """Refuse, before anything is shipped, a case the bundle does not hold."""
-    from wfbench_core.build.bundle import read_variants
+    from wfbench_core.compiling.bundle import read_variants
 
     for label, (manifest, _) in read_variants(bundle).items():
         held = {c.id for c in manifest.cases} | set(manifest.failures)

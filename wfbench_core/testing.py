@@ -18,10 +18,17 @@ from typing import Callable, Iterable, Mapping
 from wfbench_core import SUITE_VERSION, __version__
 import attrs
 
-from wfbench_core.build.bundle import (BUNDLE_SCHEMA, BundleManifest, sweep_name, utcnow, write_case, write_manifest,
-                                      write_sweep)
+from wfbench_core.compiling.bundle import (
+    BUNDLE_SCHEMA,
+    BundleManifest,
+    sweep_name,
+    utcnow,
+    write_case,
+    write_manifest,
+    write_sweep,
+)
 from wfbench_core.case import CONFIGS, Case, sha256_text
-from wfbench_core.build.compile import Compiled, compile_cuda, cuda_compiler, find_nvcc, ptx_target, ptxas_check
+from wfbench_core.compiling.compile import Compiled, compile_cuda, cuda_compiler, find_nvcc, ptx_target, ptxas_check
 from wfbench_core.record.results import CompileRecord, CompilerInfo, Source
 
 

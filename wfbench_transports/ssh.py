@@ -30,7 +30,7 @@ import attrs
 
 from wfbench_core import hookimpl
 from wfbench_core.errors import WfbenchError
-from wfbench_core.record.options import Option, describe_options, parse_options
+from wfbench_core.host.options import Option, describe_options, parse_options
 
 from wfbench_transports import host_tests
 from wfbench_transports.ssh_host import Progress, RemoteTimeout, SshError, SshHost
@@ -123,7 +123,7 @@ class SshTransport(SshHost):
         The host's result is checked against the bundle and request sent (:mod:`wfbench_core.run.returned`):
         one that names other cases, other PTX, another commit or other compilers is refused, never written.
         """
-        from wfbench_core.build.bundle import utcnow
+        from wfbench_core.compiling.bundle import utcnow
         from wfbench_core.record.results import RunResult, loads
 
         progress = progress or self.progress
@@ -187,7 +187,7 @@ class SshTransport(SshHost):
     def _on_host(self, bundle: Path, case_ids: Sequence[str], progress: Progress,
                  action: Callable[[RemoteRun], Any]) -> Any:
         """Ship everything, prepare Python, run ``action`` in the work directory, always remove it."""
-        from wfbench_core.build.bundle import read_manifest
+        from wfbench_core.compiling.bundle import read_manifest
         from wfbench_core.discover.registry import Registry
         from wfbench_transports import wheels as _wheels
 

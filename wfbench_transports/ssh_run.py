@@ -100,7 +100,7 @@ class RemoteRun:
                            f"choose another remote_tmp")
 
     def upload(self, bundle: Path, shipment: _wheels.Shipment) -> None:
-        from wfbench_core.build.bundle import shipped_files
+        from wfbench_core.compiling.bundle import shipped_files
 
         files = shipped_files(bundle)  # the manifests and what they name, each a regular file (lstat)
         self.progress(f"{self.t.label}: uploading the bundle and {len(shipment.wheels)} wheels to {self.work}")

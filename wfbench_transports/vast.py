@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from wfbench_core import hookimpl
-from wfbench_core.record.options import describe_options
+from wfbench_core.host.options import describe_options
 
 from wfbench_transports.vast_client import find_api_key
 from wfbench_transports.vast_config import (

@@ -13,7 +13,7 @@ from typing import Any, Sequence
 import attrs
 
 from wfbench_core.errors import WfbenchError
-from wfbench_core.record.options import Option
+from wfbench_core.host.options import Option
 
 DEFAULT_IMAGE = "nvidia/cuda:12.4.0-devel-ubuntu22.04"
 

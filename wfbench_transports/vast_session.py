@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from wfbench_core.record.options import parse_options
+from wfbench_core.host.options import parse_options
 
 from wfbench_transports import vast_selfstop
 from wfbench_transports.vast_client import VastClient

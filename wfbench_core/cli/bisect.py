@@ -45,7 +45,7 @@ def bisect_cmd(repo: Path, good: str, bad: str, case_id: str, build_cmd: str, bi
     """Find the first commit between GOOD and BAD whose warpforthc makes CASE slower: GOOD against BAD
     first (it must be SLOWER), then a binary search, each step one base/head run (base = GOOD) on this
     machine's GPU. Builds are cached by commit. Exit 0 when found, 1 when GOOD against BAD is not SLOWER."""
-    from wfbench_core.run import bisect
+    from wfbench_core.studies import bisect
     from wfbench_core.record.request import ExecuteRequest
 
     registry = load_registry()

@@ -44,8 +44,8 @@ def build(case_ids: tuple[str, ...], priorities: tuple[str, ...], warpforthc: tu
     (a case that declares none, given no --size/--range, has no sweep in the bundle).
     """
     from wfbench_core.run import runner
-    from wfbench_core.build.bundle import read_variants
-    from wfbench_core.build.compile import CompileError
+    from wfbench_core.compiling.bundle import read_variants
+    from wfbench_core.compiling.compile import CompileError
 
     reg = load_registry()
     if (sizes or ranges) and not with_sweep:

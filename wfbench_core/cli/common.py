@@ -59,7 +59,7 @@ def _labelled(values: tuple[str, ...], option: str, several: bool) -> list[tuple
 def resolve_warpforthc(values: tuple[str, ...], warpforth: tuple[str, ...] = (),
                        progress: Callable[[str], None] = lambda msg: None) -> Path | dict[str, Path]:
     """One binary, or ``{label: binary}`` when several ``LABEL=…`` are given; ``--warpforth`` builds them."""
-    from wfbench_core.build.compile import find_warpforthc
+    from wfbench_core.compiling.compile import find_warpforthc
 
     several = len(values) + len(warpforth) > 1
     out: dict[str, Path] = {}
@@ -68,7 +68,7 @@ def resolve_warpforthc(values: tuple[str, ...], warpforth: tuple[str, ...] = (),
             raise WfbenchError(f"--warpforthc: label {label!r} given twice")
         out[label] = find_warpforthc(path or None)
     if warpforth:
-        from wfbench_core.build.warpforth_build import build_all
+        from wfbench_core.compiling.warpforth_build import build_all
 
         for label, built in build_all(warpforth, progress=progress).items():
             if label in out:

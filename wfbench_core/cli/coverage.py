@@ -22,7 +22,7 @@ def coverage_cmd(case_ids: tuple[str, ...], priorities: tuple[str, ...], warpfor
                  fail_on_uncovered: bool, as_json: bool) -> None:
     """For every word family of WarpForth's language reference: the cases that use it and the words no case
     uses; words the reference does not list; with --probe, the words a warpforthc rejects."""
-    from wfbench_core.build import coverage, coverage_table
+    from wfbench_core.compiling import coverage, coverage_table
 
     reg = load_registry()
     cases = reg.select(case_ids, priorities=priorities)
@@ -32,8 +32,8 @@ def coverage_cmd(case_ids: tuple[str, ...], priorities: tuple[str, ...], warpfor
                               coverage.load_excuses(language), origins)
     verdicts, binary = None, ""
     if warpforthc or probe:
-        from wfbench_core.build.compile import find_warpforthc
-        from wfbench_core.build.coverage_probe import probe as run_probe
+        from wfbench_core.compiling.compile import find_warpforthc
+        from wfbench_core.compiling.coverage_probe import probe as run_probe
 
         path = find_warpforthc(warpforthc)
         binary = str(path)

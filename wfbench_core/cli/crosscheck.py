@@ -36,8 +36,8 @@ from wfbench_core.record.results import TIMING_EVENTS, TIMING_MODES, TimingProto
 def crosscheck_cmd(bundle, case_ids, priorities, against, modes, small, samples, tolerance, nvbench_json, as_json,
                    cuda_compiler, quiet) -> None:  # type: ignore[no-untyped-def]
     """Time BUNDLE's kernels with nvbench (cuda-bench) and report per-kernel and gap agreement."""
-    from wfbench_core.run import crosscheck as xc
-    from wfbench_core.run.executor import validate
+    from wfbench_core.studies import crosscheck as xc
+    from wfbench_core.compiling.prepare import validate
 
     reg = load_registry()
     if priorities and not case_ids:

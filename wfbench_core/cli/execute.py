@@ -27,7 +27,8 @@ from wfbench_core.errors import NoGpuError, WfbenchError
 def execute_cmd(bundle: Path, case_ids: tuple[str, ...], priorities: tuple[str, ...], request_file: Path | None,
                 out: Path | None, as_json: bool, validate_only: bool, quiet: bool, **options: Any) -> None:
     """Execute a bundle on this host's GPU (what every transport runs on the GPU host)."""
-    from wfbench_core.run.executor import execute, validate
+    from wfbench_core.run.executor import execute
+    from wfbench_core.compiling.prepare import validate
     from wfbench_core.record.request import ExecuteRequest
 
     reg = load_registry()

@@ -15,7 +15,7 @@ def _wf_sides(case, bundle: Path | None, wf_ptx: Path | None, warpforthc: str | 
               progress) -> tuple[dict[str, str], list[str]]:  # type: ignore[no-untyped-def]
     """``({label: PTX}, provenance lines)`` of the WarpForth side, from exactly one source."""
     if wf_ptx is not None:
-        from wfbench_core.build.compile import ptx_problem
+        from wfbench_core.compiling.compile import ptx_problem
         from wfbench_core.record.fsutil import read_text
 
         ptx = read_text(wf_ptx, "PTX text")
@@ -24,7 +24,7 @@ def _wf_sides(case, bundle: Path | None, wf_ptx: Path | None, warpforthc: str | 
             raise WfbenchError(f"{wf_ptx}: {why}; give the WarpForth PTX of case {case.id}")
         return {"": ptx}, [f"WarpForth PTX: {wf_ptx.name}."]
     if bundle is not None:
-        from wfbench_core.build.bundle import load_case_files, read_variants
+        from wfbench_core.compiling.bundle import load_case_files, read_variants
 
         out, lines = {}, []
         for label, (manifest, folder) in read_variants(bundle).items():
@@ -37,7 +37,7 @@ def _wf_sides(case, bundle: Path | None, wf_ptx: Path | None, warpforthc: str | 
             lines.append(f"WarpForth PTX{f' ({label})' if label else ''}: bundle {bundle.name}, warpforthc "
                          f"{manifest.warpforthc.version}.")
         return out, lines
-    from wfbench_core.build.compile import compile_warpforth, find_warpforthc, warpforthc_info
+    from wfbench_core.compiling.compile import compile_warpforth, find_warpforthc, warpforthc_info
 
     binary = find_warpforthc(warpforthc)
     progress(f"compiling {case.id} with {binary}")
@@ -118,8 +118,8 @@ def explain(case_id: str, bundle: Path | None, wf_ptx: Path | None, warpforthc: 
             out: Path | None, loop_lines: int, quiet: bool) -> None:
     """Explain CASE's gap: static diagnostics of both sides (ptxas, SASS mix, occupancy), the largest SASS
     differences, each side's hottest loop, and with --profile Nsight Compute metrics. Markdown output."""
-    from wfbench_core.build import compile as comp
-    from wfbench_core.build.diagnostics import arch_limits
+    from wfbench_core.compiling import compile as comp
+    from wfbench_core.compiling.diagnostics import arch_limits
     from wfbench_core.review.explain import ExplainedSide, analyse, render_markdown
 
     if bundle is not None and wf_ptx is not None:
@@ -173,7 +173,7 @@ def _arch(arch: str | None, profile: bool, bundle: Path | None) -> str:
 
         arch = Device().arch()  # NoGpuError (one line) without a GPU
     if arch is None and bundle is not None:
-        from wfbench_core.build.bundle import read_manifest
+        from wfbench_core.compiling.bundle import read_manifest
 
         arch = read_manifest(bundle).arch or None
     return arch or "sm_90"

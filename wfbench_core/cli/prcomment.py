@@ -32,7 +32,7 @@ def pr_comment(result: Path, bundle: Path, base_label: Optional[str], head_label
     comment and update it."""
     from wfbench_core.review import prcomment
     from wfbench_core.review.case_verdict import SAME, base_head
-    from wfbench_core.build.diagnostics import arch_limits
+    from wfbench_core.compiling.diagnostics import arch_limits
     from wfbench_core.errors import WfbenchError
     from wfbench_core.record.results import load_result
 

@@ -100,7 +100,7 @@ def _prebuilt_request(reg: Any, bundle: Path, case_ids: tuple[str, ...], priorit
     is rented; cases as selected (every case of the bundle, its compile failures included, by default)."""
     import attrs
 
-    from wfbench_core.run.executor import validate
+    from wfbench_core.compiling.prepare import validate
     from wfbench_core.record.request import RunRequest
 
     if warpforthc or commit:

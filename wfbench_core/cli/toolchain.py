@@ -22,7 +22,7 @@ def toolchain(warpforth: Optional[Path], packages: bool) -> None:
     WARPFORTH (a checkout) names the LLVM version its CI uses, for the packages to install.
     Exit 0 when everything needed is here, 2 (with the packages to install) when not.
     """
-    from wfbench_core.build import warpforth_build as wb
+    from wfbench_core.compiling import warpforth_build as wb
 
     llvm = None
     if warpforth is not None:

@@ -9,7 +9,7 @@ Every child started here
   (``PR_SET_PDEATHSIG``, set between fork and exec). A launcher that compute-sanitizer or ncu starts is not
   our direct child: it asks for the same signal itself (:func:`die_with_parent`), so the chain
   executor -> worker -> compute-sanitizer -> launcher ends together;
-- gets this process's environment without its secrets (:func:`wfbench_core.record.childenv.child_env`) and the
+- gets this process's environment without its secrets (:func:`wfbench_core.host.childenv.child_env`) and the
   plugin set one way, through that environment (:func:`plugin_env`: ``PYTHONPATH``, ``WFBENCH_PLUGINS``,
   ``WFBENCH_DISABLE_PLUGIN_AUTOLOAD``), so ``Registry.load()`` in the child finds what the parent found;
 - passes its standard error on to ours and keeps its last lines, so a child that dies can say why
@@ -34,7 +34,7 @@ from typing import IO, Any, Callable, Optional, Sequence
 import attrs
 
 from wfbench_core.discover.plugins import DISABLE_ENV, PLUGINS_ENV
-from wfbench_core.record.childenv import child_env
+from wfbench_core.host.childenv import child_env
 
 PR_SET_PDEATHSIG = 1
 #: how many of a child's last standard-error lines are kept for its end reason

@@ -27,7 +27,7 @@ from wfbench_core.gpu import watchdog
 from wfbench_core.case import Case
 from wfbench_core.contracts import Side
 from wfbench_core.gpu.device import Device, Kernel
-from wfbench_core.build.faults import side_name
+from wfbench_core.compiling.faults import side_name
 from wfbench_core.record.results import Check
 
 INT_SENTINEL = 0x5A5A5A5A5A5A5A5A

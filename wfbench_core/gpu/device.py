@@ -5,7 +5,7 @@ the profiler's and the sanitizer's launchers, the nvbench cross-check) does it t
 
 - **context and stream**: numba-cuda's context and one explicit stream, which cuda.core's launches share;
 - **module load**: PTX to a :class:`Kernel` (a CUDA error is a classified
-  :class:`~wfbench_core.build.faults.KernelFault`, see :meth:`Device.faults`);
+  :class:`~wfbench_core.compiling.faults.KernelFault`, see :meth:`Device.faults`);
 - **arguments and launch**: a case's parameters as kernel arguments, launches on the stream (or on another
   library's stream, for nvbench), CUDA graphs captured from launches and replayed;
 - **memory**: device buffers, mapped host memory, copies in both directions, memset, prompt frees;
@@ -30,7 +30,7 @@ import attrs
 import numpy as np
 
 from wfbench_core.errors import NoGpuError, WfbenchError
-from wfbench_core.build.faults import LOAD_FAILURE, OUT_OF_RESOURCES, Fault, KernelFault, classify, launch_limits
+from wfbench_core.compiling.faults import LOAD_FAILURE, OUT_OF_RESOURCES, Fault, KernelFault, classify, launch_limits
 from wfbench_core.record.results import Environment, KernelAttrs, sm_arch
 
 _SCALAR_TYPES = {"i32": ctypes.c_int32, "i64": ctypes.c_int64, "f32": ctypes.c_float, "f64": ctypes.c_double}

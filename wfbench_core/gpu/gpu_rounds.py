@@ -368,7 +368,7 @@ class CudaRounds:
 
     def launch_floor_us(self) -> float:
         """Per-launch time of an empty kernel, timed as the sides are (this mode, behind the gate), in us."""
-        from wfbench_core.record.stats import median
+        from wfbench_core.stats import median
 
         launches = self.fit(FLOOR_LAUNCHES)
         self.round([EMPTY], launches)  # untimed: the graph is captured, the launch path is warm

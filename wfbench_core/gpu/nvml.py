@@ -18,7 +18,7 @@ from typing import Any, Iterable, Optional, Sequence
 import attrs
 
 from wfbench_core.record.results import CaseResult, Environment, NvmlSummary
-from wfbench_core.record.stats import median
+from wfbench_core.stats import median
 
 PERIOD_S = 0.1
 

@@ -9,7 +9,7 @@
 - :func:`merge_repeats`: one result per case from the passes of ``--repeat``, their records pooled
   (:func:`pool`, one rule per field of the record).
 
-The statistics come from :mod:`wfbench_core.record.stats`.
+The statistics come from :mod:`wfbench_core.stats`.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def timing_of(sampled: Sampled, side: str, *, work_bytes: int, work_flops: int, 
               repeat_gaps: tuple[float, ...] = ()) -> Timing:
     """The stored timing of side ``side`` against ``reference``: the record's every field, and the statistics."""
     from wfbench_core.gpu.nvml import throttled
-    from wfbench_core.record.stats import paired_statistics, rate
+    from wfbench_core.stats import paired_statistics, rate
 
     wf, cu = sampled.samples_us[side], sampled.samples_us[reference]
     where = sampled.placement_of or (0,) * len(wf)
@@ -96,7 +96,7 @@ def timed_status(sampled: Sampled, side: str, *, work_bytes: int, work_flops: in
 
     Used for one worker's measurement and for the samples of ``--repeat`` processes put together.
     """
-    from wfbench_core.record.stats import is_unstable
+    from wfbench_core.stats import is_unstable
 
     timing = timing_of(sampled, side, work_bytes=work_bytes, work_flops=work_flops, repeat_gaps=repeat_gaps)
     wf, cu = timing.warpforth, timing.cuda
@@ -129,10 +129,10 @@ def _joined(values: Sequence[tuple[Any, ...]]) -> tuple[Any, ...]:
 
 
 def _numbered_on(values: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
-    """Placements of pass k numbered from k x :data:`~wfbench_core.record.stats.PROCESS_STRIDE` on: the passes'
+    """Placements of pass k numbered from k x :data:`~wfbench_core.stats.PROCESS_STRIDE` on: the passes'
     placements stay apart, and the gap's interval resamples processes, then placements
-    (:func:`wfbench_core.record.stats.run_gap_interval`)."""
-    from wfbench_core.record.stats import PROCESS_STRIDE
+    (:func:`wfbench_core.stats.run_gap_interval`)."""
+    from wfbench_core.stats import PROCESS_STRIDE
 
     return tuple(k * PROCESS_STRIDE + w for k, where in enumerate(values) for w in where)
 
@@ -146,7 +146,7 @@ def _throttled_first(values: Sequence[Any]) -> Any:
 
 def _median_known(values: Sequence[Optional[float]]) -> Optional[float]:
     """The median of the passes' values that were measured (None when none was)."""
-    from wfbench_core.record.stats import median
+    from wfbench_core.stats import median
 
     known = [v for v in values if v is not None]
     return median(known) if known else None

@@ -22,9 +22,9 @@ import tempfile
 from pathlib import Path
 from typing import Mapping
 
-from wfbench_core.build.cudatools import require_tool
+from wfbench_core.compiling.cudatools import require_tool
 from wfbench_core.case import CaseKey
-from wfbench_core.record.childenv import child_env
+from wfbench_core.host.childenv import child_env
 from wfbench_core.gpu import child
 from wfbench_core.gpu.child import Recipe
 from wfbench_core.gpu.launcher import LaunchSpec, command, serve

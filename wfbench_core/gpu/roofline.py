@@ -70,7 +70,7 @@ def measure_copy_gbps(device: Device, *, warmup_s: float) -> float:
     """Device-to-device copy bandwidth in GB/s (bytes read + written, 1 GiB each way), the memory yardstick."""
     import numpy as np
 
-    from wfbench_core.record.stats import median
+    from wfbench_core.stats import median
 
     nbytes = 1 << 30
     src, dst = device.empty(nbytes // 8, np.float64), device.empty(nbytes // 8, np.float64)
@@ -88,9 +88,9 @@ def measure_fp64_peak(device: Device, *, warmup_s: float = 1.0, compiler: Compil
     """
     import numpy as np
 
-    from wfbench_core.build.compile import compile_cuda, cuda_compiler
+    from wfbench_core.compiling.compile import compile_cuda, cuda_compiler
     from wfbench_core.errors import WfbenchError
-    from wfbench_core.record.stats import median
+    from wfbench_core.stats import median
 
     ptx = compile_cuda(SOURCE, case_id=FP64_CASE_ID, arch=device.arch(), compiler=compiler or cuda_compiler()).ptx
     kernel = device.load(ptx, KERNEL, case_id=FP64_CASE_ID, label=FP64_CASE_ID)

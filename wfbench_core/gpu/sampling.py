@@ -34,7 +34,7 @@ Rules, each written once here:
   clock is below :data:`CLOCK_FLOOR` of the highest of this case's pairs so far is the dipped one, re-taken
   the same way. Every kept pair's clock is recorded (``pair_sm_mhz``).
 - **Adaptive stopping**: after each block, from ``min_samples`` pairs on, sampling stops once every
-  WarpForth side's gap interval (:func:`wfbench_core.record.stats.gap_interval`) is narrower than
+  WarpForth side's gap interval (:func:`wfbench_core.stats.gap_interval`) is narrower than
   ``target_halfwidth``, or ``case_budget_s`` of sampling is spent; never beyond ``samples`` pairs.
 """
 
@@ -163,7 +163,7 @@ def stop_reason(samples_us: Mapping[str, Sequence[float]], placement_of: Sequenc
     if n < protocol.min_samples:
         return ""
     if protocol.target_halfwidth > 0:
-        from wfbench_core.record.stats import gap_interval, relative_halfwidth
+        from wfbench_core.stats import gap_interval, relative_halfwidth
 
         widths = []
         for label, values in samples_us.items():

@@ -14,7 +14,7 @@ the launch). A finding is the sanitizer's first report line, e.g.
 ``Invalid __global__ write of size 4 bytes``; the case is then FAILED with that line.
 
 compute-sanitizer ships with the CUDA toolkit; it is looked up where every CUDA tool is
-(:mod:`wfbench_core.build.cudatools`; ``$WFBENCH_COMPUTE_SANITIZER`` names it).
+(:mod:`wfbench_core.compiling.cudatools`; ``$WFBENCH_COMPUTE_SANITIZER`` names it).
 The child finds the case through the installed plugins (the same environment as the parent's).
 """
 
@@ -30,10 +30,10 @@ import attrs
 
 from wfbench_core.case import Case, CaseKey
 from wfbench_core.errors import WfbenchError
-from wfbench_core.build.cudatools import require_tool
+from wfbench_core.compiling.cudatools import require_tool
 from wfbench_core.gpu import child
 from wfbench_core.gpu.launcher import LaunchSpec, command, serve
-from wfbench_core.build.faults import HANG, Fault, KernelFault, side_name
+from wfbench_core.compiling.faults import HANG, Fault, KernelFault, side_name
 
 ERROR_EXITCODE = 86  # what compute-sanitizer exits with when it reported an error
 DEFAULT_TIMEOUT_S = 300.0  # kernels run 10-100x slower under the sanitizer; a check-size launch is short

@@ -22,7 +22,7 @@ Protocol for one case (every side's PTX is loaded into the same context):
    and each side is launched once more and compared with the reference again.
 
 Every CUDA error while loading, launching or waiting is raised as a classified
-:class:`~wfbench_core.build.faults.KernelFault` (class, side, configuration, and whether the context is dead).
+:class:`~wfbench_core.compiling.faults.KernelFault` (class, side, configuration, and whether the context is dead).
 Compile, module load/JIT, input generation, allocation and copies are timed apart (``Costs``).
 This module imports numba/cuda.core lazily: importing it needs no GPU.
 """
@@ -39,7 +39,7 @@ from wfbench_core.contracts import Measurement, Side
 from wfbench_core.gpu.correctness import Checked, Checker, WrongOnTimedBuffers, describe_check, describe_failures
 from wfbench_core.gpu.device import Device
 from wfbench_core.errors import WfbenchError
-from wfbench_core.build.faults import KernelFault, as_kernel_fault
+from wfbench_core.compiling.faults import KernelFault, as_kernel_fault
 from wfbench_core.gpu.plausibility import InconsistentLaunches
 from wfbench_core.record.results import TIMING_MODES, Check, CompilerInfo, Costs, Environment, KernelAttrs, TimingProtocol
 from wfbench_core.record.timing_record import Sampled

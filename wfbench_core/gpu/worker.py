@@ -64,7 +64,7 @@ class Worker:
         self.send(msg.ProgressLine(line))
 
     def init(self, init: msg.Init) -> msg.Ready:
-        from wfbench_core.build.compile import cuda_compiler
+        from wfbench_core.compiling.compile import cuda_compiler
         from wfbench_core.discover.registry import Registry
 
         self.request = init.request
@@ -76,7 +76,7 @@ class Worker:
         self.arch = sm_arch(environment.compute_capability)
         self.cuda = cuda_compiler(self.request.cuda_compiler)
         if self.request.sanitize:
-            from wfbench_core.build.cudatools import require_tool
+            from wfbench_core.compiling.cudatools import require_tool
 
             require_tool("compute-sanitizer", why="--sanitize runs it")
         self._prefetch(list(init.prefetch), fp64_peak=init.copy and hasattr(self.timer, "fp64_peak_gflops"))
@@ -91,7 +91,7 @@ class Worker:
     def _prefetch(self, case_ids: list[str], fp64_peak: bool = False) -> None:
         """Start compiling the CUDA side of ``case_ids`` (both configurations) ahead of their turn, and first
         the f64 peak micro-kernel where this worker measures the yardsticks (it compiles while the copy runs)."""
-        from wfbench_core.build.compile import prefetch_cuda
+        from wfbench_core.compiling.compile import prefetch_cuda
 
         sources: list[tuple[Any, str]] = []
         if fp64_peak:
@@ -110,7 +110,7 @@ class Worker:
     def _variants(self, case_id: str) -> dict[str, Any]:
         """``{label: Prepared}`` of a case with its files loaded, from this worker's one match of the bundle."""
         if self.plan is None:
-            from wfbench_core.build.prepare import prepare_all
+            from wfbench_core.compiling.prepare import prepare_all
 
             self.plan = prepare_all(self.bundle, self.registry, load=False)[1]
         if case_id not in self.loaded:
@@ -143,8 +143,8 @@ class Worker:
     def point(self, request: msg.RunPoint) -> msg.Results:
         """One size of a case's sweep: the case's check files and the point's canonical ones, timed as a case is
         (correctness first), in the timing mode asked for; no static diagnostics."""
-        from wfbench_core.build.bundle import load_sweep_point
-        from wfbench_core.build.prepare import Prepared
+        from wfbench_core.compiling.bundle import load_sweep_point
+        from wfbench_core.compiling.prepare import Prepared
 
         variants = {}
         for label, prep in self._variants(request.case_id).items():  # kept loaded for the sweep's next points
@@ -167,7 +167,7 @@ class Worker:
 
     def _prefetch_points(self, prep: Any, points: list[Any]) -> None:
         """Start compiling the CUDA side of every point of a sweep (and its check size once) ahead."""
-        from wfbench_core.build.compile import prefetch_cuda
+        from wfbench_core.compiling.compile import prefetch_cuda
 
         sources = [(prep.case.key("check"), prep.files["check"].cuda_source)]
         sources += [(at.key("canonical"), files.cuda_source) for at, files in points]
@@ -333,7 +333,7 @@ def measure_apart(timer: Any, case: Any, sides: list[Any], progress: Any = lambd
     Returns the last measurement (None when no WarpForth side was left to time) and ``{label: failed
     measurement}`` of each side left out (with its own failed checks' line, or its implausible launches). A failure of the CUDA side, of every WarpForth side, or one no side is named by
     (a cross check only) is the measurement as the timer gave it, failed for all."""
-    from wfbench_core.build.faults import KernelFault, side_name
+    from wfbench_core.compiling.faults import KernelFault, side_name
     from wfbench_core.contracts import Measurement
     from wfbench_core.gpu.plausibility import InconsistentLaunches
     from wfbench_core.record.results import Costs
@@ -411,7 +411,7 @@ def _sides(case: Any, variants: dict[str, Any], cuda_ptx: dict[str, str], mode: 
 
 def _compile_cuda_side(prep: Any, arch: str, cuda: Any) -> tuple[dict[str, str], Any, float]:
     """The CUDA side's PTX of every configuration, the canonical compile's record and the compiles' wall time."""
-    from wfbench_core.build.compile import compile_cuda
+    from wfbench_core.compiling.compile import compile_cuda
 
     ptx: dict[str, str] = {}
     record, wall_s = None, 0.0
@@ -429,7 +429,7 @@ def _diagnose_in_background(case: Any, variants: dict[str, Any], cuda_ptx: str, 
     """Start ptxas/cuobjdump for every WarpForth variant against the CUDA side; ``{label: future}``."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from wfbench_core.build.diagnostics import diagnose_case
+    from wfbench_core.compiling.diagnostics import diagnose_case
 
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="wfbench-diagnostics")
     futures = {label: pool.submit(diagnose_case, case, wf_ptx=prep.files["canonical"].wf_ptx, cuda_ptx=cuda_ptx,

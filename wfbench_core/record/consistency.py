@@ -6,7 +6,7 @@ run files through it) all refuse the same results, each with one line. A timed c
 
 - **its summary is its samples'**: each side's median, p95, MAD and noise, the gap, the noise of the pair
   ratios, the placement noise and the gap's interval are made again from the raw samples with the functions
-  the timer used (:func:`wfbench_core.record.stats.paired_statistics`), and must agree within a relative
+  the timer used (:func:`wfbench_core.stats.paired_statistics`), and must agree within a relative
   :data:`TOLERANCE`. A statistic the result does not hold (an older wfbench did not compute it) is not
   compared; one it holds is;
 - **no absurd figure**: no per-launch time longer than the protocol lets a whole case take
@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Optional
 
 if TYPE_CHECKING:
-    from wfbench_core.record.results import CaseResult, RunResult, Timing
+    from wfbench_core.record.schema import CaseResult, RunResult, Timing
 
 #: relative disagreement allowed between a stored statistic and the same statistic made again from the
 #: samples (the same functions on the same numbers agree to the last bit; this leaves room for another
@@ -46,7 +46,7 @@ def _shown(value: Optional[float]) -> str:
 
 def summary_problem(t: Timing) -> str:
     """Which stored statistic of ``t`` its samples do not give ("" when all agree)."""
-    from wfbench_core.record.stats import paired_statistics
+    from wfbench_core.stats import paired_statistics
 
     where = t.placement_of or (0,) * len(t.warpforth.samples_us)
     made = paired_statistics(t.warpforth.samples_us, t.cuda.samples_us, where)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 from wfbench_core.record.status import STATUSES
 
 if TYPE_CHECKING:
-    from wfbench_core.record.results import CaseResult, RunResult, SideStats, Timing
+    from wfbench_core.record.schema import CaseResult, RunResult, SideStats, Timing
 
 # how a result of an older schema is read: version -> function that rewrites its JSON to the next version
 # (2: Timing.warmup_s, the measured busy time of the warm-up, became warmup_busy_s, apart from the setting;

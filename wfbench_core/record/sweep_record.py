@@ -6,7 +6,7 @@ one result loader (:func:`wfbench_core.record.results.parse_result`) refuses it,
 
 Each :class:`SweepPoint` holds the :class:`~wfbench_core.record.results.CaseResult` of the case at that size,
 made by the same worker, checks and timing protocol as a run's (its checks, every raw paired sample and the
-statistics of :mod:`wfbench_core.record.stats`), the timing mode it was timed in, and which side was
+statistics of :mod:`wfbench_core.stats`), the timing mode it was timed in, and which side was
 launch-bound in events mode (:mod:`wfbench_core.gpu.plausibility`); where the events timing was launch-bound and
 the point was timed again in graph mode, the events timing is kept beside it.
 """

@@ -17,18 +17,7 @@ import attrs
 
 # how a sample is timed (TimingProtocol.timing_mode)
 from wfbench_core.case import TIMING_COLD_L2, TIMING_EVENTS, TIMING_GRAPH, TIMING_MODES  # noqa: F401 - re-exported
-
-
-@attrs.frozen
-class SideStats:
-    """Per-launch kernel time of one side, in microseconds, and the raw per-sample values."""
-
-    median_us: float
-    p95_us: float
-    mad_us: float
-    noise: float  # MAD / median
-    n: int
-    samples_us: tuple[float, ...]
+from wfbench_core.stats.summary import SideStats  # noqa: F401 - the per-side statistics, part of the record
 
 
 @attrs.frozen

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Optional, Sequence
 
 import attrs
 
-from wfbench_core.record import stats
+from wfbench_core import stats
 from wfbench_core.review.series import Point, Series
 
 if TYPE_CHECKING:  # numpy loads when a series is first searched, not when check or the CLI is imported

@@ -5,7 +5,7 @@ Two inputs are accepted: two result files (``BASE.json HEAD.json``), or one resu
 against the same CUDA samples. The second is the reliable one: same GPU, same process, interleaved.
 
 The change of the gap (head / base) gets a 95 % interval that resamples what is independent, as the gap's
-own interval does (:func:`wfbench_core.record.stats.gap_interval`): whole placements (whole processes first in a
+own interval does (:func:`wfbench_core.stats.gap_interval`): whole placements (whole processes first in a
 ``--repeat`` run), never single pairs. In a base/head run the two builds were timed in the same rounds, so the
 (base, head, CUDA) rows of each placement are resampled together. Between two runs each run's interval is its
 own, and what two separate runs do not share is added as variance components: a fresh process each, and each
@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Optional, Sequence
 import attrs
 
 from wfbench_core.review import evidence, pairing, verdicts
-from wfbench_core.record import stats
-from wfbench_core.build.code_identity import code_identity, sass_note
+from wfbench_core import stats
+from wfbench_core.compiling.code_identity import code_identity, sass_note
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.results import UNSTABLE, CaseResult, CompileRecord, RunResult, Timing
 
@@ -70,7 +70,7 @@ class CaseComparison:
     warpforth: Optional[Change] = None
     cuda: Optional[Change] = None
     verdict: Optional[verdicts.Verdict] = None  # the verdict on the gap's change
-    sass: str = ""  # what the two WarpForth kernels' code says (wfbench_core.build.code_identity.sass_note)
+    sass: str = ""  # what the two WarpForth kernels' code says (wfbench_core.compiling.code_identity.sass_note)
     broken: str = ""  # "head" or "base": that side alone failed, the other was timed (wfbench_core.review.pairing)
 
     @property

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Iterable, Optional, Sequence
 
 import attrs
 
-from wfbench_core.record import stats
+from wfbench_core import stats
 from wfbench_core.record.results import MODE_AA, MODE_PAIRED
 from wfbench_core.review.series import Point, SeriesKey
 

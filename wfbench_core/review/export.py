@@ -11,7 +11,7 @@ are strings, ``value`` a number. Per stable, correct case:
 
 and ``suite/v<suite version>/geomean-gap/P0/set-<case set>``: the geometric mean of the P0 gaps, published
 only when every P0 case of the run is correct and stable; ``<case set>`` names the set (IDs and versions,
-:func:`wfbench_core.record.stats.case_set_id`), so a geomean over another set is another series and never continues
+:func:`wfbench_core.stats.case_set_id`), so a geomean over another set is another series and never continues
 this one.
 
 A run that must not become history (a failed or error case, an incomplete run) is not exported either. A run
@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from typing import Any, Optional
 
-from wfbench_core.record import stats
+from wfbench_core import stats
 from wfbench_core.errors import WfbenchError
 from wfbench_core.review.history import refusal
 from wfbench_core.review.series import protocol_tag, timing_mode

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Callable, Optional, Sequence
 import attrs
 
 from wfbench_core.review import markdown as md
-from wfbench_core.build import stack_tax
-from wfbench_core.build.code_identity import IDENTICAL_NOTE, identical
-from wfbench_core.build.diagnostics import Instr, Loop, assemble, summarize
+from wfbench_core.compiling import stack_tax
+from wfbench_core.compiling.code_identity import IDENTICAL_NOTE, identical
+from wfbench_core.compiling.diagnostics import Instr, Loop, assemble, summarize
 from wfbench_core.record.results import KernelProfile, SideDiagnostics
 from wfbench_core.review.sassdiff import ADDED, CHANGED, MOVED, REMOVED, RENAMED, LoopPair, Placed, Row, SassDiff, diff, where
 
@@ -246,7 +246,7 @@ def variant(case: "Case", label: str, ptx: str, arch: str) -> Variant:
 
 def bundle_ptx(case: "Case", bundle: Path) -> dict[str, str]:
     """``{label: canonical WarpForth PTX}`` of ``case`` in a bundle (one entry "" for a plain bundle)."""
-    from wfbench_core.build.bundle import load_case_files, read_variants
+    from wfbench_core.compiling.bundle import load_case_files, read_variants
     from wfbench_core.errors import WfbenchError
 
     out = {}

@@ -128,7 +128,7 @@ def _same_compiler(a: "CompilerInfo", b: "CompilerInfo") -> bool:
 def compiler_mismatches(run: "RunResult", bundle: Path, where: str) -> list[str]:
     """One line for each label whose warpforthc in ``bundle`` is not the one ``run`` was timed with: the comment
     would explain other PTX than the PTX timed."""
-    from wfbench_core.build.bundle import read_manifest
+    from wfbench_core.compiling.bundle import read_manifest
 
     manifest = read_manifest(bundle)
     out = []

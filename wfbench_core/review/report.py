@@ -17,9 +17,9 @@ def _name(c: CaseResult) -> str:
 
 
 def table_rows(result: RunResult) -> list[list[str]]:
-    from wfbench_core.build.diagnostics import compact
+    from wfbench_core.compiling.diagnostics import compact
     from wfbench_core.gpu.roofline import format_roofline, roofline
-    from wfbench_core.record.stats import spread
+    from wfbench_core.stats import spread
 
     rows = [["case", "WF us", "CUDA us", "gap", "noise", "WF GB/s|GF/s", "CUDA GB/s|GF/s", "roofline wf/cu",
              "static wf/cu", "status"]]

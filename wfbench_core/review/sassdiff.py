@@ -10,7 +10,7 @@ then one instruction: ``moved`` when their normalised lines are equal (ptxas sch
 ``changed`` when their opcode is. Lines equal once normalised but not in their text are ``renamed``
 (register allocation only) and counted, not shown as changes.
 
-Loops are the backward branches of :func:`wfbench_core.build.diagnostics.loops`; a base loop and a head loop are
+Loops are the backward branches of :func:`wfbench_core.compiling.diagnostics.loops`; a base loop and a head loop are
 the same loop when their backward branches (else their heads) align. Every change is placed: inside which
 loop, or before, between or after the loops.
 """
@@ -23,7 +23,7 @@ from typing import Callable, Optional, Sequence
 
 import attrs
 
-from wfbench_core.build.diagnostics import Instr, Loop, code_of, loops
+from wfbench_core.compiling.diagnostics import Instr, Loop, code_of, loops
 
 SAME, RENAMED, MOVED, CHANGED, REMOVED, ADDED = "same", "renamed", "moved", "changed", "removed", "added"
 CHANGES = (MOVED, CHANGED, REMOVED, ADDED)
@@ -192,7 +192,7 @@ def _rows_in(rows: Sequence[Row], base: Optional[Loop], head: Optional[Loop]) ->
 
 
 def diff(base: Sequence[Instr], head: Sequence[Instr]) -> SassDiff:
-    """Align two kernels' SASS (the instructions of :func:`wfbench_core.build.diagnostics.parse_sass`)."""
+    """Align two kernels' SASS (the instructions of :func:`wfbench_core.compiling.diagnostics.parse_sass`)."""
     rows = align(base, head)
     return SassDiff(tuple(code_of(base)), tuple(code_of(head)), tuple(rows), tuple(_pair_loops(rows, base, head)))
 

@@ -30,7 +30,7 @@ case leaves only when its gap moved; with fewer matched pairs, clean samples cou
 * with fewer than :data:`MIN_CLEAN` clean pairs, or fewer clean than dipped, clean samples could not be had:
   the case leaves the trends;
 * otherwise the gap of the dipped pairs (median WarpForth / median CUDA) against that of the clean pairs:
-  when the 95 % interval of that difference (placements resampled, :func:`wfbench_core.record.stats.cluster_estimate`)
+  when the 95 % interval of that difference (placements resampled, :func:`wfbench_core.stats.cluster_estimate`)
   excludes zero, the gap moved with the clock and the case leaves the trends; when it does not, the case stays.
 
 The NVML readings carry no timestamps in a result, so their spread over pairs is an approximation (placement
@@ -141,7 +141,7 @@ def _moved(t: Timing, dipped: list[bool], these: str, others: str) -> ThrottleCa
 def _dipped_against_clean(t: Timing, dipped: list[bool]):  # type: ignore[no-untyped-def]
     import numpy as np
 
-    from wfbench_core.record import stats
+    from wfbench_core import stats
 
     wf, cu = np.asarray(t.warpforth.samples_us), np.asarray(t.cuda.samples_us)
     mask = np.asarray(dipped)

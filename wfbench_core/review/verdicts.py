@@ -3,7 +3,7 @@ dashboard and the job-summary / pull-request text.
 
 A change of the gap (head / base, or a new run against its series) is judged by its 95 % interval, which
 carries every level of variation the two measurements do not share (placements, processes, boards; see
-:mod:`wfbench_core.record.stats`), against a **margin**:
+:mod:`wfbench_core.stats`), against a **margin**:
 
 * **SAME**: the whole interval lies within +/- margin (equivalent within the stated margin);
 * **SLOWER** / **FASTER**: the whole interval lies beyond +min_effect / -min_effect;
@@ -29,7 +29,7 @@ from typing import Iterable, Optional, Sequence
 
 import attrs
 
-from wfbench_core.record.stats import LogEstimate
+from wfbench_core.stats import LogEstimate
 
 SAME = "same"
 SLOWER = "slower"

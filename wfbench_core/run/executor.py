@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Optional
 
 import attrs
 
@@ -18,23 +18,17 @@ from wfbench_core import SUITE_VERSION, __version__
 from wfbench_core.gpu import messages as msg
 from wfbench_core.gpu import watchdog
 from wfbench_core.gpu.child import Child, Lines
-from wfbench_core.build.bundle import BundleManifest, utcnow
-from wfbench_core.build.prepare import Prepared, prepare_all
+from wfbench_core.compiling.bundle import BundleManifest, utcnow
+from wfbench_core.compiling.prepare import Prepared, prepare_all
 from wfbench_core.case import Case
-from wfbench_core.record.childenv import child_env
 from wfbench_core.errors import WfbenchError
 from wfbench_core.gpu.nvml import mark_host
 from wfbench_core.gpu.outcome import error_result as _error_result, merge_repeats
 from wfbench_core.discover.registry import Registry
 from wfbench_core.record.request import ExecuteRequest
-from wfbench_core.record.results import ERROR, MODE_AA, SCHEMA_VERSION, CaseResult, RunResult, Source, write_result
+from wfbench_core.record.results import ERROR, MODE_AA, SCHEMA_VERSION, CaseResult, RunResult, write_result
 
 Progress = Callable[[str], None]
-
-
-def validate(bundle: Path, registry: Registry, case_ids: Iterable[str] = ()) -> list[str]:
-    """Check a bundle against the installed cases without touching a GPU; returns the case IDs."""
-    return list(prepare_all(bundle, registry, case_ids)[1])
 
 
 def execute(
@@ -377,41 +371,3 @@ def _one_line(r: CaseResult) -> str:
     t = r.timing
     return (f"{name}: WF {t.warpforth.median_us:.2f} us, CUDA {t.cuda.median_us:.2f} us, gap {t.gap:.3f}x, "
             f"noise {max(t.warpforth.noise, t.cuda.noise):.2%} [{r.status}]")
-
-
-def detect_source(commit: str | None = None, warpforthc: Path | None = None, label: str = "") -> Source:
-    """Commit and CI run of what is benchmarked: the flag, CI variables, or the warpforthc build tree.
-
-    ``WFBENCH_COMMIT`` and ``WFBENCH_REPO`` (``owner/name`` or a URL) name the benchmarked WarpForth tree
-    when wfbench runs in another repository's CI; the CI run itself comes from ``GITHUB_*``.
-    """
-    env = os.environ
-    ci_repo = env.get("GITHUB_REPOSITORY", "")
-    server = env.get("GITHUB_SERVER_URL", "https://github.com")
-    run_id = env.get("GITHUB_RUN_ID", "")
-    if not commit and env.get("WFBENCH_COMMIT"):
-        commit = env["WFBENCH_COMMIT"]
-    from wfbench_core.build.warpforth_build import read_provenance  # a warpforthc wfbench built (--warpforth)
-
-    built = read_provenance(Path(warpforthc)) if warpforthc is not None else None
-    dirty = bool(built.get("git_dirty")) if built and (not commit or commit == built.get("git_commit")) else False
-    if not commit and built:
-        commit = str(built.get("git_commit", ""))
-    if not commit and warpforthc is not None:
-        try:
-            commit = subprocess.run(["git", "-C", str(Path(warpforthc).parent), "rev-parse", "HEAD"],
-                                    capture_output=True, text=True, timeout=10, check=False,
-                                    env=child_env()).stdout.strip()
-        except OSError:
-            commit = ""
-    repo = env.get("WFBENCH_REPO", "") or ci_repo
-    if repo and "://" not in repo:
-        repo = f"{server}/{repo}"
-    return Source(
-        git_commit=commit or "",
-        git_repo=repo,
-        ci_run_id=run_id,
-        ci_run_url=f"{server}/{ci_repo}/actions/runs/{run_id}" if ci_repo and run_id else "",
-        label=label,
-        git_dirty=dirty,
-    )

@@ -19,7 +19,7 @@ from typing import Any
 import attrs
 
 from wfbench_core import SUITE_VERSION, __version__
-from wfbench_core.build.bundle import BundleManifest, read_variants
+from wfbench_core.compiling.bundle import BundleManifest, read_variants
 from wfbench_core.case import CaseKey
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.request import ExecuteRequest

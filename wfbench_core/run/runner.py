@@ -12,7 +12,7 @@ from typing import Any, Callable, Optional
 
 import attrs
 
-from wfbench_core.build.bundle import BundleManifest, build_bundle
+from wfbench_core.compiling.bundle import BundleManifest, build_bundle
 from wfbench_core.record.request import RunRequest
 from wfbench_core.record.results import CompilerInfo, RunResult, write_result
 
@@ -28,7 +28,7 @@ def compiler_arg(request: RunRequest) -> Path | dict[str, Path]:
 
 def _cuda_checker(enabled: bool) -> Optional[CompilerInfo]:
     """The nvcc to check CUDA sources with at build time, or None (not asked for, or no nvcc here)."""
-    from wfbench_core.build.compile import cuda_compiler, find_nvcc
+    from wfbench_core.compiling.compile import cuda_compiler, find_nvcc
 
     return cuda_compiler("nvcc") if enabled and find_nvcc() is not None else None
 
@@ -36,10 +36,10 @@ def _cuda_checker(enabled: bool) -> Optional[CompilerInfo]:
 def build(request: RunRequest, registry: Any, out_dir: Path, *, arch: Optional[str] = None,
           progress: Progress = lambda msg: None, keep_going: bool = True,
           sweeps: Optional[dict[str, list[dict[str, int]]]] = None) -> BundleManifest:
-    """Compile the request's cases into a bundle folder (see :mod:`wfbench_core.build.bundle`); with
+    """Compile the request's cases into a bundle folder (see :mod:`wfbench_core.compiling.bundle`); with
     ``request.check_cuda`` the CUDA sources are also compiled here, to fail before anything is shipped.
     ``sweeps`` (case id -> sizes) adds those sweep points (``wfbench sweep --bundle``)."""
-    from wfbench_core.run.executor import detect_source
+    from wfbench_core.compiling.provenance import detect_source
 
     cases = [registry.cases[ref.id].value for ref in request.cases]
     # the tree under test: the head compiler's in a base/head run

@@ -21,8 +21,8 @@ from typing import Callable, Iterable, Mapping, Optional, Sequence
 import attrs
 
 from wfbench_core import SUITE_VERSION, __version__
-from wfbench_core.build.bundle import BundleManifest, utcnow
-from wfbench_core.build.prepare import Prepared, prepare_all
+from wfbench_core.compiling.bundle import BundleManifest, utcnow
+from wfbench_core.compiling.prepare import Prepared, prepare_all
 from wfbench_core.case import Case
 from wfbench_core.errors import WfbenchError
 from wfbench_core.gpu import messages as msg

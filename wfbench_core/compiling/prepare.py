@@ -7,7 +7,7 @@ from typing import Iterable, Optional
 
 import attrs
 
-from wfbench_core.build.bundle import (
+from wfbench_core.compiling.bundle import (
     BundleCase,
     BundleManifest,
     LoadedConfig,
@@ -77,3 +77,8 @@ def prepare_all(bundle: Path, registry: Registry, case_ids: Iterable[str] = (), 
         for p in prepared:
             by_case.setdefault(p.case.id, {})[label] = p
     return manifests, by_case
+
+
+def validate(bundle: Path, registry: Registry, case_ids: Iterable[str] = ()) -> list[str]:
+    """Check a bundle against the installed cases without touching a GPU; returns the case IDs."""
+    return list(prepare_all(bundle, registry, case_ids)[1])

@@ -19,9 +19,9 @@ from typing import Iterable
 
 import attrs
 
-from wfbench_core.build.cudatools import find_tool, require_tool
+from wfbench_core.compiling.cudatools import find_tool, require_tool
 from wfbench_core.case import CaseKey, sha256_text
-from wfbench_core.record.childenv import child_env
+from wfbench_core.host.childenv import child_env
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.results import CompileRecord, CompilerInfo
 
@@ -110,7 +110,7 @@ def warpforthc_info(binary: Path) -> CompilerInfo:
     digest = sha256_text(binary.read_bytes())
     if version == "unknown" or version.startswith("llvm-"):
         version = f"build-{digest[:12]}"
-    from wfbench_core.build.warpforth_build import read_provenance
+    from wfbench_core.compiling.warpforth_build import read_provenance
 
     built = read_provenance(binary) or {}
     return CompilerInfo(kind="warpforthc", version=version, llvm_version=llvm, arch_flag=arch,
@@ -155,7 +155,7 @@ def compile_warpforth(source: str, *, binary: Path, case_id: CaseKey | str, arch
 
 
 def find_nvcc() -> Path | None:
-    """nvcc, found where every CUDA tool is (:mod:`wfbench_core.build.cudatools`); None when absent."""
+    """nvcc, found where every CUDA tool is (:mod:`wfbench_core.compiling.cudatools`); None when absent."""
     return find_tool("nvcc")
 
 

@@ -29,7 +29,7 @@ from typing import Iterator, Optional
 import attrs
 
 from wfbench_core.errors import WfbenchError
-from wfbench_core.record.childenv import child_env
+from wfbench_core.host.childenv import child_env
 
 GIT_TIMEOUT_S = 600
 #: files that mark a folder as generated, not source: its untracked contents are never part of the tree

@@ -34,7 +34,7 @@ from typing import Optional
 
 import attrs
 
-from wfbench_core.build.compile import CompileError
+from wfbench_core.compiling.compile import CompileError
 from wfbench_core.case import CaseKey
 from wfbench_core.errors import WfbenchError
 

@@ -35,7 +35,7 @@ def probe_source(word: str) -> str:
 
 
 def _verdict(word: str, binary: Path) -> str:
-    from wfbench_core.build.compile import CompileError, compile_warpforth
+    from wfbench_core.compiling.compile import CompileError, compile_warpforth
 
     try:
         compile_warpforth(probe_source(word), binary=binary, case_id="probe")

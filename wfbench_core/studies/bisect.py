@@ -35,7 +35,7 @@ import attrs
 
 from wfbench_core.review.case_verdict import SLOWER
 from wfbench_core.errors import WfbenchError
-from wfbench_core.record.childenv import child_env
+from wfbench_core.host.childenv import child_env
 
 Progress = Callable[[str], None]
 BUILD_TIMEOUT_S = 3600
@@ -245,7 +245,7 @@ def gpu_judge(registry: Any, case_id: str, *, execute: Any, arch: Optional[str],
 def bundle_explainer(registry: Any, case_id: str, arch: str) -> Callable[[Path, Path], list[str]]:
     """``explain(base, head)``: head against base of the case, from a base/head bundle the two compilers build
     here (ptxas and cuobjdump; no GPU)."""
-    from wfbench_core.build.bundle import build_bundle
+    from wfbench_core.compiling.bundle import build_bundle
     from wfbench_core.review.headbase import explain_bundle
 
     case = registry.case(case_id)

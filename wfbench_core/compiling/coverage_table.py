@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from wfbench_core.build.coverage import CoverageMap, FamilyRow
+from wfbench_core.compiling.coverage import CoverageMap, FamilyRow
 
 HEADER = ("family", "words used", "cases", "words no case uses")
 NONE = "(none)"  # an empty cell ("-" is a word)

@@ -29,10 +29,16 @@ import attrs
 
 from wfbench_core import SUITE_VERSION, __version__
 from wfbench_core.case import CONFIGS, Case, CaseKey, sha256_text
-from wfbench_core.build.compile import (CompileError, Compiled, compile_cuda, compile_warpforth, ptx_problem,
-                                        warpforthc_info)
+from wfbench_core.compiling.compile import (
+    CompileError,
+    Compiled,
+    compile_cuda,
+    compile_warpforth,
+    ptx_problem,
+    warpforthc_info,
+)
 from wfbench_core.errors import WfbenchError
-from wfbench_core.build.faults import CompileFault, compile_failure
+from wfbench_core.compiling.faults import CompileFault, compile_failure
 from wfbench_core.record.fsutil import atomic_write, make_temp_dir, read_json, read_text
 from wfbench_core.record.results import CompileRecord, CompilerInfo, Source, converter, structure
 

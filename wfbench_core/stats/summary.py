@@ -1,28 +1,23 @@
-"""Every statistic wfbench computes, in one place (numpy and scipy, imported when first used).
+"""The statistics of one run: one side's samples, the paired samples of both sides, and across runs.
 
-Within a run: the per-side summary, the gap, the per-pair ratios and their spread, the interval of the gap
-over placements. For verdicts (``compare``, ``check``): the cluster-bootstrap estimate of a gap or of a change
-of one (processes, then placements), and the between-run variance components of a kernel family (a fresh
-process, another board). Across runs: the geometric mean of a case set. Importing this module is cheap: ``wfbench --help`` and
-``wfbench list`` must not load numpy or scipy.
+The per-side summary (:class:`SideStats`), the gap, the per-pair ratios and their spread, the interval of the
+gap over placements, the geometric mean of a case set. numpy and scipy are imported when first used.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
-import warnings
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence
 
 import attrs
 
-from wfbench_core.record.timing_record import SideStats
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
 
-def _array(values: Sequence[float]) -> "np.ndarray":
+def as_array(values: Sequence[float]) -> "np.ndarray":
     import numpy as np
 
     return np.asarray(values, dtype=np.float64)
@@ -32,10 +27,23 @@ def _array(values: Sequence[float]) -> "np.ndarray":
 # one sample set
 
 
+@attrs.frozen
+class SideStats:
+    """Per-launch kernel time of one side, in microseconds, and the raw per-sample values."""
+
+    median_us: float
+    p95_us: float
+    mad_us: float
+    noise: float  # MAD / median
+    n: int
+    samples_us: tuple[float, ...]
+
+
+
 def median(values: Sequence[float]) -> float:
     import numpy as np
 
-    return float(np.median(_array(values)))
+    return float(np.median(as_array(values)))
 
 
 def mad(values: Sequence[float]) -> float:
@@ -43,7 +51,7 @@ def mad(values: Sequence[float]) -> float:
     its per-call overhead: every result read back has its statistics made again from its samples)."""
     import numpy as np
 
-    x = _array(values)
+    x = as_array(values)
     return float(np.median(np.abs(x - np.median(x))))
 
 
@@ -56,12 +64,12 @@ def relative_mad(values: Sequence[float]) -> float:
 def percentiles(values: Sequence[float], qs: Sequence[float]) -> tuple[float, ...]:
     import numpy as np
 
-    return tuple(float(v) for v in np.percentile(_array(values), list(qs)))
+    return tuple(float(v) for v in np.percentile(as_array(values), list(qs)))
 
 
 def summarize(samples_us: Sequence[float]) -> SideStats:
     """Median, 95th percentile, MAD (unscaled), MAD/median and n of per-launch times."""
-    x = _array(samples_us)
+    x = as_array(samples_us)
     if x.size == 0:
         raise ValueError("no samples")
     med = median(x)
@@ -99,7 +107,7 @@ def is_unstable(wf: SideStats, cuda: SideStats, threshold: float) -> bool:
 
 def pair_ratios(wf_samples_us: Sequence[float], cuda_samples_us: Sequence[float]) -> Optional["np.ndarray"]:
     """``wf[i] / cuda[i]`` (sample i of both sides was taken back to back); None unless both sides pair up."""
-    wf, cu = _array(wf_samples_us), _array(cuda_samples_us)
+    wf, cu = as_array(wf_samples_us), as_array(cuda_samples_us)
     if not wf.size or wf.size != cu.size:
         return None
     return wf / cu
@@ -126,7 +134,7 @@ def first_minus_second(wf_samples_us: Sequence[float], cuda_samples_us: Sequence
     varies between pairs (placements), which a difference of two medians over different pairs would carry."""
     import numpy as np
 
-    wf, cu = _array(wf_samples_us), _array(cuda_samples_us)
+    wf, cu = as_array(wf_samples_us), as_array(cuda_samples_us)
     if not (wf.size == cu.size == len(order)):
         raise ValueError("first_minus_second needs one sample per side and one order entry per pair")
     return np.where(np.array([o == "wf" for o in order], dtype=bool), wf - cu, cu - wf)
@@ -166,8 +174,8 @@ def placement_gaps(wf_samples_us: Sequence[float], cuda_samples_us: Sequence[flo
     """The gap of each placement (median WarpForth / median CUDA of its pairs), in placement order."""
     import numpy as np
 
-    wf = _array(wf_samples_us)
-    cu = _array(cuda_samples_us)
+    wf = as_array(wf_samples_us)
+    cu = as_array(cuda_samples_us)
     where = np.asarray(placement_of)
     if not (wf.shape == cu.shape == where.shape):
         raise ValueError("placement_of needs one placement index per pair")
@@ -191,8 +199,8 @@ def gap_interval(wf_samples_us: Sequence[float], cuda_samples_us: Sequence[float
     import numpy as np
     from scipy import stats as sps
 
-    wf = _array(wf_samples_us)
-    cu = _array(cuda_samples_us)
+    wf = as_array(wf_samples_us)
+    cu = as_array(cuda_samples_us)
     where = np.asarray(placement_of)
     if not (wf.shape == cu.shape == where.shape):
         raise ValueError("placement_of needs one placement index per pair")
@@ -229,8 +237,8 @@ def placement_noise(wf_samples_us: Sequence[float], cuda_samples_us: Sequence[fl
     deviation of the log per-placement gaps (None with fewer than two placements)."""
     import numpy as np
 
-    wf = _array(wf_samples_us)
-    cu = _array(cuda_samples_us)
+    wf = as_array(wf_samples_us)
+    cu = as_array(cuda_samples_us)
     where = np.asarray(placement_of)
     within = [pair_ratio_noise(wf[where == p], cu[where == p]) for p in np.unique(where)]
     g = np.log(placement_gaps(wf, cu, where))
@@ -243,30 +251,13 @@ def rate(amount: int, median_us: float) -> Optional[float]:
     return amount / (median_us * 1e-6) / 1e9 if amount else None
 
 
-def paired_statistics(wf_samples_us: Sequence[float], cuda_samples_us: Sequence[float],
-                      placement_of: Sequence[int]) -> dict[str, Any]:
-    """What a stored timing says about its paired samples, by field: each side's summary, the gap, the noise of
-    the pair ratios, and the placement-aware noise and interval of the gap."""
-    wf, cu = summarize(wf_samples_us), summarize(cuda_samples_us)
-    within, between = placement_noise(wf_samples_us, cuda_samples_us, placement_of)
-    interval, method = run_gap_interval(wf_samples_us, cuda_samples_us, placement_of)
-    return {
-        "warpforth": wf, "cuda": cu, "gap": gap(wf, cu),
-        "pair_ratio_noise": pair_ratio_noise(wf.samples_us, cu.samples_us),
-        "placements": len(set(placement_of)),
-        "within_placement_noise": within, "between_placement_noise": between,
-        "gap_lo": interval[0] if interval else None, "gap_hi": interval[1] if interval else None,
-        "gap_interval": method,
-    }
-
-
 # --------------------------------------------------------------------------------------------------------
 # across runs
 
 def geomean(values: Sequence[float]) -> float:
     from scipy import stats as sps
 
-    return float(sps.gmean(_array(values)))
+    return float(sps.gmean(as_array(values)))
 
 
 def geomean_noise(values: Sequence[float], mads: Sequence[float]) -> float:
@@ -318,180 +309,3 @@ def spread(values: Sequence[float]) -> float:
     mid = len(ordered) // 2
     median = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
     return (ordered[-1] - ordered[0]) / median
-
-
-# --------------------------------------------------------------------------------------------------------
-# verdict statistics: the interval of a gap or of a change of one, with every level of variation it carries
-#
-# Pairs share their placement's buffers, placements share their process, processes share their board. A
-# measurement's interval resamples the highest level it has several of (processes of a --repeat run, else
-# placements), keeping the levels below inside each unit; two separate runs add what a fresh process and,
-# on another board, the board add (variance components: wfbench_core.review.evidence). Everything is in log terms.
-
-PROCESS_STRIDE = 10_000  # --repeat: placement index = process x PROCESS_STRIDE + placement within the process
-HIERARCHICAL_INTERVAL = "t-scaled bootstrap over processes, then placements"
-VERDICT_RESAMPLES = 1000
-
-
-@attrs.frozen
-class LogEstimate:
-    """A value in log terms with its standard error and degrees of freedom (``math.inf``: a stated default,
-    taken as known). A variance component is an estimate of value 0."""
-
-    value: float
-    se: float
-    df: float
-    basis: str = ""
-
-    def interval(self, level: float = 0.95) -> tuple[float, float]:
-        """The ratio interval exp(value -/+ t_df x se)."""
-        half = t_quantile(level, self.df) * self.se
-        return math.exp(self.value - half), math.exp(self.value + half)
-
-
-def t_quantile(level: float, df: float) -> float:
-    from scipy import stats as sps
-
-    q = 0.5 + level / 2.0
-    return float(sps.norm.ppf(q)) if not math.isfinite(df) else float(sps.t.ppf(q, max(df, 1.0)))
-
-
-def combine(parts: Sequence[LogEstimate], value: float, basis: str = "") -> LogEstimate:
-    """A sum of independent parts: variances add, degrees of freedom by Welch-Satterthwaite."""
-    var = sum(p.se ** 2 for p in parts)
-    den = sum(p.se ** 4 / p.df for p in parts if math.isfinite(p.df) and p.se > 0)
-    df = var ** 2 / den if den > 0 else math.inf
-    return LogEstimate(value=value, se=math.sqrt(var), df=df, basis=basis)
-
-
-def process_of(placement_of: Sequence[int]) -> "np.ndarray":
-    import numpy as np
-
-    return np.asarray(placement_of, dtype=np.int64) // PROCESS_STRIDE
-
-
-def _padded(columns: Sequence["np.ndarray"], where: "np.ndarray") -> tuple[list["np.ndarray"], "np.ndarray"]:
-    """Each column as a (units x block) matrix padded with NaN, and the process of each unit."""
-    import numpy as np
-
-    units = np.unique(where)
-    block = int(max(np.count_nonzero(where == u) for u in units))
-    out = []
-    for col in columns:
-        m = np.full((units.size, block), np.nan)
-        for i, u in enumerate(units):
-            sel = col[where == u]
-            m[i, :sel.size] = sel
-        out.append(m)
-    return out, units // PROCESS_STRIDE
-
-
-def _picks(procs: "np.ndarray", resamples: int, seed: int) -> tuple["np.ndarray", int]:
-    """Resampled unit indices (R x M, -1 = none): whole processes with replacement and, inside each, its units
-    with replacement when there are several processes; units alone otherwise. Also the number of top units."""
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    tops = np.unique(procs)
-    if tops.size < 2:
-        return rng.integers(0, procs.size, size=(resamples, procs.size)), procs.size
-    members = [np.flatnonzero(procs == p) for p in tops]
-    widest = max(m.size for m in members)
-    table = np.full((tops.size, widest), -1)
-    counts = np.array([m.size for m in members])
-    for i, m in enumerate(members):
-        table[i, :m.size] = m
-    chosen = rng.integers(0, tops.size, size=(resamples, tops.size))
-    slot = (rng.random((resamples, tops.size, widest)) * counts[chosen][..., None]).astype(np.int64)
-    picked = np.take_along_axis(table[chosen], slot, axis=2)
-    picked[np.arange(widest)[None, None, :] >= counts[chosen][..., None]] = -1
-    return picked.reshape(resamples, -1), tops.size
-
-
-def cluster_estimate(columns: Sequence[Sequence[float]], placement_of: Sequence[int], statistic,  # noqa: ANN001
-                     *, resamples: int = VERDICT_RESAMPLES, seed: int = 0) -> Optional[LogEstimate]:
-    """``statistic`` (a function of one NaN-padded matrix per column, row = resample, giving log values) on
-    the data, with its bootstrap standard error over the top level of units (processes, else placements),
-    t-scaled: the bootstrap variance times n / (n - 1), and n - 1 degrees of freedom. Resamples whose statistic
-    is not finite (a group absent from them) are dropped. None with one unit, or when the statistic cannot be
-    had on the data or on half the resamples."""
-    import numpy as np
-
-    cols = [_array(c) for c in columns]
-    where = np.asarray(placement_of)
-    if not all(c.shape == where.shape for c in cols):
-        raise ValueError("placement_of needs one placement index per pair")
-    if np.unique(where).size < 2:
-        return None
-    mats, procs = _padded(cols, where)
-    pick, n = _picks(procs, resamples, seed)
-    valid = pick >= 0
-    boots = []
-    for m in mats:
-        g = m[np.where(valid, pick, 0)]
-        g[~valid] = np.nan
-        boots.append(g.reshape(resamples, -1))
-    with warnings.catch_warnings():  # a resample may hold none of a group's pairs (all-NaN rows): dropped
-        warnings.simplefilter("ignore", RuntimeWarning)
-        value = float(statistic([c[None, :] for c in cols])[0])
-        boot = np.asarray(statistic(boots), dtype=np.float64)
-    boot = boot[np.isfinite(boot)]
-    if not math.isfinite(value) or boot.size < resamples // 2:
-        return None
-    se = float(boot.std(ddof=1)) * math.sqrt(n / (n - 1))
-    levels = "processes, then placements" if np.unique(procs).size >= 2 else "placements"
-    return LogEstimate(value=value, se=se, df=float(n - 1), basis=f"bootstrap over {n} {levels}")
-
-
-def row_medians(m: "np.ndarray") -> "np.ndarray":
-    """The median of each row, ignoring the NaN padding of a resample (numpy's fast path when there is none)."""
-    import numpy as np
-
-    return np.nanmedian(m, axis=1) if np.isnan(m).any() else np.median(m, axis=1)
-
-
-def _log_gap(m: Sequence["np.ndarray"]) -> "np.ndarray":
-    import numpy as np
-
-    return np.log(row_medians(m[0]) / row_medians(m[1]))
-
-
-def _log_change(m: Sequence["np.ndarray"]) -> "np.ndarray":
-    import numpy as np
-
-    wb, wh, cb, ch = (row_medians(x) for x in m)
-    return np.log((wh / ch) / (wb / cb))
-
-
-def gap_estimate(wf_samples_us: Sequence[float], cuda_samples_us: Sequence[float],
-                 placement_of: Sequence[int]) -> Optional[LogEstimate]:
-    """The log of the reported gap (median WarpForth / median CUDA of all pairs) with its cluster-bootstrap
-    standard error: over processes, then placements, in a --repeat run; over placements otherwise."""
-    return cluster_estimate([wf_samples_us, cuda_samples_us], placement_of, _log_gap)
-
-
-def change_in_run(wf_base: Sequence[float], wf_head: Sequence[float], cuda_base: Sequence[float],
-                  cuda_head: Sequence[float], placement_of: Sequence[int]) -> Optional[LogEstimate]:
-    """log(gap head / gap base) of two builds timed in the same rounds of one run (shared placements), with
-    the standard error of the same cluster bootstrap, the (base, head, CUDA) rows resampled together."""
-    return cluster_estimate([wf_base, wf_head, cuda_base, cuda_head], placement_of, _log_change)
-
-
-def run_gap_interval(wf_samples_us: Sequence[float], cuda_samples_us: Sequence[float], placement_of: Sequence[int],
-                     level: float = 0.95) -> tuple[tuple[float, float] | None, str]:
-    """The stored interval of a run's gap and how it was made: :func:`gap_interval` for one process; for the
-    processes of a --repeat run, the bootstrap over processes, then placements (the process is a level above
-    the placement), scaled by t with K - 1 degrees of freedom."""
-    if len(set(process_of(placement_of).tolist())) < 2:
-        interval = gap_interval(wf_samples_us, cuda_samples_us, placement_of, level)
-        return interval, GAP_INTERVAL_METHOD if interval else ""
-    est = gap_estimate(wf_samples_us, cuda_samples_us, placement_of)
-    assert est is not None
-    return est.interval(level), HIERARCHICAL_INTERVAL
-
-
-def side_estimate(samples_us: Sequence[float], placement_of: Sequence[int]) -> Optional[LogEstimate]:
-    """The log of one side's median time with its cluster-bootstrap standard error."""
-    import numpy as np
-
-    return cluster_estimate([samples_us], placement_of, lambda m: np.log(row_medians(m[0])))

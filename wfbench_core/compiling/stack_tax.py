@@ -8,7 +8,7 @@ drop becomes a local store or load. This module is the one place where that cost
 - **stack frame**: the bytes of local memory per thread that ``ptxas -v`` reports (``N bytes stack frame``),
   with its spill stores and loads (:class:`~wfbench_core.record.results.SideDiagnostics`);
 - **local loads and stores**: the ``LDL`` and ``STL`` instructions of the SASS, by width in bits (the mix's
-  ``ldl.W`` / ``stl.W`` classes, :func:`wfbench_core.build.diagnostics.classify`), in the whole kernel and in
+  ``ldl.W`` / ``stl.W`` classes, :func:`wfbench_core.compiling.diagnostics.classify`), in the whole kernel and in
   its innermost loop;
 - **stack addressing**: the other instructions that form an address in the stack (:func:`addresses_stack`):
   they read the stack pointer ``R1`` (not counting the frame set-up, which writes it) or the local window

@@ -2,7 +2,7 @@
 
 The recipe is WarpForth's CI: ``cmake -G Ninja -DCMAKE_BUILD_TYPE=Release -DMLIR_DIR=…`` against the
 MLIR found here, then only the ``warpforthc`` target. It runs on a scratch copy of the tree (see
-:mod:`wfbench_core.build.warpforth_source`), where two changes are made and recorded, never in the user's tree:
+:mod:`wfbench_core.compiling.warpforth_source`), where two changes are made and recorded, never in the user's tree:
 
 - ``warpforth-runner`` is left out of ``tools/CMakeLists.txt`` (it needs the CUDA toolkit, and wfbench
   does not use it);
@@ -31,9 +31,9 @@ from typing import Callable, Iterator, Optional
 import attrs
 
 from wfbench_core.errors import WfbenchError
-from wfbench_core.record.childenv import child_env
+from wfbench_core.host.childenv import child_env
 from wfbench_core.record.fsutil import atomic_write
-from wfbench_core.build.warpforth_source import Snapshot, materialize, release
+from wfbench_core.compiling.warpforth_source import Snapshot, materialize, release
 
 RECIPE_VERSION = 1  # bump when the recipe below changes what it builds: old cache entries are then not used
 CACHE_ENV = "WFBENCH_CACHE_DIR"
@@ -366,7 +366,7 @@ def build_all(values: tuple[str, ...], *, progress: Progress = lambda msg: None)
     """
     import tempfile
 
-    from wfbench_core.build.warpforth_source import home_checkout, iter_labels, parse_spec, snapshot
+    from wfbench_core.compiling.warpforth_source import home_checkout, iter_labels, parse_spec, snapshot
 
     pairs = list(iter_labels(values))
     home = home_checkout([text for _, text in pairs])

@@ -1,0 +1,1 @@
+"""The process side of reaching a GPU host: transport options, the environment of every program wfbench starts."""

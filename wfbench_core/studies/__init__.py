@@ -1,0 +1,1 @@
+"""Studies that run the benchmark several times and review what came back: bisect, crosscheck."""
