@@ -20,6 +20,12 @@ import attrs
 if TYPE_CHECKING:
     import numpy as np
 
+__all__ = [
+    "BUFFER_DTYPES", "CONFIGS", "PRIORITIES", "SCALAR_KINDS", "TIMING_COLD_L2", "TIMING_EVENTS", "TIMING_GRAPH",
+    "TIMING_MODES", "Arrays", "Case", "CaseKey", "Launch", "Param", "Sizes", "Sweep", "Tolerance", "Work",
+    "powers_of_two", "resource_text", "resources_read", "sha256_text",
+]
+
 CONFIGS = ("check", "canonical")
 PRIORITIES = ("P0", "P1")
 SCALAR_KINDS = {"i32": "int32", "i64": "int64", "f32": "float32", "f64": "float64"}  # kind -> numpy type

@@ -20,13 +20,15 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Optional, Pr
 
 import attrs
 
-from wfbench_core.record.options import Option, describe_options, parse_options  # noqa: F401 - part of the transport contract
+from wfbench_core.record.options import Option, describe_options, parse_options  # part of the transport contract
 from wfbench_core.record.results import Check, Costs, Environment, KernelAttrs, RunResult
 from wfbench_core.record.timing_record import Sampled
 
 if TYPE_CHECKING:
     from wfbench_core.case import Case
     from wfbench_core.record.request import ExecuteRequest
+
+__all__ = ["Measurement", "Option", "Side", "Timer", "Transport", "describe_options", "parse_options"]
 
 
 @attrs.frozen

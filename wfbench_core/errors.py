@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+__all__ = ["CaseFailed", "NoGpuError", "WfbenchError"]
+
 
 class WfbenchError(Exception):
     """A problem the user can act on; ``str()`` is the whole message, one line."""

@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from wfbench_core.contracts import Timer
     from wfbench_core.record.results import TimingProtocol
 
+__all__ = ["hookspec", "wfbench_make_timer", "wfbench_register_cases", "wfbench_register_transports"]
+
 hookspec = pluggy.HookspecMarker("wfbench")
 
 

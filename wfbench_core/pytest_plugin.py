@@ -54,6 +54,12 @@ import pytest
 from wfbench_core.errors import NoGpuError, WfbenchError
 from wfbench_core.record.results import FAILING, CaseResult, TimingProtocol, RunResult, setting_problem
 
+__all__ = [
+    "CHECK_PROTOCOL", "MARKER", "GpuSession", "PluginOptions", "State", "log", "merge_runs", "pytest_addoption",
+    "pytest_collection_modifyitems", "pytest_configure", "pytest_generate_tests", "pytest_sessionfinish",
+    "pytest_terminal_summary", "unfinished", "wfbench_bench", "wfbench_gpu", "wfbench_plugins_of",
+]
+
 log = logging.getLogger("wfbench")
 
 MARKER = "wfbench"  # its own name: "benchmark" is pytest-benchmark's
@@ -163,7 +169,7 @@ def wfbench_plugins_of(pluginmanager: pytest.PytestPluginManager) -> list[object
                 continue
             try:
                 fn = getattr(plugin, name)
-            except Exception:  # noqa: BLE001 - a property that raises is not a hook
+            except Exception:  # a property that raises is not a hook
                 continue
             if callable(fn) and hasattr(fn, "wfbench_impl"):
                 impls[name] = fn

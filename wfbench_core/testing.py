@@ -24,6 +24,8 @@ from wfbench_core.case import CONFIGS, Case, sha256_text
 from wfbench_core.build.compile import Compiled, compile_cuda, cuda_compiler, find_nvcc, ptx_target, ptxas_check
 from wfbench_core.record.results import CompileRecord, CompilerInfo, Source
 
+__all__ = ["base_head_bundle_from_ptx", "bundle_from_ptx", "check_case", "inject_at_entry", "ptx_dir_loader"]
+
 
 def check_case(case: Case, *, arch: str = "sm_90", compile_cuda_side: bool | None = None) -> None:
     """Raise ``AssertionError`` unless the case is well formed.

@@ -16,6 +16,11 @@ from typing import Any, Callable, Iterable
 
 from wfbench_core.errors import WfbenchError
 
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "EXTRA_KEY", "PYTEST_DISTRIBUTIONS", "SHIPPED", "checkout_of", "counts", "describe", "files_to_ship",
+    "modules_marked", "pytest_argv", "run_on_host",
+]
+
 SHIPPED = ("tests", "tools", "examples", "pyproject.toml")  # tools: the GPU tests of the tools there
 EXTRA_KEY = "gpu_tests"
 PYTEST_DISTRIBUTIONS = ("pytest",)

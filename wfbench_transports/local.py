@@ -12,6 +12,8 @@ if TYPE_CHECKING:
     from wfbench_core.record.request import ExecuteRequest
     from wfbench_core.record.results import RunResult
 
+__all__ = ["LocalTransport", "wfbench_register_transports"]  # internal, not the plugin API
+
 
 class LocalTransport:
     name = "local"

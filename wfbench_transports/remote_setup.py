@@ -15,6 +15,8 @@ import subprocess
 import sys
 import zipfile
 
+__all__ = ["install", "main", "probe"]  # internal, not the plugin API
+
 
 def install(target, wheels):
     os.makedirs(target, exist_ok=True)
@@ -64,7 +66,7 @@ def probe(modules, dists):
         try:
             importlib.import_module(name)
             report["modules"][name] = None
-        except Exception as exc:  # noqa: BLE001 - any failure means the module is not usable
+        except Exception as exc:  # any failure means the module is not usable
             report["modules"][name] = "%s: %s" % (type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "")
     try:
         from importlib import metadata
@@ -75,14 +77,14 @@ def probe(modules, dists):
         if metadata is not None:
             try:
                 version = metadata.version(name)
-            except Exception:  # noqa: BLE001 - not installed
+            except Exception:  # not installed
                 version = None
         report["dists"][name] = version
     try:
         import wfbench_core
 
         report["wfbench_core"] = os.path.dirname(os.path.abspath(wfbench_core.__file__))
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         report["wfbench_core_error"] = "%s: %s" % (type(exc).__name__, exc)
     print(json.dumps(report))
     return 0

@@ -179,7 +179,7 @@ class SshTransport(SshHost):
         except WfbenchError as exc:
             progress(f"{self.label}: the finished cases were not kept: {exc}")
             return
-        except Exception:  # noqa: BLE001 - nothing to keep; the original error is what the user sees
+        except Exception:  # nothing to keep; the original error is what the user sees
             return
         write_result(partial, out)
         progress(f"{self.label}: kept {len(partial.cases)} finished case(s) in {out} (marked incomplete)")

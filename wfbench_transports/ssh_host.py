@@ -17,6 +17,9 @@ import attrs
 
 from wfbench_core.errors import WfbenchError
 
+# internal to wfbench, not the plugin API (README: Layout)
+__all__ = ["Completed", "Progress", "RemoteTimeout", "SshError", "SshHost", "fingerprint", "paramiko_module"]
+
 Progress = Callable[[str], None]
 
 
@@ -116,7 +119,7 @@ class SshHost:
 
             try:
                 found = paramiko.SSHConfig.from_path(str(Path(path).expanduser())).lookup(host)
-            except Exception as exc:  # noqa: BLE001 - a broken config is the user's to fix
+            except Exception as exc:  # a broken config is the user's to fix
                 raise SshError(f"cannot read {path}: {exc}; fix it or pass ssh_config=none") from None
             host = found.get("hostname", host)
             port = port if port is not None else int(found.get("port", 22))
@@ -144,7 +147,7 @@ class SshHost:
             if known.is_file():
                 try:
                     client.get_host_keys().load(str(known))
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     raise SshError(f"cannot read known_hosts {known}: {exc}") from None
         client.set_missing_host_key_policy(_host_key_policy(self))
         timeout = self.cfg["connect_timeout"]
@@ -225,7 +228,7 @@ class SshHost:
             chan = self._client.get_transport().open_session(timeout=self.cfg["connect_timeout"])
             chan.exec_command(command)
             chan.shutdown_write()
-        except Exception as exc:  # noqa: BLE001 - a dead connection
+        except Exception as exc:  # a dead connection
             raise SshError(f"{self.label}: cannot start a remote command: {exc or type(exc).__name__}") from None
         out = bytearray()
         err_tail: deque[str] = deque(maxlen=40)

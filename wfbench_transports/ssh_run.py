@@ -21,6 +21,8 @@ if TYPE_CHECKING:  # the request and wheel building load when a run starts, not 
     from wfbench_core.record.request import ExecuteRequest
     from wfbench_transports import wheels as _wheels
 
+__all__ = ["EXIT_NO_GPU", "GPU_MODULES", "WORK_PREFIX", "RemoteRun", "put_regular"]  # internal, not the plugin API
+
 #: What wfbench's ``gpu`` extra provides, by import name: a Python that imports these is reused.
 GPU_MODULES = ("numba.cuda", "cuda.core", "pynvml")
 WORK_PREFIX = "wfbench-run."
@@ -106,7 +108,7 @@ class RemoteRun:
         self.progress(f"{self.t.label}: uploading the bundle and {len(shipment.wheels)} wheels to {self.work}")
         try:
             sftp = self.t._client.open_sftp()
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise SshError(f"{self.t.label}: SFTP is not available ({exc}); enable sshd's sftp subsystem") from None
         try:
             for rel in files:
@@ -276,6 +278,6 @@ class RemoteRun:
                 t.kill(self.pidfile)
             t.check(["rm", "-rf", "--", self.work], timeout=120, what=f"removing {self.work}")
             self.work = ""
-        except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - report, never mask the first error
+        except (Exception, KeyboardInterrupt) as exc:  # report, never mask the first error
             print(f"wfbench: warning: could not remove {self.work} on {t.label} ({exc}); remove it with: "
                   f"ssh -p {t.port} {t.user}@{t.hostname} rm -rf {shlex.quote(self.work)}", file=sys.stderr)

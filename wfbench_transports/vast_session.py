@@ -27,6 +27,8 @@ if TYPE_CHECKING:  # the schema and the request load when a run starts, not for 
     from wfbench_core.record.request import ExecuteRequest
     from wfbench_core.record.results import RunResult
 
+__all__ = ["BOOTSTRAP", "Progress", "VastSession", "destroy_command", "ssh_endpoint"]  # internal, not the plugin API
+
 Progress = Callable[[str], None]
 
 #: Fixed shell text run once on a fresh instance: the CUDA images ship without Python.
@@ -162,7 +164,7 @@ class VastSession:
             if self.transport is not None:
                 try:
                     self.transport.close()
-                except Exception:  # noqa: BLE001 - never let SSH trouble skip the destroy
+                except Exception:  # never let SSH trouble skip the destroy
                     pass
         finally:
             self.destroy()
@@ -253,7 +255,7 @@ class VastSession:
     def _adopt_unknown(self, before: set[int]) -> None:
         try:
             fresh = sorted(int(i["id"]) for i in self._ours() if int(i["id"]) not in before)
-        except BaseException:  # noqa: BLE001 - nothing to adopt when we cannot even list
+        except BaseException:  # nothing to adopt when we cannot even list
             return
         with self._lock:
             if self.instance_id is None and fresh:
@@ -360,7 +362,7 @@ class VastSession:
         """Whether Vast.ai says the instance no longer exists (never True when it cannot tell)."""
         try:
             return self.api.sdk.show_instance(id=iid) is None
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             return getattr(getattr(exc, "response", None), "status_code", None) == 404
 
     def destroy(self) -> None:

@@ -37,6 +37,11 @@ import attrs
 from wfbench_core.errors import WfbenchError
 from wfbench_core.discover.plugins import GROUP
 
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "Shipment", "canonical_name", "dependency_closure", "plugin_files_problem", "prepare", "select_distributions",
+    "wheel_for",
+]
+
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)  # reproducible archives
 _SKIP_META = {"RECORD", "INSTALLER", "REQUESTED", "direct_url.json", "WHEEL"}
 _COMPILED = (".so", ".pyd", ".dll", ".dylib")

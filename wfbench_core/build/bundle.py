@@ -36,6 +36,13 @@ from wfbench_core.build.faults import CompileFault, compile_failure
 from wfbench_core.record.fsutil import atomic_write, make_temp_dir, read_json, read_text
 from wfbench_core.record.results import CompileRecord, CompilerInfo, Source, converter, structure
 
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "BUNDLE_SCHEMA", "MANIFEST", "MANIFEST_WHAT", "BundleCase", "BundleConfig", "BundleManifest",
+    "BundleSweepPoint", "LoadedConfig", "build_bundle", "load_case_files", "load_sweep_point", "read_manifest",
+    "read_variants", "shipped_files", "sweep_config", "sweep_name", "utcnow", "write_case", "write_manifest",
+    "write_sweep",
+]
+
 BUNDLE_SCHEMA = 1
 MANIFEST = "manifest.json"
 

@@ -31,6 +31,11 @@ from typing import Optional
 
 from wfbench_core.record.results import SideDiagnostics
 
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "IDENTICAL_NOTE", "code_identity", "differences", "identical", "max_threads", "parse_data", "parse_nv_info",
+    "parse_res_usage", "sass_note",
+]
+
 IDENTICAL_NOTE = "identical code (SASS and resources): any difference is noise"
 _RESOURCE = re.compile(r"\b([A-Z]+(?:\[\d+\])?):(\d+)")
 

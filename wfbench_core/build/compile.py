@@ -25,6 +25,12 @@ from wfbench_core.record.childenv import child_env
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.results import CompileRecord, CompilerInfo
 
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "COMPILE_TIMEOUT_S", "NVCC_FLAGS", "NVRTC_FLAGS", "PREFETCH_WORKERS", "WARPFORTHC_ENV", "CompileError",
+    "Compiled", "compile_cuda", "compile_warpforth", "cuda_compiler", "find_nvcc", "find_warpforthc",
+    "nvcc_version", "nvrtc_version", "prefetch_cuda", "ptx_problem", "ptx_target", "ptxas_check", "warpforthc_info",
+]
+
 WARPFORTHC_ENV = "WFBENCH_WARPFORTHC"
 NVCC_FLAGS = ("-O3", "-fmad=false", "-std=c++17")
 NVRTC_FLAGS = ("-fmad=false", "-std=c++17")
@@ -173,7 +179,7 @@ def nvrtc_version() -> str | None:
         return None
     try:
         err, major, minor = nvrtc.nvrtcVersion()
-    except Exception:  # noqa: BLE001 - the library itself may be missing behind the bindings
+    except Exception:  # the library itself may be missing behind the bindings
         return None
     return f"{major}.{minor}" if int(err) == 0 else None
 

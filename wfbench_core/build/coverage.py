@@ -22,6 +22,12 @@ from wfbench_core.build.forth_lexer import CONTROL_WORDS, ForthSyntaxError, Prog
 from wfbench_core.case import Case
 from wfbench_core.errors import WfbenchError
 
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "EXCUSES_FILE", "LANGUAGE_FILE", "LITERALS", "CaseSourceError", "CaseWords", "CoverageMap", "Family",
+    "FamilyRow", "Language", "UncoveredError", "Unknown", "case_sources", "case_words", "coverage_map",
+    "load_excuses", "load_language",
+]
+
 LANGUAGE_FILE = Path(__file__).with_name("warpforth_language.json")
 EXCUSES_FILE = Path(__file__).with_name("coverage_excuses.json")
 LITERALS = {"integer": "<integer>", "float": "<float>"}

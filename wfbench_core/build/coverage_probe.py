@@ -12,6 +12,8 @@ import concurrent.futures
 from pathlib import Path
 from typing import Iterable
 
+__all__ = ["HEADER", "SNIPPETS", "WORKERS", "probe", "probe_source"]  # internal, not the plugin API
+
 HEADER = "\\! kernel probe\n\\! param A i64[4]\n"
 _NEST3 = "4 0 DO 4 0 DO 4 0 DO {} LOOP LOOP LOOP"
 _LOCALS = ": W { X Y -- } X Y + ; 1 2 W DROP"

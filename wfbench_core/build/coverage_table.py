@@ -6,6 +6,8 @@ from typing import Any, Mapping
 
 from wfbench_core.build.coverage import CoverageMap, FamilyRow
 
+__all__ = ["HEADER", "NONE", "as_json", "render", "supported", "table"]  # internal, not the plugin API
+
 HEADER = ("family", "words used", "cases", "words no case uses")
 NONE = "(none)"  # an empty cell ("-" is a word)
 

@@ -34,6 +34,14 @@ from wfbench_core.record.results import KernelProfile, SideDiagnostics
 if TYPE_CHECKING:
     from wfbench_core.case import Case
 
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "ARCH_LIMITS", "CLASSES", "TAGS", "TOOL_TIMEOUT_S", "ArchLimits", "Assembled", "DiagnosticsError", "Instr",
+    "Loop", "Occupancy", "PtxasReport", "arch_limits", "assemble", "classify", "code_of", "compact", "diagnose",
+    "diagnose_case", "hottest_loop", "loops", "memory_order", "mix_differences", "mix_of", "normalized_sass",
+    "parse_ptxas", "parse_sass", "sass_sha256", "summarize", "theoretical_occupancy", "tool_version",
+    "tools_available",
+]
+
 TOOL_TIMEOUT_S = 300
 
 

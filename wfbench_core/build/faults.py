@@ -38,6 +38,13 @@ from wfbench_core.build.compile import CompileError
 from wfbench_core.case import CaseKey
 from wfbench_core.errors import WfbenchError
 
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "CLASSES", "COMPILE_FAILURE", "CUDA_ERROR", "HANG", "ILLEGAL_ADDRESS", "LOAD_FAILURE", "MISALIGNED_ADDRESS",
+    "OUT_OF_MEMORY", "OUT_OF_RESOURCES", "SIDE_NAMES", "TRAP", "CompileFault", "Fault", "KernelFault",
+    "as_kernel_fault", "classify", "classify_code", "compile_failure", "first_error_line", "hang", "launch_limits",
+    "side_name",
+]
+
 ILLEGAL_ADDRESS = "illegal address"
 MISALIGNED_ADDRESS = "misaligned address"
 TRAP = "trap"

@@ -29,6 +29,11 @@ import attrs
 
 from wfbench_core.errors import WfbenchError
 
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "CONTROL_WORDS", "WHITESPACE", "Definition", "ForthSyntaxError", "Program", "Token", "classify", "parse",
+    "read_header", "tokenize", "upper",
+]
+
 WHITESPACE = " \t\r\n"
 #: the words WarpForth's parser handles itself, before any name lookup (a local or user word cannot shadow them)
 CONTROL_WORDS = frozenset({"IF", "ELSE", "THEN", "BEGIN", "UNTIL", "WHILE", "REPEAT", "DO", "LOOP", "+LOOP",

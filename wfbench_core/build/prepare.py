@@ -19,6 +19,8 @@ from wfbench_core.case import Case
 from wfbench_core.discover.registry import Registry
 from wfbench_core.errors import WfbenchError
 
+__all__ = ["Prepared", "prepare", "prepare_all"]  # internal, not the plugin API
+
 
 @attrs.frozen
 class Prepared:

@@ -30,6 +30,11 @@ import attrs
 
 from wfbench_core.record.results import KernelProfile, SideDiagnostics
 
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "LOCAL_WINDOW", "STACK_POINTER", "StackTax", "addresses_stack", "by_width", "cell", "change", "delta_rows",
+    "rows", "sentence", "size", "stack_addressing", "tax_of",
+]
+
 #: The stack pointer: the ABI keeps it in R1 (set up from ``c[0x0][0x28]`` at the kernel's entry).
 STACK_POINTER = "R1"
 #: The local window in constant bank 0 (low and high word): the generic address at which local memory starts.

@@ -35,6 +35,13 @@ from wfbench_core.record.childenv import child_env
 from wfbench_core.record.fsutil import atomic_write
 from wfbench_core.build.warpforth_source import Snapshot, materialize, release
 
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "BINARY", "BUILD_TIMEOUT_S", "CACHE_ENV", "CONFIGURE_TIMEOUT_S", "DEFAULT_LLVM", "EDITS", "LIBDEVICE",
+    "MLIR_ENV", "PROVENANCE", "RECIPE_VERSION", "RUNNER_LINE", "Built", "Progress", "SourceEdit", "Toolchain",
+    "build", "build_all", "cache_key", "cache_root", "ci_llvm_version", "configure_argv", "find_mlir",
+    "find_toolchain", "packages", "prepare_tree", "read_provenance",
+]
+
 RECIPE_VERSION = 1  # bump when the recipe below changes what it builds: old cache entries are then not used
 CACHE_ENV = "WFBENCH_CACHE_DIR"
 MLIR_ENV = "WFBENCH_MLIR_DIR"

@@ -31,6 +31,11 @@ import attrs
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.childenv import child_env
 
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "GENERATED_MARKERS", "GIT_TIMEOUT_S", "Snapshot", "SourceSpec", "git", "home_checkout", "iter_labels",
+    "materialize", "parse_spec", "release", "snapshot", "toplevel",
+]
+
 GIT_TIMEOUT_S = 600
 #: files that mark a folder as generated, not source: its untracked contents are never part of the tree
 GENERATED_MARKERS = ("CMakeCache.txt", "pyvenv.cfg")

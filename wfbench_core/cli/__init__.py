@@ -12,6 +12,8 @@ from wfbench_core import __version__
 from wfbench_core.cli.lazy import LazyCommand, LazyGroup
 from wfbench_core.errors import WfbenchError
 
+__all__ = ["COMMANDS", "main"]  # internal, not the plugin API
+
 
 class _Group(LazyGroup):
     """Turns user errors into one line on stderr and an exit code, never a traceback."""

@@ -12,6 +12,8 @@ import click
 
 from wfbench_core.cli.common import load_registry, progress_printer, protocol_from, protocol_options
 
+__all__ = ["DEFAULT_BINARY", "DEFAULT_BUILD", "bisect_cmd"]  # internal, not the plugin API
+
 DEFAULT_BUILD = "cmake -B build -DCMAKE_BUILD_TYPE=Release && cmake --build build --target warpforthc"
 DEFAULT_BINARY = "build/bin/warpforthc"
 

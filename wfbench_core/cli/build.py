@@ -17,6 +17,8 @@ from wfbench_core.cli.common import (
 from wfbench_core.cli.sweep import given_sizes, size_options, sweep_plan
 from wfbench_core.errors import CaseFailed
 
+__all__ = ["build"]  # internal, not the plugin API
+
 
 @click.command("build")
 @case_options

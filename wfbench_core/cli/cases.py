@@ -9,6 +9,8 @@ import click
 from wfbench_core.cli.common import load_registry
 from wfbench_core.review.table import render_table
 
+__all__ = ["list_cases", "new_case"]  # internal, not the plugin API
+
 
 @click.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")

@@ -12,6 +12,8 @@ import click
 from wfbench_core.review.alerts import Rules
 from wfbench_core.cli.history import history_option, result_argument, warn_problems
 
+__all__ = ["check_cmd"]  # internal, not the plugin API
+
 _DEFAULT = Rules()
 
 

@@ -13,6 +13,12 @@ from wfbench_core.errors import WfbenchError
 if TYPE_CHECKING:
     from wfbench_core.discover.registry import Registry
 
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "case_options", "check_cuda_option", "execute_options", "execute_request", "finish", "load_registry",
+    "progress_printer", "protocol_from", "protocol_options", "resolve_warpforthc", "run_request", "split_opt",
+    "warpforthc_option",
+]
+
 
 def load_registry() -> Registry:
     from wfbench_core.discover.registry import Registry

@@ -13,6 +13,8 @@ from wfbench_core.cli.history import HISTORY_ENV, result_argument
 from wfbench_core.errors import WfbenchError
 from wfbench_core.review.verdicts import DEFAULT_MARGIN
 
+__all__ = ["compare_cmd"]  # internal, not the plugin API
+
 
 @click.command("compare")
 @result_argument("base")

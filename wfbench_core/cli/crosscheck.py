@@ -12,6 +12,8 @@ from wfbench_core.cli.common import case_options, load_registry, progress_printe
 from wfbench_core.errors import CaseFailed, NoGpuError, WfbenchError
 from wfbench_core.record.results import TIMING_EVENTS, TIMING_MODES, TimingProtocol, load_result
 
+__all__ = ["crosscheck_cmd"]  # internal, not the plugin API
+
 
 @click.command("crosscheck")
 @click.argument("bundle", type=click.Path(exists=True, file_okay=False, path_type=Path))

@@ -10,6 +10,8 @@ import click
 from wfbench_core.cli.history import history_option, warn_problems
 from wfbench_core.errors import WfbenchError
 
+__all__ = ["dashboard_cmd"]  # internal, not the plugin API
+
 
 @click.command("dashboard")
 @history_option

@@ -12,6 +12,8 @@ import click
 from wfbench_core.cli.common import case_options, execute_options, execute_request, finish, load_registry, progress_printer
 from wfbench_core.errors import NoGpuError, WfbenchError
 
+__all__ = ["execute_cmd"]  # internal, not the plugin API
+
 
 @click.command("execute")
 @click.argument("bundle", type=click.Path(exists=True, file_okay=False, path_type=Path))

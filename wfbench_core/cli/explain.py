@@ -10,6 +10,8 @@ import click
 from wfbench_core.cli.common import load_registry, progress_printer
 from wfbench_core.errors import WfbenchError
 
+__all__ = ["explain"]  # internal, not the plugin API
+
 
 def _wf_sides(case, bundle: Path | None, wf_ptx: Path | None, warpforthc: str | None, arch: str,
               progress) -> tuple[dict[str, str], list[str]]:  # type: ignore[no-untyped-def]

@@ -10,6 +10,8 @@ import click
 
 from wfbench_core.cli.history import result_argument
 
+__all__ = ["export_cmd"]  # internal, not the plugin API
+
 
 @click.command("export")
 @result_argument("result")

@@ -11,6 +11,11 @@ import click
 from wfbench_core.errors import WfbenchError
 from wfbench_core.review.history import DEFAULT_DIR, HISTORY_ENV
 
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "HISTORY_ENV", "history_add", "history_group", "history_list", "history_option", "history_reindex",
+    "result_argument", "warn_problems",
+]
+
 
 def history_option(f: Any) -> Any:
     return click.option("--history", "history_dir", type=click.Path(file_okay=False, path_type=Path),

@@ -11,6 +11,8 @@ from typing import Any, Mapping, NamedTuple
 
 import click
 
+__all__ = ["LazyCommand", "LazyGroup"]  # internal, not the plugin API
+
 
 class LazyCommand(NamedTuple):
     """Where a command lives and its one-line help (the first paragraph of its docstring)."""

@@ -10,6 +10,8 @@ import click
 from wfbench_core.cli.common import load_registry, progress_printer
 from wfbench_core.cli.history import result_argument
 
+__all__ = ["pr_comment"]  # internal, not the plugin API
+
 
 @click.command("pr-comment")
 @result_argument("result")

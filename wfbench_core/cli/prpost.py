@@ -8,6 +8,8 @@ from typing import Optional
 
 import click
 
+__all__ = ["pr_post"]  # internal, not the plugin API
+
 
 @click.command("pr-post")
 @click.argument("comment", type=click.Path(exists=True, dir_okay=False, path_type=Path))

@@ -22,6 +22,8 @@ from wfbench_core.cli.common import (
 )
 from wfbench_core.errors import NoGpuError, WfbenchError
 
+__all__ = ["NO_LOCAL_GPU_HINT", "run"]  # internal, not the plugin API
+
 
 def _default_out() -> Path:
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")

@@ -14,6 +14,11 @@ import click
 from wfbench_core.cli.common import load_registry, progress_printer, protocol_from, protocol_options, warpforthc_option
 from wfbench_core.errors import CaseFailed, NoGpuError, WfbenchError
 
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "MAX_POINTS", "given_sizes", "parse_range", "parse_size", "render_sweep", "size_options", "sweep_cmd",
+    "sweep_plan",
+]
+
 _VALUE = re.compile(r"^\s*(?:(\d[\d_]*)|2\^(\d+))\s*$")
 _RANGE = re.compile(r"^\s*([A-Za-z_]\w*)=([^.]+)\.\.([^:]+)(?::(\d+))?\s*$")
 MAX_POINTS = 64  # a range that would give more sizes is refused (a typo, not a sweep)

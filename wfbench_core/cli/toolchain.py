@@ -10,6 +10,8 @@ import click
 from wfbench_core.cli.common import warpforthc_option
 from wfbench_core.errors import WfbenchError
 
+__all__ = ["compilers", "toolchain"]  # internal, not the plugin API
+
 
 @click.command("toolchain")
 @click.argument("warpforth", required=False, type=click.Path(exists=True, file_okay=False, path_type=Path))

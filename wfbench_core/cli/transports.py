@@ -7,6 +7,8 @@ import click
 from wfbench_core.cli.common import load_registry
 from wfbench_core.review.table import render_table
 
+__all__ = ["list_transports"]  # internal, not the plugin API
+
 
 @click.command("transports")
 @click.argument("name", required=False)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from wfbench_core import __version__
-from wfbench_core.dashboard.browser import BROWSER_ENV, BROWSER_NAMES, find_browser, screenshot  # noqa: F401
+from wfbench_core.dashboard.browser import BROWSER_ENV, BROWSER_NAMES, find_browser, screenshot
 from wfbench_core.dashboard.models import gpu_matrix
 from wfbench_core.dashboard.steps import change_marks
 from wfbench_core.dashboard.sweeps import sweep_cards
@@ -32,6 +32,12 @@ from wfbench_core.review.history import History, git_links, point_order, utc_sor
 from wfbench_core.review.evidence import aa_run_floor
 from wfbench_core.review.series import STABLE, Point, Series, SeriesKey
 from wfbench_core.record.results import MODE_AA
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "ASSETS", "BROWSER_ENV", "BROWSER_NAMES", "DIAG_KEYS", "KIND_AA", "KIND_BASEHEAD", "KIND_CANONICAL",
+    "build_data", "build_site", "diagnostics", "find_browser", "geomean_set", "kind_of", "render_page",
+    "screenshot", "x_labels",
+]
 
 ASSETS = ("chart.umd.js", "LICENSE-chart.js.md", "app.js", "style.css")
 

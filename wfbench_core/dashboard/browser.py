@@ -8,6 +8,8 @@ from typing import Optional
 
 from wfbench_core.errors import WfbenchError
 
+__all__ = ["BROWSER_ENV", "BROWSER_NAMES", "find_browser", "screenshot"]  # internal, not the plugin API
+
 BROWSER_ENV = "WFBENCH_CHROMIUM"
 # Debian's Chromium, then Google Chrome (preinstalled on GitHub's Ubuntu runners, where the apt package
 # "chromium" is only a stub that asks for a snap)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Optional, Sequence
 
+__all__ = ["gpu_matrix"]  # internal, not the plugin API
+
 
 def _column_names(summaries: Sequence[dict[str, Any]]) -> list[str]:
     """One name per canonical platform: the GPU model, with its toolchain where two share a model."""

@@ -16,6 +16,8 @@ import re
 import sys
 from typing import Any, Callable, Iterator, Sequence
 
+__all__ = ["EntryPoint", "find"]  # internal, not the plugin API
+
 #: the form of an entry point's value: ``module``, ``module:attr.attr``, either with ``[extras]``
 _VALUE = re.compile(r"(?P<module>[\w.]+)\s*(:\s*(?P<attr>[\w.]+)\s*)?((?P<extras>\[.*\])\s*)?$")
 

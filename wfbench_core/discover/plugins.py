@@ -18,6 +18,9 @@ from wfbench_core import hookspecs
 from wfbench_core.discover import entry_points
 from wfbench_core.record.origin import PluginOrigin
 
+# internal to wfbench, not the plugin API (README: Layout)
+__all__ = ["DISABLE_ENV", "GROUP", "PLUGINS_ENV", "PluginLoadWarning", "get_plugin_manager", "plugin_origin"]
+
 GROUP = "wfbench"
 DISABLE_ENV = "WFBENCH_DISABLE_PLUGIN_AUTOLOAD"
 PLUGINS_ENV = "WFBENCH_PLUGINS"
@@ -51,7 +54,7 @@ def get_plugin_manager(
             name = plugin
             try:
                 plugin = importlib.import_module(plugin)
-            except Exception as exc:  # noqa: BLE001 - a broken plugin must not take the others down
+            except Exception as exc:  # a broken plugin must not take the others down
                 warnings.warn(
                     f"wfbench plugin {name!r} failed to import and was skipped: {type(exc).__name__}: {exc}",
                     PluginLoadWarning,
@@ -71,7 +74,7 @@ def _load_entry_points(pm: pluggy.PluginManager) -> None:
             continue
         try:
             plugin = ep.load()
-        except Exception as exc:  # noqa: BLE001 - a broken plugin must not take the others down
+        except Exception as exc:  # a broken plugin must not take the others down
             warnings.warn(
                 f"wfbench plugin {ep.name!r} (from {ep.distribution}) failed to import and was "
                 f"skipped: {type(exc).__name__}: {exc}",

@@ -12,6 +12,8 @@ from wfbench_core.errors import WfbenchError
 from wfbench_core.record.origin import PluginOrigin
 from wfbench_core.discover.plugins import get_plugin_manager, plugin_origin
 
+__all__ = ["DuplicateError", "Registered", "Registry"]  # internal, not the plugin API
+
 
 class DuplicateError(WfbenchError):
     """Two plugins offered the same name."""

@@ -14,6 +14,8 @@ from pathlib import Path
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.fsutil import atomic_write
 
+__all__ = ["CUDA", "FORTH", "MODULE", "PYPROJECT", "README", "TEST", "new_case"]  # internal, not the plugin API
+
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
 
 PYPROJECT = """\

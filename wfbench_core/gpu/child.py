@@ -36,6 +36,11 @@ import attrs
 from wfbench_core.discover.plugins import DISABLE_ENV, PLUGINS_ENV
 from wfbench_core.record.childenv import child_env
 
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "PR_SET_PDEATHSIG", "REASON_LINES", "TAIL_LINES", "Child", "Finished", "Lines", "Recipe", "die_with_parent",
+    "plugin_env", "run",
+]
+
 PR_SET_PDEATHSIG = 1
 #: how many of a child's last standard-error lines are kept for its end reason
 TAIL_LINES = 20

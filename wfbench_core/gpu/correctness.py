@@ -30,6 +30,12 @@ from wfbench_core.gpu.device import Device, Kernel
 from wfbench_core.build.faults import side_name
 from wfbench_core.record.results import Check
 
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "DIFFER_BLOCK", "DIFFER_KERNEL", "DIFFER_PTX", "INT_SENTINEL", "Checked", "Checker", "Comparison",
+    "TimedBuffers", "WrongOnTimedBuffers", "compare", "describe_check", "describe_failures", "idempotence",
+    "never_written", "poison_name", "poison_value", "spent",
+]
+
 INT_SENTINEL = 0x5A5A5A5A5A5A5A5A
 
 

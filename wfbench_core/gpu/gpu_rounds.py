@@ -52,6 +52,12 @@ from wfbench_core.errors import WfbenchError
 from wfbench_core.record.results import TIMING_COLD_L2, TIMING_EVENTS, TIMING_GRAPH
 from wfbench_core.gpu.sampling import buffer_sets
 
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "CLOCK_KERNEL", "CLOCK_PTX", "COLD_MAX_LAUNCHES", "EMPTY", "EMPTY_PTX", "FLOOR_LAUNCHES", "FLOOR_ROUNDS",
+    "GATE_KERNEL", "GATE_MAX_QUEUED", "GATE_MAX_RETAKES", "GATE_PTX", "GATE_QUEUE_MS", "GATE_TIMEOUT_NS",
+    "GRAPH_CHUNK", "LEAD_MS", "CudaRounds", "TimingSetup",
+]
+
 GRAPH_CHUNK = 256  # launches per captured graph (a multiple of every rotation); a sample replays it
 COLD_MAX_LAUNCHES = 256  # cold-L2 samples: each launch has its own events and flush
 GATE_TIMEOUT_NS = 200_000_000  # the gate opens by itself after 0.2 s (the host never set the flag)

@@ -19,6 +19,8 @@ import attrs
 
 from wfbench_core.errors import WfbenchError
 
+__all__ = ["LaunchSpec", "command", "serve"]  # internal, not the plugin API
+
 
 @attrs.frozen
 class LaunchSpec:

@@ -25,6 +25,11 @@ from wfbench_core.record.results import CaseResult, CompilerInfo, Environment, c
 if TYPE_CHECKING:
     import cattrs
 
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "TAG", "Arm", "CaseError", "Disarm", "Exit", "Fatal", "Init", "Message", "ProgressLine", "Ready", "Reply",
+    "Request", "Results", "RunCase", "RunPoint", "decode", "encode", "fatal_error",
+]
+
 # -- executor -> worker ------------------------------------------------------------------------------
 
 
@@ -140,7 +145,7 @@ def decode(line: str | bytes) -> Message:
     """The message of one line; :class:`WfbenchError` for anything else."""
     try:
         return _converter().structure(json.loads(line), Message)  # type: ignore[no-any-return]
-    except Exception as exc:  # noqa: BLE001 - JSON and cattrs errors alike: the other side speaks another protocol
+    except Exception as exc:  # JSON and cattrs errors alike: the other side speaks another protocol
         text = line.decode(errors="replace") if isinstance(line, bytes) else line
         raise WfbenchError(f"not a worker message ({type(exc).__name__}): {text[:120]!r}; are both sides the same "
                            "wfbench version?") from None

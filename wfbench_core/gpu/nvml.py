@@ -20,6 +20,11 @@ import attrs
 from wfbench_core.record.results import CaseResult, Environment, NvmlSummary
 from wfbench_core.record.stats import median
 
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "HEALTHY_FRACTION", "PERIOD_S", "POWER_REASONS", "REASON_BITS", "THERMAL_REASONS", "NvmlSampler", "Reading",
+    "describe", "facts", "host_health", "mark_host", "reason_names", "summarize", "throttled",
+]
+
 PERIOD_S = 0.1
 
 # NVML clock event reasons (nvmlClocksEventReason*, formerly nvmlClocksThrottleReason*): bit -> name
@@ -150,7 +155,7 @@ class NvmlSampler:
             self._nvml = pynvml
             self.handle = pynvml.nvmlDeviceGetHandleByPciBusId(bus_id) if bus_id else \
                 pynvml.nvmlDeviceGetHandleByIndex(0)
-        except Exception as exc:  # noqa: BLE001 - NVML is metadata: timing goes on without it
+        except Exception as exc:  # NVML is metadata: timing goes on without it
             self.why_not = f"NVML not readable ({type(exc).__name__}: {exc})"
             self.handle = None
 
@@ -161,7 +166,7 @@ class NvmlSampler:
         def get(fn: Any) -> Any:
             try:
                 return fn()
-            except Exception:  # noqa: BLE001 - each value is optional
+            except Exception:  # each value is optional
                 return None
 
         reasons_fn = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
@@ -209,11 +214,11 @@ def facts(bus_id: Optional[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     try:
         pynvml.nvmlInit()
-    except Exception:  # noqa: BLE001
+    except Exception:
         return {}
     try:
         h = pynvml.nvmlDeviceGetHandleByPciBusId(bus_id) if bus_id else pynvml.nvmlDeviceGetHandleByIndex(0)
-    except Exception:  # noqa: BLE001
+    except Exception:
         h = pynvml.nvmlDeviceGetHandleByIndex(0)
     reads = {
         "gpu_uuid": lambda: pynvml.nvmlDeviceGetUUID(h),
@@ -231,12 +236,12 @@ def facts(bus_id: Optional[str]) -> dict[str, Any]:
         try:
             value = read()
             out[key] = value.decode() if isinstance(value, bytes) else value
-        except Exception:  # noqa: BLE001 - each fact is optional
+        except Exception:  # each fact is optional
             pass
     try:
         v = pynvml.nvmlSystemGetCudaDriverVersion()
         out["cuda_driver_version"] = f"{v // 1000}.{(v % 1000) // 10}"
-    except Exception:  # noqa: BLE001
+    except Exception:
         pass
     for k in ("sm_clock_mhz", "mem_clock_mhz", "max_sm_clock_mhz", "max_mem_clock_mhz", "temperature_c",
               "memory_bytes"):

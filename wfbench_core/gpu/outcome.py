@@ -23,6 +23,9 @@ from wfbench_core.record.results import (ERROR, FAILED, FAILING, IMPLAUSIBLE, OK
                                   Timing)
 from wfbench_core.record.timing_record import sampled_of, sampling_fields
 
+# internal to wfbench, not the plugin API (README: Layout)
+__all__ = ["POOL", "case_result", "error_result", "measured", "merge_repeats", "pool", "timed_status", "timing_of"]
+
 
 def case_result(case: Any, *, mode: str, plugin: str, compiler_label: str = "",
                 compile_wf: Optional[CompileRecord] = None) -> CaseResult:

@@ -31,6 +31,12 @@ from wfbench_core.gpu.launcher import LaunchSpec, command, serve
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.results import KernelProfile
 
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "CLOCK_CONTROL", "EXTRA_METRICS", "LAUNCHES", "LOCAL_METRICS", "METRICS", "NCU_TIMEOUT_S", "SECTIONS",
+    "ProfileError", "launch", "ncu_command", "ncu_errors", "ncu_version", "parse_raw_csv", "profile_side",
+    "to_profile", "top_stalls",
+]
+
 NCU_TIMEOUT_S = 600
 #: Launches the launcher makes; ncu profiles only the last one.
 LAUNCHES = 3

@@ -19,6 +19,12 @@ from wfbench_core.record.results import CaseResult, CompilerInfo, Environment
 if TYPE_CHECKING:
     from wfbench_core.gpu.device import Device
 
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "BLOCK", "BLOCKS_PER_SM", "CHAINS", "COPY_REPEATS", "FLOPS_PER_ITER", "FP64_CASE_ID", "ITERS", "KERNEL",
+    "SOURCE", "TIMED_LAUNCHES", "Roofline", "as_dict", "format_roofline", "measure_copy_gbps", "measure_fp64_peak",
+    "roofline",
+]
+
 KERNEL = "wfbench_fp64_peak"
 FP64_CASE_ID = "fp64-peak"  # the micro-kernel's name in compiles (the worker compiles it ahead)
 CHAINS = 8  # independent dependency chains per thread: enough to hide the f64 pipeline latency

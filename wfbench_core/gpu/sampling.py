@@ -50,6 +50,13 @@ from wfbench_core.errors import WfbenchError
 from wfbench_core.record.results import TimingProtocol
 from wfbench_core.record.timing_record import Sampled
 
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "CLOCK_FLOOR", "CLOCK_RETAKE_SHARE", "MAX_SHORT_RETAKES", "PLACEMENT_MAX_OFFSET", "PLACEMENT_STEP",
+    "ROTATION_MEMORY_SHARE", "SAMPLE_MARGIN", "STOP_BUDGET", "STOP_SAMPLES", "STOP_TARGET", "WARMUP_STEP_MS",
+    "WARMUP_WALL_FACTOR", "Rounds", "buffer_sets", "clocks_match", "dipped", "launches_for", "max_clock_retakes",
+    "placement_blocks", "placement_offsets", "round_order", "sample_case", "stop_reason", "zero_offsets",
+]
+
 SAMPLE_MARGIN = 1.10  # calibrate for 10 % above min_sample_ms: clocks and placements move per-launch time
 MAX_SHORT_RETAKES = 8  # a case whose samples keep coming in short is an error, not an endless loop
 CLOCK_FLOOR = 0.995  # a pair whose SM clock is below this share of the case's highest pair clock is dipped

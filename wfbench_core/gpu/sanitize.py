@@ -35,6 +35,11 @@ from wfbench_core.gpu import child
 from wfbench_core.gpu.launcher import LaunchSpec, command, serve
 from wfbench_core.build.faults import HANG, Fault, KernelFault, side_name
 
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "DEFAULT_TIMEOUT_S", "ERROR_EXITCODE", "PREFIX", "SanitizerFinding", "first_report", "launch_once",
+    "sanitize_case", "tools_for", "uses_shared_memory",
+]
+
 ERROR_EXITCODE = 86  # what compute-sanitizer exits with when it reported an error
 DEFAULT_TIMEOUT_S = 300.0  # kernels run 10-100x slower under the sanitizer; a check-size launch is short
 PREFIX = "========="

@@ -44,6 +44,8 @@ from wfbench_core.gpu.plausibility import InconsistentLaunches
 from wfbench_core.record.results import TIMING_MODES, Check, CompilerInfo, Costs, Environment, KernelAttrs, TimingProtocol
 from wfbench_core.record.timing_record import Sampled
 
+__all__ = ["CudaEventTimer"]  # internal, not the plugin API
+
 
 class CudaEventTimer:
     """The built-in timer (replace it through the ``wfbench_make_timer`` hook)."""
@@ -118,7 +120,7 @@ class CudaEventTimer:
             raise
         except WfbenchError as exc:
             raise WfbenchError(f"{case.id}: {exc}") from None
-        except Exception as exc:  # noqa: BLE001 - a CUDA error while the sides are interleaved
+        except Exception as exc:  # a CUDA error while the sides are interleaved
             fault = as_kernel_fault(exc, case_id=case.id, config="canonical", side="", action="timing")
             if fault is None:
                 raise

@@ -16,6 +16,9 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Callable, Iterator, Optional
 
+# internal to wfbench, not the plugin API (README: Layout)
+__all__ = ["FACTOR", "FLOOR_S", "QUIET_FLOOR_S", "arm", "deadline_for", "disarm", "guard", "install", "quiet_limit_s"]
+
 FLOOR_S = 10.0
 FACTOR = 50.0
 #: the least time a worker may stay silent outside a guarded wait (loading modules, compiling the CUDA

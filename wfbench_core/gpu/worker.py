@@ -40,6 +40,8 @@ from wfbench_core.gpu.outcome import case_result, measured
 from wfbench_core.gpu.plausibility import Yardsticks
 from wfbench_core.record.results import FAILED, MODE_AA, CaseResult, CompilerInfo, sm_arch
 
+__all__ = ["Worker", "main", "measure_apart", "ptx_twins", "run_case"]  # internal, not the plugin API
+
 
 class Worker:
     def __init__(self, out: IO[str]) -> None:
@@ -210,7 +212,7 @@ class Worker:
             else:
                 self.send(msg.Fatal(str(exc), exc.exit_code))
                 return False
-        except Exception as exc:  # noqa: BLE001 - a plugin's bug: one line, and this process is replaced
+        except Exception as exc:  # a plugin's bug: one line, and this process is replaced
             what = f"{type(exc).__name__}: {exc}"
             if is_case:
                 self.send(msg.CaseError(f"the timer raised {what}", restart=True))

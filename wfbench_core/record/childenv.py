@@ -15,6 +15,8 @@ import os
 import re
 from typing import Mapping, Optional
 
+__all__ = ["SECRET_NAMES", "child_env", "is_secret"]  # internal, not the plugin API
+
 #: names that hold a credential: a whole word (between underscores) of these
 _SECRET_WORD = re.compile(r"(^|_)(API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?|AUTH)(_|$)",
                           re.IGNORECASE)

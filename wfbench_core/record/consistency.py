@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Optional
 if TYPE_CHECKING:
     from wfbench_core.record.results import CaseResult, RunResult, Timing
 
+__all__ = ["TOLERANCE", "case_problem", "problem", "summary_problem"]  # internal, not the plugin API
+
 #: relative disagreement allowed between a stored statistic and the same statistic made again from the
 #: samples (the same functions on the same numbers agree to the last bit; this leaves room for another
 #: numpy's rounding, and none for a figure that was changed)

@@ -15,6 +15,8 @@ import attrs
 
 from wfbench_core.errors import WfbenchError
 
+__all__ = ["Option", "describe_options", "parse_options"]  # internal, not the plugin API
+
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
 

@@ -15,6 +15,8 @@ import attrs
 from wfbench_core.record.origin import PluginOrigin
 from wfbench_core.record.results import MODE_PAIRED, TimingProtocol, dumps, loads
 
+__all__ = ["CaseRef", "ExecuteRequest", "RunRequest"]  # internal, not the plugin API
+
 
 @attrs.frozen
 class ExecuteRequest:

@@ -20,6 +20,8 @@ from wfbench_core.record.status import STATUSES
 if TYPE_CHECKING:
     from wfbench_core.record.results import CaseResult, RunResult, SideStats, Timing
 
+__all__ = ["UPGRADES", "case_problem", "index_problem", "problem"]  # internal, not the plugin API
+
 # how a result of an older schema is read: version -> function that rewrites its JSON to the next version
 # (2: Timing.warmup_s, the measured busy time of the warm-up, became warmup_busy_s, apart from the setting;
 # 3: the protocol gained ``rotation``, which runs before it did not do: they read as rotation 1;

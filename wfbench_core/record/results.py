@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 from wfbench_core.case import CaseKey
 from wfbench_core.errors import WfbenchError
-from wfbench_core.record.timing_record import (  # noqa: F401 - the timing record is part of the schema
+from wfbench_core.record.timing_record import (  # the timing record is part of the schema
     TIMING_COLD_L2,
     TIMING_EVENTS,
     TIMING_GRAPH,
@@ -30,12 +30,20 @@ from wfbench_core.record.timing_record import (  # noqa: F401 - the timing recor
     SideStats,
     Timing,
 )
-
-SCHEMA_VERSION = 5  # wfbench_core.record.result_rules.UPGRADES reads the older ones
-
-from wfbench_core.record.status import (  # noqa: E402,F401 - part of the schema
+from wfbench_core.record.status import (  # the statuses are part of the schema
     ERROR, FAILED, FAILING, IMPLAUSIBLE, OK, STATUSES, UNSTABLE,
 )
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "ERROR", "FAILED", "FAILING", "IMPLAUSIBLE", "MODE_AA", "MODE_PAIRED", "OK", "RESULT", "SCHEMA_VERSION",
+    "STATUSES", "TIMING_COLD_L2", "TIMING_EVENTS", "TIMING_GRAPH", "TIMING_MODES", "UNSTABLE", "CaseResult",
+    "Check", "CompileRecord", "CompilerInfo", "Costs", "Environment", "KernelAttrs", "KernelProfile", "NvmlSummary",
+    "RunResult", "Sampled", "Sampling", "SideDiagnostics", "SideStats", "Source", "Timing", "TimingProtocol",
+    "converter", "dumps", "load_result", "loads", "parse_result", "setting", "setting_problem", "sm_arch",
+    "structure", "write_result",
+]
+
+SCHEMA_VERSION = 5  # wfbench_core.record.result_rules.UPGRADES reads the older ones
 
 # timing modes: the paired WarpForth/CUDA comparison, or the CUDA PTX against itself (the method's floor)
 MODE_PAIRED = "paired"

@@ -21,6 +21,16 @@ from wfbench_core.record.timing_record import SideStats
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "GAP_INTERVAL_METHOD", "GAP_INTERVAL_RESAMPLES", "HIERARCHICAL_INTERVAL", "PROCESS_STRIDE", "VERDICT_RESAMPLES",
+    "LogEstimate", "PositionEffect", "SetMember", "SuiteGeomean", "band", "case_set_id", "change_in_run",
+    "cluster_estimate", "combine", "first_minus_second", "gap", "gap_estimate", "gap_interval", "geomean",
+    "geomean_noise", "is_unstable", "mad", "median", "pair_ratio_mad", "pair_ratio_noise", "pair_ratios",
+    "paired_statistics", "percentiles", "placement_gaps", "placement_noise", "position_effect", "process_of",
+    "rate", "relative_halfwidth", "relative_mad", "row_medians", "run_gap_interval", "side_estimate", "spread",
+    "suite_geomean", "summarize", "t_quantile",
+]
+
 
 def _array(values: Sequence[float]) -> "np.ndarray":
     import numpy as np

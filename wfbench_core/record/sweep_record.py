@@ -21,6 +21,11 @@ import attrs
 from wfbench_core.record.results import (FAILING, CaseResult, CompilerInfo, Environment, Source, Timing, TimingProtocol,
                                          dumps, structure)
 
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "SWEEP", "SWEEP_KIND", "SWEEP_SCHEMA", "SweepPoint", "SweepResult", "is_sweep", "load_sweep", "parse_sweep",
+    "sweep_problem", "write_sweep",
+]
+
 SWEEP_SCHEMA = 1
 SWEEP_KIND = "sweep"
 SWEEP = "a wfbench sweep"

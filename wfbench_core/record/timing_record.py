@@ -16,7 +16,12 @@ from typing import Any, Mapping, Optional
 import attrs
 
 # how a sample is timed (TimingProtocol.timing_mode)
-from wfbench_core.case import TIMING_COLD_L2, TIMING_EVENTS, TIMING_GRAPH, TIMING_MODES  # noqa: F401 - re-exported
+from wfbench_core.case import TIMING_COLD_L2, TIMING_EVENTS, TIMING_GRAPH, TIMING_MODES  # re-exported
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "TIMING_COLD_L2", "TIMING_EVENTS", "TIMING_GRAPH", "TIMING_MODES", "NvmlSummary", "Sampled", "Sampling",
+    "SideStats", "Timing", "sampled_of", "sampling_fields",
+]
 
 
 @attrs.frozen

@@ -14,6 +14,11 @@ import attrs
 
 from wfbench_core.record.timing_record import Timing
 
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "F32_PER_F64", "FLOP_TYPES", "HALF_PER_F32", "MARGIN", "TENSOR_PER_VECTOR", "Yardsticks", "default_flop_type",
+    "flop_peak", "implausible", "implausible_result", "must_move_bytes",
+]
+
 F64, F64_NO_FMA, F32, F16, BF16 = "f64", "f64-no-fma", "f32", "f16", "bf16"
 TENSOR_F64, TENSOR_TF32, TENSOR_F16, TENSOR_BF16, TENSOR_FP8 = (
     "tensor-f64", "tensor-tf32", "tensor-f16", "tensor-bf16", "tensor-fp8")

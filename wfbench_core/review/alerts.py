@@ -33,6 +33,12 @@ from wfbench_core.review.history import History, point_order, utc_sortable
 from wfbench_core.review.series import Point, Series, SeriesKey, point_of, series_key
 from wfbench_core.record.results import ERROR, FAILED, RunResult, load_result
 
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "EXIT_DRIFT", "EXIT_OK", "EXIT_REGRESSION", "FAILED_CASE", "HEADER", "INSUFFICIENT", "MISSING", "NEW_SERIES",
+    "UNSTABLE", "VERDICT_ORDER", "CheckReport", "Finding", "Rules", "check", "judge", "load_for_check", "mark",
+    "missing_cases", "reference_points", "render_markdown", "render_text", "summary_line", "verdict_of",
+]
+
 # exit codes of `wfbench check` (documented in docs/history.md)
 EXIT_OK = 0
 EXIT_REGRESSION = 1

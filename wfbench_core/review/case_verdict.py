@@ -14,6 +14,8 @@ from typing import Optional
 from wfbench_core.record.results import RunResult
 from wfbench_core.review import compare, verdicts
 
+__all__ = ["REGRESSIONS", "VERDICTS", "base_head", "case_verdict"]  # internal, not the plugin API
+
 SAME, SLOWER, FASTER, AMBIGUOUS = (v.upper() for v in (verdicts.SAME, verdicts.SLOWER, verdicts.FASTER,
                                                        verdicts.AMBIGUOUS))
 BROKEN, BASE_BROKEN = verdicts.BROKEN_WORDS["head"], verdicts.BROKEN_WORDS["base"]

@@ -35,6 +35,9 @@ from wfbench_core.review.series import Point, Series
 if TYPE_CHECKING:  # numpy loads when a series is first searched, not when check or the CLI is imported
     import numpy as np
 
+# internal to wfbench, not the plugin API (README: Layout)
+__all__ = ["ChangePoint", "Settings", "Split", "best_split", "change_points", "e_divisive", "new_change_points"]
+
 
 @attrs.frozen
 class Settings:

@@ -32,6 +32,12 @@ from wfbench_core.record.results import UNSTABLE, CaseResult, CompileRecord, Run
 if TYPE_CHECKING:  # pragma: no cover
     from wfbench_core.review.history import History
 
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "HEADER", "SHARED", "CaseComparison", "Change", "RunComparison", "Settings", "baseline_change",
+    "compare_labels", "compare_runs", "labels_of", "pct", "render_markdown", "render_text", "split_labels",
+    "summary", "verdict_cell",
+]
+
 SHARED = "same samples"
 
 

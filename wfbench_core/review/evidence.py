@@ -24,6 +24,13 @@ from wfbench_core.review.series import Point, SeriesKey
 if TYPE_CHECKING:  # pragma: no cover
     from wfbench_core.review.history import History
 
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "DEFAULT_BOARD_SD", "DEFAULT_PROCESS_SD", "MIN_COMPONENT_DF", "ONE_PLACEMENT_BOARD_SD",
+    "ONE_PLACEMENT_PROCESS_SD", "Components", "Observation", "aa_run_floor", "board_aa_floor",
+    "change_against_reference", "components", "family", "family_points", "observations", "repeat_observations",
+    "variance_components",
+]
+
 
 # Stated defaults of the components until measured (docs/history.md, "Verdicts"): what a fresh process on one
 # board, and another board of one GPU model beyond that, move a gap by (standard deviations, log terms). Runs

@@ -28,6 +28,11 @@ from wfbench_core.build.diagnostics import (
 from wfbench_core.record.results import CaseResult, Environment, KernelProfile, SideDiagnostics
 from wfbench_core.gpu.roofline import format_roofline, roofline
 
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "CLASS_HELP", "LOOP_LINES", "WF_PREFIX", "ExplainedSide", "SideReport", "analyse", "findings", "head_vs_base",
+    "profile_findings", "render_markdown",
+]
+
 LOOP_LINES = 60
 
 CLASS_HELP = {

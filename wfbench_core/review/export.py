@@ -33,6 +33,8 @@ from wfbench_core.review.history import refusal
 from wfbench_core.review.series import protocol_tag, timing_mode
 from wfbench_core.record.results import MODE_AA, MODE_PAIRED, OK, CaseResult, RunResult
 
+__all__ = ["FORMATS", "GAP_UNIT", "TIME_UNIT", "github_action_benchmark"]  # internal, not the plugin API
+
 FORMATS = ("github-action-benchmark",)
 GAP_UNIT = "x CUDA"
 TIME_UNIT = "us"

@@ -23,6 +23,11 @@ from wfbench_core.review.sassdiff import ADDED, CHANGED, MOVED, REMOVED, RENAMED
 if TYPE_CHECKING:
     from wfbench_core.case import Case
 
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "LOOP_ROWS", "MAX_LISTED", "Variant", "bundle_ptx", "explain_bundle", "pick", "profile_rows", "render",
+    "resource_rows", "variant",
+]
+
 MAX_LISTED = 12  # changed instructions named one by one; the regions below show every one
 LOOP_ROWS = 60  # rows of a changed loop shown side by side
 

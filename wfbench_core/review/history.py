@@ -37,6 +37,12 @@ from wfbench_core.record.result_rules import index_problem
 from wfbench_core.record.results import FAILING, RunResult, TimingProtocol, converter, dumps, parse_result
 from wfbench_core.review.series import Point, Series, SeriesKey, case_name, points_from_run
 
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "DEFAULT_DIR", "HISTORY_ENV", "INDEX_FILE", "INDEX_VERSION", "LOCK_FILE", "LOCK_WAIT_S", "RUNS_DIR", "RUN_NAME",
+    "AddOutcome", "History", "Index", "Problem", "RunEntry", "add_run", "git_links", "point_order",
+    "protocol_defaults", "refusal", "reindex", "utc_sortable",
+]
+
 HISTORY_ENV = "WFBENCH_HISTORY"
 DEFAULT_DIR = "wfbench-history"
 INDEX_VERSION = 4  # 2: points carry the board and the PTX hash, keys the protocol; 3: SASS hash, throttling, host

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
+__all__ = ["bullets", "cell", "code", "code_block", "details", "table"]  # internal, not the plugin API
+
 
 def cell(text: str) -> str:
     """A table cell: pipes escaped, line breaks flattened (a cell is one line)."""

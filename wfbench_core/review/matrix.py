@@ -22,6 +22,11 @@ from wfbench_core.errors import WfbenchError
 from wfbench_core.review import markdown as md
 from wfbench_core.review.case_verdict import BROKEN, REGRESSIONS, SAME, SLOWER, VERDICTS
 
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "COMMENT_PART", "RESULT_NAME", "RUN_LOG", "Leg", "ModelOutcome", "comment", "exit_status", "legs_of", "merge",
+    "newest_artifact", "outcome", "plan", "result_artifact", "summary", "table",
+]
+
 RESULT_NAME = "wfbench-run.json"  # in each model's artifact, as the action writes it
 RUN_LOG = "run.log"  # the benchmark step's stderr: why a model has no result
 COMMENT_PART = "pr-comment.md"  # a model's part of the pull-request comment (base/head runs of pull requests)

@@ -13,6 +13,8 @@ from typing import Callable, TypeVar
 
 from wfbench_core.record.results import FAILING, CaseResult
 
+__all__ = ["T", "failed_alone", "matched", "refusal"]  # internal, not the plugin API
+
 T = TypeVar("T")
 HEAD, BASE = "head", "base"
 

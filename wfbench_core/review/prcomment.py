@@ -26,6 +26,11 @@ if TYPE_CHECKING:
     from wfbench_core.discover.registry import Registry
     from wfbench_core.record.results import CompilerInfo, RunResult
 
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "LIMIT", "MARGIN", "MARKER", "Artifact", "arch_of", "broken_lines", "build", "compiler_mismatches",
+    "explain_cases", "parse_artifact", "summary", "verdict_table",
+]
+
 #: The first line of the comment; the workflow finds the comment to update by it. Never change it.
 MARKER = "<!-- wfbench:pr-comment -->"
 LIMIT = 65_536  # GitHub's limit on a comment body, in characters

@@ -26,6 +26,8 @@ from wfbench_core.errors import WfbenchError
 from wfbench_core.review import markdown as md
 from wfbench_core.review.prcomment import LIMIT, MARKER
 
+__all__ = ["API_VERSION", "BOT", "GitHub", "Posted", "post", "with_artifacts"]  # internal, not the plugin API
+
 BOT = "github-actions[bot]"  # the author of comments made with a workflow's GITHUB_TOKEN
 API_VERSION = "2022-11-28"
 

@@ -25,6 +25,11 @@ import attrs
 
 from wfbench_core.build.diagnostics import Instr, Loop, code_of, loops
 
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "CHANGES", "CONTEXT", "NEARBY", "LoopPair", "Placed", "Row", "SassDiff", "align", "diff", "loop_name",
+    "normalize", "where",
+]
+
 SAME, RENAMED, MOVED, CHANGED, REMOVED, ADDED = "same", "renamed", "moved", "changed", "removed", "added"
 CHANGES = (MOVED, CHANGED, REMOVED, ADDED)
 CONTEXT = 3

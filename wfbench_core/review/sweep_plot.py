@@ -18,6 +18,8 @@ from wfbench_core.gpu.plausibility import LAUNCH_BOUND_FACTOR
 from wfbench_core.record.results import TIMING_GRAPH
 from wfbench_core.record.sweep_record import SweepResult
 
+__all__ = ["FORMATS", "plot_sweep"]  # internal, not the plugin API
+
 FORMATS = (".png", ".svg")
 
 

@@ -23,6 +23,9 @@ from wfbench_core.record.results import dumps
 from wfbench_core.record.sweep_record import SweepResult, parse_sweep
 from wfbench_core.review.history import RUN_NAME, Problem, _content_hash, _locked, _stamp, utc_sortable
 
+# internal to wfbench, not the plugin API (README: Layout)
+__all__ = ["SWEEPS_DIR", "StoredSweep", "add_sweep", "newest_sweeps", "stored_sweeps", "sweep_refusal"]
+
 SWEEPS_DIR = "sweeps"
 
 

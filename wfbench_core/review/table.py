@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
+__all__ = ["render_table"]  # internal, not the plugin API
+
 
 def render_table(rows: Sequence[Sequence[str]]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]

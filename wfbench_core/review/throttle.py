@@ -41,6 +41,8 @@ import attrs
 
 from wfbench_core.record.results import Timing
 
+__all__ = ["MIN_CLEAN", "ThrottleCall", "judge_throttle", "pair_clocks"]  # internal, not the plugin API
+
 MIN_CLEAN = 10  # pairs: fewer clean ones, and the case's clean gap cannot be had
 
 

@@ -31,6 +31,12 @@ import attrs
 
 from wfbench_core.record.stats import LogEstimate
 
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "AMBIGUOUS", "BASELINE_CHANGED", "BROKEN_WORDS", "DEFAULT_MARGIN", "FASTER", "IDENTICAL_CODE", "LEVEL", "MOVED",
+    "NOISY", "OTHER_BOARD", "SAME", "SLOWER", "THROTTLED", "TIMED_ONCE", "UNKNOWN_BOARD", "VERDICTS", "Margin",
+    "Verdict", "aa_floor", "judge", "margin_of", "rule", "rule_text", "same_run_floor",
+]
+
 SAME = "same"
 SLOWER = "slower"
 FASTER = "faster"

@@ -37,6 +37,11 @@ from wfbench_core.review.case_verdict import SLOWER
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.childenv import child_env
 
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "BUILD_TIMEOUT_S", "BUILT", "Bisection", "Outcome", "Progress", "Step", "bundle_explainer", "command_builder",
+    "commits_between", "gpu_judge", "max_runs", "render_markdown", "resolve", "search", "subject",
+]
+
 Progress = Callable[[str], None]
 BUILD_TIMEOUT_S = 3600
 BUILT = ".wfbench-built"  # written into a cached build folder once its build succeeded

@@ -37,6 +37,14 @@ from wfbench_core.record.results import TIMING_COLD_L2, TIMING_EVENTS, TimingPro
 if TYPE_CHECKING:
     from wfbench_core.gpu.device import Device
 
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "BATCH_OVER_COLD", "DEFAULT_TOLERANCE", "INSTALL_HINT", "NVBENCH_BATCH_MEAN", "NVBENCH_BATCH_SAMPLES",
+    "NVBENCH_COLD_MEAN", "NVBENCH_COLD_MEDIAN", "NVBENCH_COLD_SAMPLES", "NVBENCH_FLOOR", "GapRow", "KernelRow",
+    "NvbenchTimes", "add_medians", "as_json", "bench_name", "compare", "crosscheck", "disagreements",
+    "medians_from_result", "parse_nvbench_json", "render", "run_nvbench", "small_case", "within", "worst_by_mode",
+    "worst_disagreement",
+]
+
 NVBENCH_BATCH_MEAN = "nv/batch/time/gpu/mean"
 NVBENCH_COLD_MEAN = "nv/cold/time/gpu/mean"
 NVBENCH_COLD_MEDIAN = "nv/cold/time/gpu/median"
@@ -331,7 +339,7 @@ def run_nvbench(launchers: Mapping[str, Callable[[Any], None]], json_path: Path,
         # --timeout bounds a benchmark whose noise stays above nvbench's stopping criterion (default 15 s)
         bench.run_all_benchmarks(["wfbench-crosscheck", "--devices", str(device.ordinal), "--timeout", "5",
                                   "--quiet", "--json", str(json_path)])
-    except Exception as exc:  # noqa: BLE001 - nvbench's own error, in one line
+    except Exception as exc:  # nvbench's own error, in one line
         raise WfbenchError(f"nvbench failed: {type(exc).__name__}: {exc}") from None
     try:
         data = json.loads(json_path.read_text())

@@ -29,6 +29,9 @@ from wfbench_core.discover.registry import Registry
 from wfbench_core.record.request import ExecuteRequest
 from wfbench_core.record.results import ERROR, MODE_AA, SCHEMA_VERSION, CaseResult, RunResult, Source, write_result
 
+# internal to wfbench, not the plugin API (README: Layout)
+__all__ = ["InProcess", "Progress", "Supervisor", "detect_source", "execute", "validate"]
+
 Progress = Callable[[str], None]
 
 

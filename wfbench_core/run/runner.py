@@ -16,6 +16,8 @@ from wfbench_core.build.bundle import BundleManifest, build_bundle
 from wfbench_core.record.request import RunRequest
 from wfbench_core.record.results import CompilerInfo, RunResult, write_result
 
+__all__ = ["Progress", "build", "compiler_arg", "run"]  # internal, not the plugin API
+
 Progress = Callable[[str], None]
 
 

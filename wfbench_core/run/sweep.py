@@ -33,6 +33,8 @@ from wfbench_core.record.results import TIMING_EVENTS, TIMING_GRAPH, CaseResult
 from wfbench_core.record.sweep_record import SWEEP_KIND, SWEEP_SCHEMA, SweepPoint, SweepResult, write_sweep
 from wfbench_core.run.executor import InProcess, Supervisor
 
+__all__ = ["Progress", "plan", "sweep", "sweep_axis"]  # internal, not the plugin API
+
 Progress = Callable[[str], None]
 
 
