@@ -88,11 +88,11 @@ def _upload(run: Any, files: Iterable[tuple[Path, str]], remote_root: str) -> No
     """Upload (local file, relative path) pairs under ``remote_root``, inside the run's work directory."""
     from wfbench_transports.ssh_run import put_regular
 
-    sftp = run.t._client.open_sftp()
+    sftp = run.t.open_sftp()
     try:
         for local, rel in files:
             remote = str(PurePosixPath(remote_root, rel))
-            run._mkdirs(sftp, str(PurePosixPath(remote).parent))
+            run.mkdirs(sftp, str(PurePosixPath(remote).parent))
             put_regular(sftp, local, remote)
     except OSError as exc:
         raise WfbenchError(f"{run.t.label}: upload to {remote_root} failed: {exc.strerror or exc}") from None

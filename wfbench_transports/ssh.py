@@ -40,7 +40,8 @@ if TYPE_CHECKING:  # the schema and the request load when a run starts, not for 
     from wfbench_core.record.request import ExecuteRequest
     from wfbench_core.record.results import RunResult
 
-#: the transport's names; its errors live with the connection (:mod:`wfbench_transports.ssh_host`)
+#: its errors live with the connection (:mod:`wfbench_transports.ssh_host`)
+#: the transport's names (internal to wfbench, not the plugin API)
 __all__ = ["SSH_OPTIONS", "RemoteTimeout", "SshError", "SshTransport", "wfbench_register_transports"]
 
 SSH_OPTIONS = (

@@ -11,11 +11,14 @@ import shlex
 import time
 from collections import deque
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import attrs
 
 from wfbench_core.errors import WfbenchError
+
+if TYPE_CHECKING:  # paramiko loads when a connection opens, not for listing
+    from paramiko import SFTPClient, SSHClient
 
 # internal to wfbench, not the plugin API (README: Layout)
 __all__ = ["Completed", "Progress", "RemoteTimeout", "SshError", "SshHost", "fingerprint", "paramiko_module"]
@@ -102,7 +105,7 @@ class SshHost:
         self.bootstrap = bootstrap
         self.pkey = pkey
         self.deadline = deadline
-        self._client: Any = None
+        self._client: SSHClient | None = None
         self._bootstrapped = False
 
     # -- target and connection --------------------------------------------------------------------
@@ -201,6 +204,11 @@ class SshHost:
         if isinstance(exc, OSError):
             return SshError(f"cannot connect to {where}: {exc.strerror or exc}")
         return SshError(f"ssh to {where} failed: {type(exc).__name__}: {exc}")
+
+    def open_sftp(self) -> SFTPClient:
+        """An SFTP session on the connection (connecting first if needed); the caller closes it."""
+        self.connect()
+        return self._client.open_sftp()
 
     def close(self) -> None:
         if self._client is not None:

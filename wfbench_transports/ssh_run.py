@@ -18,6 +18,8 @@ from wfbench_core.errors import NoGpuError, WfbenchError
 from wfbench_transports.ssh_host import Completed, Progress, RemoteTimeout, SshError, SshHost
 
 if TYPE_CHECKING:  # the request and wheel building load when a run starts, not for listing
+    from paramiko import SFTPClient
+
     from wfbench_core.record.request import ExecuteRequest
     from wfbench_transports import wheels as _wheels
 
@@ -107,15 +109,15 @@ class RemoteRun:
         files = shipped_files(bundle)  # the manifests and what they name, each a regular file (lstat)
         self.progress(f"{self.t.label}: uploading the bundle and {len(shipment.wheels)} wheels to {self.work}")
         try:
-            sftp = self.t._client.open_sftp()
+            sftp = self.t.open_sftp()
         except Exception as exc:
             raise SshError(f"{self.t.label}: SFTP is not available ({exc}); enable sshd's sftp subsystem") from None
         try:
             for rel in files:
                 remote = self.path("bundle", *PurePosixPath(rel).parts)
-                self._mkdirs(sftp, str(PurePosixPath(remote).parent))
+                self.mkdirs(sftp, str(PurePosixPath(remote).parent))
                 put_regular(sftp, bundle / rel, remote)
-            self._mkdirs(sftp, self.path("wheels"))
+            self.mkdirs(sftp, self.path("wheels"))
             for wheel in shipment.wheels:
                 sftp.put(str(wheel), self.path("wheels", wheel.name))
             sftp.put(str(Path(__file__).with_name("remote_setup.py")), self.path("remote_setup.py"))
@@ -124,7 +126,8 @@ class RemoteRun:
         finally:
             sftp.close()
 
-    def _mkdirs(self, sftp: Any, remote: str) -> None:
+    def mkdirs(self, sftp: SFTPClient, remote: str) -> None:
+        """Create ``remote`` and its missing parents, inside the work directory."""
         parts = PurePosixPath(remote).relative_to(self.work).parts
         cur = PurePosixPath(self.work)
         for part in parts:
@@ -226,7 +229,7 @@ class RemoteRun:
 
     def execute(self, request: ExecuteRequest) -> str:
         t = self.t
-        sftp = t._client.open_sftp()
+        sftp = t.open_sftp()
         try:
             with sftp.open(self.path("request.json"), "wb") as fh:
                 fh.write(request.to_json().encode())
@@ -256,7 +259,7 @@ class RemoteRun:
         return self.read_text(self.result_path)
 
     def read_text(self, remote: str) -> str:
-        sftp = self.t._client.open_sftp()
+        sftp = self.t.open_sftp()
         try:
             with sftp.open(remote, "rb") as fh:
                 return fh.read().decode("utf-8", "replace")  # type: ignore[no-any-return]

@@ -25,7 +25,7 @@ from wfbench_core import hookimpl
 from wfbench_core.case import TIMING_GRAPH, Case, resource_text
 from wfbench_cases import attention_f32_naive as naive
 
-__all__ = ["CASE_64", "CASE_256", "wfbench_register_cases"]  # internal, not the plugin API
+__all__ = ["CASE_64", "CASE_256", "wfbench_register_cases"]
 
 
 def _case(seq: int) -> Case:

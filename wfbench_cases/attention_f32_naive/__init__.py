@@ -39,7 +39,7 @@ from wfbench_core.case import Arrays, Case, Launch, Param, Sizes, Tolerance, Wor
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["CASE", "MASKED", "sizes", "wfbench_register_cases"]  # internal, not the plugin API
+__all__ = ["CASE", "MASKED", "sizes", "wfbench_register_cases"]
 
 MASKED = -1.0e30
 

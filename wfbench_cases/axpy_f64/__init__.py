@@ -16,7 +16,7 @@ from wfbench_core.case import Arrays, Case, Launch, Param, Sizes, Sweep, Toleran
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["CASE", "wfbench_register_cases"]  # internal, not the plugin API
+__all__ = ["CASE", "wfbench_register_cases"]
 
 
 def _launch(s: Sizes) -> Launch:

@@ -36,7 +36,6 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-# internal to wfbench, not the plugin API (README: Layout)
 __all__ = ["CASE_BF16", "CASE_F16", "A", "round_bf16", "sizes", "wfbench_register_cases", "widen_bf16"]
 
 A = 1.5

@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-# internal to wfbench, not the plugin API (README: Layout)
 __all__ = ["CASE", "ROWS_PER_THREAD", "TILE", "sizes", "subsample_values", "wfbench_register_cases"]
 
 TILE = 16

@@ -31,7 +31,7 @@ from wfbench_core.case import Arrays, Case, Launch, Param, Sizes, Tolerance, Wor
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+__all__ = [
     "BLOCK", "CASE", "exact_matrix", "matmul_inputs", "matmul_reference", "matmul_work", "sizes",
     "wfbench_register_cases",
 ]

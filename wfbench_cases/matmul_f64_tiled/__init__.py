@@ -29,7 +29,7 @@ from wfbench_core import hookimpl
 from wfbench_core.case import Case, Launch, Param, Sizes, Tolerance, resource_text
 from wfbench_cases.matmul_f64_naive import matmul_inputs, matmul_reference, matmul_work, sizes
 
-__all__ = ["CASE", "TILE", "wfbench_register_cases"]  # internal, not the plugin API
+__all__ = ["CASE", "TILE", "wfbench_register_cases"]
 
 TILE = 16
 

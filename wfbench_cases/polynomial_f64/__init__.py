@@ -35,7 +35,7 @@ from wfbench_core.case import Arrays, Case, Launch, Param, Sizes, Tolerance, Wor
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["CASE", "COEFFS", "wfbench_register_cases"]  # internal, not the plugin API
+__all__ = ["CASE", "COEFFS", "wfbench_register_cases"]
 
 #: c12 .. c0, highest degree first, exactly as written in both kernels.
 COEFFS = (0.0625, -0.875, 0.3125, 1.75, -1.5, 0.125, -0.625, 1.5, -0.375, 2.0, 0.5, -1.25, 0.75)

@@ -33,7 +33,7 @@ from wfbench_core.case import Arrays, Case, Launch, Param, Sizes, Sweep, Toleran
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["BLOCK", "CASE", "wfbench_register_cases"]  # internal, not the plugin API
+__all__ = ["BLOCK", "CASE", "wfbench_register_cases"]
 
 BLOCK = 256
 

@@ -34,7 +34,7 @@ from wfbench_core.case import Arrays, Case, Launch, Param, Sizes, Tolerance, Wor
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["CASE", "DEPTH", "FACTOR", "wfbench_register_cases"]  # internal, not the plugin API
+__all__ = ["CASE", "DEPTH", "FACTOR", "wfbench_register_cases"]
 
 DEPTH = 6  # values on the stack per element
 FACTOR = 0.75

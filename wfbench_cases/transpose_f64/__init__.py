@@ -65,7 +65,7 @@ from wfbench_core.case import Arrays, Case, Launch, Param, Sizes, Tolerance, Wor
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["BLOCK_ROWS", "CASE", "TILE", "sizes", "wfbench_register_cases"]  # internal, not the plugin API
+__all__ = ["BLOCK_ROWS", "CASE", "TILE", "sizes", "wfbench_register_cases"]
 
 TILE = 32
 BLOCK_ROWS = 8

@@ -25,7 +25,7 @@ from wfbench_core.errors import WfbenchError
 from wfbench_core.record.request import ExecuteRequest
 from wfbench_core.record.results import SCHEMA_VERSION, CaseResult, RunResult
 
-__all__ = ["ForgedResult", "check_returned", "expected_cases"]
+__all__ = ["ForgedResult", "check_returned", "expected_cases"]  # internal, not the plugin API
 
 
 class ForgedResult(WfbenchError):
