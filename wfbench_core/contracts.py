@@ -8,9 +8,12 @@ timer, the transports) import these interfaces from here; nothing here imports a
 - A **transport** (registered through ``wfbench_register_transports``) is where a bundle is executed:
   this machine, an SSH host, a rented GPU. The CLI constructs it as ``Transport(registry=...,
   cuda_compiler="auto"|"nvcc"|"nvrtc", progress=callable, **options)``, where ``options`` are the user's
-  ``--transport-opt KEY=VALUE`` strings (``-`` in keys becomes ``_``) checked against the class attribute
-  ``OPTIONS`` (:class:`Option` specs, parsed by :func:`parse_options`), and calls :meth:`Transport.execute` with a bundle
-  built on this machine and the run's :class:`~wfbench_core.record.request.ExecuteRequest`.
+  ``--transport-opt KEY=VALUE`` strings (``-`` in keys becomes ``_``), which the transport checks itself
+  (the built-in ones with :func:`parse_options` over their :class:`Option` specs). Its class attribute
+  ``OPTIONS`` (``name -> help``, :func:`describe_options` of those specs; empty when it takes none) is what
+  ``wfbench transports`` lists; a transport registered without it is refused. The CLI then calls
+  :meth:`Transport.execute` with a bundle built on this machine and the run's
+  :class:`~wfbench_core.record.request.ExecuteRequest`.
 """
 
 from __future__ import annotations
@@ -74,9 +77,13 @@ class Timer(TypingProtocol):
 
 
 class Transport(TypingProtocol):
+    """Where a bundle is executed (the ``wfbench_register_transports`` hook registers the class)."""
+
     name: ClassVar[str]
     #: one line for ``wfbench transports``
     summary: ClassVar[str]
+    #: its ``--transport-opt`` options, ``name -> help`` (:func:`describe_options`); empty when it takes none
+    OPTIONS: ClassVar[Mapping[str, str]]
 
     def __init__(self, *, registry: Any, cuda_compiler: str = "auto", progress: Callable[[str], None] = ...,
                  **options: Any) -> None: ...

@@ -77,7 +77,7 @@ def run(case_ids: tuple[str, ...], priorities: tuple[str, ...], warpforthc: tupl
     transport_options: dict[str, Any] = dict(request.transport_options)
     transport_class = reg.transport(transport)
     if max_cost is not None:
-        if "max_cost" not in (getattr(transport_class, "OPTIONS", None) or {}):
+        if "max_cost" not in transport_class.OPTIONS:
             raise WfbenchError(f"--max-cost applies to transports that rent machines; {transport!r} does not")
         transport_options["max_cost"] = str(max_cost)
     progress = progress_printer(quiet)

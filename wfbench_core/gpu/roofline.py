@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = [  # internal to wfbench, not the plugin API (README: Layout)
     "BLOCK", "BLOCKS_PER_SM", "CHAINS", "COPY_REPEATS", "FLOPS_PER_ITER", "FP64_CASE_ID", "ITERS", "KERNEL",
-    "SOURCE", "TIMED_LAUNCHES", "Roofline", "as_dict", "format_roofline", "measure_copy_gbps", "measure_fp64_peak",
+    "SOURCE", "TIMED_LAUNCHES", "Roofline", "format_roofline", "measure_copy_gbps", "measure_fp64_peak",
     "roofline",
 ]
 
@@ -79,9 +79,9 @@ def measure_copy_gbps(device: Device, *, warmup_s: float) -> float:
     from wfbench_core.record.stats import median
 
     nbytes = 1 << 30
-    src, dst = device.empty(nbytes // 8, np.float64), device.empty(nbytes // 8, np.float64)
-    times = _busy_then_timed(device, lambda: device.copy_in(dst, src), warmup_s, COPY_REPEATS, per=10)
-    del src, dst
+    src_dst = [device.empty(nbytes // 8, np.float64), device.empty(nbytes // 8, np.float64)]
+    times = _busy_then_timed(device, lambda: device.copy_in(src_dst[1], src_dst[0]), warmup_s, COPY_REPEATS, per=10)
+    src_dst.clear()  # both buffers freed before the device lets go of its pool
     device.release()
     return 2 * nbytes / (median(times) * 1e-3) / 1e9
 
@@ -151,7 +151,3 @@ def format_roofline(r: Roofline, metric: str = "bandwidth") -> str:
         parts.reverse()
     return " ".join(parts) or "-"
 
-
-def as_dict(r: Roofline) -> dict[str, Optional[float]]:
-    """For JSON views (dashboard, explain): plain fractions."""
-    return attrs.asdict(r)
