@@ -17,7 +17,7 @@ from wfbench_core.cli.common import (
 from wfbench_core.cli.sweep import given_sizes, size_options, sweep_plan
 from wfbench_core.errors import CaseFailed
 
-__all__ = ["build"]  # internal, not the plugin API
+__all__ = ["build_cmd"]  # internal, not the plugin API
 
 
 @click.command("build")
@@ -36,7 +36,7 @@ __all__ = ["build"]  # internal, not the plugin API
                    "'wfbench sweep --bundle'.")
 @size_options
 @click.option("--quiet", "-q", is_flag=True)
-def build(case_ids: tuple[str, ...], priorities: tuple[str, ...], warpforthc: tuple[str, ...],
+def build_cmd(case_ids: tuple[str, ...], priorities: tuple[str, ...], warpforthc: tuple[str, ...],
           warpforth: tuple[str, ...], check_cuda: bool, out_dir: Path, arch: str | None, commit: str | None,
           fail_fast: bool, with_sweep: bool, sizes: tuple[str, ...], ranges: tuple[str, ...], quiet: bool) -> None:
     """Compile WarpForth for the selected cases into a self-describing bundle folder.

@@ -9,12 +9,12 @@ import click
 from wfbench_core.cli.common import load_registry
 from wfbench_core.review.table import render_table
 
-__all__ = ["list_cases", "new_case"]  # internal, not the plugin API
+__all__ = ["list_cmd", "new_case_cmd"]  # internal, not the plugin API
 
 
 @click.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def list_cases(as_json: bool) -> None:
+def list_cmd(as_json: bool) -> None:
     """List installed cases: ID, version, priority, sizes and the plugin each came from."""
     reg = load_registry()
     entries = []
@@ -44,7 +44,7 @@ def list_cases(as_json: bool) -> None:
 @click.argument("name")
 @click.option("--dir", "parent", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
               show_default=True, help="Folder to create the package in.")
-def new_case(name: str, parent: Path) -> None:
+def new_case_cmd(name: str, parent: Path) -> None:
     """Scaffold a case plugin package NAME: the case, both kernel files as package data, the entry point
     and a check_case test. It installs as a wheel with its kernels (pip install PATH)."""
     from wfbench_core.discover.scaffold import new_case as scaffold

@@ -10,7 +10,7 @@ import click
 from wfbench_core.cli.common import load_registry, progress_printer
 from wfbench_core.errors import WfbenchError
 
-__all__ = ["explain"]  # internal, not the plugin API
+__all__ = ["explain_cmd"]  # internal, not the plugin API
 
 
 def _wf_sides(case, bundle: Path | None, wf_ptx: Path | None, warpforthc: str | None, arch: str,
@@ -115,7 +115,7 @@ def _save(run, out: Path, result_path: Path, timed, explained_ptx: str, progress
 @click.option("--loop-lines", type=click.IntRange(1, 10_000), default=60, show_default=True,
               help="Most SASS lines shown of each hottest loop.")
 @click.option("--quiet", "-q", is_flag=True)
-def explain(case_id: str, bundle: Path | None, wf_ptx: Path | None, warpforthc: str | None, arch: str | None,
+def explain_cmd(case_id: str, bundle: Path | None, wf_ptx: Path | None, warpforthc: str | None, arch: str | None,
             cuda_compiler: str, profile: bool, ncu: str | None, result_path: Path | None, save_result: Path | None,
             out: Path | None, loop_lines: int, quiet: bool) -> None:
     """Explain CASE's gap: static diagnostics of both sides (ptxas, SASS mix, occupancy), the largest SASS

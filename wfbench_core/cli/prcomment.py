@@ -10,7 +10,7 @@ import click
 from wfbench_core.cli.common import load_registry, progress_printer
 from wfbench_core.cli.history import result_argument
 
-__all__ = ["pr_comment"]  # internal, not the plugin API
+__all__ = ["pr_comment_cmd"]  # internal, not the plugin API
 
 
 @click.command("pr-comment")
@@ -26,7 +26,7 @@ __all__ = ["pr_comment"]  # internal, not the plugin API
 @click.option("--out", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the comment here instead of printing it.")
 @click.option("--quiet", "-q", is_flag=True)
-def pr_comment(result: Path, bundle: Path, base_label: Optional[str], head_label: Optional[str],
+def pr_comment_cmd(result: Path, bundle: Path, base_label: Optional[str], head_label: Optional[str],
                arch: Optional[str], artifacts: tuple[str, ...], run_url: str, out: Optional[Path],
                quiet: bool) -> None:
     """The pull-request comment of the base/head run RESULT: verdict table, head against base of every case

@@ -22,7 +22,7 @@ from wfbench_core.cli.common import (
 )
 from wfbench_core.errors import NoGpuError, WfbenchError
 
-__all__ = ["NO_LOCAL_GPU_HINT", "run"]  # internal, not the plugin API
+__all__ = ["NO_LOCAL_GPU_HINT", "run_cmd"]  # internal, not the plugin API
 
 
 def _default_out() -> Path:
@@ -51,7 +51,7 @@ NO_LOCAL_GPU_HINT = "run it where the GPU is: --transport ssh or --transport vas
               help="Execute this bundle ('wfbench build') instead of compiling here: no warpforthc runs, so the "
                    "process holding the transport's credentials runs no compiler.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
-def run(case_ids: tuple[str, ...], priorities: tuple[str, ...], warpforthc: tuple[str, ...],
+def run_cmd(case_ids: tuple[str, ...], priorities: tuple[str, ...], warpforthc: tuple[str, ...],
         warpforth: tuple[str, ...], check_cuda: bool, transport: str, transport_opts: tuple[str, ...],
         max_cost: float | None, out: Path | None, as_json: bool, commit: str | None, bundle: Path | None,
         quiet: bool, **options: Any) -> None:

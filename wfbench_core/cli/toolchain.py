@@ -10,7 +10,7 @@ import click
 from wfbench_core.cli.common import warpforthc_option
 from wfbench_core.errors import WfbenchError
 
-__all__ = ["compilers", "toolchain"]  # internal, not the plugin API
+__all__ = ["compilers_cmd", "toolchain_cmd"]  # internal, not the plugin API
 
 
 @click.command("toolchain")
@@ -18,7 +18,7 @@ __all__ = ["compilers", "toolchain"]  # internal, not the plugin API
 @click.option("--packages", is_flag=True,
               help="Print only the Debian/Ubuntu packages of the recipe, for the LLVM version WARPFORTH's CI uses "
                    "(for apt-get install in CI).")
-def toolchain(warpforth: Optional[Path], packages: bool) -> None:
+def toolchain_cmd(warpforth: Optional[Path], packages: bool) -> None:
     """The toolchain --warpforth builds warpforthc with: cmake, ninja, a C++ compiler, MLIR, ccache.
 
     WARPFORTH (a checkout) names the LLVM version its CI uses, for the packages to install.
@@ -48,7 +48,7 @@ def toolchain(warpforth: Optional[Path], packages: bool) -> None:
 @click.command("compilers")
 @warpforthc_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
-def compilers(warpforthc: tuple[str, ...], warpforth: tuple[str, ...], quiet: bool) -> None:
+def compilers_cmd(warpforthc: tuple[str, ...], warpforth: tuple[str, ...], quiet: bool) -> None:
     """The warpforthc binaries that build and run would use with these options, built first where
     --warpforth asks for it: one line each, LABEL=PATH (PATH alone for one compiler), ready to
     be given back as --warpforthc."""

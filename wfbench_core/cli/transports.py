@@ -7,12 +7,12 @@ import click
 from wfbench_core.cli.common import load_registry
 from wfbench_core.review.table import render_table
 
-__all__ = ["list_transports"]  # internal, not the plugin API
+__all__ = ["transports_cmd"]  # internal, not the plugin API
 
 
 @click.command("transports")
 @click.argument("name", required=False)
-def list_transports(name: str | None) -> None:
+def transports_cmd(name: str | None) -> None:
     """List the installed transports (where bundles can run); with NAME, its --transport-opt options."""
     reg = load_registry()
     if name is not None:

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import attrs
 import pluggy
 
 from wfbench_core.case import Case
-from wfbench_core.contracts import Transport
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.origin import PluginOrigin
 from wfbench_core.discover.plugins import get_plugin_manager, plugin_origin
+
+if TYPE_CHECKING:  # the contracts load the result schema: listing transports needs neither
+    from wfbench_core.contracts import Transport
 
 __all__ = ["DuplicateError", "Registered", "Registry"]  # internal, not the plugin API
 
