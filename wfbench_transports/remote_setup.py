@@ -14,14 +14,15 @@ import os
 import subprocess
 import sys
 import zipfile
+from typing import Any, Dict, List, Optional  # not list[...]: any Python 3 may run this file
 
 __all__ = ["install", "main", "probe"]  # internal, not the plugin API
 
 
-def install(target, wheels):
+def install(target: str, wheels: List[str]) -> int:
     os.makedirs(target, exist_ok=True)
     try:
-        import pip  # noqa: F401
+        importlib.import_module("pip")
     except ImportError:
         pip_ok = False
     else:
@@ -53,24 +54,27 @@ def install(target, wheels):
     return 0
 
 
-def probe(modules, dists):
-    report = {
+def probe(modules: List[str], dists: List[str]) -> int:
+    found = {}  # type: Dict[str, Optional[str]]
+    versions = {}  # type: Dict[str, Optional[str]]
+    report = {  # type: Dict[str, Any]
         "python": sys.executable,
         "version": "%d.%d.%d" % sys.version_info[:3],
         "home": os.path.expanduser("~"),
-        "modules": {},
-        "dists": {},
+        "modules": found,
+        "dists": versions,
         "wfbench_core": None,
     }
     for name in modules:
         try:
             importlib.import_module(name)
-            report["modules"][name] = None
+            found[name] = None
         except Exception as exc:  # any failure means the module is not usable
-            report["modules"][name] = "%s: %s" % (type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "")
+            found[name] = "%s: %s" % (type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "")
     try:
-        from importlib import metadata
-    except ImportError:
+        from importlib import metadata as _metadata
+        metadata = _metadata  # type: Any
+    except ImportError:  # before Python 3.8
         metadata = None
     for name in dists:
         version = None
@@ -79,7 +83,7 @@ def probe(modules, dists):
                 version = metadata.version(name)
             except Exception:  # not installed
                 version = None
-        report["dists"][name] = version
+        versions[name] = version
     try:
         import wfbench_core
 
@@ -90,11 +94,11 @@ def probe(modules, dists):
     return 0
 
 
-def main(argv):
+def main(argv: List[str]) -> int:
     if len(argv) >= 2 and argv[0] == "install":
         return install(argv[1], argv[2:])
     if argv and argv[0] == "probe":
-        modules, dists = [], []
+        modules, dists = [], []  # type: List[str], List[str]
         rest = argv[1:]
         while rest:
             flag, value, rest = rest[0], rest[1] if len(rest) > 1 else "", rest[2:]

@@ -33,9 +33,8 @@ from wfbench_core.review.evidence import aa_run_floor
 from wfbench_core.review.series import STABLE, Point, Series, SeriesKey
 from wfbench_core.record.results import MODE_AA
 
-__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
-    "ASSETS", "BROWSER_ENV", "BROWSER_NAMES", "DIAG_KEYS", "KIND_AA", "KIND_BASEHEAD", "KIND_CANONICAL",
-    "build_data", "build_site", "diagnostics", "find_browser", "geomean_set", "kind_of", "render_page",
+__all__ = [  # internal: the names the rest of wfbench uses (README: Layout)
+    "BROWSER_ENV", "BROWSER_NAMES", "build_data", "build_site", "diagnostics", "find_browser", "render_page",
     "screenshot", "x_labels",
 ]
 
@@ -280,8 +279,7 @@ def _floor(members: Sequence[Series]) -> dict[str, Any]:
             "spread": aa_run_floor([p for _, p in entries])}
 
 
-# --------------------------------------------------------------------------------------------------------
-# diagnostics of the newest canonical run (optional fields: shown only where a result carries them)
+# -- diagnostics of the newest canonical run (optional fields: shown only where a result carries them) ----------------
 
 DIAG_KEYS = ("registers", "occupancy")  # diag_wf / diag_cuda scalars (SideDiagnostics) shown as they are
 
@@ -373,8 +371,7 @@ def diagnostics(raw: dict[str, Any], rows: Sequence[dict[str, Any]]) -> dict[str
     return {"cases": cases, "gpu": gpu}
 
 
-# --------------------------------------------------------------------------------------------------------
-# the page's data
+# -- the page's data --------------------------------------------------------------------------------------------------
 
 
 def _series_groups(grouped: Sequence[tuple[str, Sequence[Series]]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

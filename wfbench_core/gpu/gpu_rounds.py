@@ -49,14 +49,10 @@ from wfbench_core.case import Case
 from wfbench_core.gpu.correctness import TimedBuffers
 from wfbench_core.gpu.device import Device, Kernel
 from wfbench_core.errors import WfbenchError
-from wfbench_core.record.results import TIMING_COLD_L2, TIMING_EVENTS, TIMING_GRAPH
+from wfbench_core.record.results import TIMING_COLD_L2, TIMING_GRAPH
 from wfbench_core.gpu.sampling import buffer_sets
 
-__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
-    "CLOCK_KERNEL", "CLOCK_PTX", "COLD_MAX_LAUNCHES", "EMPTY", "EMPTY_PTX", "FLOOR_LAUNCHES", "FLOOR_ROUNDS",
-    "GATE_KERNEL", "GATE_MAX_QUEUED", "GATE_MAX_RETAKES", "GATE_PTX", "GATE_QUEUE_MS", "GATE_TIMEOUT_NS",
-    "GRAPH_CHUNK", "LEAD_MS", "CudaRounds", "TimingSetup",
-]
+__all__ = ["EMPTY", "EMPTY_PTX", "CudaRounds", "TimingSetup"]  # internal: the names the rest of wfbench uses
 
 GRAPH_CHUNK = 256  # launches per captured graph (a multiple of every rotation); a sample replays it
 COLD_MAX_LAUNCHES = 256  # cold-L2 samples: each launch has its own events and flush
@@ -330,8 +326,8 @@ class CudaRounds:
         if self.mode == TIMING_COLD_L2:
             return None
         self.device.synchronize()
-        out = {label: self._between(i, i + 1) for i, label in enumerate(self._order)}
-        return None if any(v is None for v in out.values()) else out  # type: ignore[return-value]
+        out = {label: mhz for i, label in enumerate(self._order) if (mhz := self._between(i, i + 1)) is not None}
+        return out if len(out) == len(self._order) else None
 
     def _between(self, a: int, b: int) -> Optional[float]:
         """SM cycles per ns between probes ``a`` and ``b`` of the last round, in MHz."""
@@ -427,14 +423,13 @@ class CudaRounds:
         return ms
 
     def _cold_side(self, label: str, launches: int) -> float:
-        """A cold-L2 sample, launch by launch as nvbench's cold measurement: the flush, then the host waits for
-        it (the GPU idle, the flush's writes done), then behind the gate the start event, the launch and the
-        end event, queued whole before the gate opens; the sum of the launches' own times. So each start event
-        is stamped when the GPU reaches it with its launch already queued behind it, and nothing of the flush
-        is inside the timed span: neither the launch latency nor the flush's tail. As nvbench's, each launch
-        is bracketed by the clock probe (one block per SM) before its start event and after its end event:
-        what the GPU does around a kernel of a few us moves its timed span (an empty kernel read 0.22 us
-        less without them on the H200)."""
+        """A cold-L2 sample, launch by launch as nvbench's cold measurement: the flush, then the host waits for it (the
+        GPU idle, the flush's writes done), then behind the gate the start event, the launch and the end event, queued
+        whole before the gate opens; the sum of the launches' own times. So each start event is stamped when the GPU
+        reaches it with its launch already queued behind it, and nothing of the flush is inside the timed span: neither
+        the launch latency nor the flush's tail. As nvbench's, each launch is bracketed by the clock probe (one block
+        per SM) before its start event and after its end event: what the GPU does around a kernel of a few us moves its
+        timed span (an empty kernel read 0.22 us less without them on the H200)."""
         device = self.device
         if self._flush_buf is None:
             if device.l2_bytes <= 0:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import TYPE_CHECKING, Optional, Union
+from typing import TYPE_CHECKING, Optional
 
 import attrs
 
@@ -120,9 +120,9 @@ class Disarm:
     """The wait ended: the quiet limit applies again."""
 
 
-Request = Union[Init, RunCase, RunPoint, Exit]
-Reply = Union[Ready, Results, CaseError, Fatal, ProgressLine, Arm, Disarm]
-Message = Union[Init, RunCase, RunPoint, Exit, Ready, Results, CaseError, Fatal, ProgressLine, Arm, Disarm]
+Request = Init | RunCase | RunPoint | Exit
+Reply = Ready | Results | CaseError | Fatal | ProgressLine | Arm | Disarm
+Message = Init | RunCase | RunPoint | Exit | Ready | Results | CaseError | Fatal | ProgressLine | Arm | Disarm
 TAG = "kind"
 
 
@@ -144,7 +144,8 @@ def encode(message: Message) -> str:
 def decode(line: str | bytes) -> Message:
     """The message of one line; :class:`WfbenchError` for anything else."""
     try:
-        return _converter().structure(json.loads(line), Message)  # type: ignore[no-any-return]
+        message: Message = _converter().structure(json.loads(line), Message)  # type: ignore[arg-type]  # a union is no type[T]
+        return message
     except Exception as exc:  # JSON and cattrs errors alike: the other side speaks another protocol
         text = line.decode(errors="replace") if isinstance(line, bytes) else line
         raise WfbenchError(f"not a worker message ({type(exc).__name__}): {text[:120]!r}; are both sides the same "

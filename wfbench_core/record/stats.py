@@ -1,10 +1,10 @@
 """Every statistic wfbench computes, in one place (numpy and scipy, imported when first used).
 
-Within a run: the per-side summary, the gap, the per-pair ratios and their spread, the interval of the gap
-over placements. For verdicts (``compare``, ``check``): the cluster-bootstrap estimate of a gap or of a change
-of one (processes, then placements), and the between-run variance components of a kernel family (a fresh
-process, another board). Across runs: the geometric mean of a case set. Importing this module is cheap: ``wfbench --help`` and
-``wfbench list`` must not load numpy or scipy.
+Within a run: the per-side summary, the gap, the per-pair ratios and their spread, the interval of the gap over
+placements. For verdicts (``compare``, ``check``): the cluster-bootstrap estimate of a gap or of a change of one
+(processes, then placements), and the between-run variance components of a kernel family (a fresh process,
+another board). Across runs: the geometric mean of a case set. Importing this module is cheap:
+``wfbench --help`` and ``wfbench list`` must not load numpy or scipy.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import math
 import warnings
-from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Collection, Iterable, Optional, Sequence
 
 import attrs
 
@@ -21,34 +21,32 @@ from wfbench_core.record.timing_record import SideStats
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
-__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
-    "GAP_INTERVAL_METHOD", "GAP_INTERVAL_RESAMPLES", "HIERARCHICAL_INTERVAL", "PROCESS_STRIDE", "VERDICT_RESAMPLES",
-    "LogEstimate", "PositionEffect", "SetMember", "SuiteGeomean", "band", "case_set_id", "change_in_run",
-    "cluster_estimate", "combine", "first_minus_second", "gap", "gap_estimate", "gap_interval", "geomean",
-    "geomean_noise", "is_unstable", "mad", "median", "pair_ratio_mad", "pair_ratio_noise", "pair_ratios",
-    "paired_statistics", "percentiles", "placement_gaps", "placement_noise", "position_effect", "process_of",
-    "rate", "relative_halfwidth", "relative_mad", "row_medians", "run_gap_interval", "side_estimate", "spread",
-    "suite_geomean", "summarize", "t_quantile",
+__all__ = [  # internal: the names the rest of wfbench uses (README: Layout)
+    "GAP_INTERVAL_METHOD", "HIERARCHICAL_INTERVAL", "PROCESS_STRIDE", "LogEstimate", "SetMember", "band",
+    "case_set_id", "change_in_run", "cluster_estimate", "combine", "first_minus_second", "gap", "gap_estimate",
+    "gap_interval", "geomean", "geomean_noise", "is_unstable", "mad", "median", "pair_ratio_mad",
+    "pair_ratio_noise", "pair_ratios", "paired_statistics", "percentiles", "placement_gaps", "placement_noise",
+    "position_effect", "process_of", "rate", "relative_halfwidth", "row_medians", "run_gap_interval",
+    "side_estimate", "spread", "suite_geomean", "summarize",
 ]
 
 
-def _array(values: Sequence[float]) -> "np.ndarray":
+def _array(values: Collection[float]) -> "np.ndarray":
     import numpy as np
 
     return np.asarray(values, dtype=np.float64)
 
 
-# --------------------------------------------------------------------------------------------------------
-# one sample set
+# -- one sample set ---------------------------------------------------------------------------------------------------
 
 
-def median(values: Sequence[float]) -> float:
+def median(values: Collection[float]) -> float:
     import numpy as np
 
     return float(np.median(_array(values)))
 
 
-def mad(values: Sequence[float]) -> float:
+def mad(values: Collection[float]) -> float:
     """Median absolute deviation, unscaled (what ``scipy.stats.median_abs_deviation(x, scale=1.0)`` gives, without
     its per-call overhead: every result read back has its statistics made again from its samples)."""
     import numpy as np
@@ -57,13 +55,13 @@ def mad(values: Sequence[float]) -> float:
     return float(np.median(np.abs(x - np.median(x))))
 
 
-def relative_mad(values: Sequence[float]) -> float:
+def relative_mad(values: Collection[float]) -> float:
     """MAD / median (unscaled): the noise measure used throughout."""
     m = median(values)
     return mad(values) / m if m > 0 else float("inf")
 
 
-def percentiles(values: Sequence[float], qs: Sequence[float]) -> tuple[float, ...]:
+def percentiles(values: Collection[float], qs: Sequence[float]) -> tuple[float, ...]:
     import numpy as np
 
     return tuple(float(v) for v in np.percentile(_array(values), list(qs)))
@@ -76,14 +74,8 @@ def summarize(samples_us: Sequence[float]) -> SideStats:
         raise ValueError("no samples")
     med = median(x)
     m = mad(x)
-    return SideStats(
-        median_us=med,
-        p95_us=percentiles(x, [95])[0],
-        mad_us=m,
-        noise=m / med if med > 0 else float("inf"),
-        n=int(x.size),
-        samples_us=tuple(float(v) for v in x),
-    )
+    return SideStats(median_us=med, p95_us=percentiles(x, [95])[0], mad_us=m,
+                     noise=m / med if med > 0 else float("inf"), n=int(x.size), samples_us=tuple(float(v) for v in x))
 
 
 def band(stats: SideStats, lo: float = 5.0, hi: float = 95.0) -> tuple[float, float]:
@@ -94,8 +86,7 @@ def band(stats: SideStats, lo: float = 5.0, hi: float = 95.0) -> tuple[float, fl
     return a, b
 
 
-# --------------------------------------------------------------------------------------------------------
-# paired samples of one run
+# -- paired samples of one run ----------------------------------------------------------------------------------------
 
 
 def gap(wf: SideStats, cuda: SideStats) -> float:
@@ -112,7 +103,7 @@ def pair_ratios(wf_samples_us: Sequence[float], cuda_samples_us: Sequence[float]
     wf, cu = _array(wf_samples_us), _array(cuda_samples_us)
     if not wf.size or wf.size != cu.size:
         return None
-    return wf / cu
+    return _array(wf / cu)
 
 
 def pair_ratio_mad(wf_samples_us: Sequence[float], cuda_samples_us: Sequence[float]) -> float:
@@ -139,7 +130,7 @@ def first_minus_second(wf_samples_us: Sequence[float], cuda_samples_us: Sequence
     wf, cu = _array(wf_samples_us), _array(cuda_samples_us)
     if not (wf.size == cu.size == len(order)):
         raise ValueError("first_minus_second needs one sample per side and one order entry per pair")
-    return np.where(np.array([o == "wf" for o in order], dtype=bool), wf - cu, cu - wf)
+    return np.asarray(np.where(np.array([o == "wf" for o in order], dtype=bool), wf - cu, cu - wf))
 
 
 @attrs.frozen
@@ -171,8 +162,8 @@ GAP_INTERVAL_METHOD = "t-scaled bootstrap over placements"
 GAP_INTERVAL_RESAMPLES = 1000  # resamples of the placements (a fixed seed: the interval is a function of the data)
 
 
-def placement_gaps(wf_samples_us: Sequence[float], cuda_samples_us: Sequence[float],
-                   placement_of: Sequence[int]) -> "np.ndarray":
+def placement_gaps(wf_samples_us: Collection[float], cuda_samples_us: Collection[float],
+                   placement_of: Collection[int]) -> "np.ndarray":
     """The gap of each placement (median WarpForth / median CUDA of its pairs), in placement order."""
     import numpy as np
 
@@ -270,8 +261,7 @@ def paired_statistics(wf_samples_us: Sequence[float], cuda_samples_us: Sequence[
     }
 
 
-# --------------------------------------------------------------------------------------------------------
-# across runs
+# -- across runs ------------------------------------------------------------------------------------------------------
 
 def geomean(values: Sequence[float]) -> float:
     from scipy import stats as sps
@@ -330,8 +320,7 @@ def spread(values: Sequence[float]) -> float:
     return (ordered[-1] - ordered[0]) / median
 
 
-# --------------------------------------------------------------------------------------------------------
-# verdict statistics: the interval of a gap or of a change of one, with every level of variation it carries
+# -- verdict statistics: the interval of a gap or of a change of one, with every level of variation it carries --------
 #
 # Pairs share their placement's buffers, placements share their process, processes share their board. A
 # measurement's interval resamples the highest level it has several of (processes of a --repeat run, else
@@ -418,7 +407,8 @@ def _picks(procs: "np.ndarray", resamples: int, seed: int) -> tuple["np.ndarray"
     return picked.reshape(resamples, -1), tops.size
 
 
-def cluster_estimate(columns: Sequence[Sequence[float]], placement_of: Sequence[int], statistic,  # noqa: ANN001
+def cluster_estimate(columns: Sequence[Collection[float]], placement_of: Sequence[int],
+                     statistic: Callable[[Sequence[np.ndarray]], np.ndarray],
                      *, resamples: int = VERDICT_RESAMPLES, seed: int = 0) -> Optional[LogEstimate]:
     """``statistic`` (a function of one NaN-padded matrix per column, row = resample, giving log values) on
     the data, with its bootstrap standard error over the top level of units (processes, else placements),
@@ -457,20 +447,20 @@ def row_medians(m: "np.ndarray") -> "np.ndarray":
     """The median of each row, ignoring the NaN padding of a resample (numpy's fast path when there is none)."""
     import numpy as np
 
-    return np.nanmedian(m, axis=1) if np.isnan(m).any() else np.median(m, axis=1)
+    return np.asarray(np.nanmedian(m, axis=1) if np.isnan(m).any() else np.median(m, axis=1))
 
 
 def _log_gap(m: Sequence["np.ndarray"]) -> "np.ndarray":
     import numpy as np
 
-    return np.log(row_medians(m[0]) / row_medians(m[1]))
+    return np.asarray(np.log(row_medians(m[0]) / row_medians(m[1])))
 
 
 def _log_change(m: Sequence["np.ndarray"]) -> "np.ndarray":
     import numpy as np
 
     wb, wh, cb, ch = (row_medians(x) for x in m)
-    return np.log((wh / ch) / (wb / cb))
+    return np.asarray(np.log((wh / ch) / (wb / cb)))
 
 
 def gap_estimate(wf_samples_us: Sequence[float], cuda_samples_us: Sequence[float],
