@@ -161,7 +161,7 @@ def wfbench_plugins_of(pluginmanager: pytest.PytestPluginManager) -> list[object
     Each is re-registered through a namespace holding only its ``@wfbench_core.hookimpl`` functions, so
     two ``conftest`` modules of the same name do not clash in wfbench's plugin manager.
     """
-    found = []
+    found: list[object] = []
     for plugin in pluginmanager.get_plugins():
         impls = {}
         for name in dir(plugin):
@@ -248,8 +248,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", f"{MARKER}: a wfbench benchmark (skipped unless pytest runs with --wfbench-run)")
     settings = PluginOptions.from_config(config)
-    config.stash[_STATE] = State(config, settings)
-    config.pluginmanager.register(config.stash[_STATE], "wfbench-session-state")
+    state = config.stash[_STATE] = State(config, settings)
+    config.pluginmanager.register(state, "wfbench-session-state")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -400,7 +400,8 @@ class GpuSession:
             from wfbench_core.record.request import ExecuteRequest
 
             request = ExecuteRequest(case_ids=tuple(case_ids), protocol=protocol or self.settings.protocol)
-            return self.transport.execute(bundle, request, progress=self.progress)
+            result: RunResult = self.transport.execute(bundle, request, progress=self.progress)
+            return result
         except NoGpuError as exc:
             no_gpu = str(exc if self.settings.transport != "local" else
                          exc.with_hint("benchmark where the GPU is: --wfbench-transport ssh or vast"))

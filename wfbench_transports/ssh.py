@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, TypeVar
 
 import attrs
 
@@ -68,6 +68,9 @@ SSH_OPTIONS = (
            "the counts go into the result"),
 )
 
+
+
+_T = TypeVar("_T")
 
 
 class SshTransport(SshHost):
@@ -186,7 +189,7 @@ class SshTransport(SshHost):
         progress(f"{self.label}: kept {len(partial.cases)} finished case(s) in {out} (marked incomplete)")
 
     def _on_host(self, bundle: Path, case_ids: Sequence[str], progress: Progress,
-                 action: Callable[[RemoteRun], Any]) -> Any:
+                 action: Callable[[RemoteRun], _T]) -> _T:
         """Ship everything, prepare Python, run ``action`` in the work directory, always remove it."""
         from wfbench_core.build.bundle import read_manifest
         from wfbench_core.discover.registry import Registry

@@ -71,9 +71,10 @@ class Completed:
 
 
 def _host_key_policy(transport: SshHost) -> Any:
-    paramiko = paramiko_module()
+    paramiko_module()  # one line saying how to install it, when it is missing
+    from paramiko import MissingHostKeyPolicy
 
-    class Policy(paramiko.MissingHostKeyPolicy):
+    class Policy(MissingHostKeyPolicy):
         def missing_host_key(self, client: Any, hostname: str, key: Any) -> None:
             fp = fingerprint(key)
             if transport.cfg["host_key"] == "ephemeral":
@@ -137,8 +138,8 @@ class SshHost:
 
     def connect(self) -> None:
         """Open the SSH connection (once); every failure is one line naming the host and the fix."""
-        if self._client is not None and self._client.get_transport() is not None \
-                and self._client.get_transport().is_active():
+        transport = self._client.get_transport() if self._client is not None else None
+        if transport is not None and transport.is_active():
             return
         import logging
 
@@ -208,7 +209,12 @@ class SshHost:
     def open_sftp(self) -> SFTPClient:
         """An SFTP session on the connection (connecting first if needed); the caller closes it."""
         self.connect()
-        return self._client.open_sftp()
+        return self._connected().open_sftp()
+
+    def _connected(self) -> SSHClient:
+        if self._client is None:
+            raise SshError(f"{self.label}: not connected")
+        return self._client
 
     def close(self) -> None:
         if self._client is not None:
@@ -233,7 +239,10 @@ class SshHost:
 
     def _exec(self, command: str, *, timeout: float, stream: Progress | None) -> Completed:
         try:
-            chan = self._client.get_transport().open_session(timeout=self.cfg["connect_timeout"])
+            transport = self._connected().get_transport()
+            if transport is None:
+                raise SshError("the connection is closed")
+            chan = transport.open_session(timeout=self.cfg["connect_timeout"])
             chan.exec_command(command)
             chan.shutdown_write()
         except Exception as exc:  # a dead connection

@@ -262,7 +262,7 @@ class RemoteRun:
         sftp = self.t.open_sftp()
         try:
             with sftp.open(remote, "rb") as fh:
-                return fh.read().decode("utf-8", "replace")  # type: ignore[no-any-return]
+                return fh.read().decode("utf-8", "replace")
         finally:
             sftp.close()
 

@@ -149,7 +149,7 @@ class VastSession:
 
         self._left("the run")  # the ssh transport stops every setup and run command at the same deadline
         try:
-            result = self.transport.execute(bundle, request, progress=progress, out=out)
+            result: RunResult = self.transport.execute(bundle, request, progress=progress, out=out)
         except RemoteTimeout:
             if self._deadline - time.monotonic() <= 1.0:
                 raise VastError(f"the time budget of {self.cfg['budget_min']:g} min ran out during the run (it was "

@@ -130,14 +130,14 @@ def select_distributions(registry: Any, case_ids: Iterable[str]) -> list[md.Dist
         reg = registry.cases.get(cid) if registry is not None else None
         if reg is None:
             continue
-        dist = (installed.get(canonical_name(reg.origin.distribution)) if reg.origin.distribution
-                else _dist_of_module(reg.origin.name, installed))
-        if dist is None:
+        owner = (installed.get(canonical_name(reg.origin.distribution)) if reg.origin.distribution
+                 else _dist_of_module(reg.origin.name, installed))
+        if owner is None:
             raise WfbenchError(
                 f"case {cid!r} comes from plugin {reg.plugin}, which is not part of an installed distribution; "
                 f"install it as a package (pip install -e PATH) so it can be shipped to the GPU host"
             )
-        chosen.setdefault(canonical_name(dist.metadata["Name"]), dist)
+        chosen.setdefault(canonical_name(owner.metadata["Name"]), owner)
     return list(chosen.values())
 
 

@@ -24,7 +24,7 @@ these through :func:`tax_of`.
 from __future__ import annotations
 
 import re
-from typing import Optional, Sequence
+from typing import Callable, Optional, Protocol, Sequence
 
 import attrs
 
@@ -55,9 +55,17 @@ def addresses_stack(opcode: str, operands: str) -> bool:
     return bool(_SP.search(operands)) or any(w in operands for w in LOCAL_WINDOW)
 
 
-def stack_addressing(instrs: Sequence[object]) -> int:
+class _Instruction(Protocol):  # wfbench_core.build.diagnostics.Instr, which imports this module
+    @property
+    def opcode(self) -> str: ...
+
+    @property
+    def operands(self) -> str: ...
+
+
+def stack_addressing(instrs: Sequence[_Instruction]) -> int:
     """How many of ``instrs`` (SASS instructions, padding dropped) form a stack address."""
-    return sum(1 for i in instrs if addresses_stack(i.opcode, i.operands))  # type: ignore[attr-defined]
+    return sum(1 for i in instrs if addresses_stack(i.opcode, i.operands))
 
 
 def _widths(mix: dict[str, int], cls: str) -> tuple[tuple[int, int], ...]:
@@ -173,7 +181,7 @@ def sentence(label: str, t: StackTax) -> str:
 def rows(taxes: Sequence[StackTax]) -> list[list[str]]:
     """Rows of the static table, one column per side (the label row is the caller's)."""
 
-    def row(name: str, fn) -> list[str]:  # type: ignore[no-untyped-def]
+    def row(name: str, fn: Callable[[StackTax], str]) -> list[str]:
         return [name, *[fn(t) for t in taxes]]
 
     out = [row("local stores (STL)", lambda t: f"{t.stl}" + (f" ({by_width(t.stores, 'STL')})" if t.stl else "")),
@@ -185,7 +193,8 @@ def rows(taxes: Sequence[StackTax]) -> list[list[str]]:
     return out
 
 
-def _arrow(name: str, a: Optional[int], b: Optional[int], fmt=str, unit: str = "") -> str:  # type: ignore[no-untyped-def]
+def _arrow(name: str, a: Optional[int], b: Optional[int], fmt: Callable[[Optional[int]], str] = str,
+           unit: str = "") -> str:
     return f"{name} {fmt(a)} → {fmt(b)}{unit}"
 
 
@@ -199,10 +208,10 @@ def change(base: StackTax, head: StackTax) -> str:
                        ("spill loads", base.spill_loads, head.spill_loads)):
         if a != b:
             parts.append(_arrow(name, a, b, unit=" B"))
-    for name, a, b in (("STL", base.stl, head.stl), ("LDL", base.ldl, head.ldl),
+    for name, x, y in (("STL", base.stl, head.stl), ("LDL", base.ldl, head.ldl),
                        ("stack addressing", base.addressing, head.addressing)):
-        if a != b and a is not None and b is not None:
-            parts.append(_arrow(name, a, b))
+        if x != y and x is not None and y is not None:
+            parts.append(_arrow(name, x, y))
     if base.traffic is not None and head.traffic is not None and base.traffic != head.traffic:
         parts.append(_arrow("local traffic", base.traffic, head.traffic, size))
     return ", ".join(parts)

@@ -11,6 +11,7 @@ from typing import Any, Optional
 import click
 
 from wfbench_core.cli.common import load_registry, progress_printer, protocol_from, protocol_options
+from wfbench_core.errors import WfbenchError
 
 __all__ = ["DEFAULT_BINARY", "DEFAULT_BUILD", "bisect_cmd"]  # internal, not the plugin API
 
@@ -54,8 +55,9 @@ def bisect_cmd(repo: Path, good: str, bad: str, case_id: str, build_cmd: str, bi
     registry.case(case_id)  # an unknown case is refused before anything is built
     commits = bisect.commits_between(repo, good, bad)
     progress = progress_printer(quiet)
+    arch = arch or registry.transport("local")(registry=registry).gpu_arch()  # NoGpuError (one line) without a GPU
     if arch is None:
-        arch = registry.transport("local")(registry=registry).gpu_arch()  # NoGpuError (one line) without a GPU
+        raise WfbenchError("this host's GPU architecture is unknown; give it with --arch sm_XX")
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     results_dir = results_dir or Path("wfbench-results") / f"bisect-{stamp}"
     results_dir.mkdir(parents=True, exist_ok=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Mapping
 
 import click
 
@@ -34,11 +35,14 @@ def list_cmd(as_json: bool) -> None:
         return
     rows = [["case", "ver", "prio", "canonical size", "check size", "plugin"]]
     for e in entries:
-        fmt = lambda s: " ".join(f"{k}={v}" for k, v in s.items())  # noqa: E731
-        rows.append([e["id"], f"v{e['version']}", e["priority"], fmt(e["sizes"]["canonical"]),
-                     fmt(e["sizes"]["check"]), e["plugin"]])
+        rows.append([e["id"], f"v{e['version']}", e["priority"], _sizes(e["sizes"]["canonical"]),
+                     _sizes(e["sizes"]["check"]), e["plugin"]])
     click.echo(render_table(rows))
 
+
+
+def _sizes(sizes: Mapping[str, int]) -> str:
+    return " ".join(f"{k}={v}" for k, v in sizes.items())
 
 @click.command("new-case")
 @click.argument("name")

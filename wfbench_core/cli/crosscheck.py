@@ -35,8 +35,9 @@ __all__ = ["crosscheck_cmd"]  # internal, not the plugin API
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON instead of tables.")
 @click.option("--cuda-compiler", type=click.Choice(["auto", "nvcc", "nvrtc"]), default="auto", show_default=True)
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
-def crosscheck_cmd(bundle, case_ids, priorities, against, modes, small, samples, tolerance, nvbench_json, as_json,
-                   cuda_compiler, quiet) -> None:  # type: ignore[no-untyped-def]
+def crosscheck_cmd(bundle: Path, case_ids: tuple[str, ...], priorities: tuple[str, ...], against: Path | None,
+                   modes: tuple[str, ...], small: bool, samples: int, tolerance: float, nvbench_json: Path | None,
+                   as_json: bool, cuda_compiler: str, quiet: bool) -> None:
     """Time BUNDLE's kernels with nvbench (cuda-bench) and report per-kernel and gap agreement."""
     from wfbench_core.run import crosscheck as xc
     from wfbench_core.run.executor import validate

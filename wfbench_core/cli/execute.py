@@ -48,8 +48,8 @@ def execute_cmd(bundle: Path, case_ids: tuple[str, ...], priorities: tuple[str, 
             raise WfbenchError(f"bundle {bundle} holds no case of priority {', '.join(priorities)}")
         request = attrs.evolve(request, case_ids=ids)
     if validate_only:
-        ids = validate(bundle, reg, request.case_ids)
-        click.echo(json.dumps({"valid": True, "cases": ids}) if as_json else f"bundle ok: {', '.join(ids)}")
+        valid = validate(bundle, reg, request.case_ids)
+        click.echo(json.dumps({"valid": True, "cases": valid}) if as_json else f"bundle ok: {', '.join(valid)}")
         return
     try:
         result = execute(bundle, registry=reg, request=request, progress=progress_printer(quiet), out=out)

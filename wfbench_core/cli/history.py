@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import click
 
@@ -17,7 +17,7 @@ __all__ = [  # internal to wfbench, not the plugin API (README: Layout)
 ]
 
 
-def history_option(f: Any) -> Any:
+def history_option(f: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--history", "history_dir", type=click.Path(file_okay=False, path_type=Path),
                         default=DEFAULT_DIR, envvar=HISTORY_ENV, show_default=True, show_envvar=True,
                         help="History directory.")(f)
@@ -28,7 +28,7 @@ def warn_problems(problems: list[Any]) -> None:
         click.echo(f"wfbench: warning: {p}", err=True)
 
 
-def result_argument(name: str, *, required: bool = True) -> Any:
+def result_argument(name: str, *, required: bool = True) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """A result file argument (read with results.load_result, the one result loader)."""
     return click.argument(name, required=required, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 

@@ -346,7 +346,7 @@ def diagnostics(raw: dict[str, Any], rows: Sequence[dict[str, Any]]) -> dict[str
     (:class:`~wfbench_core.record.results.NvmlSummary`: SM clock, power and temperature ranges, throttle
     ``reasons``). Anything absent or of another shape is left out; a case with nothing to show has no entry.
     """
-    env = raw.get("environment") if isinstance(raw.get("environment"), dict) else {}
+    env = e if isinstance(e := raw.get("environment"), dict) else {}
     copy_gbps = env.get("copy_gbps")
     raw_cases = {(c.get("id"), c.get("version"), c.get("compiler_label", "")): c
                  for c in raw.get("cases") or [] if isinstance(c, dict)}
@@ -358,7 +358,7 @@ def diagnostics(raw: dict[str, Any], rows: Sequence[dict[str, Any]]) -> dict[str
         peak = env.get("fp64_peak_gflops")
         wf, cuda = _side_diag(case, "wf", copy_gbps, peak), _side_diag(case, "cuda", copy_gbps, peak)
         nvml: dict[str, Any] = {}
-        timing = case.get("timing") if isinstance(case.get("timing"), dict) else {}
+        timing = t if isinstance(t := case.get("timing"), dict) else {}
         clocks = _range(timing.get("clocks_sm_mhz"))
         if clocks:
             nvml["sm_clock_mhz"] = clocks

@@ -46,13 +46,13 @@ def find_browser(explicit: Optional[str] = None) -> tuple[str, str]:
         return path, version
     tried = []
     for name in BROWSER_NAMES:
-        path = shutil.which(name)
-        if path is None:
+        found = shutil.which(name)
+        if found is None:
             continue
-        version = _browser_version(path)
+        version = _browser_version(found)
         if version is not None:
-            return path, version
-        tried.append(path)
+            return found, version
+        tried.append(found)
     stubs = f" ({', '.join(tried)} did not run: a snap stub?)" if tried else ""
     raise WfbenchError(f"no Chromium or Chrome found{stubs}; install one (Debian: apt-get install chromium; "
                        f"Ubuntu: Google Chrome) or name it with --chromium PATH / ${BROWSER_ENV}")

@@ -12,9 +12,13 @@ from __future__ import annotations
 
 import importlib
 import os
+import functools
 import re
 import sys
-from typing import Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+
+if TYPE_CHECKING:
+    import importlib.metadata
 
 __all__ = ["EntryPoint", "find"]  # internal, not the plugin API
 
@@ -64,7 +68,7 @@ def find(group: str, path: Sequence[str] | None = None) -> list[EntryPoint]:
         text = _read(folder, "entry_points.txt")
         for section, name, value in _pairs(text or ""):
             if section == group:
-                found.append(EntryPoint(name, value, lambda folder=folder: _name_of(folder)))
+                found.append(EntryPoint(name, value, functools.partial(_name_of, folder)))
     return found
 
 
@@ -130,6 +134,10 @@ def _name_of(folder: str) -> str:
 def _from_importlib(group: str, path: Sequence[str] | None) -> list[EntryPoint]:
     import importlib.metadata
 
-    dists = importlib.metadata.distributions(**({} if path is None else {"path": list(path)}))
-    return [EntryPoint(ep.name, ep.value, lambda dist=dist: dist.metadata["Name"] or "")
+    dists = importlib.metadata.distributions() if path is None else importlib.metadata.distributions(path=list(path))
+    return [EntryPoint(ep.name, ep.value, functools.partial(_metadata_name, dist))
             for dist in dists for ep in dist.entry_points if ep.group == group]
+
+
+def _metadata_name(dist: importlib.metadata.Distribution) -> str:
+    return dist.metadata["Name"] or ""

@@ -13,7 +13,8 @@ from wfbench_core.record.origin import PluginOrigin
 from wfbench_core.discover.plugins import get_plugin_manager, plugin_origin
 
 if TYPE_CHECKING:  # the contracts load the result schema: listing transports needs neither
-    from wfbench_core.contracts import Transport
+    from wfbench_core.contracts import Timer, Transport
+    from wfbench_core.record.results import TimingProtocol
 
 __all__ = ["DuplicateError", "Registered", "Registry"]  # internal, not the plugin API
 
@@ -64,7 +65,7 @@ class Registry:
 
             def register(name_or_value: Any, value: Any = None, *, _origin: PluginOrigin = origin) -> None:
                 if value is None:
-                    value, name = name_or_value, getattr(name_or_value, "id", None)
+                    value, name = name_or_value, str(getattr(name_or_value, "id", ""))
                 else:
                     name = name_or_value
                 entry = Registered(name, value, _origin)
@@ -112,8 +113,8 @@ class Registry:
             known = ", ".join(sorted(self.transports)) or "(none)"
             raise WfbenchError(f"unknown transport {name!r}; known transports: {known}") from None
 
-    def make_timer(self, protocol: Any) -> Any:
-        timer = self.pm.hook.wfbench_make_timer(protocol=protocol)
+    def make_timer(self, protocol: TimingProtocol) -> Timer:
+        timer: Timer | None = self.pm.hook.wfbench_make_timer(protocol=protocol)
         if timer is None:
             raise WfbenchError("no timer plugin is installed; reinstall wfbench (it ships the default timer)")
         return timer

@@ -76,7 +76,7 @@ def _prctl() -> Optional[Callable[..., int]]:
     try:
         import ctypes
 
-        return ctypes.CDLL(None, use_errno=True).prctl  # type: ignore[no-any-return]
+        return ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):  # pragma: no cover - a libc without prctl
         return None
 

@@ -72,7 +72,7 @@ def never_written(got: np.ndarray, want: np.ndarray | None = None) -> np.ndarray
     mask = _bits(got) == _bits(poison_value(got.dtype))[0]
     if want is not None and want.dtype == got.dtype and want.shape == got.shape:
         mask &= _bits(want) != _bits(poison_value(want.dtype))[0]
-    return mask.ravel()
+    return np.asarray(mask, dtype=bool).ravel()
 
 
 @attrs.frozen

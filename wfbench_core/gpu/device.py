@@ -79,7 +79,7 @@ class Driver:
         try:
             from cuda.core import LaunchConfig, Stream, launch
         except ImportError:  # cuda-core < 0.4
-            from cuda.core.experimental import LaunchConfig, Stream, launch  # type: ignore[no-redef]
+            from cuda.core.experimental import LaunchConfig, Stream, launch
         stream = cuda.stream()
         # cuda.core launches go to the same stream numba's events are recorded on (numba owns it)
         return cls(cuda, cuda.current_context(), stream, launch, LaunchConfig, Stream.from_handle(int(stream.handle)),
@@ -402,7 +402,7 @@ def _linker_log(ptx: str, arch: str) -> str:
     try:
         from cuda.core import Linker, LinkerOptions, ObjectCode
     except ImportError:  # cuda-core < 0.4
-        from cuda.core.experimental import Linker, LinkerOptions, ObjectCode  # type: ignore[no-redef]
+        from cuda.core.experimental import Linker, LinkerOptions, ObjectCode
     linker = Linker(ObjectCode.from_ptx(ptx), options=LinkerOptions(arch=arch))
     failure = ""
     try:

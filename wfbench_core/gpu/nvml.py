@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 import attrs
 
@@ -220,7 +220,7 @@ def facts(bus_id: Optional[str]) -> dict[str, Any]:
         h = pynvml.nvmlDeviceGetHandleByPciBusId(bus_id) if bus_id else pynvml.nvmlDeviceGetHandleByIndex(0)
     except Exception:
         h = pynvml.nvmlDeviceGetHandleByIndex(0)
-    reads = {
+    reads: dict[str, Callable[[], Any]] = {
         "gpu_uuid": lambda: pynvml.nvmlDeviceGetUUID(h),
         "driver_version": lambda: pynvml.nvmlSystemGetDriverVersion(),
         "sm_clock_mhz": lambda: pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM),

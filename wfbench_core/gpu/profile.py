@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Mapping
 
 from wfbench_core.build.cudatools import require_tool
 from wfbench_core.case import CaseKey
@@ -149,9 +149,9 @@ def to_profile(row: Mapping[str, tuple[str, str]], *, ncu_version: str = "") -> 
     reads, writes = nbytes("dram__bytes_read.sum"), nbytes("dram__bytes_write.sum")
     inst, regs = value("smsp__inst_executed.sum"), value("launch__registers_per_thread")
     local = {field: round(v) if (v := nbytes(metric)) is not None else None for field, metric in LOCAL_METRICS.items()}
+    percents: dict[str, Any] = {field: value(metric) for field, metric in METRICS.items()}
     return KernelProfile(
-        ncu_version=ncu_version, duration_us=duration,
-        **{field: value(metric) for field, metric in METRICS.items()},
+        ncu_version=ncu_version, duration_us=duration, **percents,
         instructions=int(inst) if inst is not None else None,
         registers=int(regs) if regs is not None else None,
         dram_bytes=int(reads + writes) if reads is not None and writes is not None else None,

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Callable, Mapping, Optional, Protocol as TypingProtocol, Sequence
+from typing import Callable, Mapping, Optional, Protocol as TypingProtocol, Sequence, cast
 
 import numpy as np
 
@@ -194,7 +194,7 @@ def sample_case(rounds: Rounds, labels: Sequence[str], protocol: TimingProtocol,
     """
     labels = list(labels)
     if seed is None:
-        seed = int(np.random.SeedSequence().entropy) & ((1 << 63) - 1)  # fresh per run, recorded
+        seed = int(cast(int, np.random.SeedSequence().entropy)) & ((1 << 63) - 1)  # fresh per run, recorded
 
     def place(p: int) -> None:
         if protocol.placements == 1:

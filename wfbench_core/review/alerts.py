@@ -279,9 +279,12 @@ def _cells(f: Finding) -> list[str]:
     gap = "-" if f.value_gap is None else (f"{f.reference_gap:.3f}x -> {f.value_gap:.3f}x" if f.reference_gap
                                            else f"{f.value_gap:.3f}x")
     change = "-" if v is None else f"{v.change * 100:+.2f}% [{v.lo * 100:+.2f}, {v.hi * 100:+.2f}]"
-    us = (lambda x: "-" if x is None else f"{x:.2f}")
-    return [name, mark(f), gap, change, us(f.value_wf_us), us(f.value_cuda_us), str(f.reference_runs),
+    return [name, mark(f), gap, change, _us(f.value_wf_us), _us(f.value_cuda_us), str(f.reference_runs),
             str(f.stable_points)]
+
+
+def _us(x: Optional[float]) -> str:
+    return "-" if x is None else f"{x:.2f}"
 
 
 HEADER = ["case", "verdict", "gap", "change [95% CI]", "WF us", "CUDA us", "reference", "history"]

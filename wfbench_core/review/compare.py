@@ -343,10 +343,10 @@ def compare_runs(base: RunResult, head: RunResult, *, base_name: str = "base", h
     if (base.environment.gpu_name, base.environment.compute_capability) != \
             (head.environment.gpu_name, head.environment.compute_capability):
         why = f"different GPU models ({_platform(base)} vs {_platform(head)}): the gap itself moves with the GPU"
-        cases = tuple(CaseComparison(case_id=c.id, version=c.version, compared=False, reason=why)
-                      for c in head.cases)
+        refused = tuple(CaseComparison(case_id=c.id, version=c.version, compared=False, reason=why)
+                        for c in head.cases)
         return RunComparison(base_name, head_name, base.warpforthc.version, head.warpforthc.version, _platform(head),
-                          False, (why,), cases, settings)
+                          False, (why,), refused, settings)
     pairs, cases = pairing.matched({c.id: c for c in base.cases}, {c.id: c for c in head.cases}, "not in {side}",
                                    CaseComparison)
     cases += [_run_pair(base, head, b, h, settings, history) for b, h in pairs]

@@ -439,7 +439,7 @@ def git_links(point: Point) -> tuple[str, str]:
     return commit_url, run_url
 
 
-def _validation_error() -> type:
+def _validation_error() -> type[Exception]:
     import cattrs
 
     return cattrs.BaseValidationError

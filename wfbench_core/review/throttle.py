@@ -71,7 +71,7 @@ def pair_clocks(t: Timing) -> Optional[list[float]]:
     readings = list(t.clocks_sm_mhz[warm:]) if len(t.clocks_sm_mhz) > warm else list(t.clocks_sm_mhz)
     if not readings or not n:
         return None
-    out = []
+    out: list[float] = []
     for i in range(n):
         lo, hi = i * len(readings) // n, (i + 1) * len(readings) // n
         out.append(min(readings[lo:max(hi, lo + 1)]))

@@ -157,20 +157,24 @@ def parse_nvbench_json(data: Mapping[str, Any], *, where: str = "nvbench JSON") 
             continue
         summaries = {s["tag"]: _summary_value(s) for s in states[0].get("summaries") or () if "tag" in s}
 
-        def us(tag: str) -> Optional[float]:
-            v = summaries.get(tag)
-            return None if v is None else float(v) * 1e6
-
-        def count(tag: str) -> Optional[int]:
-            v = summaries.get(tag)
-            return None if v is None else int(v)
-
         out[bench["name"]] = NvbenchTimes(
-            batch_mean_us=us(NVBENCH_BATCH_MEAN), cold_mean_us=us(NVBENCH_COLD_MEAN),
-            batch_samples=count(NVBENCH_BATCH_SAMPLES), cold_samples=count(NVBENCH_COLD_SAMPLES),
-            cold_median_us=us(NVBENCH_COLD_MEDIAN),
+            batch_mean_us=_summary_us(summaries, NVBENCH_BATCH_MEAN),
+            cold_mean_us=_summary_us(summaries, NVBENCH_COLD_MEAN),
+            batch_samples=_summary_count(summaries, NVBENCH_BATCH_SAMPLES),
+            cold_samples=_summary_count(summaries, NVBENCH_COLD_SAMPLES),
+            cold_median_us=_summary_us(summaries, NVBENCH_COLD_MEDIAN),
         )
     return out
+
+
+def _summary_us(summaries: Mapping[str, Any], tag: str) -> Optional[float]:
+    v = summaries.get(tag)
+    return None if v is None else float(v) * 1e6
+
+
+def _summary_count(summaries: Mapping[str, Any], tag: str) -> Optional[int]:
+    v = summaries.get(tag)
+    return None if v is None else int(v)
 
 
 def bench_name(case_id: str, side: str) -> str:
@@ -193,8 +197,9 @@ def compare(wfbench_us: Mapping[str, Mapping[str, Mapping[str, float]]], nvbench
             wf, cu = rows["wf"], rows["cuda"]
             for mode in [m for m in sides["cuda"] if m in sides["wf"]]:
                 a, b = wf.reference_us(mode), cu.reference_us(mode)
-                like = a is not None and b and not (wf.launch_bound(mode) or cu.launch_bound(mode))
-                gaps.append(GapRow(case_id, sides["wf"][mode] / sides["cuda"][mode], a / b if like else None, mode))
+                launch_bound = wf.launch_bound(mode) or cu.launch_bound(mode)
+                ratio = a / b if a is not None and b and not launch_bound else None
+                gaps.append(GapRow(case_id, sides["wf"][mode] / sides["cuda"][mode], ratio, mode))
     return kernels, gaps
 
 

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
 
 import attrs
 
@@ -28,6 +28,9 @@ from wfbench_core.gpu.outcome import error_result as _error_result, merge_repeat
 from wfbench_core.discover.registry import Registry
 from wfbench_core.record.request import ExecuteRequest
 from wfbench_core.record.results import ERROR, MODE_AA, SCHEMA_VERSION, CaseResult, RunResult, Source, write_result
+
+if TYPE_CHECKING:
+    from wfbench_core.gpu.worker import Worker
 
 # internal to wfbench, not the plugin API (README: Layout)
 __all__ = ["InProcess", "Progress", "Supervisor", "detect_source", "execute", "validate"]
@@ -282,6 +285,7 @@ class Supervisor:
             raise WfbenchError(f"the GPU worker did not start: {lost}") from None
         if isinstance(ready, msg.CaseError):  # pragma: no cover - a worker answers Init with Ready or Fatal
             raise WfbenchError(f"the GPU worker did not start: {ready.message}")
+        assert isinstance(ready, msg.Ready)
         if copy:
             env = ready.environment
             self.yardsticks = {"copy_gbps": env.copy_gbps, "fp64_peak_gflops": env.fp64_peak_gflops}
@@ -321,12 +325,14 @@ class InProcess(Supervisor):
         from wfbench_core.gpu.worker import Worker
 
         self.queue: list[msg.Message] = []
-        self.worker = Worker(_Collect(self.queue))
+        self.worker: Worker | None = Worker(_Collect(self.queue))
         self.worker.registry = self.registry
         self.child = None
 
     def _send(self, message: msg.Request) -> None:
-        self.worker.handle(msg.decode(msg.encode(message)))  # type: ignore[arg-type]
+        if self.worker is None:
+            raise _Lost("the in-process timer was let go")
+        self.worker.handle(msg.decode(msg.encode(message)))
 
     def _await(self, *kinds: type) -> msg.Message:
         while self.queue:
