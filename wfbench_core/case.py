@@ -66,7 +66,7 @@ def _dim3(value: Any) -> tuple[int, int, int]:
     dims = tuple(int(v) for v in (value if isinstance(value, (tuple, list)) else (value,)))
     if not 1 <= len(dims) <= 3 or any(d < 1 for d in dims):
         raise ValueError(f"launch dimensions must be 1 to 3 positive integers, got {value!r}")
-    return dims + (1,) * (3 - len(dims))  # type: ignore[return-value]
+    return dims[0], dims[1] if len(dims) > 1 else 1, dims[2] if len(dims) > 2 else 1
 
 
 def _as_tuple(value: Any) -> tuple[Any, ...]:

@@ -352,7 +352,7 @@ class GpuSession:
                 self._arch = self.transport.gpu_arch()
             except NoGpuError:
                 self._arch = None
-        return self._arch  # type: ignore[return-value]
+        return self._arch if isinstance(self._arch, str) else None
 
     def bundle(self, case_id: str) -> Path:
         """The prebuilt bundle, or one compiled here for ``case_id`` (once per session)."""

@@ -151,7 +151,8 @@ class RemoteRun:
         import json
 
         try:
-            return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+            report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+            return report
         except (ValueError, IndexError):
             raise SshError(f"{self.t.label}: python {python!r} gave no environment report") from None
 
@@ -175,8 +176,8 @@ class RemoteRun:
         mode = t.cfg["env"]
         report = self._probe(base, shipment)
         missing = self._missing(report) if report else [f"python {base!r}"]
-        if mode != "venv" and not missing:
-            return self._use(base, report)  # type: ignore[arg-type]
+        if mode != "venv" and report is not None and not missing:
+            return self._use(base, report)
         why = ", ".join(missing) if mode != "venv" else ""
         if mode == "reuse":
             raise SshError(f"{t.label}: python {base!r} lacks {why}; install wfbench's gpu extra there "
@@ -202,9 +203,9 @@ class RemoteRun:
                            f"the host needs PyPI access for this, or a python with the gpu extra (python=PATH)")
         report = self._probe(venv_python, shipment)
         missing = self._missing(report) if report else [venv_python]
-        if missing:
+        if missing or report is None:
             raise SshError(f"{t.label}: the venv {venv_dir} still lacks {', '.join(missing)}")
-        self._use(venv_python, report)  # type: ignore[arg-type]
+        self._use(venv_python, report)
 
     def _use(self, python: str, report: dict[str, Any]) -> None:
         self.python = python  # the command as given (it may be a wrapper); the report names the interpreter

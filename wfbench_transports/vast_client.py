@@ -104,11 +104,11 @@ class VastClient:
 
     def explain(self, exc: Exception) -> str:
         """One line for an SDK failure: the HTTP status with Vast's own message and what to do, or the error."""
-        response = getattr(exc, "response", None)
+        response: Any = getattr(exc, "response", None)
         status = getattr(response, "status_code", None)
         if isinstance(status, int):
             try:
-                body = response.json()  # type: ignore[union-attr]
+                body = response.json()
             except Exception:  # not JSON: the status says enough
                 body = None
             said = str(body.get("msg") or body.get("error") or "") if isinstance(body, dict) else ""

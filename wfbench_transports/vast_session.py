@@ -295,7 +295,10 @@ class VastSession:
         from wfbench_transports.ssh import SshTransport
         from wfbench_transports.ssh_host import SshError
 
-        host, port = ssh_endpoint(inst, self.cfg["ssh"])  # type: ignore[misc]
+        endpoint = ssh_endpoint(inst, self.cfg["ssh"])
+        if endpoint is None:
+            raise VastError(f"instance {self.instance_id} offers no SSH endpoint (ssh={self.cfg['ssh']})")
+        host, port = endpoint
         pkey = None
         if not self.cfg["key_file"]:
             pkey, public = _new_key()

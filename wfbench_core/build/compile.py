@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, SupportsInt
 
 import attrs
 
@@ -286,9 +286,9 @@ def _compile_nvrtc(source: str, *, case_id: CaseKey | str, arch: str, flags: tup
                                        ptx_target(ptx), wall))
 
 
-def _nvrtc_ok(err: object, case_id: CaseKey | str, step: str) -> None:
-    if int(err) != 0:  # type: ignore[call-overload]
-        raise CompileError(f"{case_id}: NVRTC {step} failed with error {int(err)}")  # type: ignore[call-overload]
+def _nvrtc_ok(err: SupportsInt, case_id: CaseKey | str, step: str) -> None:
+    if int(err) != 0:
+        raise CompileError(f"{case_id}: NVRTC {step} failed with error {int(err)}")
 
 
 def ptxas_check(ptx: str, *, arch: str, case_id: CaseKey | str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import os
 import warnings
+import weakref
 from types import ModuleType
 from typing import Iterable
 
@@ -86,10 +87,12 @@ def _load_entry_points(pm: pluggy.PluginManager) -> None:
         origins[ep.name] = ep.distribution
 
 
+#: per plugin manager, the distribution of each plugin it loaded from an entry point
+_ORIGINS: weakref.WeakKeyDictionary[pluggy.PluginManager, dict[str, str]] = weakref.WeakKeyDictionary()
+
+
 def _origins(pm: pluggy.PluginManager) -> dict[str, str]:
-    if not hasattr(pm, "wfbench_origins"):
-        pm.wfbench_origins = {}  # type: ignore[attr-defined]
-    return pm.wfbench_origins  # type: ignore[attr-defined,no-any-return]
+    return _ORIGINS.setdefault(pm, {})
 
 
 def plugin_origin(pm: pluggy.PluginManager, plugin: object) -> PluginOrigin:

@@ -127,11 +127,11 @@ def to_profile(row: Mapping[str, tuple[str, str]], *, ncu_version: str = "") -> 
 
     duration = None
     for name in ("gpu__time_duration.sum", "gpu__time_duration.avg"):
-        if name in row and _number(row[name][1]) is not None:
+        if name in row and (number := _number(row[name][1])) is not None:
             unit = row[name][0].strip().lower()
             if unit not in _TIME_UNITS:
                 raise ProfileError(f"ncu reported {name} in unknown unit {row[name][0]!r}")
-            duration = _number(row[name][1]) * _TIME_UNITS[unit]  # type: ignore[operator]
+            duration = number * _TIME_UNITS[unit]
             break
     if duration is None:
         raise ProfileError("ncu output has no kernel duration (gpu__time_duration); was the kernel profiled?")

@@ -269,8 +269,8 @@ def run_case(variants: dict[str, Any], *, timer: Timer, protocol: TimingProtocol
                                 compile_wf=prep.files["canonical"].compile_wf)
              for label, prep in variants.items()}
 
-    def all_(**changes: object) -> list[CaseResult]:
-        return [attrs.evolve(b, **changes) for b in bases.values()]  # type: ignore[arg-type]
+    def all_(**changes: Any) -> list[CaseResult]:
+        return [attrs.evolve(b, **changes) for b in bases.values()]
 
     try:
         cuda_ptx, record, compile_s = _compile_cuda_side(some, arch, cuda)

@@ -36,7 +36,8 @@ class ExecuteRequest:
 
     @classmethod
     def from_json(cls, text: str, where: str = "request") -> "ExecuteRequest":
-        return loads(text, cls, where=where)  # type: ignore[no-any-return]
+        request: ExecuteRequest = loads(text, cls, where=where)
+        return request
 
 
 @attrs.frozen

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Any, Iterable, Optional
 
 import attrs
 
@@ -150,11 +150,11 @@ def judge(series: Series, point: Point, rules: Rules = Rules(), history: Optiona
     key = series.key
     stable, _ = reference_points(series, point, rules)
 
-    def finding(verdict: str, message: str, **more: object) -> Finding:
+    def finding(verdict: str, message: str, **more: Any) -> Finding:
         return Finding(case_id=key.case_id, case_version=key.case_version, compiler_label=key.compiler_label,
                        series_id=series.id, verdict=verdict, message=message, stable_points=len(stable),
                        value_gap=point.gap, value_wf_us=point.wf.median_us, value_cuda_us=point.cuda.median_us,
-                       **more)  # type: ignore[arg-type]
+                       **more)
 
     if not point.stable:
         return finding(UNSTABLE, f"{point.standing[1]}; not judged, and left out of trends")

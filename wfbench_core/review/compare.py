@@ -19,7 +19,7 @@ Cases are compared only when their fingerprints are equal, on one GPU model.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import attrs
 
@@ -230,10 +230,10 @@ def _qualifiers(b: CaseResult, h: CaseResult) -> list[str]:
 def _case(b: CaseResult, h: CaseResult, est: Optional[stats.LogEstimate], margin: verdicts.Margin, *,
           same_run: bool, baseline: str = "", qualifiers: Sequence[str] = ()) -> CaseComparison:
     assert b.timing is not None and h.timing is not None
-    head = dict(case_id=b.id, version=b.version, base_status=b.status, head_status=h.status)
+    head: dict[str, Any] = dict(case_id=b.id, version=b.version, base_status=b.status, head_status=h.status)
     if est is None:
         return CaseComparison(compared=False, reason="fewer than two placements on a side: no interval",
-                              **head)  # type: ignore[arg-type]
+                              **head)
     v = verdicts.judge(est, margin, identical_code=_same_code(b, h), baseline_changed=bool(baseline),
                        qualifiers=list(qualifiers) + _qualifiers(b, h))
     tb, th = b.timing, h.timing
@@ -244,7 +244,7 @@ def _case(b: CaseResult, h: CaseResult, est: Optional[stats.LogEstimate], margin
         warpforth=_side_change(tb.warpforth.samples_us, th.warpforth.samples_us, wb, wh, same_run),
         cuda=_side_change(tb.cuda.samples_us, th.cuda.samples_us, wb, wh, same_run),
         reason=f"baseline changed: {baseline}" if baseline else "",
-        **head,  # type: ignore[arg-type]
+        **head,
     )
 
 
@@ -301,7 +301,7 @@ def compare_labels(result: RunResult, base_label: Optional[str] = None, head_lab
     bmap = {c.id: c for c in result.cases if c.compiler_label == bl}
     hmap = {c.id: c for c in result.cases if c.compiler_label == hl}
     pairs, cases = pairing.matched(bmap, hmap, "no {side} result", CaseComparison)
-    estimates = [(b, h, _gap_in_run(b.timing, h.timing)) for b, h in pairs]  # type: ignore[arg-type]
+    estimates = [(b, h, _gap_in_run(b.timing, h.timing) if b.timing and h.timing else None) for b, h in pairs]
     # a kernel timed once for both labels reads no change by construction: it measures nothing of the method;
     # a noisy or throttled case reads its own circumstances, not the method's
     same = [math.exp(e.value) - 1.0 for b, h, e in estimates
@@ -373,7 +373,7 @@ def _run_pair(base: RunResult, head: RunResult, b: CaseResult, h: CaseResult, s:
     floor, where = evidence.board_aa_floor(history, key, uh)
     margin = verdicts.margin_of(floor, where, default=s.margin, min_effect=s.min_effect)
     quals = [verdicts.OTHER_BOARD if ub and uh else verdicts.UNKNOWN_BOARD] if other else []
-    est = _gap_between_runs(b.timing, h.timing, comps, other)  # type: ignore[arg-type]
+    est = _gap_between_runs(b.timing, h.timing, comps, other) if b.timing and h.timing else None
     return _case(b, h, est, margin, same_run=False, baseline=baseline_change(base, head, b, h), qualifiers=quals)
 
 
@@ -420,21 +420,20 @@ HEADER = ["case", "gap", "gap change [95% CI]", "WF us", "WF change [CI]", "CUDA
 
 
 def _footer(cmp: RunComparison) -> list[str]:
-    judged = [c for c in cmp.cases if c.verdict is not None]
-    margins = {c.verdict.margin_basis: c for c in judged}  # type: ignore[union-attr]
+    judged = [(c, c.verdict) for c in cmp.cases if c.verdict is not None]
+    margins = {v.margin_basis: c for c, v in judged}
     lines = []
     if judged:
-        first = judged[0].verdict
-        assert first is not None
+        first = judged[0][1]
         lines.append(verdicts.rule_text(verdicts.Margin(first.margin, first.min_effect, first.margin_basis)))
         if len(margins) > 1:
-            lines += [f"{c.case_id}: margin {c.verdict.margin:.2%} ({c.verdict.margin_basis})"  # type: ignore[union-attr]
-                      for c in judged[1:] if c.verdict.margin_basis != first.margin_basis]  # type: ignore[union-attr]
-    bases = {c.gap.basis for c in judged if c.gap}
+            lines += [f"{c.case_id}: margin {v.margin:.2%} ({v.margin_basis})"
+                      for c, v in judged[1:] if v.margin_basis != first.margin_basis]
+    bases = {c.gap.basis for c, _ in judged if c.gap}
     if len(bases) == 1:
         lines.append(f"gap change interval: {bases.pop()}")
     else:
-        lines += [f"{c.case_id}: gap change interval: {c.gap.basis}" for c in judged if c.gap]
+        lines += [f"{c.case_id}: gap change interval: {c.gap.basis}" for c, _ in judged if c.gap]
     if not cmp.same_run:
         lines.append("WF and CUDA time intervals: each run's own samples only (boards and processes move absolute "
                      "times by more than the gap)")

@@ -7,7 +7,7 @@ variant is set against the same CUDA side, compiled here with the project's own 
 
 from __future__ import annotations
 
-from typing import Mapping, Optional, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
 import attrs
 
@@ -160,7 +160,7 @@ def profile_findings(wf: KernelProfile, cuda: KernelProfile, wf_label: str = "Wa
 def _static_rows(reports: Sequence[SideReport]) -> list[list[str]]:
     rows = [["", *[r.side.label for r in reports]]]
 
-    def row(name: str, fn) -> None:  # type: ignore[no-untyped-def]
+    def row(name: str, fn: Callable[[SideDiagnostics], str]) -> None:
         rows.append([name, *[fn(r.diag) for r in reports]])
 
     row("registers / thread", lambda d: str(d.registers))
@@ -185,7 +185,7 @@ def _profile_rows(reports: Sequence[SideReport]) -> list[list[str]]:
     def f(x: Optional[float], spec: str = ".1f", suffix: str = "") -> str:
         return "-" if x is None else format(x, spec) + suffix
 
-    def row(name: str, fn) -> None:  # type: ignore[no-untyped-def]
+    def row(name: str, fn: Callable[[KernelProfile], str]) -> None:
         rows.append([name, *[fn(r.profile) if r.profile else "-" for r in reports]])
 
     row("duration (us)", lambda p: f(p.duration_us, ".2f"))

@@ -143,13 +143,15 @@ def _sentence(p: Placed, base: str, head: str) -> str:
 
 
 def _diff_line(r: Row) -> list[str]:
+    base = f"/*{r.base.address:04x}*/ {r.base.text}" if r.base is not None else ""
+    head = f"/*{r.head.address:04x}*/ {r.head.text}" if r.head is not None else ""
     if r.kind in (CHANGED, MOVED):
-        return [f"- /*{r.base.address:04x}*/ {r.base.text}", f"+ /*{r.head.address:04x}*/ {r.head.text}"]  # type: ignore[union-attr]
+        return [f"- {base}", f"+ {head}"]
     if r.kind == REMOVED:
-        return [f"- /*{r.base.address:04x}*/ {r.base.text}"]  # type: ignore[union-attr]
+        return [f"- {base}"]
     if r.kind == ADDED:
-        return [f"+ /*{r.head.address:04x}*/ {r.head.text}"]  # type: ignore[union-attr]
-    return [f"  /*{r.head.address:04x}*/ {r.head.text}"]  # type: ignore[union-attr]
+        return [f"+ {head}"]
+    return [f"  {head}"]
 
 
 def _hunk_title(rows: Sequence[Row], d: SassDiff, base: str, head: str) -> str:

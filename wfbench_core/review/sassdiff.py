@@ -186,7 +186,7 @@ def _pair_loops(rows: Sequence[Row], base: Sequence[Instr], head: Sequence[Instr
             del head_loops[(match.start, match.end)]
         out.append(LoopPair(lp, match, _rows_in(rows, lp, match)))
     out += [LoopPair(None, hl, _rows_in(rows, None, hl)) for hl in head_loops.values()]
-    return sorted(out, key=lambda p: (p.head or p.base).start)  # type: ignore[union-attr]
+    return sorted(out, key=lambda p: p.head.start if p.head else p.base.start if p.base else 0)
 
 
 def _rows_in(rows: Sequence[Row], base: Optional[Loop], head: Optional[Loop]) -> tuple[Row, ...]:

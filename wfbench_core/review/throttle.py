@@ -35,11 +35,16 @@ changes between blocks take time that no sample holds); the per-pair clock repla
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import TYPE_CHECKING, Optional, Sequence
 
 import attrs
 
 from wfbench_core.record.results import Timing
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from wfbench_core.record.stats import LogEstimate
 
 __all__ = ["MIN_CLEAN", "ThrottleCall", "judge_throttle", "pair_clocks"]  # internal, not the plugin API
 
@@ -135,7 +140,7 @@ def _moved(t: Timing, dipped: list[bool], these: str, others: str) -> ThrottleCa
                         n_dip, n_clean, moved, lo, hi)
 
 
-def _dipped_against_clean(t: Timing, dipped: list[bool]):  # type: ignore[no-untyped-def]
+def _dipped_against_clean(t: Timing, dipped: list[bool]) -> Optional[LogEstimate]:
     import numpy as np
 
     from wfbench_core.record import stats
@@ -146,9 +151,9 @@ def _dipped_against_clean(t: Timing, dipped: list[bool]):  # type: ignore[no-unt
     cols = [np.where(mask, wf, np.nan), np.where(mask, cu, np.nan), np.where(mask, np.nan, wf),
             np.where(mask, np.nan, cu)]
 
-    def stat(m):  # type: ignore[no-untyped-def]
+    def stat(m: Sequence[np.ndarray]) -> np.ndarray:
         d = np.log(stats.row_medians(m[0]) / stats.row_medians(m[1]))
         c = np.log(stats.row_medians(m[2]) / stats.row_medians(m[3]))
-        return d - c
+        return np.asarray(d - c)
 
     return stats.cluster_estimate(cols, where, stat)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Optional, Sequence
 
 import attrs
 
@@ -33,6 +33,9 @@ from wfbench_core.record.results import TIMING_EVENTS, TIMING_GRAPH, CaseResult
 from wfbench_core.record.sweep_record import SWEEP_KIND, SWEEP_SCHEMA, SweepPoint, SweepResult, write_sweep
 from wfbench_core.run.executor import InProcess, Supervisor
 
+if TYPE_CHECKING:
+    from wfbench_core.discover.registry import Registry
+
 __all__ = ["Progress", "plan", "sweep", "sweep_axis"]  # internal, not the plugin API
 
 Progress = Callable[[str], None]
@@ -47,13 +50,13 @@ def sweep_axis(case: Case, points: Sequence[Mapping[str, int]]) -> str:
     return (varying or order)[0]
 
 
-def plan(bundle: Path, registry: object, case_ids: Iterable[str], given: Optional[Sequence[Mapping[str, int]]] = None
+def plan(bundle: Path, registry: Registry, case_ids: Iterable[str], given: Optional[Sequence[Mapping[str, int]]] = None
          ) -> tuple[BundleManifest, dict[str, list[int]], dict[str, Prepared]]:
     """The bundle's manifest, the points of each case to time (indices into its sweep in the bundle: those of
     ``given`` sizes, completed as the case completes them, else all) and each case's plan; checked against the
     installed cases, no GPU needed."""
     case_ids = list(case_ids)
-    manifests, by_case = prepare_all(bundle, registry, case_ids, load=False)  # type: ignore[arg-type]
+    manifests, by_case = prepare_all(bundle, registry, case_ids, load=False)
     if len(manifests) > 1:
         raise WfbenchError(f"{bundle} is a base/head bundle; a sweep times one warpforthc: build one with "
                            f"'wfbench build --sweep --warpforthc PATH'")
@@ -84,7 +87,7 @@ def _sizes_text(sizes: Mapping[str, int]) -> str:
     return ",".join(f"{k}={v}" for k, v in sizes.items())
 
 
-def sweep(bundle: Path, *, registry: object, case_ids: Sequence[str], request: ExecuteRequest = ExecuteRequest(),
+def sweep(bundle: Path, *, registry: Registry, case_ids: Sequence[str], request: ExecuteRequest = ExecuteRequest(),
           progress: Progress = lambda line: None, out: Optional[Callable[[str], Path]] = None,
           given: Optional[Sequence[Mapping[str, int]]] = None, graph_where_launch_bound: bool = True
           ) -> list[SweepResult]:
@@ -94,9 +97,9 @@ def sweep(bundle: Path, *, registry: object, case_ids: Sequence[str], request: E
     manifest, indices, plans = plan(bundle, registry, case_ids, given)
     t_start = time.perf_counter()
     if getattr(registry, "recipe", None) is None:
-        supervisor: Supervisor = InProcess(bundle, request, progress, registry)  # type: ignore[arg-type]
+        supervisor: Supervisor = InProcess(bundle, request, progress, registry)
     else:
-        supervisor = Supervisor(bundle, request, progress, registry)  # type: ignore[arg-type]
+        supervisor = Supervisor(bundle, request, progress, registry)
     results = []
     try:
         supervisor.upcoming = []  # the worker compiles a sweep's CUDA ahead at its first point, not the case's own
@@ -108,7 +111,7 @@ def sweep(bundle: Path, *, registry: object, case_ids: Sequence[str], request: E
             head = SweepResult(
                 kind=SWEEP_KIND, sweep_schema=SWEEP_SCHEMA, wfbench_version=__version__, suite_version=SUITE_VERSION,
                 created=utcnow(), case_id=cid, case_version=prep.case.version, fingerprint=prep.case.fingerprint(),
-                axis=sweep_axis(prep.case, [prep.entry.sweep[i].sizes for i in indices[cid]]),  # type: ignore[union-attr]
+                axis=sweep_axis(prep.case, [prep.entry.sweep[i].sizes for i in indices[cid]] if prep.entry else []),
                 protocol=request.protocol, environment=env, warpforthc=manifest.warpforthc, cuda_compiler=ready.cuda,
                 points=(), source=manifest.source, complete=False)
             results.append(_sweep_case(supervisor, prep, indices[cid], head, request, progress,
