@@ -41,7 +41,6 @@ Do not combine with pytest-xdist: every worker would open its own GPU session.
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import tempfile
 import types
@@ -328,7 +327,7 @@ class GpuSession:
         reg = state.registry
         self.transport = reg.transport(self.settings.transport)(
             registry=reg, cuda_compiler="auto", progress=progress, **self.settings.transport_options)
-        self._arch: str | None | bool = False  # False: not asked yet
+        self._arch: str | bool | None = False  # False: not asked yet
         self._broken = ""
         self._tmp = Path(tempfile.mkdtemp(prefix="wfbench-pytest-"))
         self._bundles: dict[str, Path] = {}

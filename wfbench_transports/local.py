@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Optional
 
 from wfbench_core import hookimpl
 from wfbench_core.errors import NoGpuError, WfbenchError
@@ -19,7 +19,7 @@ class LocalTransport:
     name = "local"
     summary = "this machine's GPU (cases run in a supervised worker process)"
 
-    OPTIONS: dict[str, str] = {}
+    OPTIONS: ClassVar[Mapping[str, str]] = {}
 
     def __init__(self, *, registry: Any, cuda_compiler: str = "auto", progress: Any = None, **options: Any) -> None:
         if options:

@@ -14,7 +14,7 @@ import os
 import subprocess
 import sys
 import zipfile
-from typing import Any, Dict, List, Optional  # not list[...]: any Python 3 may run this file
+from typing import Any, Dict, List, Optional  # not list[...]: the GPU host's Python may be older than 3.9
 
 __all__ = ["install", "main", "probe"]  # internal, not the plugin API
 
@@ -55,9 +55,9 @@ def install(target: str, wheels: List[str]) -> int:
 
 
 def probe(modules: List[str], dists: List[str]) -> int:
-    found = {}  # type: Dict[str, Optional[str]]
-    versions = {}  # type: Dict[str, Optional[str]]
-    report = {  # type: Dict[str, Any]
+    found: Dict[str, Optional[str]] = {}
+    versions: Dict[str, Optional[str]] = {}
+    report: Dict[str, Any] = {
         "python": sys.executable,
         "version": "%d.%d.%d" % sys.version_info[:3],
         "home": os.path.expanduser("~"),
@@ -73,7 +73,7 @@ def probe(modules: List[str], dists: List[str]) -> int:
             found[name] = "%s: %s" % (type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "")
     try:
         from importlib import metadata as _metadata
-        metadata = _metadata  # type: Any
+        metadata: Any = _metadata
     except ImportError:  # before Python 3.8
         metadata = None
     for name in dists:
@@ -98,7 +98,8 @@ def main(argv: List[str]) -> int:
     if len(argv) >= 2 and argv[0] == "install":
         return install(argv[1], argv[2:])
     if argv and argv[0] == "probe":
-        modules, dists = [], []  # type: List[str], List[str]
+        modules: List[str] = []
+        dists: List[str] = []
         rest = argv[1:]
         while rest:
             flag, value, rest = rest[0], rest[1] if len(rest) > 1 else "", rest[2:]

@@ -29,7 +29,7 @@ _VALUE = re.compile(r"(?P<module>[\w.]+)\s*(:\s*(?P<attr>[\w.]+)\s*)?((?P<extras
 class EntryPoint:
     """One entry point: ``name = value`` in a group, and the distribution that declares it."""
 
-    __slots__ = ("name", "value", "_distribution", "_read_name")
+    __slots__ = ("_distribution", "_read_name", "name", "value")
 
     def __init__(self, name: str, value: str, distribution: Callable[[], str]) -> None:
         self.name = name

@@ -88,10 +88,10 @@ def summarize(readings: Sequence[Reading]) -> Optional[NvmlSummary]:
     return NvmlSummary(
         n=len(readings),
         sm_mhz_min=int(min(sm, default=0.0)),
-        sm_mhz_median=int(round(mid(sm))),
+        sm_mhz_median=round(mid(sm)),
         sm_mhz_max=int(max(sm, default=0.0)),
         mem_mhz_min=int(min(mem, default=0.0)),
-        mem_mhz_median=int(round(mid(mem))),
+        mem_mhz_median=round(mid(mem)),
         power_w_median=round(mid(power), 1),
         power_w_max=round(max(power, default=0.0), 1),
         temp_c_max=int(max(temp, default=0.0)),

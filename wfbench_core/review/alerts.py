@@ -26,7 +26,6 @@ from typing import Any, Iterable, Optional
 import attrs
 
 from wfbench_core.review import evidence, verdicts
-from wfbench_core.record import stats
 from wfbench_core.review.changepoints import ChangePoint, new_change_points
 from wfbench_core.errors import WfbenchError
 from wfbench_core.review.history import History, point_order, utc_sortable

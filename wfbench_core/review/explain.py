@@ -14,7 +14,7 @@ import attrs
 from wfbench_core.review import markdown as md
 from wfbench_core.case import Case
 from wfbench_core.build import stack_tax
-from wfbench_core.build.code_identity import IDENTICAL_NOTE, identical
+from wfbench_core.build.code_identity import identical
 from wfbench_core.build.diagnostics import (
     Instr,
     Loop,

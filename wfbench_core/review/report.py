@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
-
 from wfbench_core.record.results import CaseResult, RunResult
 from wfbench_core.review.table import render_table  # also the table of the run's report
 

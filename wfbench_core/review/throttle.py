@@ -72,7 +72,7 @@ def pair_clocks(t: Timing) -> Optional[list[float]]:
     n = len(t.warpforth.samples_us)
     if n and len(t.pair_sm_mhz) == n:
         return list(t.pair_sm_mhz)
-    warm = int(round(t.warmup_busy_s / PERIOD_S))
+    warm = round(t.warmup_busy_s / PERIOD_S)
     readings = list(t.clocks_sm_mhz[warm:]) if len(t.clocks_sm_mhz) > warm else list(t.clocks_sm_mhz)
     if not readings or not n:
         return None

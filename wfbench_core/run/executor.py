@@ -12,15 +12,12 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
 
-import attrs
-
 from wfbench_core import SUITE_VERSION, __version__
 from wfbench_core.gpu import messages as msg
 from wfbench_core.gpu import watchdog
 from wfbench_core.gpu.child import Child, Lines
-from wfbench_core.build.bundle import BundleManifest, utcnow
+from wfbench_core.build.bundle import utcnow
 from wfbench_core.build.prepare import Prepared, prepare_all
-from wfbench_core.case import Case
 from wfbench_core.record.childenv import child_env
 from wfbench_core.errors import WfbenchError
 from wfbench_core.gpu.nvml import mark_host
