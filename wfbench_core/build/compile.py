@@ -219,11 +219,11 @@ _PREFETCHED: dict[tuple[CaseKey | str, str, str, tuple[str, ...]], "concurrent.f
 PREFETCH_WORKERS = 8  # nvcc processes at once
 
 
-def prefetch_cuda(sources: Iterable[tuple[CaseKey | str, str]], *, arch: str, compiler: CompilerInfo) -> int:
+def prefetch_cuda(sources: Iterable[tuple[CaseKey | str, str]], *, arch: str, compiler: CompilerInfo | None) -> int:
     """Start compiling ``(case_id, source)`` pairs now, in parallel, so that :func:`compile_cuda` later finds
     them done; returns how many were started. Only nvcc (each compile its own process, the GPU idle meanwhile
     or busy with other work); NVRTC compiles in this process and stays on demand."""
-    if compiler.kind != "nvcc" or find_nvcc() is None:
+    if compiler is None or compiler.kind != "nvcc" or find_nvcc() is None:
         return 0
     todo = [(cid, src) for cid, src in sources if (cid, src, arch, compiler.flags) not in _PREFETCHED]
     if not todo:

@@ -120,8 +120,7 @@ class Worker:
                 continue  # a case that cannot be read says so when its turn comes
             sources += [(CaseKey(cid, config=config), next(iter(variants.values())).files[config].cuda_source)
                         for config in CONFIGS]
-        if self.cuda is not None:  # set by init, before any prefetch
-            prefetch_cuda(sources, arch=self.arch, compiler=self.cuda)
+        prefetch_cuda(sources, arch=self.arch, compiler=self.cuda)
 
     def _variants(self, case_id: str) -> dict[str, Any]:
         """``{label: Prepared}`` of a case with its files loaded, from this worker's one match of the bundle."""
@@ -189,8 +188,7 @@ class Worker:
 
         sources = [(prep.case.key("check"), prep.files["check"].cuda_source)]
         sources += [(at.key("canonical"), files.cuda_source) for at, files in points]
-        if self.cuda is not None:  # set by init, before any case
-            prefetch_cuda(sources, arch=self.arch, compiler=self.cuda)
+        prefetch_cuda(sources, arch=self.arch, compiler=self.cuda)
 
     def _timer(self, protocol: TimingProtocol) -> Timer:
         """The timer of ``protocol``'s timing mode: the run's own, or one made for that mode once."""
