@@ -6,6 +6,8 @@ import click
 
 from wfbench_core.cli.common import case_options, load_registry
 
+__all__ = ["coverage_cmd"]  # internal, not the plugin API
+
 
 @click.command("coverage")
 @case_options

@@ -13,14 +13,20 @@ word the reference does not list, which is reported with its position.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Iterable, Iterator, Mapping
 
 import attrs
 
-from wfbench_core.compiling.forth_lexer import CONTROL_WORDS, ForthSyntaxError, Program, Token, parse
 from wfbench_core.case import Case
+from wfbench_core.compiling.forth_lexer import CONTROL_WORDS, ForthSyntaxError, Program, Token, parse
 from wfbench_core.errors import WfbenchError
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "EXCUSES_FILE", "LANGUAGE_FILE", "LITERALS", "CaseSourceError", "CaseWords", "CoverageMap", "Family",
+    "FamilyRow", "Language", "UncoveredError", "Unknown", "case_sources", "case_words", "coverage_map",
+    "load_excuses", "load_language",
+]
 
 LANGUAGE_FILE = Path(__file__).with_name("warpforth_language.json")
 EXCUSES_FILE = Path(__file__).with_name("coverage_excuses.json")

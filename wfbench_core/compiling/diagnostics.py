@@ -17,22 +17,21 @@ import os
 import re
 import subprocess
 import tempfile
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import attrs
 
-from wfbench_core.host.childenv import child_env
 from wfbench_core.compiling.code_identity import identical, max_threads, parse_data, parse_nv_info, parse_res_usage
 from wfbench_core.compiling.cudatools import find_tool, require_tools
-from wfbench_core.compiling.stack_tax import cell, stack_addressing, tax_of
-from wfbench_core.compiling.sass import (  # noqa: F401 - the readers of the tools' reports, offered here too
+from wfbench_core.compiling.sass import (
     CLASSES,
+    TAGS,
     DiagnosticsError,
     Instr,
     Loop,
     PtxasReport,
-    TAGS,
     classify,
     code_of,
     hottest_loop,
@@ -43,11 +42,21 @@ from wfbench_core.compiling.sass import (  # noqa: F401 - the readers of the too
     parse_sass,
     sass_sha256,
 )
+from wfbench_core.compiling.stack_tax import cell, stack_addressing, tax_of
 from wfbench_core.errors import WfbenchError
+from wfbench_core.host.childenv import child_env
 from wfbench_core.record.results import KernelProfile, SideDiagnostics
 
 if TYPE_CHECKING:
     from wfbench_core.case import Case
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "ARCH_LIMITS", "CLASSES", "TAGS", "TOOL_TIMEOUT_S", "ArchLimits", "Assembled", "DiagnosticsError", "Instr",
+    "Loop", "Occupancy", "PtxasReport", "arch_limits", "assemble", "classify", "code_of", "compact", "diagnose",
+    "diagnose_case", "hottest_loop", "loops", "memory_order", "mix_differences", "mix_of", "normalized_sass",
+    "parse_ptxas", "parse_sass", "sass_sha256", "summarize", "theoretical_occupancy", "tool_version",
+    "tools_available",
+]
 
 TOOL_TIMEOUT_S = 300
 
@@ -210,7 +219,7 @@ def memory_order(instrs: Sequence[Instr]) -> list[str]:
     return [i.opcode for i in code_of(instrs) if classify(i) in _MEMORY or i.opcode.startswith("BAR")]
 
 
-def diagnose_case(case: "Case", *, wf_ptx: str, cuda_ptx: str, arch: str
+def diagnose_case(case: Case, *, wf_ptx: str, cuda_ptx: str, arch: str
                   ) -> tuple[SideDiagnostics | None, SideDiagnostics | None, str]:
     """Both sides' diagnostics at the case's canonical launch, for the executor: ``(wf, cuda, note)``.
 

@@ -9,6 +9,10 @@ from pathlib import Path
 from wfbench_core.host.childenv import child_env
 from wfbench_core.record.results import Source
 
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "detect_source",
+]
+
 
 def detect_source(commit: str | None = None, warpforthc: Path | None = None, label: str = "") -> Source:
     """Commit and CI run of what is benchmarked: the flag, CI variables, or the warpforthc build tree.

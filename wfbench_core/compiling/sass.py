@@ -8,11 +8,29 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
-from typing import Sequence
+from collections.abc import Sequence
 
 import attrs
 
 from wfbench_core.errors import WfbenchError
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "CLASSES",
+    "TAGS",
+    "DiagnosticsError",
+    "Instr",
+    "Loop",
+    "PtxasReport",
+    "classify",
+    "code_of",
+    "hottest_loop",
+    "loops",
+    "mix_of",
+    "normalized_sass",
+    "parse_ptxas",
+    "parse_sass",
+    "sass_sha256",
+]
 
 
 class DiagnosticsError(WfbenchError):

@@ -16,22 +16,28 @@ import datetime as _dt
 import html
 import json
 from collections import Counter
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any
 
 from wfbench_core import __version__
-from wfbench_core.dashboard.browser import BROWSER_ENV, BROWSER_NAMES, find_browser, screenshot  # noqa: F401
+from wfbench_core.dashboard.browser import BROWSER_ENV, BROWSER_NAMES, find_browser, screenshot
 from wfbench_core.dashboard.models import gpu_matrix
 from wfbench_core.dashboard.newest_run import diagnostics
 from wfbench_core.dashboard.steps import change_marks
 from wfbench_core.dashboard.sweeps import sweep_cards
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.fsutil import atomic_write
-from wfbench_core.review.history import History, git_links, point_order, utc_sortable
-from wfbench_core.review.evidence import aa_run_floor
-from wfbench_core.review.series import STABLE, Point, Series, SeriesKey
 from wfbench_core.record.results import MODE_AA
+from wfbench_core.review.evidence import aa_run_floor
+from wfbench_core.review.history import History, git_links, point_order, utc_sortable
+from wfbench_core.review.series import STABLE, Point, Series, SeriesKey
+
+__all__ = [  # internal: the names the rest of wfbench uses (README: Layout)
+    "BROWSER_ENV", "BROWSER_NAMES", "build_data", "build_site", "diagnostics", "find_browser", "render_page",
+    "screenshot", "x_labels",
+]
 
 ASSETS = ("chart.umd.js", "LICENSE-chart.js.md", "app.js", "style.css")
 
@@ -47,7 +53,7 @@ def kind_of(key: SeriesKey) -> str:
     return KIND_BASEHEAD if key.compiler_label else KIND_CANONICAL
 
 
-def _utc(created: str) -> Optional[_dt.datetime]:
+def _utc(created: str) -> _dt.datetime | None:
     try:
         when = _dt.datetime.fromisoformat(created.replace("Z", "+00:00"))
     except ValueError:
@@ -135,14 +141,14 @@ def _by_run(members: Sequence[Series]) -> dict[str, list[tuple[Series, Point]]]:
     return dict(sorted(runs.items(), key=lambda kv: point_order(kv[1][0][1])))
 
 
-def _verdict_cells(v: Optional[Any]) -> dict[str, Any]:
+def _verdict_cells(v: Any | None) -> dict[str, Any]:
     """The Δ cell of a judged change (a wfbench_core.review.verdicts.Verdict): the change, the verdict and its label."""
     if v is None:
         return {"change": None, "verdict": None, "verdict_label": None}
     return {"change": v.change, "verdict": v.verdict, "verdict_label": v.label}
 
 
-def _case_rows(entries: Sequence[tuple[Series, Point]], history: Optional[History] = None) -> list[dict[str, Any]]:
+def _case_rows(entries: Sequence[tuple[Series, Point]], history: History | None = None) -> list[dict[str, Any]]:
     """One row per case of one run; with ``history``, its change against the series' reference and the verdict,
     by the rule ``wfbench check`` applies."""
     from wfbench_core.review.alerts import verdict_of
@@ -161,7 +167,7 @@ def _case_rows(entries: Sequence[tuple[Series, Point]], history: Optional[Histor
     return rows
 
 
-def geomean_set(rows: Sequence[dict[str, Any]]) -> tuple[Optional[float], list[str]]:
+def geomean_set(rows: Sequence[dict[str, Any]]) -> tuple[float | None, list[str]]:
     """The headline statistic of one run: the geometric mean of its P0 gaps, and that case set.
 
     The mean is withheld (None) unless every P0 case of the run is stable: an unstable member never
@@ -186,7 +192,7 @@ def _platform_facts(k: SeriesKey) -> dict[str, Any]:
     return {"gpu": k.gpu_name, "cc": k.compute_capability, "cuda": _cuda_text(k)}
 
 
-def _canonical_summary(members: Sequence[Series], history: Optional[History] = None) -> dict[str, Any]:
+def _canonical_summary(members: Sequence[Series], history: History | None = None) -> dict[str, Any]:
     """A canonical platform's newest run: per-case gaps, the geomean and its case set, and its trend."""
     runs = _by_run(members)
     order = list(runs)
@@ -216,7 +222,7 @@ def _canonical_summary(members: Sequence[Series], history: Optional[History] = N
     }
 
 
-def _judged(history: Optional[History], run: str) -> dict[str, Any]:
+def _judged(history: History | None, run: str) -> dict[str, Any]:
     """The verdict on each case of a stored base/head run, by ``wfbench compare``'s rule ({} when not one)."""
     from wfbench_core.review.compare import compare_labels
 
@@ -229,7 +235,7 @@ def _judged(history: Optional[History], run: str) -> dict[str, Any]:
     return {c.case_id: c.verdict for c in cmp.cases if c.verdict is not None}
 
 
-def _comparisons(members: Sequence[Series], history: Optional[History] = None) -> list[dict[str, Any]]:
+def _comparisons(members: Sequence[Series], history: History | None = None) -> list[dict[str, Any]]:
     """Base/head runs of one platform, newest first: the labelled builds side by side, case by case, with the
     verdict on each head against its base."""
     out = []
@@ -304,7 +310,7 @@ def _series_groups(grouped: Sequence[tuple[str, Sequence[Series]]]) -> tuple[lis
     return groups, out_series
 
 
-def _headline_first(canonical: list[list[Series]], headline_gpu: Optional[str], root: Path) -> list[list[Series]]:
+def _headline_first(canonical: list[list[Series]], headline_gpu: str | None, root: Path) -> list[list[Series]]:
     """The canonical platforms with the one of ``headline_gpu`` first (when named)."""
     if headline_gpu is None:
         return canonical
@@ -317,7 +323,7 @@ def _headline_first(canonical: list[list[Series]], headline_gpu: Optional[str], 
 
 
 def build_data(history: History, *, title: str = "WarpForth vs CUDA",
-               headline_gpu: Optional[str] = None) -> dict[str, Any]:
+               headline_gpu: str | None = None) -> dict[str, Any]:
     """Everything the page shows, as plain JSON-able data.
 
     ``headline_gpu`` (an NVML name as results record it, e.g. ``NVIDIA H200``) picks the GPU whose canonical
@@ -386,8 +392,8 @@ def render_page(data: dict[str, Any]) -> str:
             .replace("{{data}}", _embed(data)))
 
 
-def build_site(history: History, out: str | Path, *, title: Optional[str] = None,
-               headline_gpu: Optional[str] = None) -> Path:
+def build_site(history: History, out: str | Path, *, title: str | None = None,
+               headline_gpu: str | None = None) -> Path:
     """Write the site into ``out`` (created if needed); returns the path of index.html."""
     out = Path(out)
     if out.exists() and not out.is_dir():

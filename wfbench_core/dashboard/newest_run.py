@@ -6,8 +6,12 @@ only where a result carries it.
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "DIAG_KEYS", "diagnostics",
+]
 
 DIAG_KEYS = ("registers", "occupancy")  # diag_wf / diag_cuda scalars (SideDiagnostics) shown as they are
 
@@ -16,7 +20,7 @@ def _num(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def _range(v: Any) -> Optional[list[float]]:
+def _range(v: Any) -> list[float] | None:
     """A number or a list of numbers as [min, max]; None for anything else."""
     if _num(v):
         return [v, v]
@@ -74,7 +78,8 @@ def diagnostics(raw: dict[str, Any], rows: Sequence[dict[str, Any]]) -> dict[str
     (:class:`~wfbench_core.record.results.NvmlSummary`: SM clock, power and temperature ranges, throttle
     ``reasons``). Anything absent or of another shape is left out; a case with nothing to show has no entry.
     """
-    env = raw.get("environment") if isinstance(raw.get("environment"), dict) else {}
+    env_raw = raw.get("environment")
+    env: dict[str, Any] = env_raw if isinstance(env_raw, dict) else {}
     copy_gbps = env.get("copy_gbps")
     raw_cases = {(c.get("id"), c.get("version"), c.get("compiler_label", "")): c
                  for c in raw.get("cases") or [] if isinstance(c, dict)}
@@ -86,7 +91,8 @@ def diagnostics(raw: dict[str, Any], rows: Sequence[dict[str, Any]]) -> dict[str
         peak = env.get("fp64_peak_gflops")
         wf, cuda = _side_diag(case, "wf", copy_gbps, peak), _side_diag(case, "cuda", copy_gbps, peak)
         nvml: dict[str, Any] = {}
-        timing = case.get("timing") if isinstance(case.get("timing"), dict) else {}
+        timing_raw = case.get("timing")
+        timing: dict[str, Any] = timing_raw if isinstance(timing_raw, dict) else {}
         clocks = _range(timing.get("clocks_sm_mhz"))
         if clocks:
             nvml["sm_clock_mhz"] = clocks

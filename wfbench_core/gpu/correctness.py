@@ -18,17 +18,24 @@ import ctypes
 import math
 import sys
 import time
-from typing import Any, Callable, Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
+from typing import Any
 
 import attrs
 import numpy as np
 
-from wfbench_core.gpu import watchdog
 from wfbench_core.case import Case
-from wfbench_core.contracts import Side
-from wfbench_core.gpu.device import Device, Kernel
 from wfbench_core.compiling.faults import side_name
+from wfbench_core.contracts import Side
+from wfbench_core.gpu import watchdog
+from wfbench_core.gpu.device import Device, Kernel
 from wfbench_core.record.results import Check
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "DIFFER_BLOCK", "DIFFER_KERNEL", "DIFFER_PTX", "INT_SENTINEL", "Checked", "Checker", "Comparison",
+    "TimedBuffers", "WrongOnTimedBuffers", "compare", "describe_check", "describe_failures", "idempotence",
+    "never_written", "poison_name", "poison_value", "spent",
+]
 
 INT_SENTINEL = 0x5A5A5A5A5A5A5A5A
 
@@ -66,7 +73,7 @@ def never_written(got: np.ndarray, want: np.ndarray | None = None) -> np.ndarray
     mask = _bits(got) == _bits(poison_value(got.dtype))[0]
     if want is not None and want.dtype == got.dtype and want.shape == got.shape:
         mask &= _bits(want) != _bits(poison_value(want.dtype))[0]
-    return mask.ravel()
+    return np.asarray(mask, dtype=bool).ravel()
 
 
 @attrs.frozen

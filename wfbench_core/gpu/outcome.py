@@ -14,18 +14,32 @@ The statistics come from :mod:`wfbench_core.stats`.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import attrs
 
 from wfbench_core.gpu.plausibility import Yardsticks, implausible, launch_bound, launch_bound_note
-from wfbench_core.record.results import (ERROR, FAILED, FAILING, IMPLAUSIBLE, OK, UNSTABLE, CaseResult, CompileRecord, Sampled,
-                                  Timing)
+from wfbench_core.record.results import (
+    ERROR,
+    FAILED,
+    FAILING,
+    IMPLAUSIBLE,
+    OK,
+    UNSTABLE,
+    CaseResult,
+    CompileRecord,
+    Sampled,
+    Timing,
+)
 from wfbench_core.record.timing_record import sampled_of, sampling_fields
+
+# internal to wfbench, not the plugin API (README: Layout)
+__all__ = ["POOL", "case_result", "error_result", "measured", "merge_repeats", "pool", "timed_status", "timing_of"]
 
 
 def case_result(case: Any, *, mode: str, plugin: str, compiler_label: str = "",
-                compile_wf: Optional[CompileRecord] = None) -> CaseResult:
+                compile_wf: CompileRecord | None = None) -> CaseResult:
     """A case about to be checked and timed: its identity, work and sources; ERROR until it gets further."""
     from wfbench_core.gpu.plausibility import default_flop_type
 
@@ -48,7 +62,7 @@ def error_result(case_id: str, case: Any, plugin: str, label: str, mode: str, wh
 
 
 def measured(base: CaseResult, m: Any, side: str, *, unstable_noise: float,
-             yardsticks: Optional[Yardsticks] = None) -> CaseResult:
+             yardsticks: Yardsticks | None = None) -> CaseResult:
     """``base`` with what the timer measured of WarpForth side ``side`` against ``"cuda"``: its checks, kernel
     attributes and costs, then FAILED (with the first failed check's line), IMPLAUSIBLE (faster than the run's
     yardsticks allow: the figure, no timing) or timed."""
@@ -144,7 +158,7 @@ def _throttled_first(values: Sequence[Any]) -> Any:
     return next((v for v in values if throttled(v)), values[0])
 
 
-def _median_known(values: Sequence[Optional[float]]) -> Optional[float]:
+def _median_known(values: Sequence[float | None]) -> float | None:
     """The median of the passes' values that were measured (None when none was)."""
     from wfbench_core.stats import median
 

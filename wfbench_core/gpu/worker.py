@@ -27,33 +27,49 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, Any, Sequence
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 import attrs
 
-from wfbench_core.gpu import messages as msg
-from wfbench_core.gpu import watchdog
 from wfbench_core.case import CONFIGS, CaseKey
 from wfbench_core.errors import WfbenchError
+from wfbench_core.gpu import messages as msg
+from wfbench_core.gpu import watchdog
 from wfbench_core.gpu.outcome import case_result, measured
 from wfbench_core.gpu.plausibility import Yardsticks
-from wfbench_core.record.results import FAILED, MODE_AA, CaseResult, CompilerInfo, sm_arch
+from wfbench_core.record.request import ExecuteRequest
+from wfbench_core.record.results import FAILED, MODE_AA, CaseResult, CompilerInfo, TimingProtocol, sm_arch
+
+if TYPE_CHECKING:
+    from wfbench_core.case import Case
+    from wfbench_core.contracts import Measurement, Side, Timer
+
+__all__ = ["Output", "Worker", "main", "measure_apart", "ptx_twins", "run_case"]  # internal, not the plugin API
+
+
+class Output(Protocol):
+    """Where a worker writes its reply lines: a text stream, or anything with its ``write`` and ``flush``."""
+
+    def write(self, text: str, /) -> object: ...
+
+    def flush(self) -> object: ...
 
 
 class Worker:
-    def __init__(self, out: IO[str]) -> None:
+    def __init__(self, out: Output) -> None:
         self.out = out
         self.registry: Any = None
-        self.timer: Any = None
-        self.request: Any = None
+        self.timer: Timer | None = None
+        self.request = ExecuteRequest()  # the run's, from its Init message
         self.bundle = Path()
         self.cuda: CompilerInfo | None = None
         self.arch = ""
         self.plan: dict[str, dict[str, Any]] | None = None  # the bundle matched with the plugins, once
         self.loaded: dict[str, dict[str, Any]] = {}  # cases whose files are read (for the CUDA compile ahead)
         self.yardsticks = Yardsticks()  # what the run's cases are judged by (wfbench_core.gpu.plausibility)
-        self.timers: dict[str, Any] = {}  # timing mode -> timer, for sweep points timed in another mode
+        self.timers: dict[str, Timer] = {}  # timing mode -> timer, for sweep points timed in another mode
         self.swept: dict[str, list[Any]] = {}  # case -> its sweep points, (case at the size, files), once read
 
     def send(self, message: msg.Reply) -> None:
@@ -127,7 +143,8 @@ class Worker:
             return None
         try:
             with watchdog.guard("the f64 peak micro-kernel", 0.2):
-                return measure(self.cuda)
+                peak: float | None = measure(self.cuda)
+                return peak
         except WfbenchError as exc:
             self.progress(f"f64 peak not measured: {exc}")
             return None
@@ -135,7 +152,8 @@ class Worker:
     def case(self, case_id: str) -> msg.Results:
         variants = self._variants(case_id)
         self.loaded.pop(case_id)  # each case runs once per worker: its files need not stay
-        return msg.Results(tuple(run_case(variants, timer=self.timer, protocol=self.request.protocol,
+        protocol = self.request.protocol
+        return msg.Results(tuple(run_case(variants, timer=self._timer(protocol), protocol=protocol,
                                           cuda=self.cuda, arch=self.arch, mode=self.request.mode,
                                           sanitize=self.request.sanitize, progress=self.progress,
                                           yardsticks=self.yardsticks)))
@@ -173,9 +191,9 @@ class Worker:
         sources += [(at.key("canonical"), files.cuda_source) for at, files in points]
         prefetch_cuda(sources, arch=self.arch, compiler=self.cuda)
 
-    def _timer(self, protocol: Any) -> Any:
+    def _timer(self, protocol: TimingProtocol) -> Timer:
         """The timer of ``protocol``'s timing mode: the run's own, or one made for that mode once."""
-        if protocol.timing_mode == self.request.protocol.timing_mode:
+        if protocol.timing_mode == self.request.protocol.timing_mode and self.timer is not None:
             return self.timer
         if protocol.timing_mode not in self.timers:
             self.timers[protocol.timing_mode] = self.registry.make_timer(protocol)
@@ -191,7 +209,7 @@ class Worker:
             if not self.handle(request):
                 return
 
-    def handle(self, request: msg.Request) -> bool:
+    def handle(self, request: msg.Message) -> bool:
         """Answer one request; False when this worker must end (asked to, or unusable)."""
         is_case = isinstance(request, (msg.RunCase, msg.RunPoint))
         try:
@@ -210,7 +228,7 @@ class Worker:
             else:
                 self.send(msg.Fatal(str(exc), exc.exit_code))
                 return False
-        except Exception as exc:  # noqa: BLE001 - a plugin's bug: one line, and this process is replaced
+        except Exception as exc:  # a plugin's bug: one line, and this process is replaced
             what = f"{type(exc).__name__}: {exc}"
             if is_case:
                 self.send(msg.CaseError(f"the timer raised {what}", restart=True))
@@ -232,9 +250,9 @@ def _wf_label(label: str) -> str:
     return f"wf:{label}" if label else "wf"
 
 
-def run_case(variants: dict[str, Any], *, timer: Any, protocol: Any, cuda: Any, arch: str,
-             mode: str, sanitize: bool = False, progress: Any = lambda line: None,
-             yardsticks: Any = None, diagnose: bool = True) -> list[CaseResult]:
+def run_case(variants: dict[str, Any], *, timer: Timer, protocol: TimingProtocol, cuda: Any, arch: str,
+             mode: str, sanitize: bool = False, progress: Callable[[str], None] = lambda line: None,
+             yardsticks: Yardsticks | None = None, diagnose: bool = True) -> list[CaseResult]:
     """Check and time one case: every WarpForth variant (one, or base and head) against the CUDA side.
 
     A variant whose PTX is byte-identical to an earlier one's is not checked or timed again (:func:`ptx_twins`): its
@@ -250,8 +268,8 @@ def run_case(variants: dict[str, Any], *, timer: Any, protocol: Any, cuda: Any, 
                                 compile_wf=prep.files["canonical"].compile_wf)
              for label, prep in variants.items()}
 
-    def all_(**changes: object) -> list[CaseResult]:
-        return [attrs.evolve(b, **changes) for b in bases.values()]  # type: ignore[arg-type]
+    def all_(**changes: Any) -> list[CaseResult]:
+        return [attrs.evolve(b, **changes) for b in bases.values()]
 
     try:
         cuda_ptx, record, compile_s = _compile_cuda_side(some, arch, cuda)
@@ -284,6 +302,8 @@ def run_case(variants: dict[str, Any], *, timer: Any, protocol: Any, cuda: Any, 
         prep = variants[label]
         side = _wf_label(twins.get(label, label))
         mine = broken.get(side, m)
+        if mine is None:  # measure_apart gives no measurement only when every side is in broken
+            raise WfbenchError(f"{case.id}: no measurement of {side}")
         costs = attrs.evolve(mine.costs, compile_cuda_s=compile_s,
                              compile_wf_s=sum(prep.files[c].compile_wf.wall_s for c in CONFIGS))
         out.append(_twin_of(measured(attrs.evolve(base, costs=costs), mine, side,
@@ -324,8 +344,8 @@ def _alone(labels: set[str], sides: Sequence[Any]) -> bool:
     return bool(labels) and labels < wf
 
 
-def measure_apart(timer: Any, case: Any, sides: list[Any], progress: Any = lambda line: None
-                  ) -> tuple[Any, dict[str, Any]]:
+def measure_apart(timer: Timer, case: Case, sides: list[Side], progress: Callable[[str], None] = lambda line: None
+                  ) -> tuple[Measurement | None, dict[str, Measurement]]:
     """The timer's measurement of ``sides``; where only some WarpForth sides fail (their own checks, or a fault
     of theirs that left the GPU context usable) they are left out and the others are measured again, so a head
     compiler that breaks a case costs the head, not the base: the base keeps its timing and status.

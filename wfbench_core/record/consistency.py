@@ -18,10 +18,12 @@ run files through it) all refuse the same results, each with one line. A timed c
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from wfbench_core.record.schema import CaseResult, RunResult, Timing
+
+__all__ = ["TOLERANCE", "case_problem", "problem", "summary_problem"]  # internal, not the plugin API
 
 #: relative disagreement allowed between a stored statistic and the same statistic made again from the
 #: samples (the same functions on the same numbers agree to the last bit; this leaves room for another
@@ -32,7 +34,7 @@ _SIDE_FIELDS = ("median_us", "p95_us", "mad_us", "noise")
 _TIMING_FIELDS = ("gap", "pair_ratio_noise", "within_placement_noise", "between_placement_noise", "gap_lo", "gap_hi")
 
 
-def _differs(stored: Optional[float], made: Optional[float]) -> bool:
+def _differs(stored: float | None, made: float | None) -> bool:
     if stored is None:
         return False  # not recorded (an older wfbench): nothing to contradict
     if made is None:
@@ -40,7 +42,7 @@ def _differs(stored: Optional[float], made: Optional[float]) -> bool:
     return abs(stored - made) > TOLERANCE * max(abs(made), abs(stored))
 
 
-def _shown(value: Optional[float]) -> str:
+def _shown(value: float | None) -> str:
     return "none" if value is None else f"{value:.6g}"
 
 

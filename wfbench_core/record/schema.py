@@ -6,12 +6,21 @@ are read and written through :mod:`wfbench_core.record.results`, which offers ev
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import attrs
 
 from wfbench_core.case import CaseKey
-from wfbench_core.record.timing_record import (  # noqa: F401 - the timing record is part of the schema
+from wfbench_core.record.status import (  # part of the schema
+    ERROR,
+    FAILED,
+    FAILING,
+    IMPLAUSIBLE,
+    OK,
+    STATUSES,
+    UNSTABLE,
+)
+from wfbench_core.record.timing_record import (
     TIMING_COLD_L2,
     TIMING_EVENTS,
     TIMING_GRAPH,
@@ -25,9 +34,43 @@ from wfbench_core.record.timing_record import (  # noqa: F401 - the timing recor
 
 SCHEMA_VERSION = 5  # wfbench_core.record.result_rules.UPGRADES reads the older ones
 
-from wfbench_core.record.status import (  # noqa: E402,F401 - part of the schema
-    ERROR, FAILED, FAILING, IMPLAUSIBLE, OK, STATUSES, UNSTABLE,
-)
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "ERROR",
+    "FAILED",
+    "FAILING",
+    "IMPLAUSIBLE",
+    "MODE_AA",
+    "MODE_PAIRED",
+    "OK",
+    "SCHEMA_VERSION",
+    "STATUSES",
+    "TIMING_COLD_L2",
+    "TIMING_EVENTS",
+    "TIMING_GRAPH",
+    "TIMING_MODES",
+    "UNSTABLE",
+    "CaseKey",
+    "CaseResult",
+    "Check",
+    "CompileRecord",
+    "CompilerInfo",
+    "Costs",
+    "Environment",
+    "KernelAttrs",
+    "KernelProfile",
+    "NvmlSummary",
+    "RunResult",
+    "Sampled",
+    "Sampling",
+    "SideDiagnostics",
+    "SideStats",
+    "Source",
+    "Timing",
+    "TimingProtocol",
+    "setting",
+    "setting_problem",
+    "sm_arch",
+]
 
 # timing modes: the paired WarpForth/CUDA comparison, or the CUDA PTX against itself (the method's floor)
 MODE_PAIRED = "paired"
@@ -35,8 +78,8 @@ MODE_AA = "aa"
 
 
 
-def setting(default: Any, help: str, *, flag: str = "", low: Optional[float] = None,
-            high: Optional[float] = None, choices: tuple[str, ...] = ()) -> Any:
+def setting(default: Any, help: str, *, flag: str = "", low: float | None = None,
+            high: float | None = None, choices: tuple[str, ...] = ()) -> Any:
     """A protocol setting: its default, help text, command-line flag and allowed range, in one place.
 
     The CLI (``wfbench run/execute``) and the pytest plugin (``--wfbench-…``) make their options from
@@ -166,7 +209,7 @@ class SideDiagnostics:
     launch_attrs: tuple[str, ...] = ()
     # instructions, other than LDL/STL, that form a stack address (wfbench_core.compiling.stack_tax); None in
     # results written before it was counted
-    stack_addressing: Optional[int] = None
+    stack_addressing: int | None = None
     data_sha256: str = ""  # of the cubin's initialized constant and global data ("" when it has none)
 
 
@@ -176,19 +219,19 @@ class KernelProfile:
 
     ncu_version: str = ""
     duration_us: float = 0.0
-    dram_pct: Optional[float] = None  # DRAM throughput, % of peak
-    l2_pct: Optional[float] = None  # L2 (lts) throughput, % of peak
-    l1_pct: Optional[float] = None  # L1/TEX throughput, % of peak
-    sm_pct: Optional[float] = None  # SM (compute) throughput, % of peak
-    achieved_occupancy_pct: Optional[float] = None
-    theoretical_occupancy_pct: Optional[float] = None
-    instructions: Optional[int] = None  # warp instructions executed
-    registers: Optional[int] = None
-    dram_bytes: Optional[int] = None  # read + write
+    dram_pct: float | None = None  # DRAM throughput, % of peak
+    l2_pct: float | None = None  # L2 (lts) throughput, % of peak
+    l1_pct: float | None = None  # L1/TEX throughput, % of peak
+    sm_pct: float | None = None  # SM (compute) throughput, % of peak
+    achieved_occupancy_pct: float | None = None
+    theoretical_occupancy_pct: float | None = None
+    instructions: int | None = None  # warp instructions executed
+    registers: int | None = None
+    dram_bytes: int | None = None  # read + write
     stalls: dict[str, float] = attrs.Factory(dict)  # stall reason -> warps stalled per issued instruction
     clock_control: str = ""  # ncu --clock-control used
-    local_load_bytes: Optional[int] = None  # local memory loaded through L1 (wfbench_core.gpu.profile.LOCAL_METRICS)
-    local_store_bytes: Optional[int] = None  # and stored; None: not measured (profiles from before schema 5)
+    local_load_bytes: int | None = None  # local memory loaded through L1 (wfbench_core.gpu.profile.LOCAL_METRICS)
+    local_store_bytes: int | None = None  # and stored; None: not measured (profiles from before schema 5)
 
 
 @attrs.frozen
@@ -207,8 +250,8 @@ class Check:
     total: int
     unwritten: int = 0  # elements still holding the poison (NaN / integer sentinel): never written
     nonfinite: int = 0  # written elements that are NaN or inf where the reference is finite
-    placement: Optional[int] = None  # a check of the timed buffers: which placement and buffer set failed
-    buffer_set: Optional[int] = None
+    placement: int | None = None  # a check of the timed buffers: which placement and buffer set failed
+    buffer_set: int | None = None
 
 
 @attrs.frozen
@@ -245,17 +288,17 @@ class CaseResult:
     warpforth_source_sha256: str = ""
     plugin: str = ""
     compiler_label: str = ""  # in a base/head run: which warpforthc ("base", "head"); "" otherwise
-    compile_wf: Optional[CompileRecord] = None
-    compile_cuda: Optional[CompileRecord] = None
-    attrs_wf: Optional[KernelAttrs] = None
-    attrs_cuda: Optional[KernelAttrs] = None
+    compile_wf: CompileRecord | None = None
+    compile_cuda: CompileRecord | None = None
+    attrs_wf: KernelAttrs | None = None
+    attrs_cuda: KernelAttrs | None = None
     checks: tuple[Check, ...] = ()
-    timing: Optional[Timing] = None
+    timing: Timing | None = None
     costs: Costs = Costs()
-    diag_wf: Optional[SideDiagnostics] = None  # static diagnostics of each side (wfbench_core.compiling.diagnostics)
-    diag_cuda: Optional[SideDiagnostics] = None
-    profile_wf: Optional[KernelProfile] = None  # Nsight Compute metrics, when profiled (wfbench explain --profile)
-    profile_cuda: Optional[KernelProfile] = None
+    diag_wf: SideDiagnostics | None = None  # static diagnostics of each side (wfbench_core.compiling.diagnostics)
+    diag_cuda: SideDiagnostics | None = None
+    profile_wf: KernelProfile | None = None  # Nsight Compute metrics, when profiled (wfbench explain --profile)
+    profile_cuda: KernelProfile | None = None
 
     @property
     def key(self) -> CaseKey:
@@ -290,15 +333,15 @@ class Environment:
     python: str = ""
     numba_cuda_version: str = ""
     cuda_core_version: str = ""
-    copy_gbps: Optional[float] = None  # device-to-device copy, read+write bytes, measured in the same run
-    fp64_peak_gflops: Optional[float] = None  # f64 add/multiply peak, measured in the same run (roofline)
+    copy_gbps: float | None = None  # device-to-device copy, read+write bytes, measured in the same run
+    fp64_peak_gflops: float | None = None  # f64 add/multiply peak, measured in the same run (roofline)
     default_power_limit_w: float = 0.0  # the board's default power limit (power_limit_w is the enforced one)
     depressed_host: bool = False  # memory clock or power below the board's healthy band: deltas not trusted
     depressed_why: str = ""
     extra: dict[str, str] = attrs.Factory(dict)  # transport facts: instance id, $/h, host key …
 
 
-def sm_arch(compute_capability: "str | tuple[int, int]") -> str:
+def sm_arch(compute_capability: str | tuple[int, int]) -> str:
     """``"9.0"`` or ``(9, 0)`` -> ``"sm_90"``: the one spelling of a compute capability as a PTX target."""
     if isinstance(compute_capability, tuple):
         major, minor = compute_capability

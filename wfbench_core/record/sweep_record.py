@@ -14,12 +14,25 @@ the point was timed again in graph mode, the events timing is kept beside it.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import attrs
 
-from wfbench_core.record.results import (FAILING, CaseResult, CompilerInfo, Environment, Source, Timing, TimingProtocol,
-                                         dumps, structure)
+from wfbench_core.record.results import (
+    FAILING,
+    CaseResult,
+    CompilerInfo,
+    Environment,
+    Source,
+    Timing,
+    TimingProtocol,
+    dumps,
+    structure,
+)
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "SWEEP", "SWEEP_KIND", "SWEEP_SCHEMA", "SweepPoint", "SweepResult", "is_sweep", "load_sweep", "parse_sweep",
+    "sweep_problem", "write_sweep",
+]
 
 SWEEP_SCHEMA = 1
 SWEEP_KIND = "sweep"
@@ -34,7 +47,7 @@ class SweepPoint:
     result: CaseResult  # the case at these sizes: checks, timing (timing.timing_mode: how it was timed), status
     launch_bound_wf: bool = False  # in events mode, the side's per-launch time was near the launch floor
     launch_bound_cuda: bool = False
-    events: Optional[Timing] = None  # the events-mode timing a graph-mode one replaced (launch-bound there)
+    events: Timing | None = None  # the events-mode timing a graph-mode one replaced (launch-bound there)
 
     @property
     def timing_mode(self) -> str:

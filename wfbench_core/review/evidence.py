@@ -13,7 +13,8 @@ and where too few were measured, into the stated defaults.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Iterable, Optional, Sequence
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -23,6 +24,13 @@ from wfbench_core.review.series import Point, SeriesKey
 
 if TYPE_CHECKING:  # pragma: no cover
     from wfbench_core.review.history import History
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "DEFAULT_BOARD_SD", "DEFAULT_PROCESS_SD", "MIN_COMPONENT_DF", "ONE_PLACEMENT_BOARD_SD",
+    "ONE_PLACEMENT_PROCESS_SD", "Components", "Observation", "aa_run_floor", "board_aa_floor",
+    "change_against_reference", "components", "family", "family_points", "observations", "repeat_observations",
+    "variance_components",
+]
 
 
 # Stated defaults of the components until measured (docs/history.md, "Verdicts"): what a fresh process on one
@@ -164,7 +172,7 @@ def family(key: SeriesKey) -> SeriesKey:
     return attrs.evolve(key, compiler_label="")
 
 
-def family_points(history: Optional["History"], key: SeriesKey, *, skip_runs: Iterable[str] = ()) -> list[Point]:
+def family_points(history: History | None, key: SeriesKey, *, skip_runs: Iterable[str] = ()) -> list[Point]:
     """Every stable point of the family of ``key`` in ``history``, less the runs named in ``skip_runs`` (files or
     creation times)."""
     if history is None:
@@ -200,7 +208,7 @@ def components(points: Sequence[Point], extra: Sequence[Observation] = (), *, on
     return variance_components(observations(points) + list(extra), process_sd=sds[0], board_sd=sds[1])
 
 
-def board_aa_floor(history: Optional["History"], key: SeriesKey, board: str) -> tuple[Optional[float], str]:
+def board_aa_floor(history: History | None, key: SeriesKey, board: str) -> tuple[float | None, str]:
     """The A/A floor on ``board``: how far the newest A/A run there (CUDA against itself) in which ``key``'s case
     is stable read from 1.000x at most, over its stable cases (:func:`aa_run_floor`); (None, "") when the history
     has none."""
@@ -216,7 +224,7 @@ def board_aa_floor(history: Optional["History"], key: SeriesKey, board: str) -> 
     return aa_run_floor(run), f"A/A run {newest.created} on this board"
 
 
-def aa_run_floor(points: Sequence["Point"]) -> Optional[float]:
+def aa_run_floor(points: Sequence[Point]) -> float | None:
     """The floor of one A/A run: the farthest any of its stable cases reads from 1.000x. The one figure of an
     A/A run, in ``check``'s margin and on the dashboard."""
     from wfbench_core.review.verdicts import aa_floor

@@ -25,13 +25,15 @@ measured. The action keys its charts by name only: give each GPU model its own a
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from typing import Any
 
 from wfbench_core import stats
 from wfbench_core.errors import WfbenchError
+from wfbench_core.record.results import MODE_AA, MODE_PAIRED, OK, CaseResult, RunResult
 from wfbench_core.review.history import refusal
 from wfbench_core.review.series import protocol_tag, timing_mode
-from wfbench_core.record.results import MODE_AA, MODE_PAIRED, OK, CaseResult, RunResult
+
+__all__ = ["FORMATS", "GAP_UNIT", "TIME_UNIT", "github_action_benchmark"]  # internal, not the plugin API
 
 FORMATS = ("github-action-benchmark",)
 GAP_UNIT = "x CUDA"
@@ -87,7 +89,7 @@ def _num(x: float, digits: int = 4) -> float:
     return float(f"{x:.{digits}g}") if math.isfinite(x) else x
 
 
-def github_action_benchmark(result: RunResult, *, label: Optional[str] = None, where: str = "result") \
+def github_action_benchmark(result: RunResult, *, label: str | None = None, where: str = "result") \
         -> list[dict[str, Any]]:
     """The ``customSmallerIsBetter`` entries of one run (stable, correct cases only)."""
     if result.mode == MODE_AA or any(c.mode == MODE_AA for c in result.cases):

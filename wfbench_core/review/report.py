@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
-
 from wfbench_core.record.results import CaseResult, RunResult
-from wfbench_core.review.table import render_table  # noqa: F401 - also the table of the run's report
+from wfbench_core.review.table import render_table  # also the table of the run's report
+
+# internal to wfbench, not the plugin API (README: Layout)
+__all__ = ["base_head_notes", "footer", "nvml_notes", "render", "render_table", "table_rows"]
 
 
 def _fmt(value: float | None, spec: str) -> str:

@@ -20,6 +20,11 @@ from wfbench_core.compiling.code_identity import code_identity
 from wfbench_core.record.results import OK, CaseResult, RunResult, SideStats, TimingProtocol, converter
 from wfbench_core.review.throttle import judge_throttle
 
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "PROTOCOL_NOT_IN_KEY", "Point", "Series", "SeriesKey", "SideSummary", "case_name", "point_of",
+    "points_from_run", "protocol_tag", "series_key", "standing", "timing_mode",
+]
+
 
 # --------------------------------------------------------------------------------------------------------
 # records

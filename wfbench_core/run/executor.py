@@ -9,24 +9,29 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
-
-import attrs
+from typing import TYPE_CHECKING, Any
 
 from wfbench_core import SUITE_VERSION, __version__
+from wfbench_core.compiling.bundle import utcnow
+from wfbench_core.compiling.prepare import Prepared, prepare_all
+from wfbench_core.discover.registry import Registry
+from wfbench_core.errors import WfbenchError
 from wfbench_core.gpu import messages as msg
 from wfbench_core.gpu import watchdog
 from wfbench_core.gpu.child import Child, Lines
-from wfbench_core.compiling.bundle import BundleManifest, utcnow
-from wfbench_core.compiling.prepare import Prepared, prepare_all
-from wfbench_core.case import Case
-from wfbench_core.errors import WfbenchError
 from wfbench_core.gpu.nvml import mark_host
-from wfbench_core.gpu.outcome import error_result as _error_result, merge_repeats
-from wfbench_core.discover.registry import Registry
+from wfbench_core.gpu.outcome import error_result as _error_result
+from wfbench_core.gpu.outcome import merge_repeats
 from wfbench_core.record.request import ExecuteRequest
 from wfbench_core.record.results import ERROR, MODE_AA, SCHEMA_VERSION, CaseResult, RunResult, write_result
+
+if TYPE_CHECKING:
+    from wfbench_core.gpu.worker import Worker
+
+# internal to wfbench, not the plugin API (README: Layout)
+__all__ = ["InProcess", "Progress", "Supervisor", "execute"]
 
 Progress = Callable[[str], None]
 
@@ -37,7 +42,7 @@ def execute(
     registry: Registry,
     request: ExecuteRequest = ExecuteRequest(),
     progress: Progress = lambda msg: None,
-    out: Optional[Path] = None,
+    out: Path | None = None,
 ) -> RunResult:
     """Run every case of the bundle (or ``request.case_ids``) on this host's GPU and return the result.
 
@@ -82,7 +87,7 @@ class _Run:
     """One execution's state: the bundle's plan, the results so far, the result file kept up to date."""
 
     def __init__(self, bundle: Path, registry: Registry, request: ExecuteRequest, progress: Progress,
-                 out: Optional[Path]) -> None:
+                 out: Path | None) -> None:
         self.t_start = time.perf_counter()
         self.registry, self.request, self.progress, self.out = registry, request, progress, out
         self.case_ids = list(request.case_ids)
@@ -173,12 +178,12 @@ class Supervisor:
         self.request = request
         self.progress = progress
         self.registry = registry
-        self.child: Optional[Child] = None
-        self.replies: Optional[Lines] = None
+        self.child: Child | None = None
+        self.replies: Lines | None = None
         self.quiet_limit_s = watchdog.quiet_limit_s(request.protocol.max_case_s)
         self.upcoming: list[str] = []  # the cases still to run in this pass: a new worker compiles their CUDA ahead
         #: what the run's first worker measured (Init's yardstick fields): later ones judge cases by it
-        self.yardsticks: dict[str, Optional[float]] = {}
+        self.yardsticks: dict[str, float | None] = {}
 
     # -- process handling -------------------------------------------------------------------------
 
@@ -273,13 +278,14 @@ class Supervisor:
             raise WfbenchError(f"the GPU worker did not start: {lost}") from None
         if isinstance(ready, msg.CaseError):  # pragma: no cover - a worker answers Init with Ready or Fatal
             raise WfbenchError(f"the GPU worker did not start: {ready.message}")
+        assert isinstance(ready, msg.Ready)
         if copy:
             env = ready.environment
             self.yardsticks = {"copy_gbps": env.copy_gbps, "fp64_peak_gflops": env.fp64_peak_gflops}
         return ready
 
     def run_case(self, case_id: str, variants: dict[str, Prepared],
-                 request: Optional[msg.Request] = None) -> list[CaseResult]:
+                 request: msg.Request | None = None) -> list[CaseResult]:
         """Check and time a case (or what ``request`` asks of it: a sweep point) in the worker; ``variants`` name
         the results of a case that could not be."""
         if not self._alive():
@@ -312,12 +318,14 @@ class InProcess(Supervisor):
         from wfbench_core.gpu.worker import Worker
 
         self.queue: list[msg.Message] = []
-        self.worker = Worker(_Collect(self.queue))
+        self.worker: Worker | None = Worker(_Collect(self.queue))
         self.worker.registry = self.registry
         self.child = None
 
     def _send(self, message: msg.Request) -> None:
-        self.worker.handle(msg.decode(msg.encode(message)))  # type: ignore[arg-type]
+        if self.worker is None:
+            raise _Lost("the in-process timer was let go")
+        self.worker.handle(msg.decode(msg.encode(message)))
 
     def _await(self, *kinds: type) -> msg.Message:
         while self.queue:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from wfbench_core.stats.estimates import (
     HIERARCHICAL_INTERVAL,
-    LogEstimate,
     PROCESS_STRIDE,
     VERDICT_RESAMPLES,
+    LogEstimate,
     change_in_run,
     cluster_estimate,
     combine,
@@ -57,17 +57,17 @@ from wfbench_core.stats.summary import (
     summarize,
 )
 
-__all__ = [
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
     "GAP_INTERVAL_METHOD",
     "GAP_INTERVAL_RESAMPLES",
     "HIERARCHICAL_INTERVAL",
-    "LogEstimate",
     "PROCESS_STRIDE",
+    "VERDICT_RESAMPLES",
+    "LogEstimate",
     "PositionEffect",
     "SetMember",
     "SideStats",
     "SuiteGeomean",
-    "VERDICT_RESAMPLES",
     "band",
     "case_set_id",
     "change_in_run",

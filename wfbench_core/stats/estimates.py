@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import TYPE_CHECKING, Any, Optional, Sequence
+from collections.abc import Callable, Collection, Sequence
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -26,6 +27,23 @@ from wfbench_core.stats.summary import (
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "HIERARCHICAL_INTERVAL",
+    "PROCESS_STRIDE",
+    "VERDICT_RESAMPLES",
+    "LogEstimate",
+    "change_in_run",
+    "cluster_estimate",
+    "combine",
+    "gap_estimate",
+    "paired_statistics",
+    "process_of",
+    "row_medians",
+    "run_gap_interval",
+    "side_estimate",
+    "t_quantile",
+]
 
 PROCESS_STRIDE = 10_000  # --repeat: placement index = process x PROCESS_STRIDE + placement within the process
 HIERARCHICAL_INTERVAL = "t-scaled bootstrap over processes, then placements"
@@ -63,13 +81,13 @@ def combine(parts: Sequence[LogEstimate], value: float, basis: str = "") -> LogE
     return LogEstimate(value=value, se=math.sqrt(var), df=df, basis=basis)
 
 
-def process_of(placement_of: Sequence[int]) -> "np.ndarray":
+def process_of(placement_of: Sequence[int]) -> np.ndarray:
     import numpy as np
 
     return np.asarray(placement_of, dtype=np.int64) // PROCESS_STRIDE
 
 
-def _padded(columns: Sequence["np.ndarray"], where: "np.ndarray") -> tuple[list["np.ndarray"], "np.ndarray"]:
+def _padded(columns: Sequence[np.ndarray], where: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
     """Each column as a (units x block) matrix padded with NaN, and the process of each unit."""
     import numpy as np
 
@@ -85,7 +103,7 @@ def _padded(columns: Sequence["np.ndarray"], where: "np.ndarray") -> tuple[list[
     return out, units // PROCESS_STRIDE
 
 
-def _picks(procs: "np.ndarray", resamples: int, seed: int) -> tuple["np.ndarray", int]:
+def _picks(procs: np.ndarray, resamples: int, seed: int) -> tuple[np.ndarray, int]:
     """Resampled unit indices (R x M, -1 = none): whole processes with replacement and, inside each, its units
     with replacement when there are several processes; units alone otherwise. Also the number of top units."""
     import numpy as np
@@ -107,8 +125,9 @@ def _picks(procs: "np.ndarray", resamples: int, seed: int) -> tuple["np.ndarray"
     return picked.reshape(resamples, -1), tops.size
 
 
-def cluster_estimate(columns: Sequence[Sequence[float]], placement_of: Sequence[int], statistic,  # noqa: ANN001
-                     *, resamples: int = VERDICT_RESAMPLES, seed: int = 0) -> Optional[LogEstimate]:
+def cluster_estimate(columns: Sequence[Collection[float]], placement_of: Sequence[int],
+                     statistic: Callable[[Sequence[np.ndarray]], np.ndarray],
+                     *, resamples: int = VERDICT_RESAMPLES, seed: int = 0) -> LogEstimate | None:
     """``statistic`` (a function of one NaN-padded matrix per column, row = resample, giving log values) on
     the data, with its bootstrap standard error over the top level of units (processes, else placements),
     t-scaled: the bootstrap variance times n / (n - 1), and n - 1 degrees of freedom. Resamples whose statistic
@@ -142,35 +161,35 @@ def cluster_estimate(columns: Sequence[Sequence[float]], placement_of: Sequence[
     return LogEstimate(value=value, se=se, df=float(n - 1), basis=f"bootstrap over {n} {levels}")
 
 
-def row_medians(m: "np.ndarray") -> "np.ndarray":
+def row_medians(m: np.ndarray) -> np.ndarray:
     """The median of each row, ignoring the NaN padding of a resample (numpy's fast path when there is none)."""
     import numpy as np
 
-    return np.nanmedian(m, axis=1) if np.isnan(m).any() else np.median(m, axis=1)
+    return np.asarray(np.nanmedian(m, axis=1) if np.isnan(m).any() else np.median(m, axis=1))
 
 
-def _log_gap(m: Sequence["np.ndarray"]) -> "np.ndarray":
+def _log_gap(m: Sequence[np.ndarray]) -> np.ndarray:
     import numpy as np
 
-    return np.log(row_medians(m[0]) / row_medians(m[1]))
+    return np.asarray(np.log(row_medians(m[0]) / row_medians(m[1])))
 
 
-def _log_change(m: Sequence["np.ndarray"]) -> "np.ndarray":
+def _log_change(m: Sequence[np.ndarray]) -> np.ndarray:
     import numpy as np
 
     wb, wh, cb, ch = (row_medians(x) for x in m)
-    return np.log((wh / ch) / (wb / cb))
+    return np.asarray(np.log((wh / ch) / (wb / cb)))
 
 
 def gap_estimate(wf_samples_us: Sequence[float], cuda_samples_us: Sequence[float],
-                 placement_of: Sequence[int]) -> Optional[LogEstimate]:
+                 placement_of: Sequence[int]) -> LogEstimate | None:
     """The log of the reported gap (median WarpForth / median CUDA of all pairs) with its cluster-bootstrap
     standard error: over processes, then placements, in a --repeat run; over placements otherwise."""
     return cluster_estimate([wf_samples_us, cuda_samples_us], placement_of, _log_gap)
 
 
 def change_in_run(wf_base: Sequence[float], wf_head: Sequence[float], cuda_base: Sequence[float],
-                  cuda_head: Sequence[float], placement_of: Sequence[int]) -> Optional[LogEstimate]:
+                  cuda_head: Sequence[float], placement_of: Sequence[int]) -> LogEstimate | None:
     """log(gap head / gap base) of two builds timed in the same rounds of one run (shared placements), with
     the standard error of the same cluster bootstrap, the (base, head, CUDA) rows resampled together."""
     return cluster_estimate([wf_base, wf_head, cuda_base, cuda_head], placement_of, _log_change)
@@ -189,7 +208,7 @@ def run_gap_interval(wf_samples_us: Sequence[float], cuda_samples_us: Sequence[f
     return est.interval(level), HIERARCHICAL_INTERVAL
 
 
-def side_estimate(samples_us: Sequence[float], placement_of: Sequence[int]) -> Optional[LogEstimate]:
+def side_estimate(samples_us: Sequence[float], placement_of: Sequence[int]) -> LogEstimate | None:
     """The log of one side's median time with its cluster-bootstrap standard error."""
     import numpy as np
 

@@ -8,23 +8,29 @@ from __future__ import annotations
 
 import hashlib
 import math
-from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence
+from collections.abc import Collection, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import attrs
-
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
+__all__ = [  # internal: the names the rest of wfbench uses (README: Layout)
+    "GAP_INTERVAL_METHOD", "GAP_INTERVAL_RESAMPLES", "PositionEffect", "SetMember", "SideStats", "SuiteGeomean",
+    "as_array", "band", "case_set_id", "first_minus_second", "gap", "gap_interval", "geomean", "geomean_noise",
+    "is_unstable", "mad", "median", "pair_ratio_mad", "pair_ratio_noise", "pair_ratios", "percentiles",
+    "placement_gaps", "placement_noise", "position_effect", "rate", "relative_halfwidth", "relative_mad", "spread",
+    "suite_geomean", "summarize",
+]
 
-def as_array(values: Sequence[float]) -> "np.ndarray":
+def as_array(values: Collection[float]) -> np.ndarray:
     import numpy as np
 
     return np.asarray(values, dtype=np.float64)
 
 
-# --------------------------------------------------------------------------------------------------------
-# one sample set
+# -- one sample set ---------------------------------------------------------------------------------------------------
 
 
 @attrs.frozen
@@ -40,13 +46,13 @@ class SideStats:
 
 
 
-def median(values: Sequence[float]) -> float:
+def median(values: Collection[float]) -> float:
     import numpy as np
 
     return float(np.median(as_array(values)))
 
 
-def mad(values: Sequence[float]) -> float:
+def mad(values: Collection[float]) -> float:
     """Median absolute deviation, unscaled (what ``scipy.stats.median_abs_deviation(x, scale=1.0)`` gives, without
     its per-call overhead: every result read back has its statistics made again from its samples)."""
     import numpy as np
@@ -55,13 +61,13 @@ def mad(values: Sequence[float]) -> float:
     return float(np.median(np.abs(x - np.median(x))))
 
 
-def relative_mad(values: Sequence[float]) -> float:
+def relative_mad(values: Collection[float]) -> float:
     """MAD / median (unscaled): the noise measure used throughout."""
     m = median(values)
     return mad(values) / m if m > 0 else float("inf")
 
 
-def percentiles(values: Sequence[float], qs: Sequence[float]) -> tuple[float, ...]:
+def percentiles(values: Collection[float], qs: Sequence[float]) -> tuple[float, ...]:
     import numpy as np
 
     return tuple(float(v) for v in np.percentile(as_array(values), list(qs)))
@@ -74,14 +80,8 @@ def summarize(samples_us: Sequence[float]) -> SideStats:
         raise ValueError("no samples")
     med = median(x)
     m = mad(x)
-    return SideStats(
-        median_us=med,
-        p95_us=percentiles(x, [95])[0],
-        mad_us=m,
-        noise=m / med if med > 0 else float("inf"),
-        n=int(x.size),
-        samples_us=tuple(float(v) for v in x),
-    )
+    return SideStats(median_us=med, p95_us=percentiles(x, [95])[0], mad_us=m,
+                     noise=m / med if med > 0 else float("inf"), n=int(x.size), samples_us=tuple(float(v) for v in x))
 
 
 def band(stats: SideStats, lo: float = 5.0, hi: float = 95.0) -> tuple[float, float]:
@@ -92,8 +92,7 @@ def band(stats: SideStats, lo: float = 5.0, hi: float = 95.0) -> tuple[float, fl
     return a, b
 
 
-# --------------------------------------------------------------------------------------------------------
-# paired samples of one run
+# -- paired samples of one run ----------------------------------------------------------------------------------------
 
 
 def gap(wf: SideStats, cuda: SideStats) -> float:
@@ -105,12 +104,12 @@ def is_unstable(wf: SideStats, cuda: SideStats, threshold: float) -> bool:
     return wf.noise > threshold or cuda.noise > threshold
 
 
-def pair_ratios(wf_samples_us: Sequence[float], cuda_samples_us: Sequence[float]) -> Optional["np.ndarray"]:
+def pair_ratios(wf_samples_us: Sequence[float], cuda_samples_us: Sequence[float]) -> np.ndarray | None:
     """``wf[i] / cuda[i]`` (sample i of both sides was taken back to back); None unless both sides pair up."""
     wf, cu = as_array(wf_samples_us), as_array(cuda_samples_us)
     if not wf.size or wf.size != cu.size:
         return None
-    return wf / cu
+    return as_array(wf / cu)
 
 
 def pair_ratio_mad(wf_samples_us: Sequence[float], cuda_samples_us: Sequence[float]) -> float:
@@ -128,7 +127,7 @@ def pair_ratio_noise(wf_samples_us: Sequence[float], cuda_samples_us: Sequence[f
 
 
 def first_minus_second(wf_samples_us: Sequence[float], cuda_samples_us: Sequence[float],
-                       order: Sequence[str]) -> "np.ndarray":
+                       order: Sequence[str]) -> np.ndarray:
     """Per pair, the sample of the side that went first (``order[i]``: ``"wf"`` or ``"cuda"``) minus the other
     side's. In an A/A run both sides are one kernel, so this is the position effect alone, free of what
     varies between pairs (placements), which a difference of two medians over different pairs would carry."""
@@ -137,7 +136,7 @@ def first_minus_second(wf_samples_us: Sequence[float], cuda_samples_us: Sequence
     wf, cu = as_array(wf_samples_us), as_array(cuda_samples_us)
     if not (wf.size == cu.size == len(order)):
         raise ValueError("first_minus_second needs one sample per side and one order entry per pair")
-    return np.where(np.array([o == "wf" for o in order], dtype=bool), wf - cu, cu - wf)
+    return np.asarray(np.where(np.array([o == "wf" for o in order], dtype=bool), wf - cu, cu - wf))
 
 
 @attrs.frozen
@@ -169,8 +168,8 @@ GAP_INTERVAL_METHOD = "t-scaled bootstrap over placements"
 GAP_INTERVAL_RESAMPLES = 1000  # resamples of the placements (a fixed seed: the interval is a function of the data)
 
 
-def placement_gaps(wf_samples_us: Sequence[float], cuda_samples_us: Sequence[float],
-                   placement_of: Sequence[int]) -> "np.ndarray":
+def placement_gaps(wf_samples_us: Collection[float], cuda_samples_us: Collection[float],
+                   placement_of: Collection[int]) -> np.ndarray:
     """The gap of each placement (median WarpForth / median CUDA of its pairs), in placement order."""
     import numpy as np
 
@@ -246,7 +245,7 @@ def placement_noise(wf_samples_us: Sequence[float], cuda_samples_us: Sequence[fl
             float(g.std(ddof=1)) if g.size >= 2 else None)
 
 
-def rate(amount: int, median_us: float) -> Optional[float]:
+def rate(amount: int, median_us: float) -> float | None:
     """Bytes or FLOPs per launch at a median time, in G/s (None where the operation has no such amount)."""
     return amount / (median_us * 1e-6) / 1e9 if amount else None
 
@@ -289,7 +288,7 @@ class SuiteGeomean:
     members: tuple[tuple[str, int], ...]
 
 
-def suite_geomean(members: Sequence[SetMember], *, complete: bool = True) -> Optional[SuiteGeomean]:
+def suite_geomean(members: Sequence[SetMember], *, complete: bool = True) -> SuiteGeomean | None:
     """The geomean of the gaps, or None unless the run is complete and every member is stable.
 
     A failed, unstable or missing member never shrinks the set silently: the geomean is withheld, and a

@@ -26,24 +26,25 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from wfbench_core.errors import WfbenchError
-from wfbench_core.record.results import TIMING_EVENTS, TimingProtocol, RunResult
-from wfbench_core.studies.nvbench_table import (  # noqa: F401 - the comparison's figures, offered here too
+from wfbench_core.record.results import TIMING_EVENTS, RunResult, TimingProtocol
+from wfbench_core.studies.nvbench_table import (  # the comparison's figures, offered here too
     BATCH_OVER_COLD,
     DEFAULT_TOLERANCE,
-    GapRow,
-    KernelRow,
     NVBENCH_BATCH_MEAN,
     NVBENCH_BATCH_SAMPLES,
     NVBENCH_COLD_MEAN,
     NVBENCH_COLD_MEDIAN,
     NVBENCH_COLD_SAMPLES,
     NVBENCH_FLOOR,
+    GapRow,
+    KernelRow,
     NvbenchTimes,
     as_json,
     bench_name,
@@ -56,6 +57,35 @@ from wfbench_core.studies.nvbench_table import (  # noqa: F401 - the comparison'
     worst_by_mode,
     worst_disagreement,
 )
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "BATCH_OVER_COLD",
+    "DEFAULT_TOLERANCE",
+    "INSTALL_HINT",
+    "NVBENCH_BATCH_MEAN",
+    "NVBENCH_BATCH_SAMPLES",
+    "NVBENCH_COLD_MEAN",
+    "NVBENCH_COLD_MEDIAN",
+    "NVBENCH_COLD_SAMPLES",
+    "NVBENCH_FLOOR",
+    "GapRow",
+    "KernelRow",
+    "NvbenchTimes",
+    "add_medians",
+    "as_json",
+    "bench_name",
+    "compare",
+    "crosscheck",
+    "disagreements",
+    "medians_from_result",
+    "parse_nvbench_json",
+    "render",
+    "run_nvbench",
+    "small_case",
+    "within",
+    "worst_by_mode",
+    "worst_disagreement",
+]
 
 if TYPE_CHECKING:
     from wfbench_core.gpu.device import Device
@@ -107,7 +137,7 @@ def run_nvbench(launchers: Mapping[str, Callable[[Any], None]], json_path: Path,
         # --timeout bounds a benchmark whose noise stays above nvbench's stopping criterion (default 15 s)
         bench.run_all_benchmarks(["wfbench-crosscheck", "--devices", str(device.ordinal), "--timeout", "5",
                                   "--quiet", "--json", str(json_path)])
-    except Exception as exc:  # noqa: BLE001 - nvbench's own error, in one line
+    except Exception as exc:
         raise WfbenchError(f"nvbench failed: {type(exc).__name__}: {exc}") from None
     try:
         data = json.loads(json_path.read_text())
@@ -116,7 +146,7 @@ def run_nvbench(launchers: Mapping[str, Callable[[Any], None]], json_path: Path,
     return parse_nvbench_json(data, where=str(json_path))
 
 
-def crosscheck(bundle: Path, *, registry: Any, case_ids: Sequence[str] = (), against: Optional[RunResult] = None,
+def crosscheck(bundle: Path, *, registry: Any, case_ids: Sequence[str] = (), against: RunResult | None = None,
                modes: Sequence[str] = (TIMING_EVENTS,), small: bool = False, protocol: TimingProtocol = TimingProtocol(),
                cuda_compiler_kind: str = "auto", json_path: Path,
                progress: Callable[[str], None] = lambda msg: None) -> tuple[list[KernelRow], list[GapRow]]:
@@ -128,8 +158,8 @@ def crosscheck(bundle: Path, *, registry: Any, case_ids: Sequence[str] = (), aga
     run`` does that); a CUDA error is one line naming the case.
     """
     from wfbench_core.compiling.compile import cuda_compiler
-    from wfbench_core.gpu.device import Device
     from wfbench_core.compiling.prepare import prepare
+    from wfbench_core.gpu.device import Device
 
     manifest, prepared = prepare(bundle, registry, case_ids)
     if manifest.labels:

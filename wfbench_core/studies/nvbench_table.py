@@ -6,13 +6,21 @@ kernels with both timers and explains the comparison.
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import attrs
 
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.results import TIMING_COLD_L2, TIMING_EVENTS, RunResult
 
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "BATCH_OVER_COLD", "DEFAULT_TOLERANCE", "NVBENCH_BATCH_MEAN", "NVBENCH_BATCH_SAMPLES",
+    "NVBENCH_COLD_MEAN", "NVBENCH_COLD_MEDIAN", "NVBENCH_COLD_SAMPLES", "NVBENCH_FLOOR", "GapRow", "KernelRow",
+    "NvbenchTimes", "as_json", "bench_name", "compare", "disagreements",
+    "medians_from_result", "parse_nvbench_json", "render", "within", "worst_by_mode",
+    "worst_disagreement",
+]
 
 NVBENCH_BATCH_MEAN = "nv/batch/time/gpu/mean"
 NVBENCH_COLD_MEAN = "nv/cold/time/gpu/mean"
@@ -29,14 +37,14 @@ BATCH_OVER_COLD = 1.10  # nvbench's hot batch figure this far over its cold one 
 class NvbenchTimes:
     """One nvbench benchmark's figures, per launch, in microseconds (None where nvbench gave none)."""
 
-    batch_mean_us: Optional[float] = None
-    cold_mean_us: Optional[float] = None
-    batch_samples: Optional[int] = None
-    cold_samples: Optional[int] = None
-    cold_median_us: Optional[float] = None  # in cuda-bench's JSON; older nvbench gave the mean only
+    batch_mean_us: float | None = None
+    cold_mean_us: float | None = None
+    batch_samples: int | None = None
+    cold_samples: int | None = None
+    cold_median_us: float | None = None  # in cuda-bench's JSON; older nvbench gave the mean only
 
     @property
-    def cold_us(self) -> Optional[float]:
+    def cold_us(self) -> float | None:
         """The cold figure a wfbench median is compared with: nvbench's cold median, else its mean."""
         return self.cold_median_us if self.cold_median_us is not None else self.cold_mean_us
 
@@ -47,11 +55,11 @@ class KernelRow:
     side: str  # "wf" | "cuda"
     wfbench_us: Mapping[str, float]  # timing mode -> wfbench median, us per launch
     nvbench: NvbenchTimes
-    launch_floor_us: Optional[float] = None  # an empty kernel, launched back to back by wfbench (events mode)
-    nvbench_floor_us: Optional[float] = None  # the same empty kernel through nvbench's launcher (its batch figure)
+    launch_floor_us: float | None = None  # an empty kernel, launched back to back by wfbench (events mode)
+    nvbench_floor_us: float | None = None  # the same empty kernel through nvbench's launcher (its batch figure)
 
     @property
-    def nvbench_floor(self) -> Optional[float]:
+    def nvbench_floor(self) -> float | None:
         """The launch floor nvbench's batch figure is judged by: its own launcher's, else wfbench's."""
         return self.nvbench_floor_us or self.launch_floor_us
 
@@ -68,7 +76,7 @@ class KernelRow:
             return False
         return bool((floor and batch <= LAUNCH_BOUND_FACTOR * floor) or (cold and batch > BATCH_OVER_COLD * cold))
 
-    def reference_us(self, mode: str) -> Optional[float]:
+    def reference_us(self, mode: str) -> float | None:
         """nvbench's figure that measures what ``mode`` does: its cold figure for cold-l2, else its batch mean."""
         return self.nvbench.cold_us if mode == TIMING_COLD_L2 else self.nvbench.batch_mean_us
 
@@ -76,7 +84,7 @@ class KernelRow:
         """In ``mode``, nvbench's matching figure is its launcher's rate (its cold figure never is)."""
         return mode != TIMING_COLD_L2 and self.nvbench_launch_bound
 
-    def diff(self, mode: str = TIMING_EVENTS) -> Optional[float]:
+    def diff(self, mode: str = TIMING_EVENTS) -> float | None:
         """wfbench median in ``mode`` over the nvbench figure that measures the same thing, minus 1 (None where
         there is none, or nvbench's batch figure is its launcher's rate)."""
         if self.launch_bound(mode):
@@ -89,11 +97,11 @@ class KernelRow:
 class GapRow:
     case: str
     wfbench_gap: float
-    nvbench_gap: Optional[float]  # from nvbench's figures that match the mode (None: none, or launch-bound)
+    nvbench_gap: float | None  # from nvbench's figures that match the mode (None: none, or launch-bound)
     mode: str = TIMING_EVENTS
 
     @property
-    def diff(self) -> Optional[float]:
+    def diff(self) -> float | None:
         return None if self.nvbench_gap is None else self.wfbench_gap / self.nvbench_gap - 1.0
 
 
@@ -124,20 +132,24 @@ def parse_nvbench_json(data: Mapping[str, Any], *, where: str = "nvbench JSON") 
             continue
         summaries = {s["tag"]: _summary_value(s) for s in states[0].get("summaries") or () if "tag" in s}
 
-        def us(tag: str) -> Optional[float]:
-            v = summaries.get(tag)
-            return None if v is None else float(v) * 1e6
-
-        def count(tag: str) -> Optional[int]:
-            v = summaries.get(tag)
-            return None if v is None else int(v)
-
         out[bench["name"]] = NvbenchTimes(
-            batch_mean_us=us(NVBENCH_BATCH_MEAN), cold_mean_us=us(NVBENCH_COLD_MEAN),
-            batch_samples=count(NVBENCH_BATCH_SAMPLES), cold_samples=count(NVBENCH_COLD_SAMPLES),
-            cold_median_us=us(NVBENCH_COLD_MEDIAN),
+            batch_mean_us=_summary_us(summaries, NVBENCH_BATCH_MEAN),
+            cold_mean_us=_summary_us(summaries, NVBENCH_COLD_MEAN),
+            batch_samples=_summary_count(summaries, NVBENCH_BATCH_SAMPLES),
+            cold_samples=_summary_count(summaries, NVBENCH_COLD_SAMPLES),
+            cold_median_us=_summary_us(summaries, NVBENCH_COLD_MEDIAN),
         )
     return out
+
+
+def _summary_us(summaries: Mapping[str, Any], tag: str) -> float | None:
+    v = summaries.get(tag)
+    return None if v is None else float(v) * 1e6
+
+
+def _summary_count(summaries: Mapping[str, Any], tag: str) -> int | None:
+    v = summaries.get(tag)
+    return None if v is None else int(v)
 
 
 def bench_name(case_id: str, side: str) -> str:
@@ -160,16 +172,17 @@ def compare(wfbench_us: Mapping[str, Mapping[str, Mapping[str, float]]], nvbench
             wf, cu = rows["wf"], rows["cuda"]
             for mode in [m for m in sides["cuda"] if m in sides["wf"]]:
                 a, b = wf.reference_us(mode), cu.reference_us(mode)
-                like = a is not None and b and not (wf.launch_bound(mode) or cu.launch_bound(mode))
-                gaps.append(GapRow(case_id, sides["wf"][mode] / sides["cuda"][mode], a / b if like else None, mode))
+                launch_bound = wf.launch_bound(mode) or cu.launch_bound(mode)
+                ratio = a / b if a is not None and b and not launch_bound else None
+                gaps.append(GapRow(case_id, sides["wf"][mode] / sides["cuda"][mode], ratio, mode))
     return kernels, gaps
 
 
-def _pct(x: Optional[float]) -> str:
+def _pct(x: float | None) -> str:
     return "-" if x is None else f"{x:+.2%}"
 
 
-def _us(x: Optional[float]) -> str:
+def _us(x: float | None) -> str:
     return "-" if x is None else f"{x:.2f}"
 
 
@@ -234,7 +247,7 @@ def as_json(kernels: Sequence[KernelRow], gaps: Sequence[GapRow], tolerance: flo
     }
 
 
-def worst_by_mode(kernels: Sequence[KernelRow]) -> dict[str, Optional[float]]:
+def worst_by_mode(kernels: Sequence[KernelRow]) -> dict[str, float | None]:
     """Each mode timed -> its worst per-kernel disagreement (None: no like figure to compare with)."""
     modes = list(dict.fromkeys(m for k in kernels for m in k.wfbench_us))
     return {m: max((abs(d) for k in kernels for d in (k.diff(m),) if d is not None), default=None) for m in modes}
@@ -246,7 +259,7 @@ def disagreements(kernels: Sequence[KernelRow], tolerance: float) -> list[str]:
             if d is not None and abs(d) > tolerance and not math.isclose(abs(d), tolerance)]
 
 
-def worst_disagreement(kernels: Iterable[KernelRow]) -> Optional[float]:
+def worst_disagreement(kernels: Iterable[KernelRow]) -> float | None:
     diffs = [abs(d) for k in kernels for m in k.wfbench_us for d in (k.diff(m),) if d is not None]
     return max(diffs) if diffs else None
 
