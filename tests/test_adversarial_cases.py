@@ -165,7 +165,7 @@ def test_the_reference_is_what_the_kernel_computes_on_poisoned_outputs(registry)
     twin's: a numpy model of each kernel's rule, applied to the check inputs, gives the reference."""
     import numpy as np
 
-    from wfbench_core.gpu.correctness import poison_value
+    from wfbench_core.gpu.comparison import poison_value
 
     for cid in ADVERSARIAL:
         case = registry.case(cid)

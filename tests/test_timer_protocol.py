@@ -30,7 +30,7 @@ class FakeDriver:
 
     def __init__(self, kernels: dict[str, Callable[..., None]]) -> None:
         from wfbench_core.gpu.correctness import DIFFER_KERNEL
-        from wfbench_core.gpu.gpu_rounds import CLOCK_KERNEL, EMPTY, GATE_KERNEL
+        from wfbench_core.gpu.helper_kernels import CLOCK_KERNEL, EMPTY, GATE_KERNEL
 
         # the clean rounds' gate kernel, the timed buffers' comparison and the empty kernel of the launch floor
         self.kernels = {GATE_KERNEL: self.gate, DIFFER_KERNEL: self.differ, EMPTY: lambda launch: 0.001,
@@ -369,7 +369,7 @@ def test_every_placement_and_side_is_verified_and_counted(monkeypatch: pytest.Mo
 
 
 def test_a_kernel_that_outputs_right_only_into_poison_is_wrong_as_timing_left_it() -> None:
-    from wfbench_core.gpu.correctness import poison_value
+    from wfbench_core.gpu.comparison import poison_value
 
     sentinel = poison_value("int64")[0]
 

@@ -410,7 +410,7 @@ def test_the_gate_kernel_assembles_and_polls_with_volatile_loads(arch: str) -> N
     import shutil
 
     from wfbench_core.compiling.compile import find_nvcc, ptxas_check
-    from wfbench_core.gpu.gpu_rounds import GATE_KERNEL, GATE_PTX
+    from wfbench_core.gpu.helper_kernels import GATE_KERNEL, GATE_PTX
 
     if not shutil.which("ptxas") and not find_nvcc():
         pytest.skip("ptxas is not installed")
@@ -425,7 +425,7 @@ def test_the_clock_probe_assembles_and_reads_both_timers_on_sm_0_only(arch: str)
     import shutil
 
     from wfbench_core.compiling.compile import find_nvcc, ptxas_check
-    from wfbench_core.gpu.gpu_rounds import CLOCK_KERNEL, CLOCK_PTX
+    from wfbench_core.gpu.helper_kernels import CLOCK_KERNEL, CLOCK_PTX
 
     if not shutil.which("ptxas") and not find_nvcc():
         pytest.skip("ptxas is not installed")

@@ -64,7 +64,7 @@ def test_the_gate_holds_the_stream_until_the_host_opens_it_or_its_timeout() -> N
     import time
 
     from wfbench_core.gpu.device import Device
-    from wfbench_core.gpu.gpu_rounds import GATE_KERNEL, GATE_PTX
+    from wfbench_core.gpu.helper_kernels import GATE_KERNEL, GATE_PTX
 
     device = Device().open()
     kernel = device.load(GATE_PTX, GATE_KERNEL, case_id="gate")

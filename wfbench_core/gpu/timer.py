@@ -38,7 +38,8 @@ from wfbench_core.case import CONFIGS, Case
 from wfbench_core.compiling.faults import KernelFault, as_kernel_fault
 from wfbench_core.contracts import Measurement, Side
 from wfbench_core.errors import WfbenchError
-from wfbench_core.gpu.correctness import Checked, Checker, WrongOnTimedBuffers, describe_check, describe_failures
+from wfbench_core.gpu.comparison import describe_check, describe_failures
+from wfbench_core.gpu.correctness import Checked, Checker, WrongOnTimedBuffers
 from wfbench_core.gpu.device import Device
 from wfbench_core.gpu.plausibility import InconsistentLaunches
 from wfbench_core.record.results import (

@@ -385,7 +385,7 @@ def measure_apart(timer: Timer, case: Case, sides: list[Side], progress: Callabl
 def _blamed(case: Any, m: Any, sides: Sequence[Any]) -> dict[str, Any]:
     """The WarpForth sides a failed measurement's own checks name (reference, idempotence, timed buffers),
     each with its failed measurement, when they fail alone (:func:`_alone`); else none."""
-    from wfbench_core.gpu.correctness import describe_failures
+    from wfbench_core.gpu.comparison import describe_failures
 
     failed = [c for c in m.checks if not c.passed]
     own = {c.side for c in failed if "~" not in c.side}

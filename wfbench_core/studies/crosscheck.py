@@ -253,7 +253,7 @@ def _rotating(device: Device, kernel: Any, config: Any, set_args: Sequence[Seque
 
 def _empty(device: Device) -> Callable[[Any], None]:
     """nvbench's launch of wfbench's empty kernel: what its launcher costs per launch, with no kernel work."""
-    from wfbench_core.gpu.gpu_rounds import EMPTY, EMPTY_PTX
+    from wfbench_core.gpu.helper_kernels import EMPTY, EMPTY_PTX
 
     kernel = device.load(EMPTY_PTX, EMPTY, case_id="floor", label="floor")
     config = device.config((1, 1, 1), (1, 1, 1))
