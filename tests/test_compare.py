@@ -11,12 +11,12 @@ import attrs
 import numpy as np
 import pytest
 from click.testing import CliRunner
-
 from synth_runs import REAL_AA, evolve_case, real_run, synth_run, with_case
-from wfbench_core.stats import summarize
-from wfbench_core.review import compare, evidence, verdicts
+
 from wfbench_core.cli import main
 from wfbench_core.record.results import RunResult, write_result
+from wfbench_core.review import compare, compare_table, evidence, verdicts
+from wfbench_core.stats import summarize
 
 
 def jittered(samples: tuple[float, ...], scale: float, seed: int, sd: float = 0.002) -> np.ndarray:
@@ -78,7 +78,7 @@ def test_only_the_same_fingerprint_is_compared() -> None:
     by = {c.case_id: c for c in compare.compare_runs(base, head).cases}
     assert not by["axpy_f64"].compared and "fingerprint" in by["axpy_f64"].reason
     assert by["scale_i64"].compared
-    text = compare.render_text(compare.compare_runs(base, head))
+    text = compare_table.render_text(compare.compare_runs(base, head))
     assert "axpy_f64: not compared: different case definitions" in text
 
 
@@ -298,7 +298,7 @@ def test_a_changed_cuda_side_is_baseline_changed_never_a_verdict() -> None:
     head = attrs.evolve(head, cuda_compiler=attrs.evolve(head.cuda_compiler, version="13.1.0"))
     cmp = compare.compare_runs(base, head)
     assert {c.verdict.verdict for c in cmp.cases} == {V.BASELINE_CHANGED} and not cmp.regressions
-    assert "baseline changed: CUDA compiler nvcc" in compare.render_text(cmp)
+    assert "baseline changed: CUDA compiler nvcc" in compare_table.render_text(cmp)
     one = with_case(synth_run(1, jitter=0.0005, placements=15, cuda_scale=0.95), "axpy_f64",
                     compile_cuda=attrs.evolve(base.case("axpy_f64").compile_cuda, ptx_sha256="c" * 64))
     assert by_case(compare.compare_runs(base, one))["axpy_f64"].verdict.verdict == V.BASELINE_CHANGED
@@ -327,8 +327,9 @@ def test_the_history_measures_the_board_component(tmp_path: Path) -> None:
 
 def test_an_a_a_run_on_the_board_widens_the_margin(tmp_path: Path) -> None:
     from synth_runs import REAL_AA
-    from wfbench_core.review.history import History, add_run
+
     from wfbench_core.record.results import load_result
+    from wfbench_core.review.history import History, add_run
 
     aa = load_result(REAL_AA)
     board = aa.environment.gpu_uuid

@@ -45,7 +45,7 @@ def compare_cmd(base: Path, head: Path | None, base_label: str | None, head_labe
     add (from --history, a --repeat run, or stated defaults).
     """
     from wfbench_core.record.results import converter, load_result
-    from wfbench_core.review import compare
+    from wfbench_core.review import compare, compare_table
 
     settings = compare.Settings(margin=margin, min_effect=min_effect)
     if head is None:
@@ -66,8 +66,8 @@ def compare_cmd(base: Path, head: Path | None, base_label: str | None, head_labe
         data["regressions"] = [c.case_id for c in cmp.regressions]
         click.echo(json.dumps(data, indent=1))
     elif markdown:
-        click.echo(compare.render_markdown(cmp), nl=False)
+        click.echo(compare_table.render_markdown(cmp), nl=False)
     else:
-        click.echo(compare.render_text(cmp))
+        click.echo(compare_table.render_text(cmp))
     if fail_on_regression and cmp.regressions:
         sys.exit(1)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from wfbench_core.errors import WfbenchError
-from wfbench_core.review import compare
+from wfbench_core.review import compare, compare_table
 from wfbench_core.review import markdown as md
 from wfbench_core.review.case_verdict import BROKEN, SAME, VERDICTS
 
@@ -92,7 +92,7 @@ def build(cmp: compare.RunComparison, verdicts: Mapping[str, str], explanations:
             f"{cmp.base_name} (warpforthc {cmp.base_compiler}) → {cmp.head_name} (warpforthc {cmp.head_compiler}); "
             f"{cmp.platform}" + (f"; [the run]({run_url})" if run_url else ""), "",
             f"**{summary(verdicts)}**", "", *broken_lines(cmp, verdicts)] + verdict_table(cmp, verdicts)
-    tail = ["", *md.details("Full comparison (wfbench compare)", compare.render_markdown(cmp).splitlines())]
+    tail = ["", *md.details("Full comparison (wfbench compare)", compare_table.render_markdown(cmp).splitlines())]
     if artifacts:
         tail += ["", "### Artifacts", "", *md.bullets(f"[{a.name}]({a.url})" for a in artifacts)]
     body: list[str] = []

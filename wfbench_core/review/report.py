@@ -73,7 +73,8 @@ def footer(result: RunResult) -> str:
 def base_head_notes(result: RunResult) -> list[str]:
     """For a base/head run: per case, the verdict on each head against the base (``wfbench compare``'s rule),
     the change of the gap with its interval, and what the two builds' code says."""
-    from wfbench_core.review.compare import compare_labels, labels_of, pct, verdict_cell
+    from wfbench_core.review.compare import compare_labels, labels_of
+    from wfbench_core.review.compare_table import pct, verdict_cell
 
     labels = labels_of(result)
     if len(labels) < 2:

@@ -225,7 +225,7 @@ def gpu_judge(registry: Any, case_id: str, *, execute: Any, arch: str | None, ou
     import attrs as _attrs
 
     from wfbench_core.record.request import RunRequest
-    from wfbench_core.review import compare
+    from wfbench_core.review import compare_table
     from wfbench_core.review.case_verdict import base_head
     from wfbench_core.run import runner
     from wfbench_core.run.executor import execute as run_bundle
@@ -243,7 +243,7 @@ def gpu_judge(registry: Any, case_id: str, *, execute: Any, arch: str | None, ou
             result = run_bundle(Path(tmp) / "bundle", registry=registry, request=request.execute,
                                 progress=progress, out=out)
         cmp, verdicts = base_head(result, name=out.name)
-        return Outcome(verdicts.get(case_id, "AMBIGUOUS"), compare.render_markdown(cmp), out)
+        return Outcome(verdicts.get(case_id, "AMBIGUOUS"), compare_table.render_markdown(cmp), out)
 
     return judge
 
