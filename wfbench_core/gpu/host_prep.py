@@ -9,7 +9,7 @@ current one, and hands them to the checker (:meth:`wfbench_core.gpu.correctness.
 Why a process and not a thread: a thread of the timing process holding the GIL (a pure-Python reference)
 would delay the thread that launches the timed kernels. The helper is started with the ``spawn`` context
 (a process holding a CUDA context is never forked), loads the same plugins from the same recipe, and
-matches the bundle with them as the worker does (:func:`wfbench_core.build.prepare.prepare_all`). Cases
+matches the bundle with them as the worker does (:func:`wfbench_core.compiling.prepare.prepare_all`). Cases
 are deterministic by their seed, so its arrays are the ones the worker would make.
 
 The arrays travel as pickle protocol 5 with their buffers out of band, in one anonymous memory file
@@ -32,11 +32,17 @@ import mmap
 import os
 import pickle
 import time
-from typing import Any, Iterator, Mapping, Optional, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 import attrs
 
 from wfbench_core.case import CONFIGS
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "HELPER_NICE", "START_WAIT_S", "HostArrays", "HostPrep", "handed", "handing", "make_host_arrays", "serve",
+    "start_for",
+]
 
 # how long the worker waits for the helper's first word (it started, it loaded the plugins) before it
 # prepares the case itself; the helper keeps going, and a later case may still use it
@@ -73,14 +79,14 @@ def make_host_arrays(case: Any, config: str) -> HostArrays:
     return HostArrays(case.id, config, dict(case.sizes[config]), inputs, want, t1 - t0, t2 - t1)
 
 
-def handed(timer: Any, case: Any, config: str) -> Optional[HostArrays]:
+def handed(timer: Any, case: Any, config: str) -> HostArrays | None:
     """The arrays the worker handed ``timer`` for ``case`` at ``config`` (None: none, or not these)."""
     arrays = (getattr(timer, "host_arrays", None) or {}).get(config)
     return arrays if arrays is not None and arrays.fits(case, config) else None
 
 
 @contextlib.contextmanager
-def handing(timer: Any, arrays: Optional[Mapping[str, HostArrays]]) -> Iterator[None]:
+def handing(timer: Any, arrays: Mapping[str, HostArrays] | None) -> Iterator[None]:
     """Hand ``arrays`` (config -> :class:`HostArrays`) to a timer that takes them, for the time of the block."""
     if arrays and hasattr(timer, "host_arrays"):
         timer.host_arrays = dict(arrays)
@@ -92,7 +98,7 @@ def handing(timer: Any, arrays: Optional[Mapping[str, HostArrays]]) -> Iterator[
         yield
 
 
-def start_for(timer: Any, registry: Any, bundle: Any, upcoming: Sequence[str], progress: Any) -> Optional[HostPrep]:
+def start_for(timer: Any, registry: Any, bundle: Any, upcoming: Sequence[str], progress: Any) -> HostPrep | None:
     """The helper of a worker whose ``upcoming`` cases are to run in that order, asked for the first one; None
     where the timer takes no prepared arrays, or the plugins exist only in this process (no recipe)."""
     if not upcoming or not hasattr(timer, "host_arrays") or getattr(registry, "recipe", None) is None:
@@ -113,14 +119,14 @@ class HostPrep:
         self.started = False  # the helper's first word (ready) was read
         self.upcoming: list[str] = []  # the cases to run, in order (the next one is asked for ahead)
 
-    def turn(self, case_id: str) -> tuple[Optional[dict[str, HostArrays]], Optional[float]]:
+    def turn(self, case_id: str) -> tuple[dict[str, HostArrays] | None, float | None]:
         """A case's turn: ask for the case after it, then take its arrays (:meth:`take`)."""
         later = self.upcoming[self.upcoming.index(case_id) + 1:] if case_id in self.upcoming else []
         self.ahead(later[0] if later else None)
         return self.take(case_id)
 
     @classmethod
-    def start(cls, bundle: str, recipe: Any, progress: Any) -> Optional[HostPrep]:
+    def start(cls, bundle: str, recipe: Any, progress: Any) -> HostPrep | None:
         """Start the helper (it loads the plugins of ``recipe`` and reads ``bundle``); None where it cannot
         start, said in the progress log."""
         import multiprocessing
@@ -135,13 +141,13 @@ class HostPrep:
                                   daemon=True)
             process.start()
             theirs.close()
-        except Exception as exc:  # noqa: BLE001 - a restricted host: any failure to start means no helper
+        except Exception as exc:
             progress(f"inputs and references are made in the GPU worker: the helper process did not start "
                      f"({type(exc).__name__}: {exc})")
             return None
         return cls(process, mine, progress)
 
-    def ahead(self, case_id: Optional[str], configs: Sequence[str] = CONFIGS) -> None:
+    def ahead(self, case_id: str | None, configs: Sequence[str] = CONFIGS) -> None:
         """Ask for a case's arrays, of ``configs`` (made while the GPU works on the current case)."""
         if case_id is None or self.conn is None or case_id in self.asked:
             return
@@ -159,7 +165,7 @@ class HostPrep:
                 return str(self.conn.recv())
         return ""
 
-    def take(self, case_id: str) -> tuple[Optional[dict[str, HostArrays]], Optional[float]]:
+    def take(self, case_id: str) -> tuple[dict[str, HostArrays] | None, float | None]:
         """The arrays of ``case_id`` by configuration and how long this waited for them; ``(None, None)`` where
         they were not asked for or the helper could not make them (the worker then makes them itself)."""
         if self.conn is None or case_id not in self.asked:
@@ -190,7 +196,7 @@ class HostPrep:
         self.started = True
         return True
 
-    def _receive(self) -> tuple[str, Optional[dict[str, HostArrays]]]:
+    def _receive(self) -> tuple[str, dict[str, HostArrays] | None]:
         """The next answer: a case id and its arrays (None: the helper could not make them)."""
         answer = self.conn.recv()
         if answer[0] == "error":
@@ -206,7 +212,7 @@ class HostPrep:
                       f"failed ({why})")
         self.close()
 
-    def with_wait(self, results: Sequence[Any], wait_s: Optional[float]) -> list[Any]:
+    def with_wait(self, results: Sequence[Any], wait_s: float | None) -> list[Any]:
         """``results`` with the wait for their arrays in their costs (``prep_wait_s``; None: made in the worker)."""
         if wait_s is None:
             return list(results)
@@ -259,7 +265,7 @@ def serve(conn: Any, bundle: str, recipe: Any) -> None:
         os.nice(HELPER_NICE)
     try:
         plan = _plan(bundle, recipe)
-    except Exception as exc:  # noqa: BLE001 - said to the worker, which prepares every case itself
+    except Exception as exc:
         conn.send(f"{type(exc).__name__}: {exc}")
         return
     conn.send("ready")
@@ -278,7 +284,7 @@ def _answer(conn: Any, plan: Mapping[str, Any], case_id: str, configs: Sequence[
     try:
         case = next(iter(plan[case_id].values())).case
         _send(conn, case_id, {config: make_host_arrays(case, config) for config in configs})
-    except Exception as exc:  # noqa: BLE001 - the worker makes this case's arrays itself, and fails as before
+    except Exception as exc:
         conn.send(("error", case_id, f"{type(exc).__name__}: {exc}"))
 
 
@@ -286,7 +292,7 @@ def _plan(bundle: str, recipe: Any) -> dict[str, dict[str, Any]]:
     """``{case id: {label: Prepared}}``: the bundle matched with the plugins, as the worker matches it."""
     from pathlib import Path
 
-    from wfbench_core.build.prepare import prepare_all
+    from wfbench_core.compiling.prepare import prepare_all
     from wfbench_core.discover.registry import Registry
 
     autoload, names = recipe

@@ -9,23 +9,37 @@
 - :func:`merge_repeats`: one result per case from the passes of ``--repeat``, their records pooled
   (:func:`pool`, one rule per field of the record).
 
-The statistics come from :mod:`wfbench_core.record.stats`.
+The statistics come from :mod:`wfbench_core.stats`.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import attrs
 
 from wfbench_core.gpu.plausibility import Yardsticks, implausible, launch_bound, launch_bound_note
-from wfbench_core.record.results import (ERROR, FAILED, FAILING, IMPLAUSIBLE, OK, UNSTABLE, CaseResult, CompileRecord, Sampled,
-                                  Timing)
+from wfbench_core.record.results import (
+    ERROR,
+    FAILED,
+    FAILING,
+    IMPLAUSIBLE,
+    OK,
+    UNSTABLE,
+    CaseResult,
+    CompileRecord,
+    Sampled,
+    Timing,
+)
 from wfbench_core.record.timing_record import sampled_of, sampling_fields
+
+# internal to wfbench, not the plugin API (README: Layout)
+__all__ = ["POOL", "case_result", "error_result", "measured", "merge_repeats", "pool", "timed_status", "timing_of"]
 
 
 def case_result(case: Any, *, mode: str, plugin: str, compiler_label: str = "",
-                compile_wf: Optional[CompileRecord] = None) -> CaseResult:
+                compile_wf: CompileRecord | None = None) -> CaseResult:
     """A case about to be checked and timed: its identity, work and sources; ERROR until it gets further."""
     from wfbench_core.gpu.plausibility import default_flop_type
 
@@ -48,7 +62,7 @@ def error_result(case_id: str, case: Any, plugin: str, label: str, mode: str, wh
 
 
 def measured(base: CaseResult, m: Any, side: str, *, unstable_noise: float,
-             yardsticks: Optional[Yardsticks] = None) -> CaseResult:
+             yardsticks: Yardsticks | None = None) -> CaseResult:
     """``base`` with what the timer measured of WarpForth side ``side`` against ``"cuda"``: its checks, kernel
     attributes and costs, then FAILED (with the first failed check's line), IMPLAUSIBLE (faster than the run's
     yardsticks allow: the figure, no timing) or timed."""
@@ -75,7 +89,7 @@ def timing_of(sampled: Sampled, side: str, *, work_bytes: int, work_flops: int, 
               repeat_gaps: tuple[float, ...] = ()) -> Timing:
     """The stored timing of side ``side`` against ``reference``: the record's every field, and the statistics."""
     from wfbench_core.gpu.nvml import throttled
-    from wfbench_core.record.stats import paired_statistics, rate
+    from wfbench_core.stats import paired_statistics, rate
 
     wf, cu = sampled.samples_us[side], sampled.samples_us[reference]
     where = sampled.placement_of or (0,) * len(wf)
@@ -96,7 +110,7 @@ def timed_status(sampled: Sampled, side: str, *, work_bytes: int, work_flops: in
 
     Used for one worker's measurement and for the samples of ``--repeat`` processes put together.
     """
-    from wfbench_core.record.stats import is_unstable
+    from wfbench_core.stats import is_unstable
 
     timing = timing_of(sampled, side, work_bytes=work_bytes, work_flops=work_flops, repeat_gaps=repeat_gaps)
     wf, cu = timing.warpforth, timing.cuda
@@ -129,10 +143,10 @@ def _joined(values: Sequence[tuple[Any, ...]]) -> tuple[Any, ...]:
 
 
 def _numbered_on(values: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
-    """Placements of pass k numbered from k x :data:`~wfbench_core.record.stats.PROCESS_STRIDE` on: the passes'
+    """Placements of pass k numbered from k x :data:`~wfbench_core.stats.PROCESS_STRIDE` on: the passes'
     placements stay apart, and the gap's interval resamples processes, then placements
-    (:func:`wfbench_core.record.stats.run_gap_interval`)."""
-    from wfbench_core.record.stats import PROCESS_STRIDE
+    (:func:`wfbench_core.stats.run_gap_interval`)."""
+    from wfbench_core.stats import PROCESS_STRIDE
 
     return tuple(k * PROCESS_STRIDE + w for k, where in enumerate(values) for w in where)
 
@@ -144,9 +158,9 @@ def _throttled_first(values: Sequence[Any]) -> Any:
     return next((v for v in values if throttled(v)), values[0])
 
 
-def _median_known(values: Sequence[Optional[float]]) -> Optional[float]:
+def _median_known(values: Sequence[float | None]) -> float | None:
     """The median of the passes' values that were measured (None when none was)."""
-    from wfbench_core.record.stats import median
+    from wfbench_core.stats import median
 
     known = [v for v in values if v is not None]
     return median(known) if known else None

@@ -1,1 +1,0 @@
-"""Compile both sides of each case, write and read the bundle, static diagnostics, tool lookup."""
