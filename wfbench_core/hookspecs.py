@@ -57,3 +57,13 @@ def wfbench_make_timer(protocol: TimingProtocol) -> Timer | None:
         count).
     :returns: an object with the :class:`wfbench_core.contracts.Timer` interface.
     """
+
+
+@hookspec
+def wfbench_register_ceilings(register: Callable[[str, Any], None]) -> None:
+    """Register library ceilings by calling ``register(case_id, ceiling)`` once per case.
+
+    :param register: call it with a case ID and a :class:`wfbench_core.ceiling.Ceiling` (the library routine
+        timed beside the case with ``--ceiling``) or a :class:`wfbench_core.ceiling.NoCeiling` (why the case has
+        none); a case ID offered by two plugins is refused with both plugin names.
+    """

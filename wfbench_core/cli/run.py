@@ -82,7 +82,7 @@ def run(case_ids: tuple[str, ...], priorities: tuple[str, ...], warpforthc: tupl
                             "('wfbench transports' lists them)") from None
     finally:
         t.close()
-    finish(result, out, as_json)
+    finish(result, out, as_json, ceiling=request.execute.ceiling)
 
 
 def _prebuilt_request(reg: Any, bundle: Path, case_ids: tuple[str, ...], priorities: tuple[str, ...],

@@ -44,6 +44,7 @@ import numpy as np
 
 from wfbench_core.gpu import watchdog
 from wfbench_core.case import Case
+from wfbench_core.ceiling import LABEL as CEILING
 from wfbench_core.gpu.correctness import TimedBuffers
 from wfbench_core.gpu.device import Device, Kernel
 from wfbench_core.errors import WfbenchError
@@ -144,6 +145,7 @@ class TimingSetup:
     # side label -> each output as the correctness phase checked it: the timed buffers are verified against
     # these after every placement (none: not verified, as in ``wfbench crosscheck``)
     good: Optional[Mapping[str, Mapping[str, np.ndarray]]] = None
+    ceiling: Any = None  # --ceiling: its launcher maker (gpu.ceiling_side.CeilingLaunchers), one more side
 
 
 class CudaRounds:
@@ -152,7 +154,10 @@ class CudaRounds:
     def __init__(self, device: Device, setup: TimingSetup, mode: str, *, rotation: int) -> None:
         self.device = device
         self.setup = setup
-        self.labels = list(setup.kernels)
+        self.labels = list(setup.kernels) + ([CEILING] if setup.ceiling is not None else [])
+        # graph mode: a ceiling whose library call cannot be captured is timed with events (and says so)
+        self.capture_note = "" if setup.ceiling is None or setup.ceiling.ceiling.capturable else \
+            f"{setup.ceiling.ceiling.routine} cannot be captured into a CUDA graph; timed with events"
         self.launchers: dict[str, list[Callable[[], None]]] = {}  # label -> one launcher per buffer set
         self.set_args: list[list[Any]] = []  # the kernels' arguments of each buffer set of the placement
         self.gate_retakes = 0
@@ -225,7 +230,7 @@ class CudaRounds:
         self._buffers = []
         device.release()
         keep: list[Any] = []
-        self.set_args, self._outs = [], []
+        self.set_args, self._outs, self._inputs = [], [], []
         scalars = {p.name: self.setup.inputs[p.name] for p in case.params if p.kind != "ptr"}
         for k in range(self.sets):
             bufs: dict[str, Any] = {}
@@ -238,12 +243,16 @@ class CudaRounds:
                 keep.append(raw)
                 bufs[p.name] = view
             self.set_args.append(device.args(case, bufs, scalars))
+            self._inputs.append({name: bufs[name] for name in self._master})
             self._outs.append({p.name: bufs[p.name] for p in case.outputs})
         device.synchronize()
         self._buffers, self._offsets = keep, offs
         self.launchers = {label: [device.case_launcher(kernel, case, "canonical", args) for args in self.set_args]
                           for label, kernel in self.setup.kernels.items()}
         self.launchers[EMPTY] = [self._empty] * self.sets
+        if self.setup.ceiling is not None:  # its outputs and handles are made here, outside any timed span
+            self.setup.ceiling.drop()
+            self.launchers[CEILING] = [self.setup.ceiling.make(ins) for ins in self._inputs]
 
     # -- rounds -----------------------------------------------------------------------------------
 
@@ -257,7 +266,7 @@ class CudaRounds:
         return launches
 
     def round(self, order: Sequence[str], launches: int) -> dict[str, float]:
-        self._last_writer = order[-1]
+        self._last_writer = next((label for label in reversed(order) if label != CEILING), "")
         self._stamps[:] = 0
         if self.mode == TIMING_COLD_L2:
             self._probes[0]()
@@ -278,7 +287,7 @@ class CudaRounds:
                 last[j % len(last)]()
             device.record(ev[0])
             for i, label in enumerate(order):
-                if self.mode == TIMING_GRAPH:
+                if self.mode == TIMING_GRAPH and graphs[label] is not None:
                     times = launches // self._chunk(launches)
                     self._replay(graphs[label], 1)
                     if i == 0:
@@ -448,6 +457,10 @@ class CudaRounds:
         self.device.replay(graph_exec, times)
 
     def _graph(self, label: str, chunk: int) -> Any:
+        """The instantiated graph of ``chunk`` launches of ``label``; None for a ceiling that cannot be captured
+        (its launches are then made one by one between the same events)."""
+        if label == CEILING and self.capture_note:
+            return None
         key = (label, chunk)
         if key not in self._graphs:
             gos = self.launchers[label]
@@ -456,7 +469,13 @@ class CudaRounds:
                 for j in range(chunk):
                     gos[j % len(gos)]()
 
-            self._graphs[key] = self.device.capture(enqueue)
+            try:
+                self._graphs[key] = self.device.capture(enqueue)
+            except Exception as exc:  # noqa: BLE001 - only a library call may fail to capture; a kernel raises
+                if label != CEILING:
+                    raise
+                self.capture_note = f"capturing {self.setup.ceiling.ceiling.routine} failed ({exc}); timed with events"
+                return None
         return self._graphs[key][1]
 
     def _drop_graphs(self) -> None:
@@ -474,4 +493,6 @@ class CudaRounds:
         self._buffers, self._master, self._flush_buf, self._cold_events = [], {}, None, []
         self._cold_probes, self._cold_stamps = [], None
         self.launchers, self.set_args, self._offsets, self._outs, self.check = {}, [], (), [], None
+        if self.setup.ceiling is not None:
+            self.setup.ceiling.drop()
         self.device.release()

@@ -18,7 +18,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import attrs
 
-from wfbench_core.gpu.plausibility import Yardsticks, implausible, launch_bound, launch_bound_note
+from wfbench_core.gpu.plausibility import Yardsticks, implausible, launch_bound, launch_bound_note, side_implausible
 from wfbench_core.record.results import (ERROR, FAILED, FAILING, IMPLAUSIBLE, OK, UNSTABLE, CaseResult, CompileRecord, Sampled,
                                   Timing)
 from wfbench_core.record.timing_record import sampled_of, sampling_fields
@@ -63,6 +63,47 @@ def measured(base: CaseResult, m: Any, side: str, *, unstable_noise: float,
         return attrs.evolve(base, status=IMPLAUSIBLE,
                             message=f"{base.key.at('canonical')} {why}: faster than this GPU can run it; not kept")
     return attrs.evolve(base, **fields)
+
+
+def ceiling_result(ceiling: Any, m: Any, case: CaseResult, side: str, *,
+                   yardsticks: Optional[Yardsticks] = None) -> Any:
+    """The stored record of the case's library ceiling from what the timer measured (None: none was asked).
+
+    Its own status: missing, error or failed (its own line; the case's status and gap stand), implausible
+    (faster than the peak of the operation it runs), or ok with its statistics and ``WarpForth time / ceiling
+    time`` over the same rounds' medians. The case's ``timing`` is not read or changed."""
+    from wfbench_core.ceiling import LABEL, library_version, ratio
+    from wfbench_core.record.results import CEILING_ERROR, CEILING_IMPLAUSIBLE, CEILING_OK, CeilingResult
+    from wfbench_core.record.stats import pair_ratios, percentiles, rate, summarize
+
+    got = getattr(m, "ceiling", None)
+    if ceiling is None or got is None:
+        return None
+    check = next(iter(got.checks), None)
+    record = CeilingResult(library=ceiling.library, routine=ceiling.routine, package=ceiling.package,
+                           library_version=library_version(ceiling.package), status=got.status or CEILING_ERROR,
+                           message=got.problem, tensor_cores=ceiling.tensor_cores, timing_mode=got.timing_mode,
+                           capture_note=got.capture_note, max_abs_err=check.max_abs_err if check else 0.0,
+                           max_rel_err=check.max_rel_err if check else 0.0)
+    samples = m.sampled.samples_us.get(LABEL) if m.sampled is not None else None
+    if got.problem or not samples or case.timing is None:
+        why = got.problem or f"{case.id}: the {ceiling.library} ceiling was not timed (the case was not)"
+        return attrs.evolve(record, status=got.status or CEILING_ERROR, message=why)
+    stats = summarize(samples)
+    wf = m.sampled.samples_us[side]
+    ratios = pair_ratios(wf, samples)
+    lo, hi = percentiles(ratios, [5, 95]) if ratios is not None else (None, None)
+    record = attrs.evolve(record, status=CEILING_OK, stats=stats, ratio=ratio(case.timing.warpforth.median_us,
+                                                                               stats.median_us),
+                          ratio_lo=lo, ratio_hi=hi, gbps=rate(case.work_bytes, stats.median_us),
+                          gflops=rate(case.work_flops, stats.median_us))
+    why = side_implausible(((f"{ceiling.library} ceiling", stats.median_us),), case.timing,
+                           work_bytes=case.work_bytes, work_flops=case.work_flops,
+                           yardsticks=yardsticks or Yardsticks(), flops_peak=ceiling.flops_peak)
+    if why:
+        return attrs.evolve(record, status=CEILING_IMPLAUSIBLE, stats=None, ratio=None, ratio_lo=None, ratio_hi=None,
+                            message=f"{case.id} {why}: faster than this GPU can run it; not kept")
+    return record
 
 
 def timing_of(sampled: Sampled, side: str, *, work_bytes: int, work_flops: int, reference: str = "cuda",

@@ -55,8 +55,17 @@ def must_move_bytes(work_bytes: int, *, l2_bytes: int, buffer_sets: int) -> Opti
 def implausible(timing: Timing, *, work_bytes: int, work_flops: int, yardsticks: Yardsticks) -> str:
     """One line saying which side is faster than the GPU can run it and by what figure ("WarpForth: 0.1 us per
     launch, under …"); "" when none is."""
+    return side_implausible((("WarpForth", timing.warpforth.median_us), ("CUDA", timing.cuda.median_us)), timing,
+                            work_bytes=work_bytes, work_flops=work_flops, yardsticks=yardsticks)
+
+
+def side_implausible(sides: tuple[tuple[str, float], ...], timing: Timing, *, work_bytes: int, work_flops: int,
+                     yardsticks: Yardsticks, flops_peak: float = 1.0) -> str:
+    """:func:`implausible` for named per-launch times; ``flops_peak``: the peak of the operation a side runs over
+    the measured f64 add/multiply peak (a library ceiling on tensor cores runs above it)."""
     must = must_move_bytes(work_bytes, l2_bytes=yardsticks.l2_bytes, buffer_sets=timing.buffer_sets)
-    for name, us in (("WarpForth", timing.warpforth.median_us), ("CUDA", timing.cuda.median_us)):
+    peak = yardsticks.fp64_peak_gflops * flops_peak if yardsticks.fp64_peak_gflops else None
+    for name, us in sides:
         if timing.launch_floor_us and us * (1 + MARGIN) < timing.launch_floor_us:
             return (f"{name}: {us:.3g} us per launch, under the {timing.launch_floor_us:.3g} us of an empty kernel "
                     f"timed the same way ({timing.timing_mode} mode)")
@@ -64,11 +73,11 @@ def implausible(timing: Timing, *, work_bytes: int, work_flops: int, yardsticks:
             return (f"{name}: at least {must / 2**20:.1f} MiB to move per launch in {us:.3g} us, "
                     f"{must / (us * 1e3):.0f} GB/s, over {1 + MARGIN:g}x this run's copy bandwidth of "
                     f"{yardsticks.copy_gbps:.0f} GB/s")
-        if work_flops and yardsticks.fp64_peak_gflops and \
-                work_flops / (us * 1e3) > yardsticks.fp64_peak_gflops * (1 + MARGIN):
+        if work_flops and peak and work_flops / (us * 1e3) > peak * (1 + MARGIN):
+            scaled = f" x {flops_peak:g} (the operation's peak)" if flops_peak != 1.0 else ""
             return (f"{name}: {work_flops:.3g} FLOPs per launch in {us:.3g} us, "
                     f"{work_flops / (us * 1e3):.0f} GFLOP/s, over {1 + MARGIN:g}x this run's f64 peak of "
-                    f"{yardsticks.fp64_peak_gflops:.0f} GFLOP/s")
+                    f"{yardsticks.fp64_peak_gflops:.0f} GFLOP/s{scaled}")
     return ""
 
 

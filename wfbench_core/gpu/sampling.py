@@ -41,6 +41,7 @@ from typing import Callable, Mapping, Optional, Protocol as TypingProtocol, Sequ
 
 import numpy as np
 
+from wfbench_core.ceiling import LABEL as CEILING
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.results import TimingProtocol
 from wfbench_core.record.timing_record import Sampled
@@ -155,7 +156,7 @@ def stop_reason(samples_us: Mapping[str, Sequence[float]], placement_of: Sequenc
 
         widths = []
         for label, values in samples_us.items():
-            if label == reference:
+            if label in (reference, CEILING):  # the library ceiling never decides when the case's sampling stops
                 continue
             interval = gap_interval(values, samples_us[reference], placement_of)
             widths.append(math.inf if interval is None else relative_halfwidth(interval))

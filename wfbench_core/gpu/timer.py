@@ -30,7 +30,7 @@ This module imports numba/cuda.core lazily: importing it needs no GPU.
 from __future__ import annotations
 
 import time
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import attrs
 
@@ -40,7 +40,7 @@ from wfbench_core.gpu.correctness import Checked, Checker, WrongOnTimedBuffers, 
 from wfbench_core.gpu.device import Device
 from wfbench_core.errors import WfbenchError
 from wfbench_core.build.faults import KernelFault, as_kernel_fault
-from wfbench_core.record.results import TIMING_MODES, Check, CompilerInfo, Costs, Environment, KernelAttrs, TimingProtocol
+from wfbench_core.record.results import TIMING_EVENTS, TIMING_MODES, Check, CompilerInfo, Costs, Environment, KernelAttrs, TimingProtocol
 from wfbench_core.record.timing_record import Sampled
 
 
@@ -76,7 +76,9 @@ class CudaEventTimer:
         self._warm = False
         return measure_fp64_peak(self.device, warmup_s=warmup_s, compiler=compiler)
 
-    def measure(self, case: Case, sides: Sequence[Side], *, reference_label: str) -> Measurement:
+    def measure(self, case: Case, sides: Sequence[Side], *, reference_label: str, ceiling: Any = None) -> Measurement:
+        """Check and time ``sides``; with ``ceiling`` (a :class:`wfbench_core.ceiling.Ceiling`), the library
+        ceiling is checked after the canonical checks and timed as one more side in the same rounds."""
         self._warm = False
         self.device.open()
         costs = dict.fromkeys(("load_s", "inputs_s", "reference_s", "alloc_copy_s", "correctness_s", "timing_s",
@@ -93,9 +95,15 @@ class CudaEventTimer:
             if failed:
                 return Measurement(False, describe_failures(case, failed), tuple(checks), kattrs, Costs(**costs))
 
+        measured_ceiling, launchers = None, None
+        if ceiling is not None:
+            from wfbench_core.gpu.ceiling_side import check_ceiling
+
+            measured_ceiling, launchers = check_ceiling(self.device, case, ceiling, checked)
         t0 = time.perf_counter()
         try:
-            sampled, timed_checks, costs["placement_checks_s"] = self._time(checked, case, reference_label)
+            sampled, timed_checks, costs["placement_checks_s"], note = self._time(checked, case, reference_label,
+                                                                                 launchers)
         except WrongOnTimedBuffers as wrong:  # a timed placement's outputs are wrong: the case fails
             costs["timing_s"] = time.perf_counter() - t0
             return Measurement(False, describe_check(case, wrong.check), (*checks, wrong.check), kattrs,
@@ -105,14 +113,19 @@ class CudaEventTimer:
         checks.extend(timed_checks)
         checks.extend(checker.after_timing(case, checked))
         failed = [c for c in checks if not c.passed]
+        if measured_ceiling is not None and launchers is not None:
+            measured_ceiling = attrs.evolve(measured_ceiling, capture_note=note, timing_mode=TIMING_EVENTS if note
+                                            else sampled.timing_mode)
         return Measurement(passed=not failed, message=describe_failures(case, failed) if failed else "",
-                           checks=tuple(checks), kernel_attrs=kattrs, costs=Costs(**costs), sampled=sampled)
+                           checks=tuple(checks), kernel_attrs=kattrs, costs=Costs(**costs), sampled=sampled,
+                           ceiling=measured_ceiling)
 
-    def _time(self, checked: Checked, case: Case, reference_label: str) -> tuple[Sampled, list[Check], float]:
+    def _time(self, checked: Checked, case: Case, reference_label: str,
+              ceiling: Any = None) -> tuple[Sampled, list[Check], float, str]:
         """Warm up, calibrate and sample over placements (errors name the case): the record, the passing
         checks of the timed buffers and the wall time they took."""
         try:
-            return self._sample(checked, case, reference_label)
+            return self._sample(checked, case, reference_label, ceiling)
         except (KernelFault, WrongOnTimedBuffers):
             raise
         except WfbenchError as exc:
@@ -123,7 +136,8 @@ class CudaEventTimer:
                 raise
             raise fault from None
 
-    def _sample(self, checked: Checked, case: Case, reference_label: str) -> tuple[Sampled, list[Check], float]:
+    def _sample(self, checked: Checked, case: Case, reference_label: str,
+                ceiling: Any) -> tuple[Sampled, list[Check], float, str]:
         from wfbench_core.gpu import nvml
         from wfbench_core.gpu.gpu_rounds import CudaRounds, TimingSetup
         from wfbench_core.gpu.sampling import sample_case
@@ -132,11 +146,11 @@ class CudaEventTimer:
         if mode not in TIMING_MODES:
             raise WfbenchError(f"unknown timing mode {mode!r}; use one of {', '.join(TIMING_MODES)}")
         setup = TimingSetup(case=case, kernels=checked.kernels, inputs=checked.inputs, want=checked.want,
-                            good=checked.got)
+                            good=checked.got, ceiling=ceiling)
         rounds = CudaRounds(self.device, setup, mode, rotation=self.protocol.rotation)
         sampler = nvml.NvmlSampler(self.device.pci_bus_id()).start()
         try:
-            sampled = sample_case(rounds, list(setup.kernels), self.protocol, reference=reference_label)
+            sampled = sample_case(rounds, rounds.labels, self.protocol, reference=reference_label)
             floor_us = rounds.launch_floor_us()
             verified = rounds.check.checks() if rounds.check is not None else []
             launches = sum(rounds.check.launches.values()) if rounds.check is not None else 0
@@ -147,4 +161,4 @@ class CudaEventTimer:
         sampled = attrs.evolve(sampled, clocks_sm_mhz=tuple(r.sm_mhz for r in readings if r.sm_mhz),
                                buffer_sets=rounds.sets, gate_retakes=rounds.gate_retakes, timing_mode=mode,
                                nvml=nvml.summarize(readings), launch_floor_us=floor_us, placement_checks=launches)
-        return sampled, verified, check_s
+        return sampled, verified, check_s, rounds.capture_note

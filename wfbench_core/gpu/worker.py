@@ -34,7 +34,7 @@ from wfbench_core.gpu import messages as msg
 from wfbench_core.gpu import watchdog
 from wfbench_core.case import CONFIGS, CaseKey
 from wfbench_core.errors import WfbenchError
-from wfbench_core.gpu.outcome import case_result, measured
+from wfbench_core.gpu.outcome import case_result, ceiling_result, measured
 from wfbench_core.gpu.plausibility import Yardsticks
 from wfbench_core.record.results import FAILED, MODE_AA, CaseResult, CompilerInfo, sm_arch
 
@@ -135,7 +135,14 @@ class Worker:
         return msg.Results(tuple(run_case(variants, timer=self.timer, protocol=self.request.protocol,
                                           cuda=self.cuda, arch=self.arch, mode=self.request.mode,
                                           sanitize=self.request.sanitize, progress=self.progress,
-                                          yardsticks=self.yardsticks)))
+                                          yardsticks=self.yardsticks, ceiling=self._ceiling(case_id))))
+
+    def _ceiling(self, case_id: str) -> Any:
+        """The case's declared ceiling when the run asked for ceilings (``--ceiling``), else None."""
+        from wfbench_core.ceiling import Ceiling
+
+        found = self.registry.ceiling(case_id) if getattr(self.request, "ceiling", False) else None
+        return found if isinstance(found, Ceiling) else None
 
     def serve(self, requests: IO[bytes]) -> None:
         for line in requests:
@@ -180,7 +187,7 @@ def _wf_label(label: str) -> str:
 
 def run_case(variants: dict[str, Any], *, timer: Any, protocol: Any, cuda: Any, arch: str,
              mode: str, sanitize: bool = False, progress: Any = lambda line: None,
-             yardsticks: Any = None) -> list[CaseResult]:
+             yardsticks: Any = None, ceiling: Any = None) -> list[CaseResult]:
     """Check and time one case: every WarpForth variant (one, or base and head) against the CUDA side.
 
     A variant whose PTX is byte-identical to an earlier one's is not checked or timed again (:func:`ptx_twins`):
@@ -221,23 +228,31 @@ def run_case(variants: dict[str, Any], *, timer: Any, protocol: Any, cuda: Any, 
             if finding is not None:
                 return all_(status=FAILED, message=finding.message)
     try:
-        m = timer.measure(case, sides, reference_label="cuda")
+        m = timer.measure(case, sides, reference_label="cuda", **({"ceiling": ceiling} if ceiling else {}))
     except WfbenchError as exc:
         return all_(message=str(exc))
+    if ceiling is not None and m.ceiling is not None and m.ceiling.problem:
+        progress(f"{case.id}: {m.ceiling.problem}")  # one line; the canonical case goes on
 
     diags = {label: future.result() for label, future in diagnosing.items()} if diagnosing else {}
     for note in dict.fromkeys(d[2] for d in diags.values() if d[2]):
         progress(f"{case.id}: no static diagnostics: {note}")
-    out = []
-    for label, base in bases.items():
-        if label in diags:
-            base = attrs.evolve(base, diag_wf=diags[label][0], diag_cuda=diags[label][1])
-        prep = variants[label]
-        costs = attrs.evolve(m.costs, compile_cuda_s=compile_s,
-                             compile_wf_s=sum(prep.files[c].compile_wf.wall_s for c in CONFIGS))
-        out.append(_twin_of(measured(attrs.evolve(base, costs=costs), m, _wf_label(twins.get(label, label)),
-                                     unstable_noise=protocol.unstable_noise, yardsticks=yardsticks), twins.get(label)))
-    return out
+    return [_result(base, m, variants[label], twins.get(label), label, diags.get(label), compile_s, protocol,
+                    yardsticks, ceiling) for label, base in bases.items()]
+
+
+def _result(base: CaseResult, m: Any, prep: Any, twin: str | None, label: str, diag: Any, compile_s: float,
+            protocol: Any, yardsticks: Any, ceiling: Any) -> CaseResult:
+    """One WarpForth variant's result from the case's measurement (its diagnostics, costs, ceiling, twin)."""
+    if diag is not None:
+        base = attrs.evolve(base, diag_wf=diag[0], diag_cuda=diag[1])
+    costs = attrs.evolve(m.costs, compile_cuda_s=compile_s,
+                         compile_wf_s=sum(prep.files[c].compile_wf.wall_s for c in CONFIGS))
+    side = _wf_label(twin or label)
+    result = measured(attrs.evolve(base, costs=costs), m, side, unstable_noise=protocol.unstable_noise,
+                      yardsticks=yardsticks)
+    result = attrs.evolve(result, ceiling=ceiling_result(ceiling, m, result, side, yardsticks=yardsticks))
+    return _twin_of(result, twin)
 
 
 def _twin_of(result: CaseResult, twin: str | None) -> CaseResult:

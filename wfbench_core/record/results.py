@@ -31,7 +31,11 @@ from wfbench_core.record.timing_record import (  # noqa: F401 - the timing recor
     Timing,
 )
 
-SCHEMA_VERSION = 5  # wfbench_core.record.result_rules.UPGRADES reads the older ones
+from wfbench_core.record.ceiling_record import (  # noqa: F401 - the ceiling record is part of the schema
+    CEILING_ERROR, CEILING_FAILED, CEILING_IMPLAUSIBLE, CEILING_MISSING, CEILING_OK, CEILING_STATUSES, CeilingResult,
+)
+
+SCHEMA_VERSION = 6  # wfbench_core.record.result_rules.UPGRADES reads the older ones
 
 from wfbench_core.record.status import (  # noqa: E402,F401 - part of the schema
     ERROR, FAILED, FAILING, IMPLAUSIBLE, OK, STATUSES, UNSTABLE,
@@ -262,6 +266,8 @@ class CaseResult:
     diag_cuda: Optional[SideDiagnostics] = None
     profile_wf: Optional[KernelProfile] = None  # Nsight Compute metrics, when profiled (wfbench explain --profile)
     profile_cuda: Optional[KernelProfile] = None
+    # the library ceiling, with --ceiling (wfbench_core.ceiling): apart from ``timing``, never in the gap
+    ceiling: Optional[CeilingResult] = None
 
     @property
     def key(self) -> CaseKey:
