@@ -116,4 +116,4 @@ def test_the_stack_tax_block_renders_from_the_result_it_names(tmp_path: Path) ->
     write_result(bare, tmp_path / "bare.json")
     with pytest.raises(SystemExit, match="no case has static diagnostics"):
         t.stack_tax_table(str(tmp_path / "bare.json"))
-    assert json.loads((tmp_path / "taxed.json").read_text())["schema_version"] == 5
+    assert json.loads((tmp_path / "taxed.json").read_text())["schema_version"] == 6
