@@ -21,11 +21,16 @@ from wfbench_core.ceiling import Ceiling, CeilingCall, NoCeiling
 CUPY = "cupy-cuda13x"  # the distribution whose version keys the ceiling series
 
 
+_STREAMS: dict[int, Any] = {}  # wfbench's stream as CuPy sees it, kept alive while it is CuPy's current stream
+
+
 def _cupy(call: CeilingCall) -> Any:
     """CuPy, with wfbench's stream as its current stream on this thread."""
     import cupy
 
-    cupy.cuda.ExternalStream(call.stream).use()
+    if call.stream not in _STREAMS:
+        _STREAMS[call.stream] = cupy.cuda.ExternalStream(call.stream)
+    _STREAMS[call.stream].use()
     return cupy
 
 
