@@ -175,3 +175,39 @@ def test_a_schema_5_result_loads_as_one_without_ceilings() -> None:
     raw["schema_version"] = 5
     run = parse_result(json.dumps(raw))
     assert run.schema_version == 6 and all(c.ceiling is None for c in run.cases)
+
+
+def test_the_dashboard_shows_ceilings_in_their_own_section_apart_from_the_headline(tmp_path: Path) -> None:
+    from synth_runs import synth_run
+    from wfbench_core.dashboard import build_data, render_page
+    from wfbench_core.record.results import CeilingResult, SideStats
+    from wfbench_core.review.history import History, add_run
+
+    plain = synth_run(0)
+    axpy = plain.case("axpy_f64")
+    stats = SideStats(median_us=axpy.timing.cuda.median_us / 2, p95_us=1.0, mad_us=0.0, noise=0.0, n=1,
+                      samples_us=(axpy.timing.cuda.median_us / 2,))
+    ceiling = CeilingResult(library="cuBLAS", routine="cublasDaxpy", package="cupy-cuda13x", library_version="14.0.1",
+                            status=CEILING_OK, stats=stats, ratio=axpy.timing.warpforth.median_us / stats.median_us)
+    with_ceiling = attrs.evolve(plain, cases=tuple(attrs.evolve(c, ceiling=ceiling) if c.id == "axpy_f64" else c
+                                                   for c in plain.cases))
+    add_run(tmp_path / "a", plain)
+    add_run(tmp_path / "b", with_ceiling)
+    without, withc = build_data(History.open(tmp_path / "a")), build_data(History.open(tmp_path / "b"))
+    rows = withc["headline"].pop("ceilings")
+    assert without["headline"].pop("ceilings") == []
+    assert [r["series"] for r in rows] == [f"axpy_f64/v{axpy.version}/ceiling"]
+    assert rows[0]["ratio"] == pytest.approx(ceiling.ratio) and rows[0]["version"] == "cupy-cuda13x 14.0.1"
+    for d in (without, withc):  # nothing else of the page changes: not the gap, the geomean, the series
+        d.pop("generated")
+        d["headline"].pop("run", None)
+        d["headline"].pop("diagnostics", None)
+    assert withc["headline"]["geomean"] == without["headline"]["geomean"]
+    def gaps(d):  # type: ignore[no-untyped-def]
+        return [(s["id"], [p["gap"] for p in s["points"]]) for s in d["series"]]
+
+    assert gaps(withc) == gaps(without) and len(withc["series"]) == len(without["series"])
+    page = render_page(build_data(History.open(tmp_path / "b")))
+    assert f'"ceilings":[{{"series":"axpy_f64/v{axpy.version}/ceiling"' in page
+    app = (Path(__file__).parent.parent / "wfbench_core" / "dashboard" / "app.js").read_text()
+    assert "renderCeilings(DATA.headline.ceilings)" in app and "Library ceilings (never part of the gap)" in app
