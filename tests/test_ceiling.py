@@ -211,3 +211,22 @@ def test_the_dashboard_shows_ceilings_in_their_own_section_apart_from_the_headli
     assert f'"ceilings":[{{"series":"axpy_f64/v{axpy.version}/ceiling"' in page
     app = (Path(__file__).parent.parent / "wfbench_core" / "dashboard" / "app.js").read_text()
     assert "renderCeilings(DATA.headline.ceilings)" in app and "Library ceilings (never part of the gap)" in app
+
+
+def test_explain_ceiling_names_the_library_kernels_and_tensor_cores(nvcc) -> None:  # type: ignore[no-untyped-def]
+    from click.testing import CliRunner
+
+    from wfbench_core.cli import main
+
+    ptx = Path(__file__).parent / "fixtures" / "ptx"
+    r = CliRunner().invoke(main, ["explain", "matmul_f64_naive", "--wf-ptx",
+                                  str(ptx / "matmul_f64_naive.canonical.ptx"), "--ceiling", "-q"])
+    assert r.exit_code == 0, r.output
+    assert "## Library ceiling: `matmul_f64_naive/v" in r.output and "`cublasDgemm`" in r.output
+    assert "FP64 tensor cores (DMMA)" in r.output and "`dmma`" in r.output
+    plain = CliRunner().invoke(main, ["explain", "matmul_f64_naive", "--wf-ptx",
+                                      str(ptx / "matmul_f64_naive.canonical.ptx"), "-q"])
+    assert "Library ceiling" not in plain.output
+    r = CliRunner().invoke(main, ["explain", "softmax_f32", "--wf-ptx", str(ptx / "softmax_f32.canonical.ptx"),
+                                  "--ceiling", "-q"])
+    assert r.exit_code == 0 and "None: no vendor library softmax" in r.output

@@ -99,10 +99,13 @@ def _store(run, result_path: Path, case, label: str, reports, progress):  # type
               help="Write the Markdown report here instead of printing it.")
 @click.option("--loop-lines", type=click.IntRange(1, 10_000), default=60, show_default=True,
               help="Most SASS lines shown of each hottest loop.")
+@click.option("--ceiling", is_flag=True,
+              help="Add the case's library ceiling: its routine, what it does differently, tensor-core use, its "
+                   "kernels' names and, with --result, its time and 'WarpForth time / ceiling time'.")
 @click.option("--quiet", "-q", is_flag=True)
 def explain(case_id: str, bundle: Path | None, wf_ptx: Path | None, warpforthc: str | None, arch: str | None,
             cuda_compiler: str, profile: bool, ncu: str | None, result_path: Path | None, out: Path | None,
-            loop_lines: int, quiet: bool) -> None:
+            loop_lines: int, ceiling: bool, quiet: bool) -> None:
     """Explain CASE's gap: static diagnostics of both sides (ptxas, SASS mix, occupancy), the largest SASS
     differences, each side's hottest loop, and with --profile Nsight Compute metrics. Markdown output."""
     from wfbench_core.build import compile as comp
@@ -139,6 +142,10 @@ def explain(case_id: str, bundle: Path | None, wf_ptx: Path | None, warpforthc: 
         result = _store(run, result_path, case, next(iter(wf)), reports, progress)
     text = render_markdown(case, reports, arch=arch, provenance=provenance, result=result, environment=environment,
                            loop_lines=loop_lines)
+    if ceiling:
+        from wfbench_core.review.ceiling_explain import ceiling_markdown
+
+        text += ceiling_markdown(case, reg.ceiling(case.id), result)
     if out is not None:
         from wfbench_core.record.fsutil import atomic_write
 
