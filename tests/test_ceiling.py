@@ -230,3 +230,66 @@ def test_explain_ceiling_names_the_library_kernels_and_tensor_cores(nvcc) -> Non
     r = CliRunner().invoke(main, ["explain", "softmax_f32", "--wf-ptx", str(ptx / "softmax_f32.canonical.ptx"),
                                   "--ceiling", "-q"])
     assert r.exit_code == 0 and "None: no vendor library softmax" in r.output
+
+
+# -- the real timer and rounds against the stand-in driver (tests/test_timer_protocol.py) ------------------
+
+
+def _library_ceiling(factor: int = 3, package: str = "numpy") -> Ceiling:
+    """A stand-in library: its call queues an operation on the stand-in driver's stream (as a library's kernel
+    would be), reading the case's input X and writing its own output Y."""
+    from wfbench_core.case import Tolerance
+
+    def prepare(call):  # type: ignore[no-untyped-def]
+        driver = prepare.driver  # type: ignore[attr-defined]
+
+        def go() -> None:
+            driver.pending.append(("lib_scale", [call.inputs["X"], call.outputs["Y"], factor]))
+
+        return go
+
+    return Ceiling(library="stand-in BLAS", routine="lib_scale", package=package, what="a stand-in",
+                   outputs=lambda s: {"Y": (s["N"], "int64")}, expect=lambda inputs, want, s: {"Y": want["Y"]},
+                   tolerances={"Y": Tolerance(0.0, 0.0, "exact")}, prepare=prepare)
+
+
+def _with_library(ceiling: Ceiling):  # type: ignore[no-untyped-def]
+    from test_timer_protocol import CASE, SIDES, FakeDriver, good, make_timer
+
+    calls = []
+
+    def lib_scale(launch, x, y, factor):  # type: ignore[no-untyped-def]
+        calls.append(id(x))
+        y[:] = factor * x
+        return 0.005  # faster than the kernels (0.01 ms)
+
+    driver = FakeDriver({"wf_scale": good, "cu_scale": good, "lib_scale": lib_scale})
+    ceiling.prepare.driver = driver  # type: ignore[attr-defined]
+    timer = make_timer(driver)
+    timer.protocol = TimingProtocol(warmup_s=0.0, min_sample_ms=1.0, samples=6, placements=3, min_samples=6)
+    return timer.measure(CASE, SIDES, reference_label="cuda", ceiling=ceiling), calls
+
+
+def test_the_real_rounds_time_the_ceiling_as_a_third_side_on_every_buffer_set() -> None:
+    m, calls = _with_library(_library_ceiling())
+    assert m.passed and m.ceiling.problem == "" and m.ceiling.checks[0].passed
+    s = m.sampled
+    assert set(s.samples_us) == {"wf", "cuda", LABEL}
+    assert len(s.samples_us[LABEL]) == len(s.samples_us["wf"]) == 6
+    assert s.samples_us[LABEL][0] == pytest.approx(s.samples_us["wf"][0] / 2)  # 0.005 ms against 0.01 ms
+    assert LABEL in s.order  # it takes its turn going first
+    # one check call, then the timed launches read every placement's every buffer set of inputs
+    assert len(set(calls[1:])) == 3 * s.buffer_sets
+
+
+def test_a_wrong_ceiling_fails_its_check_alone_and_is_not_timed() -> None:
+    m, calls = _with_library(_library_ceiling(factor=2))
+    assert m.passed and m.sampled is not None  # the case stands
+    assert m.ceiling.status == CEILING_FAILED and "FAILED its check" in m.ceiling.problem
+    assert LABEL not in m.sampled.samples_us and len(calls) == 1
+
+
+def test_a_ceiling_without_its_library_is_missing_and_never_called() -> None:
+    m, calls = _with_library(_library_ceiling(package="no-such-distribution-wfbench"))
+    assert m.passed and m.ceiling.status == CEILING_MISSING and calls == []
+    assert "no-such-distribution-wfbench is not installed" in m.ceiling.problem
