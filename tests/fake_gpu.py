@@ -15,6 +15,9 @@ Loaded into the executor's worker process through ``WFBENCH_PLUGINS=fake_gpu`` (
 - ``FAKE_GPU_CEILING`` (``--ceiling``): unset, a declared ceiling whose library is not installed here is
   missing, as the real timer says; ``ok``: the ceiling is checked and timed at 1 us per launch; ``failed``:
   its check fails (the line the real timer writes).
+- ``sized``: a correct measurement whose times follow the case's canonical work (a sweep point's sizes): a kernel
+  takes 1 us plus its bytes at 3 TB/s (CUDA; WarpForth 10 % longer); in events mode a launch costs at least the
+  launch floor of 2.5 us, in graph mode 0.8 us (what ``launch_floor_us`` then says).
 - ``crash``: the worker process ends with a Python traceback on its standard error (an exception no handler
   catches, as a broken driver binding may raise).
 
@@ -22,7 +25,15 @@ With ``FAKE_GPU_CHAIN_COST`` (a number), a WarpForth kernel whose PTX holds the 
 (``tools/power_study.py``: ``mov.u32 %ps_r1, K``) is that much slower per iteration (relative), and every
 sample gets 0.05 % noise and every placement (``samples / 2`` of them) a 0.05 % effect, from a fixed seed.
 
+With ``FAKE_GPU_WRONG`` (a PTX statement), a side whose canonical PTX holds it is wrong on the timed buffers,
+as a compiler that drops the last block of large grids is (right at check sizes): the measurement fails as the
+real timer's does, every side's checks together, and the wrong side's check names it.
+
+With ``FAKE_GPU_SKIPS_WORK`` (a PTX statement), a side whose canonical PTX holds it reads 107, 1.94 and 1.77 us
+per launch in its first rounds, the CUDA side 105 us in each: the plausibility rule refuses it before timing.
+
 Every worker appends its pid to ``FAKE_GPU_PIDS`` (a file), so tests can see that each one is gone. With
+``FAKE_GPU_MEASURED`` (a file), each measurement appends its pid, case, canonical sizes and timing mode. With
 ``FAKE_GPU_PREFETCH`` (a file), each measurement appends its pid, its case and the cases whose CUDA compile the
 worker still holds prefetched, so tests can see what a new worker compiles ahead.
 """
@@ -72,6 +83,11 @@ class FakeTimer:
             with open(ahead, "a") as fh:
                 fh.write(f"{os.getpid()} {case.id} {','.join(pending)}\n")
         what = _behaviour(case.id)
+        measured = os.environ.get("FAKE_GPU_MEASURED")
+        if measured:
+            sizes = ",".join(f"{k}={v}" for k, v in sorted(case.sizes["canonical"].items()))
+            with open(measured, "a") as fh:
+                fh.write(f"{os.getpid()} {case.id} {sizes} {self.protocol.timing_mode}\n")
         if what == "segv":
             os.kill(os.getpid(), signal.SIGSEGV)
         elif what == "kill":
@@ -89,8 +105,21 @@ class FakeTimer:
             raise WfbenchError(f"{case.key('check')} wf: launch failed: [700] CUDA_ERROR_ILLEGAL_ADDRESS")
         n = self.protocol.samples
         check = Check("check", "wf", "reference", "out", True, 0.0, 0.0, 0, 100)
+        skips = os.environ.get("FAKE_GPU_SKIPS_WORK")
+        if skips and any(skips in s.ptx.get("canonical", "") for s in sides):
+            from wfbench_core.gpu.plausibility import InconsistentLaunches, inconsistent_launches
+
+            per_launch_ms = {s.label: [0.107, 0.00194, 0.00177] if skips in s.ptx.get("canonical", "") else [0.105] * 3
+                             for s in sides}
+            raise InconsistentLaunches(inconsistent_launches(per_launch_ms, reference_label))
+        wrong = os.environ.get("FAKE_GPU_WRONG")
+        if wrong and any(wrong in s.ptx.get("canonical", "") for s in sides):
+            return _wrong_on_timed_buffers(case, sides, wrong)
         cost = os.environ.get("FAKE_GPU_CHAIN_COST")
-        if what == "barriers":
+        floor = None
+        if what == "sized":
+            samples, floor = _sized(case, sides, n, self.protocol.timing_mode)
+        elif what == "barriers":
             samples = {s.label: _barrier_cost(case.id, s, n) for s in sides}
         elif cost:
             samples = _costed(sides, n, float(cost))
@@ -98,6 +127,7 @@ class FakeTimer:
             samples = {s.label: (3.0 if s.label.startswith("wf") else 2.0,) * n for s in sides}
         measured_ceiling = _ceiling(ceiling, samples, n)
         sampled = Sampled(samples_us=samples, order=tuple(sides[i % len(sides)].label for i in range(n)),
+                          launch_floor_us=floor, timing_mode=self.protocol.timing_mode,
                           launches_per_sample=1, placement_of=tuple(i // 2 for i in range(n)) if cost or what == "barriers" else ())
         return Measurement(
             passed=True, message="", checks=(check,), kernel_attrs={s.label: KernelAttrs(16, 0, 0, 1024) for s in sides},
@@ -124,6 +154,31 @@ def _ceiling(ceiling, samples, n):  # type: ignore[no-untyped-def]
     samples[LABEL] = (1.0,) * n
     return CeilingMeasured(checks=(Check("canonical", LABEL, "reference", output, True, 0.0, 0.0, 0, 100),),
                            timing_mode="events")
+
+
+def _wrong_on_timed_buffers(case, sides, wrong: str):  # type: ignore[no-untyped-def]
+    """The failed measurement of sides whose PTX holds ``wrong``: 8192 of 33554432 elements never written."""
+    from wfbench_core.contracts import Measurement
+    from wfbench_core.gpu.correctness import describe_failures
+
+    out = case.outputs[0].name
+    checks = tuple(Check("canonical", s.label, "timed-buffers", out, wrong not in s.ptx.get("canonical", ""), 0.0, 0.0,
+                         *((0, 33554432) if wrong not in s.ptx.get("canonical", "") else (8192, 33554432, 8192)),
+                         placement=0, buffer_set=1) for s in sides)
+    failed = [c for c in checks if not c.passed]
+    return Measurement(passed=False, message=describe_failures(case, failed), checks=checks,
+                       kernel_attrs={s.label: KernelAttrs(16, 0, 0, 1024) for s in sides}, costs=Costs())
+
+
+def _sized(case, sides, n: int, mode: str):  # type: ignore[no-untyped-def]
+    """Per-launch times from the case's work at its canonical sizes; the launch floor of ``mode``."""
+    floor = 2.5 if mode == "events" else 0.8
+    kernel = 1.0 + case.work(case.sizes["canonical"]).bytes / 3e6
+    out = {}
+    for s in sides:
+        us = kernel * (1.1 if s.label.startswith("wf") else 1.0)
+        out[s.label] = (max(us, floor) if mode == "events" else us,) * n
+    return out, floor
 
 
 def _costed(sides, n: int, cost: float) -> dict[str, tuple[float, ...]]:  # type: ignore[no-untyped-def]

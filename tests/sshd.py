@@ -185,14 +185,25 @@ def fake_gpu_python(folder: Path, body: str) -> Path:
     return script
 
 
-def gpu_result(protocol, gpu_name: str = "NVIDIA GeForce RTX 4090", cc: str = "8.9") -> str:  # type: ignore[no-untyped-def]
-    """JSON as the executor writes it on a GPU host (no cases: the transports do not look inside)."""
+def gpu_result(protocol, bundle: Path, gpu_name: str = "NVIDIA GeForce RTX 4090", cc: str = "8.9",  # type: ignore[no-untyped-def]
+               mode: str = "paired") -> str:
+    """JSON as the executor writes it on a GPU host for ``bundle``: its source and compilers, each of its cases
+    with the PTX it was sent (ERROR, untimed: this machine has no GPU), as the transports check it."""
     from wfbench_core import SUITE_VERSION, __version__
-    from wfbench_core.record.results import CompilerInfo, Environment, RunResult, dumps
+    from wfbench_core.build.bundle import read_variants
+    from wfbench_core.record.results import SCHEMA_VERSION, CaseResult, CompilerInfo, Environment, RunResult, dumps
 
+    variants = read_variants(bundle)
+    first = next(iter(variants.values()))[0]
+    cases = tuple(CaseResult(id=e.id, version=e.version, priority="P0", fingerprint=e.fingerprint, status="error",
+                             mode=mode, message="not timed: a stand-in GPU host", compiler_label=label,
+                             compile_wf=e.configs["canonical"].compile_wf,
+                             warpforth_source_sha256=e.configs["canonical"].compile_wf.source_sha256)
+                  for label, (m, _) in variants.items() for e in m.cases)
     return dumps(RunResult(
-        schema_version=1, suite_version=SUITE_VERSION, wfbench_version=__version__,
-        created="2025-01-01T00:00:00+00:00", mode="paired", protocol=protocol,
+        schema_version=SCHEMA_VERSION, suite_version=SUITE_VERSION, wfbench_version=__version__,
+        created="2025-01-01T00:00:00+00:00", mode=mode, protocol=protocol,
         environment=Environment(gpu_name=gpu_name, gpu_uuid="GPU-1234", compute_capability=cc),
-        warpforthc=CompilerInfo("warpforthc", "test"), cuda_compiler=CompilerInfo("nvcc", "12.4"), cases=(),
+        warpforthc=first.warpforthc, cuda_compiler=CompilerInfo("nvcc", "12.4"), cases=cases, source=first.source,
+        compilers={label: m.warpforthc for label, (m, _) in variants.items() if label},
     ))

@@ -2,12 +2,15 @@
 warpforthc itself. Everything between them and the user is wfbench's real code.
 
 - ``warpforthc`` answers with the PTX the real warpforthc made for each case's source (tests/fixtures/ptx)
-  and, like the real one, reads the libdevice bitcode at the absolute path its build baked in.
+  and, like the real one, reads the libdevice bitcode at the absolute path its build baked in. Like a compiler
+  built from a pull request could, it reads its parent's environment (``/proc/PPID/environ``) and logs to
+  ``$STUB_LOG`` when the Vast.ai key is there.
 - ``cmake`` configures (``-S SRC -B BUILD`` or ``-B BUILD``) and builds the ``warpforthc`` target like
   WarpForth's CMakeLists: the binary into ``BUILD/bin``, libdevice into ``BUILD/lib/Bitcode``, object
   files beside them. Each call appends one JSON line to ``$STUB_LOG`` with what it saw in the source tree
   (the line of ForthToMemRef.cpp that MLIR 22 breaks, whether warpforth-runner is still a subdirectory,
-  the files present). ``STAND_IN_CMAKE_FAIL=configure|build`` makes that step fail as a compiler would.
+  the files present, the names in its environment: what a CMakeLists.txt could read).
+  ``STAND_IN_CMAKE_FAIL=configure|build`` makes that step fail as a compiler would.
 """
 
 from __future__ import annotations
@@ -25,6 +28,14 @@ from pathlib import Path
 LIBDEVICE = {libdevice!r}  # WARPFORTH_LIBDEVICE_PATH: the build tree's absolute path
 PTX = Path({ptx!r})
 args = sys.argv[1:]
+try:  # what a compiler built from a pull request could read: its parent's environment
+    import os
+    parent = Path(f"/proc/{{os.getppid()}}/environ").read_bytes().split(b"\0")
+    if any(v.startswith(b"VAST_API_KEY=") for v in parent) and os.environ.get("STUB_LOG"):
+        with open(os.environ["STUB_LOG"], "a") as log:
+            log.write("warpforthc: its parent process holds VAST_API_KEY\n")
+except OSError:
+    pass
 if args == ["--help"]:
     print("OVERVIEW: WarpForth compiler (stand-in)\nUSAGE: warpforthc <input> -o <output>")
     sys.exit(0)
@@ -47,7 +58,7 @@ import json, os, sys
 from pathlib import Path
 
 args = sys.argv[1:]
-record = {{"args": args}}
+record = {{"args": args, "env": sorted(os.environ)}}  # what the tree's CMakeLists.txt could read
 fail = os.environ.get("STAND_IN_CMAKE_FAIL", "")
 
 

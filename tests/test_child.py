@@ -130,7 +130,8 @@ def test_every_worker_message_crosses_as_one_typed_line() -> None:
     from wfbench_core.record.request import ExecuteRequest
     from wfbench_core.record.results import CompilerInfo, Environment
 
-    samples = [msg.Init("bundle", ExecuteRequest(case_ids=("a",)), True, ("a", "b")), msg.RunCase("a"), msg.Exit(),
+    samples = [msg.Init("bundle", ExecuteRequest(case_ids=("a",)), True, ("a", "b")), msg.RunCase("a"),
+               msg.RunPoint("a", 2, "graph"), msg.Exit(),
                msg.Ready(Environment(gpu_name="G"), CompilerInfo(kind="nvcc", version="13.0"), "sm_90"),
                msg.Results(()), msg.CaseError("why", restart=True), msg.Fatal("no GPU", 3), msg.ProgressLine("p"),
                msg.Arm(10.0, "a launch"), msg.Disarm()]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import attrs
@@ -125,25 +126,90 @@ def test_one_base_head_run(shift: float) -> None:
     assert not steady.regressions
 
 
-def test_the_same_run_a_a_floor_sets_the_margin() -> None:
-    """Cases of identical code in a base/head run read what the method reads of no change: where that is wider
-    than the default margin it becomes the margin, and a change within it is not SLOWER."""
-    run = base_head_run(1.0, seed=9)
-    cases = list(run.cases)
-    for i, c in enumerate(cases):  # the identical scale_i64 head reads 0.5 % slow; axpy's head is new code, +0.4 %
-        if c.compiler_label == "head" and c.id == "scale_i64":
-            t = c.timing
-            wf = summarize(np.asarray(t.warpforth.samples_us) * 1.005)
-            cases[i] = attrs.evolve(c, timing=attrs.evolve(t, warpforth=wf, gap=wf.median_us / t.cuda.median_us))
-        if c.compiler_label == "head" and c.id == "axpy_f64":
-            cases[i] = evolve_case(run.case("axpy_f64", "base"), wf_scale=1.004, jitter=0.0, compiler_label="head",
-                                   cuda_samples=c.timing.cuda.samples_us, placements=15)
-    cmp = compare.compare_labels(attrs.evolve(run, cases=tuple(cases)))
-    axpy, scale = by_case(cmp)["axpy_f64"], by_case(cmp)["scale_i64"]
-    assert scale.verdict.label == f"SAME ({V.IDENTICAL_CODE})"  # it defines the floor: it cannot exceed it
-    assert axpy.verdict.margin == pytest.approx(scale.gap.ratio - 1) and "A/A floor" in axpy.verdict.margin_basis
-    assert axpy.gap.ratio == pytest.approx(1.004, abs=0.0005) and axpy.verdict.verdict in (V.SAME, V.AMBIGUOUS)
-    assert compare.compare_labels(base_head_run(1.004, seed=9)).cases[0].verdict.verdict == V.SLOWER
+BH_RUN = Path(__file__).parent / "fixtures" / "h200-run-bh.json"
+
+
+def heads_moved(moves: dict[str, float], new_code: dict[str, float] = (), **changes: dict[str, object]) -> RunResult:  # type: ignore[assignment]
+    """The stored H200 base/head run (8 cases, every head byte-identical to its base) with some heads' WarpForth
+    samples moved: ``moves`` keep the code identical (the environment moved them), ``new_code`` are compiler
+    changes; ``changes`` set fields of a head's result (``{case: {field: value}}``)."""
+    from wfbench_core.record.results import load_result
+
+    run = load_result(BH_RUN)
+    cases = []
+    for c in run.cases:
+        if c.compiler_label == "head" and (c.id in moves or c.id in dict(new_code)):
+            c = evolve_case(c, run_offset=moves.get(c.id, 1.0), wf_scale=dict(new_code).get(c.id, 1.0),
+                            cuda_samples=c.timing.cuda.samples_us)
+        if c.compiler_label == "head" and c.id in changes:
+            c = attrs.evolve(c, **changes[c.id])
+        cases.append(c)
+    return attrs.evolve(run, cases=tuple(cases))
+
+
+def test_one_odd_identical_case_does_not_hide_a_real_regression() -> None:
+    """The demonstrated case: one identical case reading +0.8 % made the same-run A/A floor 0.8 %, and a real
+    0.5 % regression SAME. The floor is what at least two steady identical cases read: the odd case is SAME
+    (identical code, moved), the regression is SLOWER."""
+    cmp = compare.compare_labels(heads_moved({"scale_i64": 1.008}, new_code={"reduce_sum_f64": 1.005}))
+    reduce, scale = by_case(cmp)["reduce_sum_f64"], by_case(cmp)["scale_i64"]
+    assert scale.gap.ratio == pytest.approx(1.008, abs=2e-4)
+    assert scale.verdict.label == f"SAME ({V.IDENTICAL_CODE}, {V.MOVED})"
+    assert reduce.gap.ratio == pytest.approx(1.005, abs=2e-4) and reduce.verdict.verdict == V.SLOWER
+    assert reduce.verdict.margin < 0.003 and "second largest of 7 steady case(s)" in reduce.verdict.margin_basis
+    assert [c.case_id for c in cmp.regressions] == ["reduce_sum_f64"]
+
+
+def test_two_identical_cases_reading_wide_set_the_floor_and_noisy_ones_do_not() -> None:
+    """Two identical cases reading +0.6 % and +0.5 %: the method reads that far here, the margin is 0.5 % and a
+    +0.4 % change of new code is not SLOWER. The same two, one of them noisy (UNSTABLE): it reads its own
+    circumstances, the floor is the next steady case's and the +0.4 % change is SLOWER."""
+    moves, new = {"scale_i64": 1.006, "transpose_f64": 1.005}, {"reduce_sum_f64": 1.004}
+    cmp = compare.compare_labels(heads_moved(moves, new_code=new))
+    reduce = by_case(cmp)["reduce_sum_f64"]
+    assert reduce.verdict.margin == pytest.approx(by_case(cmp)["transpose_f64"].gap.ratio - 1, rel=1e-6)
+    assert reduce.verdict.verdict in (V.SAME, V.AMBIGUOUS) and "A/A floor 0.4" in reduce.verdict.margin_basis
+    noisy = compare.compare_labels(heads_moved(moves, new_code=new, scale_i64={"status": "unstable"}))
+    reduce = by_case(noisy)["reduce_sum_f64"]
+    assert reduce.verdict.margin < 0.003 and reduce.verdict.verdict == V.SLOWER
+    assert by_case(noisy)["scale_i64"].verdict.label.startswith(f"SAME ({V.IDENTICAL_CODE}, {V.MOVED}")
+
+
+def three_labels() -> RunResult:
+    """The stored base/head run as a run of three compilers: base, d1 (reduce_sum_f64 0.5 % slower, new code)
+    and d2, whose PTX is byte-identical to d1's: its results carry d1's samples, timed with d1."""
+    run = heads_moved({}, new_code={"reduce_sum_f64": 1.005})
+    d1 = [attrs.evolve(c, compiler_label="d1") for c in run.cases if c.compiler_label == "head"]
+    d2 = [attrs.evolve(c, compiler_label="d2", timing=attrs.evolve(c.timing, timed_with="d1")) for c in d1]
+    base = [c for c in run.cases if c.compiler_label == "base"]
+    info = run.compilers["head"]
+    return attrs.evolve(run, cases=tuple(base + d1 + d2), compilers={"base": run.compilers["base"], "d1": info,
+                                                                    "d2": info})
+
+
+def test_timed_once_only_where_one_kernel_was_timed_for_both() -> None:
+    """d2 was timed with d1's kernel, not with base's: base against d2 is a real comparison (SLOWER, not
+    'timed once'); d1 against d2 is the one kernel timed once."""
+    run = three_labels()
+    reduce = by_case(compare.compare_labels(run, "base", "d2"))["reduce_sum_f64"]
+    assert reduce.verdict.label == "SLOWER"
+    twins = by_case(compare.compare_labels(run, "d1", "d2"))["reduce_sum_f64"]
+    assert twins.verdict.label == f"SAME ({V.IDENTICAL_CODE}, {V.TIMED_ONCE})"
+
+
+def test_head_label_alone_picks_base_in_a_run_of_several_labels(tmp_path: Path) -> None:
+    out = tmp_path / "three.json"
+    write_result(three_labels(), out)
+    runner = CliRunner()
+    res = runner.invoke(main, ["compare", str(out), "--head-label", "d1"])
+    assert res.exit_code == 0, res.output
+    assert res.stdout.startswith("base (warpforthc") and re.search(r"^reduce_sum_f64 v1 .*SLOWER$", res.stdout, re.M)
+    res = runner.invoke(main, ["compare", str(out), "--base-label", "d1", "--head-label", "d2"])
+    assert res.exit_code == 0 and res.stdout.startswith("d1 (warpforthc"), res.output
+    bad = runner.invoke(main, ["compare", str(out)])
+    assert bad.exit_code == 2 and "Traceback" not in bad.output
+    assert "(base base, head ?; labels in it: base, d1, d2); name the two to compare with --base-label and " \
+           "--head-label" in bad.stderr
 
 
 def test_a_plain_run_is_not_a_base_head_run() -> None:

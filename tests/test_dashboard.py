@@ -18,6 +18,9 @@ import attrs
 import pytest
 
 from synth_runs import REAL_AA, created_at, evolve_case, synth_run, with_case
+from click.testing import CliRunner
+
+from wfbench_core.cli import main
 from wfbench_core.dashboard import build_data, build_site, diagnostics, find_browser, x_labels
 from wfbench_core.errors import WfbenchError
 from wfbench_core.review.history import History, add_run
@@ -727,12 +730,13 @@ def test_example_history_renders(browser: Any, tmp_path: Path) -> None:
     canonical = [r for r in canonical if r.mode == "paired" and not r.compilers]
     newest = max(canonical, key=lambda r: r.created)
     index = build_site(h, tmp_path / "site")
-    page, errors, requests = _open(browser, index)
+    page, errors, requests = _open(browser, index, width=1400)  # a newcomer's screen
     try:
         check_page(page, h)
         assert page.locator("#headline .gap-value").inner_text() == f"{expected_headline(newest):.3f}×"
         assert page.locator("#headline .geomean-set .chip").all_inner_texts() == case_set(newest)
         assert page.locator("article.comparison").count() == 1 and page.locator("article.floor").count() == 1
+        _one_truth(page, h)
         assert not errors, errors
         assert all(u.startswith("file://") for u in requests)
         shot = tmp_path / "example-dashboard.png"
@@ -740,6 +744,48 @@ def test_example_history_renders(browser: Any, tmp_path: Path) -> None:
         _artifact(shot)
     finally:
         page.close()
+
+
+ONE_TRUTH = """() => {
+  const rows = [...document.querySelectorAll('#headline tr[data-series]')].map((tr) => ({
+    series: tr.dataset.series, row: tr.className,
+    badge: tr.querySelector('[data-badge="stable"], [data-badge="unstable"], [data-badge="throttled"], '
+      + '[data-badge="launch-bound"], [data-badge="depressed"]').textContent,
+    delta: tr.querySelector('.verdict-cell').textContent }));
+  const cards = Object.fromEntries([...document.querySelectorAll('section.series')].map((s) =>
+    [s.dataset.series, s.querySelector('.latest').textContent]));
+  const floor = document.querySelector('.floor-note') ? document.querySelector('.floor-note').textContent : '';
+  const wide = [...document.querySelectorAll('table.compare')].map((t) => {
+    const box = t.closest('.table-scroll');
+    return { scroll: box.scrollWidth, client: box.clientWidth };
+  });
+  return { rows, cards, floor, wide };
+}"""
+
+
+def _one_truth(page: Any, h: History) -> None:
+    """The headline's badges, row colours, the series cards, ``history list``, ``check`` and the A/A floor say one
+    thing of every case of the newest canonical run; the base/head table fits the window."""
+    from wfbench_core.review.evidence import board_aa_floor
+
+    got = page.evaluate(ONE_TRUTH)
+    assert got["rows"], got
+    listed = CliRunner().invoke(main, ["history", "list", "--history", str(EXAMPLES)]).stdout
+    checked = CliRunner().invoke(main, ["check", "--history", str(EXAMPLES)])
+    for row in got["rows"]:
+        series = h.series[row["series"]]
+        word, _why = series.points[-1].standing
+        assert row["badge"] == word, row
+        assert row["row"] == ("ok" if word == "stable" else "unstable"), row
+        if word != "stable":
+            assert f"not judged: {word}" in row["delta"], row  # an empty change says why it is empty
+            assert f"left out of trends (" in got["cards"][row["series"]] and word in got["cards"][row["series"]]
+            assert f"({word})" in listed.split(series.key.case_id, 1)[1].splitlines()[0], listed
+            assert f"{series.key.case_id}: {series.points[-1].standing[1]}" in checked.stdout, checked.stdout
+    floor, _ = board_aa_floor(h, next(iter(h.series.values())).key, next(iter(h.series.values())).points[-1].gpu_uuid)
+    assert floor is not None and f"up to {floor * 100:.2f}%" in got["floor"], got["floor"]
+    assert f"A/A floor {floor:.2%}" in checked.stdout, checked.stdout
+    assert all(w["scroll"] <= w["client"] for w in got["wide"]), got["wide"]  # no horizontal scroll at 1400 px
 
 
 def test_a_step_in_the_gap_is_marked_in_the_browser(browser: Any, tmp_path: Path) -> None:
@@ -866,3 +912,56 @@ def test_library_ceilings_in_their_own_section_in_the_browser(browser: Any, tmp_
         assert not errors, errors
     finally:
         page.close()
+
+
+def synth_sweep(run: RunResult, case_id: str = "axpy_f64", created: str = "") -> Any:
+    """A sweep of ``case_id`` made from a run's result of it: 4096 elements timed in graph mode (both sides
+    launch-bound in events mode, that timing kept beside it), 2^20 in events mode."""
+    from wfbench_core.record.sweep_record import SWEEP_KIND, SWEEP_SCHEMA, SweepPoint, SweepResult
+
+    c = run.case(case_id)
+    assert c.timing is not None
+    small = attrs.evolve(c, timing=attrs.evolve(c.timing, timing_mode="graph", gap=c.timing.gap * 1.2))
+    points = (SweepPoint({"N": 4096, "blocks": 16}, small, True, True, events=c.timing),
+              SweepPoint({"N": 1 << 20, "blocks": 4096}, c))
+    return SweepResult(kind=SWEEP_KIND, sweep_schema=SWEEP_SCHEMA, wfbench_version=run.wfbench_version,
+                       suite_version=run.suite_version, created=created or run.created, case_id=case_id,
+                       case_version=c.version, fingerprint=c.fingerprint, axis="N", protocol=run.protocol,
+                       environment=run.environment, warpforthc=run.warpforthc, cuda_compiler=run.cuda_compiler,
+                       points=points, source=run.source)
+
+
+def test_the_newest_sweep_of_each_case_in_the_browser(browser: Any, tmp_path: Path) -> None:
+    """Sweeps stored in the history get their own section: the newest one of each case, its chart and table;
+    the series, the headline and its geomean are the runs' alone."""
+    from wfbench_core.review.sweeps import add_sweep
+
+    runs = make_history(tmp_path / "history")
+    before = build_data(History.open(tmp_path / "history"))
+    old, new = runs["h200-1"], runs[f"h200-{NEWEST}"]
+    add_sweep(tmp_path / "history", synth_sweep(old))
+    add_sweep(tmp_path / "history", synth_sweep(new))
+    add_sweep(tmp_path / "history", synth_sweep(new, "scale_i64"))
+    h = History.open(tmp_path / "history")
+    data = build_data(h)
+    assert [(w["case"], w["created"]) for w in data["sweeps"]] == [("axpy_f64", new.created),
+                                                                   ("scale_i64", new.created)]
+    assert data["headline"] == before["headline"] and data["series"] == before["series"]
+    index = build_site(h, tmp_path / "site")
+    for scheme in ("light", "dark"):
+        page, errors, _ = _open(browser, index, scheme)
+        try:
+            cards = page.locator("#sweeps article.sweep")
+            assert page.locator("#sweeps").is_visible() and cards.count() == 2
+            axpy = page.locator("#sweep-axpy_f64")
+            rows = axpy.locator("table.sweep-points tbody tr")
+            assert rows.count() == 2
+            gap = new.case("axpy_f64").timing.gap  # type: ignore[union-attr]
+            assert rows.nth(0).locator("td").all_inner_texts()[3:6] == [f"{gap * 1.2:.3f}×", "graph", "WF+CUDA"]
+            assert rows.nth(1).locator("td").all_inner_texts()[3:6] == [f"{gap:.3f}×", "events", "–"]
+            drawn = page.evaluate("window.wfbenchDashboard.charts.filter((c) => c.canvas.classList.contains("
+                                  "'chart-sweep')).map((c) => c.data.datasets[0].data.length)")
+            assert drawn == [2, 2]
+            assert not errors, errors
+        finally:
+            page.close()

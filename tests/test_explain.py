@@ -55,21 +55,43 @@ def test_loop_is_shown_and_report_written_to_a_file(nvcc: Path, tmp_path: Path) 
     assert len([ln for ln in block.splitlines() if ln.startswith("/*")]) == 5
 
 
-def test_bundle_and_result_keep_the_diagnostics(nvcc: Path, prebuilt_bundle, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_result_is_read_only_and_save_result_keeps_the_diagnostics(nvcc: Path, prebuilt_bundle, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     bundle = prebuilt_bundle(("reduce_sum_f64",))
     result = tmp_path / "run.json"
     shutil.copy(FIXTURES / "h200-suite1.json", result)
-    before = load_result(result)
+    before, before_bytes = load_result(result), result.read_bytes()
     assert before.case("reduce_sum_f64").diag_wf is None  # results written before diagnostics still load
     r = invoke("explain", "reduce_sum_f64", "--bundle", str(bundle), "--result", str(result))
     assert r.exit_code == 0, r.stderr
     assert "Timed: WarpForth" in r.stdout and "roofline (WarpForth/CUDA) copy" in r.stdout
-    after = load_result(result)
+    assert result.read_bytes() == before_bytes  # a read-only command never changes a stored result
+    saved = tmp_path / "run+diag.json"
+    r = invoke("explain", "reduce_sum_f64", "--bundle", str(bundle), "--result", str(result), "--save-result",
+               str(saved))
+    assert r.exit_code == 0, r.stderr
+    assert result.read_bytes() == before_bytes
+    after = load_result(saved)
     case = after.case("reduce_sum_f64")
     assert case.diag_wf is not None and case.diag_cuda is not None and case.diag_wf.arch == "sm_90"
     assert case.diag_wf.kernel == "reduce_sum_f64" and case.diag_cuda.registers > 0
     assert [c.id for c in after.cases] == [c.id for c in before.cases]
     assert after.case("axpy_f64") == before.case("axpy_f64")
+    # never over an existing file, the result itself included
+    r = invoke("explain", "reduce_sum_f64", "--bundle", str(bundle), "--result", str(result), "--save-result",
+               str(result))
+    assert r.exit_code == 2 and "exists; --save-result writes a new file" in one_error_line(r)
+    assert result.read_bytes() == before_bytes
+
+
+def test_save_result_warns_when_the_ptx_explained_is_not_the_ptx_timed(nvcc: Path, tmp_path: Path) -> None:
+    result = tmp_path / "run.json"
+    shutil.copy(FIXTURES / "h200-suite1.json", result)
+    other = (PTX / "reduce_sum_f64.canonical.ptx").read_text() + "\n// another build\n"
+    (tmp_path / "other.ptx").write_text(other)
+    r = invoke("explain", "reduce_sum_f64", "--wf-ptx", str(tmp_path / "other.ptx"), "--result", str(result),
+               "--save-result", str(tmp_path / "saved.json"), "-q")
+    assert r.exit_code == 0, r.stderr
+    assert f"wfbench: warning: {result}: reduce_sum_f64 was timed with other WarpForth PTX" in r.stderr
 
 
 def test_profile_with_a_stand_in_ncu(nvcc: Path, tmp_path: Path) -> None:

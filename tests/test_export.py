@@ -149,3 +149,20 @@ def test_the_field_rules_catch_a_bad_entry() -> None:
             assert_action_fields([bad])
     with pytest.raises(AssertionError):
         assert_action_fields([good, good])
+
+
+def test_a_case_left_out_of_trends_is_not_published(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """docs/results/h200-suite.json: polynomial_f64 throttled while timed and is left out of trends (the dashboard's
+    badge, history list and check say "throttled"), so export publishes none of its figures either."""
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from wfbench_core.cli import main
+
+    suite = Path(__file__).parents[1] / "docs" / "results" / "h200-suite.json"
+    res = CliRunner().invoke(main, ["export", str(suite)])
+    assert res.exit_code == 0, res.output
+    names = [e["name"] for e in json.loads(res.stdout)]
+    assert not [n for n in names if n.startswith("polynomial_f64/")], names
+    assert any(n.startswith("transpose_f64/") for n in names), names

@@ -101,8 +101,15 @@ def test_a_kernel_that_skips_work_it_finds_done_is_caught() -> None:
     from wfbench_core.gpu.outcome import case_result, measured
     from wfbench_core.gpu.plausibility import Yardsticks
 
+    from wfbench_core.gpu.plausibility import InconsistentLaunches
+
     case, timer, sides = _timer_and_sides(SKIPS_WHEN_ANSWERED, "scale_skip")
-    m = timer.measure(case, sides, reference_label="cuda")
+    try:
+        m = timer.measure(case, sides, reference_label="cuda")
+    except InconsistentLaunches as odd:  # its launches before timing already differ: IMPLAUSIBLE in the worker
+        print(odd)
+        assert list(odd.sides) == ["wf"] and "its launches do not do the same work" in odd.sides["wf"]
+        return
     if not m.passed:
         print(m.message)
         assert m.sampled is None and "never written" in m.message

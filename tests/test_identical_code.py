@@ -177,3 +177,53 @@ def test_a_head_kernel_byte_identical_to_base_is_timed_once(stand_in_gpu: None, 
     assert re.search(r"^scale_i64 v\d .*SAME \(identical code, timed once\)$", cmp.output, re.MULTILINE)
     assert re.search(r"^axpy_f64 v\d .*SLOWER$", cmp.output, re.MULTILINE)
     assert "Margin: default 0.20% (no A/A floor measured)" in cmp.output
+
+
+# one kernel whose loop runs for a .const count and adds an initialized .global word (str.format: count, word)
+DATA_PTX = """\
+.version 8.0
+.target sm_90
+.address_size 64
+
+.const .align 4 .u32 count = {count};
+.global .align 4 .u32 table[2] = {{1, {word}}};
+
+.visible .entry counted(.param .u64 out)
+{{
+    .reg .b32 %r<6>;
+    .reg .b64 %rd<2>;
+    .reg .pred %p<2>;
+    ld.param.u64 %rd1, [out];
+    ld.const.u32 %r1, [count];
+    ld.global.u32 %r4, [table+4];
+    mov.u32 %r2, 0;
+    mov.u32 %r3, 0;
+$L_loop:
+    add.u32 %r3, %r3, %r2;
+    add.u32 %r2, %r2, 1;
+    setp.lt.u32 %p1, %r2, %r1;
+    @%p1 bra $L_loop;
+    add.u32 %r3, %r3, %r4;
+    st.global.u32 [%rd1], %r3;
+    ret;
+}}
+"""
+
+
+@needs_tools
+def test_initialized_const_and_global_data_are_part_of_the_identity() -> None:
+    """Loop counts of 10 and 100000 in a ``.const`` variable: the SASS reads the count by address and is
+    byte-identical, the kernels are not; the same for an initialized ``.global`` word. Kernels without
+    initialized data (every fixture's) have none, so their identity is what it was."""
+    ten = dg.diagnose(DATA_PTX.format(count=10, word=7), "counted", "sm_90", 256, 0)
+    many = dg.diagnose(DATA_PTX.format(count=100000, word=7), "counted", "sm_90", 256, 0)
+    other_word = dg.diagnose(DATA_PTX.format(count=10, word=8), "counted", "sm_90", 256, 0)
+    assert ten.sass_sha256 == many.sass_sha256 == other_word.sass_sha256, "the SASS reads the data by address"
+    assert ten.data_sha256 and len({ten.data_sha256, many.data_sha256, other_word.data_sha256}) == 3
+    assert not identical(ten, many) and not identical(ten, other_word)
+    assert sass_note(ten, many) == "code differs (initialized .const/.global data): see wfbench explain"
+    again = dg.diagnose(DATA_PTX.format(count=10, word=7).replace("counted", "renamed"), "renamed", "sm_90", 256, 0)
+    assert identical(ten, again)
+    plain = dg.diagnose((Path(__file__).parent / "fixtures" / "ptx" / "axpy_f64.canonical.ptx").read_text(),
+                        "axpy_f64", "sm_90", 256, 0)
+    assert plain.data_sha256 == ""

@@ -2,31 +2,41 @@
 
 The stages and their order are the import-linter contract in pyproject.toml. One test copies the package, adds
 one import that points back up, and shows that both checks catch it. The product files are short: none over 500
-lines, no function over 60.
+lines, no function over 60. The import checks need the dev extra's import-linter (and its grimp); without it
+they skip, saying so, and the size checks still run.
 """
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
-import grimp
-import importlinter.api  # noqa: F401 - configures import-linter (its readers and contract types)
 import pytest
-from importlinter.application import use_cases
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "wfbench_core"
 
 
+def _dev(name: str) -> ModuleType:
+    """A module of the dev extra (``pip install -e '.[dev]'``); the test skips without it."""
+    return pytest.importorskip(name, reason=f"{name} is in the dev extra: pip install -e '.[dev]'")
+
+
+def _use_cases() -> Any:
+    _dev("importlinter.api")  # configures import-linter (its readers and contract types)
+    return _dev("importlinter.application.use_cases")
+
+
 def _lint(config: Path) -> bool:
     """import-linter's own check of every contract in ``config``; its report goes to standard output."""
-    return use_cases.lint_imports(config_filename=str(config), cache_dir=None, no_logo=True)
+    return _use_cases().lint_imports(config_filename=str(config), cache_dir=None, no_logo=True)
 
 
 def _circles(package: str, exclude_type_checking: bool) -> list[list[str]]:
     """Strongly connected groups of more than one module (Tarjan's algorithm, iterative)."""
-    graph = grimp.build_graph(package, exclude_type_checking_imports=exclude_type_checking, cache_dir=None)
+    graph = _dev("grimp").build_graph(package, exclude_type_checking_imports=exclude_type_checking, cache_dir=None)
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -68,7 +78,7 @@ def _circles(package: str, exclude_type_checking: bool) -> list[list[str]]:
 
 
 def _exclude_type_checking() -> bool:
-    options = use_cases.read_user_options(str(ROOT / "pyproject.toml"))
+    options = _use_cases().read_user_options(str(ROOT / "pyproject.toml"))
     return str(options.session_options.get("exclude_type_checking_imports", "")).lower() in ("true", "1")
 
 
@@ -176,3 +186,30 @@ def test_a_long_file_and_a_long_function_are_caught() -> None:
     assert _too_long("long.py", function(MAX_FUNCTION_LINES + 1)) == [f"long.py:1 f: {MAX_FUNCTION_LINES + 1} lines"]
     assert _too_long("fits.py", "x = 1\n" * MAX_FILE_LINES) == []
     assert _too_long("big.py", "x = 1\n" * (MAX_FILE_LINES + 1)) == [f"big.py: {MAX_FILE_LINES + 1} lines"]
+
+
+# the dev extra's modules no test may need to be collected (a GPU host may install only '.[gpu]')
+DEV_ONLY = ("grimp", "importlinter", "yaml", "playwright", "setuptools", "wheel", "xdist", "actionlint")
+
+
+def test_the_gpu_tests_collect_without_the_dev_extra() -> None:
+    """``pytest -m gpu`` on a host without the dev extra: every test module is collected (a test that needs a
+    dev-only module skips, saying which), none stops the run at collection."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent(f"""
+        import sys, pytest
+        class Missing:
+            def find_spec(self, name, path=None, target=None):
+                if name.split(".")[0] in {DEV_ONLY!r}:
+                    raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+        sys.meta_path.insert(0, Missing())
+        sys.exit(pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", "-m", "gpu", "tests"]))
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    import re
+
+    assert re.search(r"^\d+/\d+ tests collected", proc.stdout, re.M) and not re.search(r"\d+ errors?\b", proc.stdout)

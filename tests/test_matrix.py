@@ -159,6 +159,21 @@ def test_a_run_with_a_failed_case_is_named_and_never_storable(tmp_path: Path) ->
     assert matrix.exit_status([o]) == matrix.INCOMPLETE
 
 
+def test_a_head_that_breaks_a_case_is_a_regression_and_never_storable(tmp_path: Path) -> None:
+    """The base/head run with the head of one case FAILED and its base timed: BROKEN, the model regressed (not
+    merely incomplete), the summary names it, and the run is not stored."""
+    (leg,) = make_plan("H200")
+    run = load_result(FIXTURES / "h200-run-bh.json")
+    cases = tuple(attrs.evolve(c, status=FAILED, timing=None, message="8192 of 33554432 elements never written")
+                  if c.id == SLOW and c.compiler_label == "head" else c for c in run.cases)
+    (tmp_path / art(leg)).mkdir()
+    write_result(attrs.evolve(run, cases=cases), tmp_path / art(leg) / matrix.RESULT_NAME)
+    (o,) = matrix.merge([leg], tmp_path)
+    assert o.verdicts[SLOW] == "BROKEN" and o.regressed and not o.storable and not o.problem
+    assert matrix.exit_status([o]) == matrix.REGRESSED
+    assert f"- **H200**: head breaks {SLOW} (failed where base was timed)" in matrix.summary([o])
+
+
 def test_the_merge_step_writes_the_summary_the_storable_models_and_the_comment(tmp_path: Path) -> None:
     legs, root = artifacts(tmp_path)
     part = prcomment.build(*base_head(load_result(root / art(legs[0]) / matrix.RESULT_NAME)),

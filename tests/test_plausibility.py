@@ -5,8 +5,8 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from wfbench_core.gpu.plausibility import (LAUNCH_BOUND_FACTOR, MARGIN, Yardsticks, implausible, launch_bound,
-                                       must_move_bytes)
+from wfbench_core.gpu.plausibility import (LAUNCH_BOUND_FACTOR, MARGIN, Yardsticks, default_flop_type, flop_peak,
+                                           implausible, implausible_result, launch_bound, must_move_bytes)
 from wfbench_core.record.results import IMPLAUSIBLE, OK, CaseResult, SideStats, Timing
 
 MIB = 1 << 20
@@ -46,8 +46,16 @@ def test_what_a_launch_must_move_depends_on_the_l2() -> None:
 
 def test_flops_above_the_measured_peak_and_a_launch_under_the_floor_are_implausible() -> None:
     flops = 2 * 2048**3  # the matmul's 17.2 GFLOP in 0.5 ms: 34 TFLOP/s, over 1.25 x 16.5 TFLOP/s
-    assert implausible(_timing(500.0, 1400.0), work_bytes=0, work_flops=flops, yardsticks=H200).startswith(
-        "WarpForth: 1.72e+10 FLOPs per launch in 500 us, 34360 GFLOP/s, over 1.25x this run's f64 peak of 16500")
+    assert implausible(_timing(500.0, 1400.0), work_bytes=0, work_flops=flops, yardsticks=H200,
+                       flop_type="f64-no-fma") == (
+        "WarpForth: 1.72e+10 f64-no-fma FLOPs per launch in 500 us, 34360 GFLOP/s, over 1.25x the f64-no-fma peak "
+        "of 16500 GFLOP/s (this run's measured f64 add/multiply peak of 16500 GFLOP/s)")
+    # with FMA (2 FLOPs each) the f64 peak is twice the add/multiply one: 34 TFLOP/s stands, 50 does not
+    assert implausible(_timing(500.0, 1400.0), work_bytes=0, work_flops=flops, yardsticks=H200, flop_type="f64") == ""
+    assert "over 1.25x the f64 peak of 33000 GFLOP/s (2x this run's measured f64 add/multiply peak of 16500 " \
+           "GFLOP/s (an FMA counts 2 FLOPs))" in implausible(_timing(340.0, 1400.0), work_bytes=0, work_flops=flops,
+                                                            yardsticks=H200, flop_type="f64")
+    assert implausible(_timing(3.0, 3.0), work_bytes=0, work_flops=flops, yardsticks=H200) == "", "no type: not judged"
     assert implausible(_timing(3.0, 1.0, floor=2.0), work_bytes=0, work_flops=0, yardsticks=Yardsticks()) == (
         "CUDA: 1 us per launch, under the 2 us of an empty kernel timed the same way (events mode)")
     assert implausible(_timing(3.0, 1.7, floor=2.0), work_bytes=0, work_flops=0, yardsticks=Yardsticks()) == ""
@@ -114,10 +122,10 @@ def test_a_launch_bound_case_is_kept_marked_and_left_out_of_trends() -> None:
                     mode="paired", protocol=TimingProtocol(), environment=Environment(),
                     warpforthc=CompilerInfo("warpforthc", "1"), cuda_compiler=CompilerInfo("nvcc", "13.0"), cases=(r,))
     point = point_of(run, r, "run.json")
-    assert point.launch_bound and not point.stable and not _trend(r)
+    assert point.launch_bound and not point.stable and not _trend(run, r)
     assert table_rows(run)[1][-1] == "OK LAUNCH-BOUND"
     unbound = attrs.evolve(r, timing=attrs.evolve(r.timing, launch_bound=False))
-    assert point_of(run, unbound, "run.json").stable and _trend(unbound)
+    assert point_of(run, unbound, "run.json").stable and _trend(run, unbound)
 
 
 def test_results_of_schema_3_still_load_and_schema_4_round_trips() -> None:
@@ -151,3 +159,69 @@ def test_the_docs_state_the_margins_the_gate_uses() -> None:
         text = " ".join((docs / page).read_text().split())
         assert f"launch floor / {1 + MARGIN:g}" in text or f"the floor / {1 + MARGIN:g}" in text, page
         assert f"{1 + MARGIN:g} x the run's" in text and f"{LAUNCH_BOUND_FACTOR:g} x the" in text, page
+
+
+# the H200 of the issue: the gate's old bound, 1.25 x the f64 add/multiply peak, was 16.6 TFLOP/s
+H200_RUN = Yardsticks(copy_gbps=4150.0, fp64_peak_gflops=13300.0, l2_bytes=60 * MIB, compute_capability="9.0")
+
+
+def test_flops_are_judged_against_the_peak_of_their_type() -> None:
+    """A correct f32 SGEMM-like case at 30 TFLOP/s was IMPLAUSIBLE against the f64 bound; against the f32 peak
+    (sm_90 runs f32 at twice the f64 rate, an FMA counts 2) it stands. A tensor-core DGEMM at 50 TFLOP/s stands
+    as tensor-f64 and not as vector f64; a consumer part's f32 peak is 64x its f64 rate."""
+    sgemm = 2 * 4096**3  # 137 GFLOP in 4.58 ms: 30 TFLOP/s
+    us = sgemm / 30e6
+    assert implausible(_timing(us, us * 1.1), work_bytes=0, work_flops=sgemm, yardsticks=H200_RUN, flop_type="f32") == ""
+    assert "over 1.25x the f64-no-fma peak" in implausible(_timing(us, us * 1.1), work_bytes=0, work_flops=sgemm,
+                                                            yardsticks=H200_RUN, flop_type="f64-no-fma")
+    assert flop_peak("f32", H200_RUN) == (53200.0, "4x this run's measured f64 add/multiply peak of 13300 GFLOP/s: "
+                                                    "sm_90's known f32:f64 rate of 2")
+    dgemm = 2 * 8192**3
+    us = dgemm / 50e6
+    assert implausible(_timing(us, us), work_bytes=0, work_flops=dgemm, yardsticks=H200_RUN, flop_type="tensor-f64") == ""
+    assert implausible(_timing(us, us), work_bytes=0, work_flops=dgemm, yardsticks=H200_RUN, flop_type="f64") != ""
+    assert flop_peak("tensor-f16", H200_RUN)[0] == 16 * 53200.0  # H100's 989 TFLOP/s dense is 14.8x its f32
+    ada = attrs.evolve(H200_RUN, fp64_peak_gflops=640.0, compute_capability="8.9")
+    assert flop_peak("f32", ada)[0] == 2 * 64 * 640.0  # 82 TFLOP/s: an RTX 4090's
+    unknown = flop_peak("f32", attrs.evolve(H200_RUN, compute_capability="11.0"))
+    assert unknown is not None and "the most lenient known f32:f64 rate, 64 (compute capability 11.0" in unknown[1]
+    assert flop_peak("f32", Yardsticks()) is None and flop_peak("int8", H200_RUN) is None
+
+
+def test_the_skip_work_kernel_still_fails_and_bytes_are_the_buffers_given() -> None:
+    """The demonstrated skip-work kernel (a scale over 512 MiB read in 52 us, 10322 GB/s) fails on its bytes
+    whatever its FLOP type. The bytes are the case's declaration, but never more than the buffers it was given:
+    a declaration of 512 MiB over 96 MiB of buffers is judged on 96 MiB."""
+    skip = attrs.evolve(_timing(52.0, 105.0), buffer_bytes=512 * MIB)
+    for kind in ("f32", "f64", "tensor-f16"):
+        why = implausible(skip, work_bytes=512 * MIB, work_flops=64 * MIB, yardsticks=H200_RUN, flop_type=kind)
+        assert why.startswith("WarpForth: at least 512.0 MiB to move per launch in 52 us, 10324 GB/s, over 1.25x")
+    honest_us = 96 * MIB / 4150e3  # 96 MiB at the copy bandwidth
+    given = attrs.evolve(_timing(honest_us, honest_us), buffer_bytes=96 * MIB)
+    assert implausible(given, work_bytes=512 * MIB, work_flops=0, yardsticks=H200_RUN) == ""
+    assert implausible(attrs.evolve(given, buffer_bytes=0), work_bytes=512 * MIB, work_flops=0,
+                       yardsticks=H200_RUN) != "", "no buffers recorded: the declaration"
+
+
+def test_a_stored_result_is_judged_by_its_recorded_yardsticks() -> None:
+    from pathlib import Path
+
+    from wfbench_core.record.results import load_result
+
+    run = load_result(Path(__file__).parent / "fixtures" / "h200-run1.json")
+    assert Yardsticks.of(run.environment).copy_gbps == run.environment.copy_gbps
+    assert all(implausible_result(c, run.environment) == "" for c in run.cases)
+    case = run.cases[0]
+    fast = attrs.evolve(case, timing=attrs.evolve(case.timing, warpforth=attrs.evolve(case.timing.warpforth,
+                                                                                       median_us=0.01)))
+    assert implausible_result(fast, run.environment).startswith("WarpForth: ")
+
+
+def test_a_case_records_the_type_of_its_flops() -> None:
+    from wfbench_core.discover.registry import Registry
+    from wfbench_core.gpu.outcome import case_result
+
+    reg = Registry.load()
+    assert case_result(reg.case("attention_f32_naive"), mode="paired", plugin="").work_flop_type == "f32"
+    assert case_result(reg.case("matmul_f64_naive"), mode="paired", plugin="").work_flop_type == "f64"
+    assert default_flop_type(["int64"]) == "" and default_flop_type(["float32", "float64"]) == "f64"

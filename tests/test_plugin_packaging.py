@@ -186,3 +186,14 @@ def test_new_case_refuses_a_bad_name_or_an_existing_folder_in_one_line(tmp_path:
     r = CliRunner().invoke(main, ["new-case", name, "--dir", str(tmp_path)])
     assert r.exit_code == 2 and says in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+
+
+def test_new_case_hint_names_the_folder_not_a_package_index_name(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Run in the folder it writes to, new-case's hint is ``pip install ./wfbench-my-scale``: without the ./ pip
+    would look for a package of that name in the index, where there is none."""
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(main, ["new-case", "my_scale"])
+    assert r.exit_code == 0, r.output
+    assert "pip install ./wfbench-my-scale;" in r.output, r.output
+    r = CliRunner().invoke(main, ["new-case", "other_scale", "--dir", str(tmp_path / "sub")])
+    assert f"pip install {tmp_path / 'sub' / 'wfbench-other-scale'};" in r.output, r.output

@@ -56,6 +56,9 @@ def test_ptxas_keeps_every_chain_and_every_inert_change_differs(cid: str) -> Non
     facts = PS.check_sass((PTX / f"{cid}.canonical.ptx").read_text(), cid)
     assert facts["chain64"]["chain_imads"] == 64 and facts["chain512"]["chain_imads"] == 512
     assert facts["chain4096"]["chain_imads"] >= 256, "a loop of unrolled dependent multiply-adds"
+    for v in range(1, len(PS.LCG)):  # the other chain variants: as long, other SASS
+        f = facts[f"chain512v{v}"]
+        assert f["differs"] and abs(f["instructions"] - facts["chain512"]["instructions"]) <= 8, (v, f)
     for label in PS.EQUALS:
         f = facts[label]
         assert f["differs"] and 1 <= f["instructions"] <= 6 and f["chain_imads"] == 0, (label, f)
@@ -123,3 +126,36 @@ def test_the_stored_study_is_judged_again_from_its_raw_results() -> None:
     for run in plan["runs"]:
         again = ps.changes_of(ps.load_study_result(folder, run["result"]), heads)
         assert json.loads(json.dumps(again)) == run["changes"], run["result"]
+
+
+def test_two_heads_of_one_size_are_distinct_injections_and_a_stored_pair_counts_once() -> None:
+    """s050a and s050b were the same bytes: 24 trials that were 12. Now every head is its own injection; a plan
+    from before the variants counts byte-identical heads of one run and case once."""
+    ptx = (PTX / "axpy_f64.canonical.ptx").read_text()
+    assert PS.inject_chain(ptx, 160, PS.VARIANTS.get("s050a", 0)) != PS.inject_chain(ptx, 160, PS.VARIANTS["s050b"])
+    plan = json.loads((ROOT / "docs" / "results" / "h200-power" / "plan.json").read_text())
+    assert "variants" not in plan and plan["iterations"]["s050a"] == plan["iterations"]["s050b"]
+    rows = {r["kind"]: r for r in PS.summarize(plan)["rows"]}
+    assert rows["0.50% slower"]["trials"] == 12 == rows["1.00% slower"]["trials"]
+    assert {t["head"] for t in PS.trials(plan) if t["nominal"] == 0.005} == {"s050a"}
+    fixed = {**plan, "variants": {"s050b": 1}}
+    assert {r["kind"]: r for r in PS.summarize(fixed)["rows"]}["0.50% slower"]["trials"] == 24
+
+
+def test_every_rate_has_its_one_sided_95_percent_bound_and_the_targets_use_them() -> None:
+    """12 SLOWER in 12 trials: at least 77.9 % at 95 % confidence, not 95 %; it takes 59 in 59. No false
+    verdict in 60 inert trials: at most 4.9 %."""
+    assert PS.bound(12, 12) == pytest.approx(0.779, abs=5e-4) and PS.bound(59, 59) >= 0.95 > PS.bound(58, 58)
+    assert PS.bound(0, 60, upper=True) == pytest.approx(0.0487, abs=5e-4) and PS.bound(0, 0) is None
+    assert PS.bound(0, 5) == 0.0 and PS.bound(5, 5, upper=True) == 1.0
+    plan = json.loads((ROOT / "docs" / "results" / "h200-power" / "plan.json").read_text())
+    summary = PS.summarize(plan)
+    assert summary["targets"] == {"0.5% SLOWER: one-sided 95% lower bound >= 95%": False,
+                                  "inert: one-sided 95% upper bound on SLOWER/FASTER <= 5%": True,
+                                  "on at least 2 boards": False}
+    assert "| 0.50% slower | 12 | 12 | 0 | 0 | 0 | 100.0% (>= 77.9%) | - |" in PS.render(summary)
+
+
+def test_the_stored_study_says_its_protocol_was_not_the_default() -> None:
+    text = (ROOT / "docs" / "power-study.md").read_text()
+    assert "the default protocol but max_case_s 400" in text and "on 1 board(s)" in text

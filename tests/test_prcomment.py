@@ -116,3 +116,24 @@ def test_bad_input_is_one_line(tmp_path: Path, bundle: Path, args: tuple[str, ..
 def test_a_run_that_is_not_base_head_is_refused(tmp_path: Path, bundle: Path) -> None:
     r = CliRunner().invoke(main, ["pr-comment", str(FIXTURES / "h200-run1.json"), "--bundle", str(bundle)])
     assert r.exit_code == 2 and "not a base/head run" in r.stderr
+
+
+def test_a_bundle_of_other_compilers_than_the_result_is_warned_about(tmp_path: Path, bundle: Path) -> None:
+    from wfbench_core.record.results import CompilerInfo
+
+    run = load_result(bh_result(tmp_path, {SLOW: 1.02}))
+    same = tmp_path / "same.json"  # the bundle's own compilers (base_head_bundle_from_ptx: prebuilt-<label>)
+    write_result(attrs.evolve(run, compilers={lb: CompilerInfo(kind="warpforthc", version=f"prebuilt-{lb}")
+                                              for lb in ("base", "head")}), same)
+    r = CliRunner().invoke(main, ["pr-comment", str(same), "--bundle", str(bundle), "-q"])
+    assert r.exit_code == 0 and "wfbench: warning:" not in r.stderr, r.stderr
+    other = tmp_path / "other.json"
+    write_result(attrs.evolve(run, compilers={"base": CompilerInfo(kind="warpforthc", version="prebuilt-base"),
+                                              "head": CompilerInfo(kind="warpforthc", version="build-c7161f232a09")}),
+                 other)
+    r = CliRunner().invoke(main, ["pr-comment", str(other), "--bundle", str(bundle), "-q"])
+    assert r.exit_code == 0, r.stderr
+    warned = [ln for ln in r.stderr.splitlines() if ln.startswith("wfbench: warning:")]
+    assert warned == [f"wfbench: warning: {bundle}: its head warpforthc (prebuilt-head) is not the one {other} was "
+                      f"timed with (build-c7161f232a09); the explanations are of the bundle's PTX, not of the PTX "
+                      f"timed"], r.stderr

@@ -112,7 +112,7 @@ TESTS = """
         assert wfbench_gpu.check("scale_i64").status == "ok"
 
 
-    @pytest.mark.benchmark
+    @pytest.mark.wfbench
     def test_benchmark(wfbench_bench, wfbench_case):
         result = wfbench_bench(wfbench_case)
         assert result.timing is not None
@@ -160,7 +160,7 @@ def test_benchmarks_are_skipped_by_default_and_nothing_is_rented(pytester: pytes
         def test_plain():
             pass
 
-        @pytest.mark.benchmark
+        @pytest.mark.wfbench
         def test_benchmark(wfbench_bench):
             wfbench_bench("scale_i64")
     """)
@@ -168,7 +168,7 @@ def test_benchmarks_are_skipped_by_default_and_nothing_is_rented(pytester: pytes
     result = pytester.runpytest("-rs", "--wfbench-transport", "counting", "--wfbench-bundle", str(bundle),
                                 "--wfbench-json", str(out))
     assert _outcomes(result) == {"passed": 1, "skipped": 1}
-    result.stdout.fnmatch_lines(["*benchmark: run with --run-benchmarks*"])
+    result.stdout.fnmatch_lines(["*wfbench: run with --wfbench-run*"])
     assert counts()["constructed"] == 0
     assert not out.exists()
 
@@ -177,18 +177,18 @@ def test_marker_is_registered_for_strict_markers(pytester: pytest.Pytester) -> N
     pytester.makepyfile("""
         import pytest
 
-        @pytest.mark.benchmark
+        @pytest.mark.wfbench
         def test_benchmark():
             pass
     """)
-    result = pytester.runpytest("--strict-markers", "--run-benchmarks")
+    result = pytester.runpytest("--strict-markers", "--wfbench-run")
     assert _outcomes(result) == {"passed": 1}
 
 
 def test_run_benchmarks_one_session_one_json(pytester: pytest.Pytester, counts, bundle, cuda_side) -> None:  # type: ignore[no-untyped-def]
     pytester.makepyfile(test_inner=TESTS)
     out = pytester.path / "results" / "bench.json"
-    result = pytester.runpytest("-v", "--run-benchmarks", "--wfbench-transport", "counting",
+    result = pytester.runpytest("-v", "--wfbench-run", "--wfbench-transport", "counting",
                                 "--wfbench-bundle", str(bundle), "--wfbench-json", str(out),
                                 "--wfbench-case", "scale_i64", "--wfbench-case", "axpy_f64",
                                 "--wfbench-samples", "7")
@@ -210,20 +210,32 @@ def test_run_benchmarks_one_session_one_json(pytester: pytest.Pytester, counts, 
     assert run.warpforthc.version == "prebuilt"
 
 
-def test_benchmark_json_option(pytester: pytest.Pytester, counts, bundle) -> None:  # type: ignore[no-untyped-def]
-    """``--benchmark-json`` writes wfbench's JSON, unless pytest-benchmark owns that option: then say so."""
-    import importlib.util
+def test_pytest_benchmark_tests_run_beside_wfbench_ones(pytester: pytest.Pytester, counts, bundle) -> None:  # type: ignore[no-untyped-def]
+    """With pytest-benchmark installed too, its own marked test runs (wfbench claims neither its marker nor its
+    options) and wfbench's marked test runs beside it; both pass."""
+    pytest.importorskip("pytest_benchmark")
+    pytester.makepyfile(test_both="""
+import pytest
 
-    pytester.makepyfile(test_inner=TESTS)
+@pytest.mark.benchmark(group="sums")
+def test_theirs(benchmark):
+    assert benchmark(sum, range(100)) == 4950
+
+@pytest.mark.wfbench
+def test_ours(wfbench_bench):
+    wfbench_bench("scale_i64")
+""")
     out = pytester.path / "bench.json"
-    result = pytester.runpytest("--run-benchmarks", "--wfbench-transport", "counting", "--wfbench-bundle", str(bundle),
-                                "--benchmark-json", str(out), "--wfbench-case", "scale_i64")
-    if importlib.util.find_spec("pytest_benchmark") is None:
-        assert _outcomes(result) == {"passed": 3}
-        assert [case.id for case in load_result(out).cases] == ["scale_i64"]
-    else:
-        result.stdout.fnmatch_lines(["*wfbench: result not written: --benchmark-json belongs to pytest-benchmark*"
-                                     "--wfbench-json FILE*"])
+    result = pytester.runpytest("-v", "--wfbench-run", "--wfbench-transport",
+                                "counting", "--wfbench-bundle", str(bundle), "--wfbench-json", str(out),
+                                "--benchmark-disable-gc", "--strict-markers")
+    result.stdout.fnmatch_lines(["*test_theirs PASSED*", "*test_ours PASSED*"])
+    assert _outcomes(result) == {"passed": 2}
+    assert [case.id for case in load_result(out).cases] == ["scale_i64"]
+    # without --wfbench-run, wfbench skips only its own test
+    result = pytester.runpytest("-v", "--wfbench-transport", "counting",
+                                "--wfbench-bundle", str(bundle))
+    result.stdout.fnmatch_lines(["*test_theirs PASSED*", "*test_ours SKIPPED*"])
 
 
 def test_failed_correctness_fails_the_test_in_one_line_and_is_recorded(  # type: ignore[no-untyped-def]
@@ -231,7 +243,7 @@ def test_failed_correctness_fails_the_test_in_one_line_and_is_recorded(  # type:
     monkeypatch.setenv("FAKE_FAIL_CASES", "axpy_f64")
     pytester.makepyfile(test_inner=TESTS)
     out = pytester.path / "bench.json"
-    result = pytester.runpytest("--run-benchmarks", "--wfbench-transport", "counting", "--wfbench-bundle",
+    result = pytester.runpytest("--wfbench-run", "--wfbench-transport", "counting", "--wfbench-bundle",
                                 str(bundle), "--wfbench-json", str(out), "--wfbench-case", "scale_i64",
                                 "--wfbench-case", "axpy_f64", "--wfbench-samples", "5")
     assert _outcomes(result) == {"passed": 3, "failed": 1}
@@ -358,7 +370,7 @@ def test_real_gpu_through_the_plugin(pytester: pytest.Pytester, bundle: Path) ->
     """The real CUDA-event timer: correctness test and benchmarks of both cases in one pytest process."""
     pytester.makepyfile(test_inner=TESTS)
     out = pytester.path / "bench.json"
-    result = pytester.runpytest("-v", "--run-benchmarks", "--wfbench-bundle", str(bundle), "--wfbench-json",
+    result = pytester.runpytest("-v", "--wfbench-run", "--wfbench-bundle", str(bundle), "--wfbench-json",
                                 str(out), "--wfbench-case", "scale_i64", "--wfbench-case", "axpy_f64")
     print(result.stdout.str())
     assert _outcomes(result) == {"passed": 4}, result.stdout.str()
@@ -391,7 +403,7 @@ def test_pytest_help_works_with_the_plugin_installed(tmp_path: Path) -> None:
                           timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     help_text = " ".join(proc.stdout.split())
-    assert "--run-benchmarks" in help_text and "--wfbench-target-halfwidth" in help_text
+    assert "--wfbench-run" in help_text and "--wfbench-target-halfwidth" in help_text
     percent = [f for f in attrs.fields(TimingProtocol) if "%" in f.metadata.get("help", "")]
     assert percent, "no protocol help text holds a % any more: pick another option to check"
     for field in percent:  # shown once, as written
@@ -403,7 +415,7 @@ UNFINISHED = """
     import pytest
 
 
-    @pytest.mark.benchmark
+    @pytest.mark.wfbench
     def test_a_first(wfbench_bench):
         wfbench_bench("scale_i64")
 
@@ -412,7 +424,7 @@ UNFINISHED = """
         {stop}
 
 
-    @pytest.mark.benchmark
+    @pytest.mark.wfbench
     def test_c_never(wfbench_bench):
         wfbench_bench("axpy_f64")
 """
@@ -440,7 +452,7 @@ def test_a_session_that_did_not_finish_is_written_incomplete_and_kept_out_of_his
     if how == "collection error":
         pytester.makepyfile(test_broken="import no_such_module_here\n")
     out = pytester.path / "bench.json"
-    result = pytester.runpytest("--run-benchmarks", "--wfbench-transport", "counting", "--wfbench-bundle",
+    result = pytester.runpytest("--wfbench-run", "--wfbench-transport", "counting", "--wfbench-bundle",
                                 str(bundle), "--wfbench-json", str(out), "--wfbench-samples", "5", *args,
                                 no_reraise_ctrlc=True)  # the inner Ctrl-C ends the inner session only
     run = load_result(out)
@@ -459,7 +471,7 @@ def test_a_session_that_ran_every_test_is_complete_even_with_failures(  # type: 
         pytester: pytest.Pytester, counts, bundle, cuda_side) -> None:
     pytester.makepyfile(test_inner=UNFINISHED.replace("{stop}", "assert False, 'a plain failure'"))
     out = pytester.path / "bench.json"
-    result = pytester.runpytest("--run-benchmarks", "--wfbench-transport", "counting", "--wfbench-bundle",
+    result = pytester.runpytest("--wfbench-run", "--wfbench-transport", "counting", "--wfbench-bundle",
                                 str(bundle), "--wfbench-json", str(out), "--wfbench-samples", "5")
     assert _outcomes(result) == {"passed": 2, "failed": 1}
     run = load_result(out)

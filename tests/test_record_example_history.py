@@ -4,6 +4,7 @@ history, the figure rendering and the check are the real ones, in a copy of the 
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -28,6 +29,11 @@ def test_assemble_makes_a_history_that_checks_clean_and_renders_its_figures(tmp_
                 "docs/results/h200-suite.json", "examples/history/README.txt"):
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / rel, root / rel)
+    for doc in ("README.md", "docs/timing.md"):  # and every stored result their figures render from
+        for m in re.finditer(r"<!-- figure: [\w-]+ (\S+) -->", (ROOT / doc).read_text()):
+            if (ROOT / m.group(1)).is_file() and not (root / m.group(1)).exists():
+                (root / m.group(1)).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy(ROOT / m.group(1), root / m.group(1))
     out = tmp_path / "out"
     # the six runs in the order the GPU steps make them: older compiler, base/head, A/A, plugin (P0), newer x2
     base = synth_run(0)

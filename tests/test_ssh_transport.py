@@ -27,7 +27,8 @@ import pytest
 
 from wfbench_core.errors import NoGpuError, WfbenchError
 from wfbench_core.discover.registry import Registry
-from wfbench_core.record.request import ExecuteRequest
+from wfbench_core.record.request import ExecuteRequest, RunRequest
+from wfbench_core.run import runner
 from wfbench_core.record.results import TimingProtocol, load_result
 from wfbench_transports import wheels
 from wfbench_transports.ssh import RemoteTimeout, SshError, SshTransport
@@ -111,7 +112,7 @@ def test_validate_only_runs_the_executor_check_on_the_host(sshd, registry, bundl
 
 def test_result_is_fetched_with_the_protocol_and_host_key(sshd, registry, bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
     result_file = tmp_path / "gpu-result.json"
-    result_file.write_text(gpu_result(PROTOCOL))
+    result_file.write_text(gpu_result(PROTOCOL, bundle, mode="aa"))
     sent = tmp_path / "request.json"
     py = fake_gpu_python(tmp_path / "host", f'cp "$request" {shlex.quote(str(sent))}; '
                                             f'echo "timing scale_i64 on the fake GPU" >&2; '
@@ -134,13 +135,99 @@ def test_result_is_fetched_with_the_protocol_and_host_key(sshd, registry, bundle
     assert_nothing_left(sshd)
 
 
+def _forge(result: dict, what: str) -> str:  # type: ignore[type-arg]
+    """The stand-in host's result with one thing changed, as a host that decides what is stored would."""
+    if what == "source":
+        result["source"] = {**result["source"], "git_commit": "f" * 40, "git_repo": "https://example.com/attacker"}
+    elif what == "no cases":
+        result["cases"] = []
+    elif what == "other ptx":
+        result["cases"][0]["compile_wf"]["ptx_sha256"] = "0" * 64
+    elif what == "other case":
+        result["cases"][0]["id"] = "axpy_f64"
+    elif what == "compiler":
+        result["warpforthc"]["version"] = "a warpforthc nobody sent"
+    elif what == "older wfbench":
+        result["wfbench_version"] = "0.0.1"
+    return json.dumps(result)
+
+
+@pytest.mark.parametrize("what, field", [
+    ("source", "source"), ("no cases", "cases"), ("other ptx", "case scale_i64 PTX hash"),
+    ("other case", "cases"), ("compiler", "warpforthc"), ("older wfbench", "wfbench_version")])
+def test_a_forged_result_is_refused_naming_the_field_and_never_written(what, field, sshd, registry, bundle,  # type: ignore[no-untyped-def]
+                                                                      tmp_path) -> None:
+    """The host writes the result file; what it says was benchmarked must be what was sent."""
+    result_file = tmp_path / "gpu-result.json"
+    result_file.write_text(_forge(json.loads(gpu_result(PROTOCOL, bundle)), what))
+    py = fake_gpu_python(tmp_path / "host", f'cp {shlex.quote(str(result_file))} "$out"; exit 0')
+    out = tmp_path / "local" / "result.json"
+    t = transport(sshd, registry, python=str(py))
+    try:
+        with pytest.raises(WfbenchError) as err:
+            runner.run(RunRequest(cases=(), execute=ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL)),
+                       registry, t, out=out, bundle=bundle)
+    finally:
+        t.close()
+    msg = str(err.value)
+    assert "\n" not in msg and f"the result's {field} " in msg and "refused and not stored" in msg, msg
+    assert not out.exists()
+    assert_nothing_left(sshd)
+
+
+def test_only_the_files_the_manifest_names_are_uploaded_and_never_through_a_link(sshd, registry, bundle,  # type: ignore[no-untyped-def]
+                                                                                tmp_path) -> None:
+    """A link in the bundle to a private key here: a stray one stays here, a named file that is a link is
+    refused in one line before anything is uploaded."""
+    import shutil
+
+    secret = tmp_path / "id_ed25519"
+    secret.write_text("-----BEGIN OPENSSH PRIVATE KEY----- not to be shipped\n")
+    planted = tmp_path / "planted"
+    shutil.copytree(bundle, planted)
+    (planted / "notes.txt").symlink_to(secret)
+    (planted / "scale_i64" / "extra.txt").write_text("a file no manifest names\n")
+    listing = tmp_path / "listing.txt"
+    result_file = tmp_path / "gpu-result.json"
+    result_file.write_text(gpu_result(PROTOCOL, bundle))
+    py = fake_gpu_python(tmp_path / "host", f'(cd "$(dirname "$out")/bundle" && find . -type f | sort; '
+                                            f'grep -rl "PRIVATE KEY" . || true) > {shlex.quote(str(listing))}; '
+                                            f'cp {shlex.quote(str(result_file))} "$out"; exit 0')
+    t = transport(sshd, registry, python=str(py))
+    try:
+        t.execute(planted, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL))
+        shipped = listing.read_text().split()
+        assert sorted(shipped) == ["./manifest.json", *(f"./scale_i64/{c}.{x}" for c in ("canonical", "check")
+                                                         for x in ("cu", "forth", "ptx"))], shipped
+        forth = planted / "scale_i64" / "check.forth"
+        forth.rename(tmp_path / "check.forth")
+        forth.symlink_to(tmp_path / "check.forth")
+        with pytest.raises(WfbenchError, match=r"check\.forth: a symbolic link; a bundle ships only regular files"):
+            t.execute(planted, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL))
+    finally:
+        t.close()
+    assert_nothing_left(sshd)
+
+
+def test_the_host_clock_does_not_date_the_result(sshd, registry, bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    result_file = tmp_path / "gpu-result.json"
+    result_file.write_text(gpu_result(PROTOCOL, bundle).replace("2025-01-01T00:00:00+00:00", "2099-01-01T00:00:00+00:00"))
+    py = fake_gpu_python(tmp_path / "host", f'cp {shlex.quote(str(result_file))} "$out"; exit 0')
+    t = transport(sshd, registry, python=str(py))
+    try:
+        result = t.execute(bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL))
+    finally:
+        t.close()
+    assert not result.created.startswith("2099") and not result.created.startswith("2025")
+
+
 def test_user_values_never_reach_a_shell_unquoted(sshd, registry, bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
     marker = f"pwned_{uuid.uuid4().hex[:8]}"
     odd = f"odd 'dir' \"x\" $(touch {marker}) `touch {marker}`; touch {marker}"
     remote_tmp = tmp_path / odd / "tmp"
     remote_tmp.mkdir(parents=True)
     result_file = tmp_path / "gpu-result.json"
-    result_file.write_text(gpu_result(PROTOCOL))
+    result_file.write_text(gpu_result(PROTOCOL, bundle))
     # exit status 1 = a case failed: the JSON is written all the same and must come back
     py = fake_gpu_python(tmp_path / odd / "bin dir", f'cp {shlex.quote(str(result_file))} "$out"; exit 1')
     t = transport(sshd, registry, python=str(py), remote_tmp=str(remote_tmp))
@@ -156,7 +243,7 @@ def test_user_values_never_reach_a_shell_unquoted(sshd, registry, bundle, tmp_pa
 
 def test_an_executor_killed_mid_run_leaves_its_finished_cases_locally(sshd, registry, bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """The remote executor rewrites its result after every case; when it dies, those cases come back."""
-    partial = json.loads(gpu_result(PROTOCOL))
+    partial = json.loads(gpu_result(PROTOCOL, bundle))
     partial["complete"] = False
     result_file = tmp_path / "partial.json"
     result_file.write_text(json.dumps(partial))
@@ -282,7 +369,7 @@ def _state(pid: int) -> str:
 
 def test_truncated_result_file(sshd, registry, bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
     result_file = tmp_path / "gpu-result.json"
-    result_file.write_text(gpu_result(PROTOCOL))
+    result_file.write_text(gpu_result(PROTOCOL, bundle))
     py = fake_gpu_python(tmp_path / "host", f'head -c 300 {shlex.quote(str(result_file))} > "$out"; exit 0')
     t = transport(sshd, registry, python=str(py))
     try:
@@ -512,7 +599,7 @@ def test_gpu_tests_run_on_the_host_first_and_their_counts_are_in_the_result(sshd
     from wfbench_transports import host_tests
 
     result_file = tmp_path / "gpu-result.json"
-    result_file.write_text(gpu_result(PROTOCOL))
+    result_file.write_text(gpu_result(PROTOCOL, bundle))
     order = tmp_path / "order"
     py = fake_gpu_python(tmp_path / "host", f'echo execute >> {shlex.quote(str(order))}; '
                                             f'cp {shlex.quote(str(result_file))} "$out"; exit 0')

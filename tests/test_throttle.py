@@ -108,3 +108,41 @@ def test_the_runs_throttle_line_counts_retaken_pairs_and_cases_left_out() -> Non
     assert f"throttle: 7 pairs re-taken under the clock floor (99.5% of a case's top SM clock) in 1 of {timed} " \
            "cases; 1 left out of trends (scale_i64)" in notes
     assert "axpy_f64: throttled while timed (SM 1890-1980 MHz" in notes and "7 pairs re-taken)" in notes
+
+
+def with_side_clocks(t: Timing, trace: list[tuple[float, float]]) -> Timing:
+    return attrs.evolve(t, pair_side_mhz=tuple(trace))
+
+
+def test_a_case_at_the_power_cap_stays_in_trends_when_its_sides_ran_at_matching_clocks() -> None:
+    """polynomial_f64 on the H200: at its 700 W cap every pair ran below the top clock (the old rule found 3 of
+    42 pairs at the full clock and left it out of every trend). A stand-in clock trace at the cap, each pair's
+    two sides at the same clock, 1755 to 1980 MHz from pair to pair: every pair counts, the case stays."""
+    cap = [(1755.0 + 5.0 * (i % 46),) * 2 for i in range(60)]
+    t = with_side_clocks(timing(set(range(57))), cap)
+    old = judge_throttle(attrs.evolve(t, pair_side_mhz=()))
+    assert old.leaves_trends and "clean samples could not be had" in old.why
+    call = judge_throttle(t)
+    assert not call.leaves_trends and (call.dipped, call.clean) == (0, 60)
+    assert call.why == "every pair's sides ran at matching clocks (1755-1980 MHz): kept"
+    run = synth_run(0)
+    case = run.case("axpy_f64")
+    capped = attrs.evolve(case, timing=attrs.evolve(case.timing, throttled=True, nvml=HOT,
+                                                    pair_side_mhz=tuple(cap[:len(case.timing.warpforth.samples_us)])))
+    assert point_of(run, capped, "r.json").stable
+
+
+def test_a_clock_event_inside_pairs_still_takes_the_case_out() -> None:
+    """The same trace with a clock or thermal event inside 8 pairs (one side at 1890 MHz, the other at 1980):
+    those pairs do not count; their gap moved with the clock, so the case leaves; without the move it stays;
+    with too few matched pairs it leaves."""
+    event = {5, 6, 20, 21, 40, 41, 50, 51}
+    trace = [(1980.0, 1890.0) if i in event else (1900.0, 1900.0) for i in range(60)]
+    moved = judge_throttle(with_side_clocks(timing(event, gap_moves=0.01), trace))
+    assert moved.leaves_trends and (moved.dipped, moved.clean) == (8, 52) and "it moved with the clock" in moved.why
+    assert "8 pairs whose sides ran at different clocks" in moved.why
+    held = judge_throttle(with_side_clocks(timing(event), trace))
+    assert not held.leaves_trends and "within noise, kept" in held.why
+    most = [(1980.0, 1890.0) if i < 55 else (1900.0, 1900.0) for i in range(60)]
+    gone = judge_throttle(with_side_clocks(timing(set(range(55))), most))
+    assert gone.leaves_trends and gone.why.startswith("clean samples could not be had: 5 of 60 pairs")

@@ -37,6 +37,10 @@ class FakeDriver:
                         CLOCK_KERNEL: self.stamp, **kernels}
         # the SM clock (MHz) while the kernels after the n-th opening clock probe run; SM cycles count at it
         self.sm_mhz: Callable[[int], float] = lambda n: 1980.0
+        # or each side's own clock: (n, k) -> MHz while the kernels after the k-th probe of round n run
+        self.side_mhz: Callable[[int, int], float] | None = None
+        self.probes_opened = 0  # opening clock probes (slot 0) so far: the round the kernels belong to
+        self.slot = 0  # the latest probe's slot
         self.cycles = 0.0
         self.gate_misses = 0  # the next this many gates open by themselves (the host "missed" them)
         self.memory: dict[int, np.ndarray] = {}
@@ -186,6 +190,8 @@ class FakeDriver:
 
     def stamp(self, launch: int, out: np.ndarray, slot: int) -> None:
         """The clock probe: the global timer (ns) and the SM cycle counter into out[2 slot], out[2 slot + 1]."""
+        self.probes_opened += slot == 0
+        self.slot = int(slot)
         out[2 * slot], out[2 * slot + 1] = round(self.clock_ms * 1e6), round(self.cycles)
 
     @staticmethod
@@ -195,8 +201,6 @@ class FakeDriver:
 
     def run_pending(self, until: Any = None) -> None:
         """Run the stream's work in order: all of it, or up to and including the event ``until``."""
-        from wfbench_core.gpu.gpu_rounds import CLOCK_KERNEL
-
         while self.pending:
             kernel, args = self.pending.pop(0)
             if kernel == "@event":
@@ -209,7 +213,8 @@ class FakeDriver:
             fault = self.kernels[kernel](self.launches[kernel], *arrays)
             ms = fault if isinstance(fault, float) else 0.01  # a kernel may say how long it ran (ms)
             self.clock_ms += ms
-            self.cycles += ms * 1e3 * self.sm_mhz((self.launches.get(CLOCK_KERNEL, 0) + 1) // 2)
+            mhz = self.side_mhz(self.probes_opened, self.slot) if self.side_mhz else self.sm_mhz(self.probes_opened)
+            self.cycles += ms * 1e3 * mhz
             if isinstance(fault, str):
                 self.sticky = fault
                 self.pending.clear()
@@ -551,21 +556,36 @@ def test_a_host_that_keeps_missing_the_gate_is_an_error_naming_the_case() -> Non
         _timed(driver)
 
 
-def test_each_pairs_clock_is_measured_in_band_and_a_dipped_pair_is_retaken() -> None:
+def test_each_sides_clock_is_measured_in_band_and_a_pair_whose_sides_differ_is_retaken() -> None:
+    """A clock trace where, every 5th round, the second side ran at 1900 MHz and the first at 1980: those
+    pairs' sides ran at different clocks and are re-taken; every kept pair's sides match."""
     driver = FakeDriver({"wf_scale": good, "cu_scale": good})
-    driver.sm_mhz = lambda n: 1900.0 if n % 5 == 0 else 1980.0  # every 5th round throttles
+    driver.side_mhz = lambda n, k: 1900.0 if n % 5 == 0 and k == 1 else 1980.0
     m = _timed(driver, samples=12, min_samples=12)
     assert m.passed and m.sampled.clock_retakes >= 1
     assert m.sampled.pair_sm_mhz == pytest.approx((1980.0,) * 12, rel=1e-6)
+    assert [pytest.approx(p, rel=1e-6) for p in m.sampled.pair_side_mhz] == [(1980.0, 1980.0)] * 12
 
 
-def test_clock_retakes_stop_at_the_bound_and_dipped_pairs_stay_marked() -> None:
-    from wfbench_core.gpu.sampling import dipped, max_clock_retakes
+def test_a_gpu_at_its_power_cap_keeps_its_pairs() -> None:
+    """A clock trace of a board at its power cap: every round at its own clock, 1750 to 1870 MHz, both sides
+    alike. Each pair's sides match, nothing is re-taken, and the clocks are recorded (the case stays in trends,
+    wfbench_core.review.throttle)."""
+    driver = FakeDriver({"wf_scale": good, "cu_scale": good})
+    driver.sm_mhz = lambda n: 1750.0 + 20.0 * (n % 7)
+    m = _timed(driver, samples=12, min_samples=12)
+    assert m.passed and m.sampled.clock_retakes == 0 and len(m.sampled.pair_side_mhz) == 12
+    assert all(a == pytest.approx(b, rel=1e-6) for a, b in m.sampled.pair_side_mhz)
+    assert len({round(c) for c in m.sampled.pair_sm_mhz}) > 1
+
+
+def test_clock_retakes_stop_at_the_bound_and_mismatched_pairs_stay_marked() -> None:
+    from wfbench_core.gpu.sampling import clocks_match, max_clock_retakes
 
     driver = FakeDriver({"wf_scale": good, "cu_scale": good})
-    driver.sm_mhz = lambda n: 1900.0 if n % 2 else 1980.0  # every other round throttles
+    driver.side_mhz = lambda n, k: 1900.0 if n % 2 and k == 1 else 1980.0  # every other round, a side dips
     m = _timed(driver)
-    clocks = m.sampled.pair_sm_mhz
+    sides = m.sampled.pair_side_mhz
     assert m.passed and m.sampled.clock_retakes == max_clock_retakes(6) == 2
-    assert len(clocks) == 6 and any(dipped(c, max(clocks)) for c in clocks)
+    assert len(sides) == 6 and any(not clocks_match(p) for p in sides)
 

@@ -4,6 +4,7 @@ the placement interval, and the timer's GPU edge driven by a fake that behaves l
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Callable, Mapping, Sequence
 
 import attrs
@@ -185,21 +186,54 @@ def test_adaptive_stopping_respects_the_time_budget() -> None:
     assert s.stop_reason == sampling.STOP_BUDGET and len(s.placement_of) == 20  # never below min_samples
 
 
-def test_a_case_too_long_for_the_limit_is_refused_saying_what_was_measured() -> None:
-    # the first launch on a fresh output does the work (100 us), every later one skips it (8 us)
-    class SkipsOnceWritten(FakeRounds):
+class SkipsOnceWritten(FakeRounds):
+    """The demonstrated skip-work kernel: the first launch of a round on a fresh output does the work (107 us),
+    every later one finds it done (1.77 us)."""
+
+    def round(self, order: Sequence[str], launches: int) -> dict[str, float]:
+        ms = super().round(order, launches)
+        return {**ms, "wf": 0.107 + (launches - 1) * 0.00177} if "wf" in order else ms
+
+
+@pytest.mark.parametrize("max_case_s", [60.0, 400.0])
+def test_a_side_whose_launches_do_not_do_the_same_work_is_implausible_whatever_the_limit(max_case_s: float) -> None:
+    from wfbench_core.gpu.plausibility import InconsistentLaunches
+
+    rounds = SkipsOnceWritten({"wf": 0.00177, "cuda": 0.105})
+    protocol = attrs.evolve(FAST, warmup_s=0.5, min_sample_ms=50.0, samples=60, max_case_s=max_case_s)
+    with pytest.raises(InconsistentLaunches) as err:
+        sample_case(rounds, ["wf", "cuda"], protocol, reference="cuda", seed=1, clock=rounds.clock)
+    (why,) = err.value.sides.values()
+    assert list(err.value.sides) == ["wf"]
+    assert re.match(r"its launches do not do the same work: 1\.8\d to 107 us per launch across the warm-up and "
+                    r"probe rounds, while the cuda side took 105 to 105 us in the same rounds \(a 5\dx spread "
+                    r"relative to it; over 10x is implausible\)$", why), why
+
+
+def test_clocks_ramping_and_the_launch_path_are_not_inconsistent_launches() -> None:
+    """Both sides 5x slower in the first rounds (a GPU at idle clocks) and a 3 us launch path on a 1 us
+    WarpForth kernel when a round has one launch: its launches read 1 to 20 us, the same rounds move the CUDA side
+    too, and it is timed."""
+    class Ramping(FakeRounds):
         def round(self, order: Sequence[str], launches: int) -> dict[str, float]:
             ms = super().round(order, launches)
-            return {**ms, "wf": 0.1 + (launches - 1) * 0.008} if "wf" in order else ms
+            slow = 5.0 if len(self.rounds) <= 3 else 1.0
+            return {label: (v + (0.003 if launches == 1 and label == "wf" else 0.0)) * slow for label, v in ms.items()}
 
-    rounds = SkipsOnceWritten({"wf": 0.008, "cuda": 0.105})
+    rounds = Ramping({"wf": 0.001, "cuda": 0.1})
+    s = sample_case(rounds, ["wf", "cuda"], attrs.evolve(FAST, warmup_s=0.5, min_sample_ms=5.0), reference="cuda",
+                    seed=1, clock=rounds.clock)
+    assert len(s.samples_us["wf"]) >= 20
+
+
+def test_a_case_too_long_for_the_limit_is_refused_saying_what_was_measured() -> None:
+    rounds = FakeRounds({"wf": 0.5, "cuda": 0.45})
     with pytest.raises(WfbenchError) as err:
-        sample_case(rounds, ["wf", "cuda"], attrs.evolve(FAST, warmup_s=0.5, min_sample_ms=50.0, samples=60, max_case_s=60.0),
-                    reference="cuda", seed=1, clock=rounds.clock)
+        sample_case(rounds, ["wf", "cuda"], attrs.evolve(FAST, warmup_s=0.5, min_sample_ms=500.0, samples=60,
+                                                         max_case_s=60.0), reference="cuda", seed=1, clock=rounds.clock)
     text = str(err.value)
     assert text.startswith("timing would take about ") and "over the 60 s per-case limit (--max-case-s)" in text
-    assert "per-launch time across the warm-up and probe launches: wf 8.0" in text and "to 100 us, cuda 105 to 105 us" in text
-    assert "too large" not in text
+    assert "per-launch time across the warm-up and probe launches: wf 500 to 500 us, cuda 450 to 450 us" in text
 
 
 def test_every_placement_is_repoisoned_before_its_last_pair_and_verified_after_it() -> None:

@@ -17,7 +17,9 @@ THROTTLED = attrs.evolve(NVML, reasons=("sw_power_cap",), power_throttled=True)
 # below runs, and fails, on code from before them)
 LATER = {"launch_floor_us": (lambda k: 0.5 + k, 1.5), "placement_checks": (lambda k: 4, 12),
          "pair_sm_mhz": (lambda k: (1980.0 - k,) * 4, (1980.0,) * 4 + (1979.0,) * 4 + (1978.0,) * 4),
-         "clock_retakes": (lambda k: 2, 6)}
+         "clock_retakes": (lambda k: 2, 6), "buffer_bytes": (lambda k: 4096, 4096),
+         "pair_side_mhz": (lambda k: ((1980.0 - k, 1980.0 - k),) * 4,
+                           ((1980.0, 1980.0),) * 4 + ((1979.0, 1979.0),) * 4 + ((1978.0, 1978.0),) * 4)}
 
 
 def _pass(k: int, nvml: NvmlSummary) -> CaseResult:

@@ -43,6 +43,7 @@ from wfbench_transports.vast import (
 import vast_api  # tests/vast_api.py
 from sshd import fake_gpu_python, free_port, gpu_result, gpu_stack_missing  # tests/sshd.py
 from vast_api import VastApi, offer
+from wfbench_transports import vast_selfstop
 
 pytest.importorskip("paramiko")
 
@@ -97,7 +98,8 @@ def serve(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 
 def session_options(sshd: Any = None, **extra: Any) -> dict[str, Any]:
     opts = {"python": sys.executable, "env": "reuse", "poll_s": "0.01", "wait_running_s": "5", "wait_ssh_s": "5",
-            "connect_timeout": "5", "api_timeout_s": "5", "destroy_retries": "3"}
+            "connect_timeout": "5", "api_timeout_s": "5", "destroy_retries": "3",
+            "api_url": os.environ["VAST_URL"]}  # the stand-in's (tests' fixtures set VAST_URL)
     if sshd is not None:
         opts.update(user=sshd.user, remote_tmp=str(sshd.remote_tmp))
     opts.update(extra)
@@ -240,7 +242,7 @@ def test_api_key_from_vast_api_key_or_the_vastai_config(monkeypatch, tmp_path) -
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.setenv("VASTAI" + "_API_KEY", "another-name")  # not a name the vastai CLI reads: ignored
-    with pytest.raises(VastError, match="no Vast.ai API key: set VAST_API_KEY"):
+    with pytest.raises(VastError, match="no Vast.ai API key: pass api_key_file=FILE, set VAST_API_KEY"):
         find_api_key()
     (tmp_path / ".vast_api_key").write_text("legacy-key\n")
     assert find_api_key() == "legacy-key"
@@ -249,6 +251,41 @@ def test_api_key_from_vast_api_key_or_the_vastai_config(monkeypatch, tmp_path) -
     assert find_api_key() == "xdg-key"
     monkeypatch.setenv("VAST_API_KEY", "env-key")
     assert find_api_key() == "env-key"
+    (tmp_path / "key").write_text("file-key\n")
+    assert find_api_key(str(tmp_path / "key")) == "file-key"  # api_key_file comes first
+    with pytest.raises(VastError, match=r"api_key_file=\S+/nokey: no such file"):
+        find_api_key(str(tmp_path / "nokey"))
+
+
+def test_the_key_goes_only_to_api_url_never_to_an_address_from_the_environment(registry, serve, tmp_path,  # type: ignore[no-untyped-def]
+                                                                                monkeypatch) -> None:
+    """An earlier CI step can set VAST_URL (through $GITHUB_ENV): the key would go to its listener."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    listener.settimeout(0.5)
+    monkeypatch.setenv("VAST_URL", f"http://127.0.0.1:{listener.getsockname()[1]}")
+    (tmp_path / "key").write_text(API_KEY + "\n")
+    try:
+        s = VastSession(registry=registry, progress=lambda m: None, api_key_file=str(tmp_path / "key"),
+                        **{**session_options(), "api_url": "https://console.vast.ai"})
+        with pytest.raises(VastError) as err:
+            s.start()
+        msg = str(err.value)
+        assert "VAST_URL=http://127.0.0.1:" in msg and "sends the Vast.ai key only to api_url" in msg, msg
+        assert API_KEY not in msg and "\n" not in msg
+        with pytest.raises(socket.timeout):
+            listener.accept()  # nothing ever connected
+    finally:
+        listener.close()
+    api = serve([offer(5)])  # VAST_URL and api_url agree: the stand-in gets the key read from the file
+    s = VastSession(registry=registry, progress=lambda m: None, api_key_file=str(tmp_path / "key"),
+                    **session_options(budget_min="1", max_cost="0.001"))
+    with pytest.raises(VastError, match="over max_cost"):
+        s.start()
+    assert ("search", None, "") in api.requests
 
 
 def _project_text() -> Iterator[tuple[Path, str]]:
@@ -351,7 +388,7 @@ def test_rental_runs_the_bundle_through_the_real_sdk(sshd, registry, bundle, tmp
                                                      monkeypatch) -> None:
     """H100 SXM: Vast's name and NVML's share no suffix, so only the table can pin it (the fixed bug)."""
     result_file = tmp_path / "gpu-result.json"
-    result_file.write_text(gpu_result(PROTOCOL, gpu_name="NVIDIA H100 80GB HBM3", cc="9.0"))
+    result_file.write_text(gpu_result(PROTOCOL, bundle, gpu_name="NVIDIA H100 80GB HBM3", cc="9.0"))
     py = fake_gpu_python(tmp_path / "host", f'cp {shlex.quote(str(result_file))} "$out"; exit 0')
     api = serve([offer(5, "H100 SXM", cc=900, dph=0.30, gpu_ram=81559.0)], sshd)
     calls, sdk = spy_on_the_sdk(monkeypatch)
@@ -386,7 +423,7 @@ def test_rental_runs_the_bundle_through_the_real_sdk(sshd, registry, bundle, tmp
 
 def test_a_result_from_another_gpu_model_is_discarded(sshd, registry, bundle, tmp_path, serve) -> None:  # type: ignore[no-untyped-def]
     result_file = tmp_path / "gpu-result.json"
-    result_file.write_text(gpu_result(PROTOCOL, gpu_name="NVIDIA GeForce RTX 4090 D"))
+    result_file.write_text(gpu_result(PROTOCOL, bundle, gpu_name="NVIDIA GeForce RTX 4090 D"))
     py = fake_gpu_python(tmp_path / "host", f'cp {shlex.quote(str(result_file))} "$out"; exit 0')
     api = serve([offer(5)], sshd)
     with pytest.raises(VastError, match=r"ran on NVIDIA GeForce RTX 4090 D .* not the pinned RTX_4090 "
@@ -401,6 +438,26 @@ def test_a_result_from_another_gpu_model_is_discarded(sshd, registry, bundle, tm
 # -------------------------------------------------------------------------------------------------
 
 
+def test_the_cap_covers_the_offers_network_prices(registry, serve) -> None:  # type: ignore[no-untyped-def]
+    """Set-up downloads gigabytes: an offer's $/GB counts. Offer 1 is cheapest by the hour and dearest in all;
+    an offer without network prices is not taken."""
+    api = serve([offer(1, dph=0.20, inet_down_cost=0.05, inet_up_cost=0.05),
+                 offer(2, dph=0.30, inet_down_cost=0.001, inet_up_cost=0.001),
+                 offer(3, dph=0.10, inet_down_cost=None)])
+    lines: list[str] = []
+    with pytest.raises(VastError, match=r"cost estimate \$0.17 \(\$0.303/h for 30 min, network \$0.02 for 15 GB "
+                                        r"down and 1 GB up\) is over max_cost=\$0.10"):
+        make(None, registry, lines, budget_min="30", max_cost="0.10").start()
+    assert any(ln.startswith("vast: offer 2: ") for ln in lines) and api.created == []
+    del api.offers[2]
+    with pytest.raises(VastError, match=r"cost estimate \$0.90 .*network \$0.80 for 15 GB down"):
+        make(None, registry, budget_min="30", max_cost="0.50").start()
+    del api.offers[1]
+    with pytest.raises(VastError, match=r"offer 3 'RTX 4090': no network prices"):
+        make(None, registry, budget_min="30", max_cost="0.50").start()
+    assert api.created == []
+
+
 def test_offers_are_priced_with_the_rentals_disk(registry, serve) -> None:  # type: ignore[no-untyped-def]
     """Cheapest with Vast's default 5 GB is offer 1; with the 20 GB the rental takes it is offer 2."""
     api = serve([offer(1, dph=0.30, storage_cost=2.0), offer(2, dph=0.32, storage_cost=0.05),
@@ -410,8 +467,8 @@ def test_offers_are_priced_with_the_rentals_disk(registry, serve) -> None:  # ty
     assert at[5][1] < at[5][2] and at[20][2] < at[20][1]
     lines: list[str] = []
     s = make(None, registry, lines, budget_min="120", max_cost="0.10")
-    with pytest.raises(VastError, match=rf"cost estimate \$0.64 \(\${at[20][2]:.3f}/h for 120 min\) is over "
-                                        r"max_cost=\$0.10"):
+    with pytest.raises(VastError, match=rf"cost estimate \$0.64 \(\${at[20][2]:.3f}/h for 120 min, network \$0.00 "
+                                        r"for 15 GB down and 1 GB up\) is over max_cost=\$0.10"):
         s.start()
     assert any(ln.startswith(f"vast: offer 2: RTX 4090 sm_89, machine 50002, ${at[20][2]:.3f}/h") for ln in lines)
     assert api.bodies["search"][0]["allocated_storage"] == 20.0 and api.created == []
@@ -540,7 +597,7 @@ def test_destroy_that_never_succeeds_is_loud(sshd, registry, serve, capsys) -> N
 @pytest.mark.parametrize("fault", ["remote run", "fetch", "ctrl-c during the run"])
 def test_host_fault_during_the_run_leaks_nothing(fault, sshd, registry, bundle, tmp_path, serve) -> None:  # type: ignore[no-untyped-def]
     result_file = tmp_path / "gpu-result.json"
-    result_file.write_text(gpu_result(PROTOCOL))
+    result_file.write_text(gpu_result(PROTOCOL, bundle))
     body = {
         "remote run": 'echo "RuntimeError: CUDA_ERROR_ILLEGAL_ADDRESS" >&2; exit 1',
         "fetch": f'head -c 100 {shlex.quote(str(result_file))} > "$out"; exit 0',
@@ -596,9 +653,12 @@ from wfbench_core.record.results import TimingProtocol
 from wfbench_transports.vast import VastSession
 cfg = json.loads(sys.argv[1])
 s = VastSession(registry=Registry.load(), api_key=cfg["key"], **cfg["options"])
-if cfg["how"] == "exit":
+if cfg["how"] in ("exit", "hold"):
     s.start()
     print("rented", flush=True)
+    if cfg["how"] == "hold":  # until it is killed
+        import time
+        time.sleep(600)
     sys.exit(0)  # no stop(): the exit guard must destroy
 with s:
     s.execute(Path(cfg["bundle"]), ExecuteRequest(case_ids=("scale_i64",),
@@ -606,8 +666,9 @@ with s:
 """
 
 
-def _child(how: str, sshd, bundle, tmp_path, python: str):  # type: ignore[no-untyped-def]
-    cfg = {"how": how, "key": API_KEY, "bundle": str(bundle), "options": session_options(sshd, python=python)}
+def _child(how: str, sshd, bundle, tmp_path, python: str, **options: str):  # type: ignore[no-untyped-def]
+    cfg = {"how": how, "key": API_KEY, "bundle": str(bundle),
+           "options": session_options(sshd, python=python, **options)}
     script = tmp_path / "child.py"
     script.write_text(CHILD)
     return subprocess.Popen([sys.executable, str(script), json.dumps(cfg)], stdout=subprocess.PIPE,
@@ -631,6 +692,28 @@ def test_sigterm_during_the_run_destroys_once(sshd, bundle, tmp_path, serve) -> 
     assert_destroyed_once(api)
     assert "got SIGTERM; destroying instance" in err and "Traceback" not in err
     assert sshd.leftovers() == []
+
+
+def test_a_controller_killed_with_sigkill_leaves_an_instance_that_destroys_itself(sshd, bundle, tmp_path,  # type: ignore[no-untyped-def]
+                                                                                  serve) -> None:
+    """kill -9 runs no handler: the instance is left, billing, until its own deadline (the budget left when it
+    was rented, plus grace_s); then its onstart destroys it with the instance's own key."""
+    api = serve([offer(5)], sshd)
+    proc = _child("hold", sshd, bundle, tmp_path, sys.executable, budget_min="0.25", grace_s="0")
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "rented", proc.communicate(timeout=30)
+    proc.kill()
+    proc.wait(30)
+    iid = api.created[0]
+    create = api.bodies["create"][0]
+    assert create["onstart"] == vast_selfstop.ONSTART and create["env"]["WFBENCH_VAST_API"] == api.url
+    assert 1 <= int(create["env"]["WFBENCH_DESTROY_AFTER_S"]) <= 15
+    assert api.leaked() == [iid] and api.destroy_requests(iid) == 0  # what the kill leaves: the instance
+    deadline = time.monotonic() + 120  # a bound on the wait only: the instance's own deadline is 15 s
+    while iid not in api.destroyed and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert api.destroyed == {iid: 1} and api.destroyed_by == {iid: "instance"}
+    assert api.leaked() == []
+    proc.communicate(timeout=30)
 
 
 def test_interpreter_exit_destroys_once(sshd, bundle, tmp_path, serve) -> None:  # type: ignore[no-untyped-def]

@@ -221,6 +221,20 @@ def test_a_clean_working_tree_shares_the_cache_entry_of_its_commit(warpforth: Pa
     assert info.git_commit == git(warpforth, "rev-parse", "HEAD").strip() and not info.git_dirty
 
 
+def test_the_trees_build_sees_no_secret_of_this_process(warpforth: Path, tmp_path: Path, tools,  # type: ignore[no-untyped-def]
+                                                         monkeypatch) -> None:
+    """The tree under test runs its own code when configured and built (its CMakeLists.txt): it gets the
+    environment of every child process, without the credentials this process holds."""
+    log = tools()
+    for name in ("VAST_API_KEY", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "SSH_AUTH_SOCK"):
+        monkeypatch.setenv(name, "secret")
+    assert build("--warpforth", str(warpforth), "-o", str(tmp_path / "a"))[0] == 0
+    for step in ("configure", "build"):
+        seen = calls(log, step)[0]["env"]
+        assert "PATH" in seen and "STUB_LOG" in seen  # the rest of the environment is passed on
+        assert not {"VAST_API_KEY", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "SSH_AUTH_SOCK"} & set(seen)
+
+
 def test_the_toolchain_is_part_of_the_key_and_mlir_20_needs_no_edit(warpforth: Path, tmp_path: Path, tools) -> None:  # type: ignore[no-untyped-def]
     log22 = tools("22.1.8")
     assert build("--warpforth", str(warpforth), "-o", str(tmp_path / "a"))[0] == 0
@@ -309,5 +323,31 @@ def test_a_cache_entry_moved_elsewhere_is_rebuilt_not_used(warpforth: Path, tmp_
     shutil.copytree(tmp_path / "cache", tmp_path / "moved")
     monkeypatch.setenv("WFBENCH_CACHE_DIR", str(tmp_path / "moved"))
     rc, _, err = build("--warpforth", str(warpforth), "-o", str(tmp_path / "b"))
-    assert rc == 0 and "holds no finished build made there; building it again" in err, err
+    assert rc == 0 and "holds no finished build made there, or not the files its build recorded; building it " \
+                       "again" in err, err
     assert len(calls(log)) == 2
+
+
+@pytest.mark.parametrize("plant", ["replaced binary", "another commit's entry"])
+def test_a_planted_cache_entry_is_rebuilt_not_used(plant: str, warpforth: Path, tmp_path: Path, tools) -> None:  # type: ignore[no-untyped-def]
+    """An entry is trusted by its content, as its build recorded it beside the entry, never by its folder name."""
+    log = tools()
+    assert build("--warpforth", f"{warpforth}@HEAD~1", "-o", str(tmp_path / "a"))[0] == 0
+    assert build("--warpforth", f"{warpforth}@HEAD", "-o", str(tmp_path / "b"))[0] == 0
+    head = git(warpforth, "rev-parse", "HEAD").strip()
+    root = tmp_path / "cache" / "warpforthc"
+    entry = next(p for p in root.iterdir() if p.is_dir() and p.name.startswith(head[:12]))
+    other = next(p for p in root.iterdir() if p.is_dir() and p != entry)
+    planted = "#!/bin/sh\necho planted >> {0}\nexit 1\n".format(tmp_path / "planted-ran")
+    if plant == "replaced binary":
+        (entry / "build/bin/warpforthc").write_text(planted)
+    else:  # the other commit's binary, provenance and bitcode in this commit's entry
+        shutil.rmtree(entry)
+        shutil.copytree(other, entry)
+        text = (entry / "build/bin/warpforthc.wfbench.json").read_text().replace(str(other), str(entry))
+        (entry / "build/bin/warpforthc.wfbench.json").write_text(text)
+    rc, _, err = build("--warpforth", f"{warpforth}@HEAD", "-o", str(tmp_path / "c"))
+    assert rc == 0 and "not the files its build recorded; building it again" in err, err
+    assert "cached build" not in err and len(calls(log)) == 3
+    assert not (tmp_path / "planted-ran").exists()
+    assert read_manifest(tmp_path / "c").warpforthc.git_commit == head

@@ -44,7 +44,8 @@ if argv[:2] == ["-m", "pytest"]:  # wfbench's GPU tests: one passed, in pytest's
 
 from wfbench_core.build.bundle import read_manifest
 from wfbench_core.record.request import ExecuteRequest
-from wfbench_core.record.results import dumps, load_result
+from wfbench_core import SUITE_VERSION, __version__
+from wfbench_core.record.results import SCHEMA_VERSION, dumps, load_result
 
 def opt(name):
     return argv[argv.index(name) + 1]
@@ -58,9 +59,19 @@ manifest = read_manifest(Path(argv[argv.index("execute") + 1]))
 request = ExecuteRequest.from_json(Path(opt("--request")).read_text())
 run = load_result(recorded)
 env = attrs.evolve(run.environment, gpu_name=reported, compute_capability=cc, gpu_uuid="GPU-" + reported.split()[-1])
+# the recorded figures, for the cases and the PTX this bundle holds (what the local side checks the result against)
+recorded_cases = {c.id: c for c in run.cases if not c.compiler_label}
+cases = []
+for e in manifest.cases:
+    if request.case_ids and e.id not in request.case_ids:
+        continue
+    sent = e.configs["canonical"].compile_wf
+    cases.append(attrs.evolve(recorded_cases[e.id], fingerprint=e.fingerprint, version=e.version, compile_wf=sent,
+                              warpforth_source_sha256=sent.source_sha256, mode=request.mode))
 Path(opt("--out")).write_text(dumps(attrs.evolve(
-    run, cases=tuple(c for c in run.cases if c.id in request.case_ids), source=manifest.source, protocol=request.protocol,
-    warpforthc=manifest.warpforthc, environment=env)))
+    run, cases=tuple(cases), source=manifest.source, protocol=request.protocol, mode=request.mode,
+    warpforthc=manifest.warpforthc, environment=env, schema_version=SCHEMA_VERSION, wfbench_version=__version__,
+    suite_version=SUITE_VERSION)))
 '''
 
 #: the real vast transport; only what the rented machine is like comes from the test (STAND_IN_HOSTS)
@@ -111,7 +122,7 @@ def rental_world(tmp_path: Path, sshd: Any, api: VastApi, expected: int) -> tw.W
         pythons[key] = str(wrapper)
     common = {"user": sshd.user, "remote_tmp": str(sshd.remote_tmp), "env": "reuse", "poll_s": "0.05",
               "wait_running_s": "30", "wait_ssh_s": "30", "connect_timeout": "5", "api_timeout_s": "5",
-              "destroy_retries": "2"}
+              "destroy_retries": "2", "api_url": api.url}
     plugins = [m for m in world.env["WFBENCH_PLUGINS"].split(",") if m != "stand_in_vast"] + ["stand_in_rental"]
     world.env.update(PYTHONPATH=f"{py}{os.pathsep}{tw.ROOT}", WFBENCH_PLUGINS=",".join(plugins), VAST_URL=api.url,
                      STAND_IN_HOSTS=json.dumps({"common": common, "python": pythons}))
@@ -136,8 +147,9 @@ def test_one_rental_per_model_in_parallel_one_failing_all_destroyed_and_merged(t
     try:
         world = rental_world(tmp_path, sshd, api, expected=len(MODELS) - 1)
         wf = tw.load("gpu-bench.yml")
-        gh = tw.github_ctx("workflow_dispatch", inputs={"gpu-models": "RTX 4090, L40S@1.00, H200@3.50",
-                                                        "max-total-cost": "3.00"})
+        gh = {**tw.github_ctx("workflow_dispatch", inputs={"gpu-models": "RTX 4090, L40S@1.00, H200@3.50",
+                                                           "max-total-cost": "3.00"}),
+              "vars": {"WFBENCH_VAST_API_URL": api.url}}  # the repository variable: the stand-in's address
         results, runners = world.simulate(wf, gh)
     finally:
         api.stop()
@@ -153,7 +165,7 @@ def test_one_rental_per_model_in_parallel_one_failing_all_destroyed_and_merged(t
     # each leg rented its own model within its own cap; the failed one failed its benchmark step and cleaned up
     for key, _, _, _, _ in MODELS:
         leg = runners[f"bench/{key}"]
-        assert leg.outcome("Benchmark (GPU tests") == (["failure"] if key == FAILS else ["success"]), leg.text
+        assert leg.outcome("Benchmark (GPU tests") == (["failure"] if key == FAILS else ["success"]), leg.text[-3000:]
         assert leg.outcome("Destroy any instance left") == ["success"] and leg.outcome("Upload the raw result") == ["success"]
     plan = {leg["gpu"]: (leg["max-dph"], leg["max-cost"]) for leg in json.loads(runners["plan"].outputs["matrix"])}
     assert plan == {"RTX_4090": ("0.50", "0.2500"), "L40S": ("1.00", "0.5000"), "H200": ("3.50", "1.7500")}

@@ -675,11 +675,10 @@ def test_secrets_reach_only_the_steps_that_need_them() -> None:
                     assert step["with"]["vast-api-key"] == "${{ secrets.VAST_API_KEY }}"
                     seen.add(secret)
     assert seen == {"VAST_API_KEY"}
-    # inside the action, the key reaches the check (as a yes/no), the benchmark and the clean-up, via env
+    # inside the action, the key reaches the check (as a yes/no) and the step that hands it over as a file (the
+    # benchmark and the clean-up read that file; no step that runs a compiler comes after it)
     reach = [s["name"] for s in load_action()["runs"]["steps"] if "inputs.vast-api-key" in yaml.safe_dump(s)]
-    assert reach == ["Check the inputs",
-                     "Benchmark (GPU tests, then correctness and timing of every case, on one rented GPU)",
-                     "Destroy any instance left with this repository's label (belt and braces)"]
+    assert reach == ["Check the inputs", "Hand the Vast.ai key to wfbench as a file (no compiler runs after this)"]
     for s in load_action()["runs"]["steps"]:
         assert "inputs.vast-api-key" not in str(s.get("run", "")) and "secrets." not in yaml.safe_dump(s)
     check = next(s for s in load_action()["runs"]["steps"] if s["name"] == "Check the inputs")
@@ -745,6 +744,36 @@ def test_every_action_is_pinned_to_a_commit() -> None:
             assert PINNED.fullmatch(ref), f"{path.name}:{n}: {ref} is not a full SHA"
             assert re.fullmatch(r"\s+# v\d+(\.\d+)*", comment), f"{path.name}:{n}: say the version: '# vX.Y.Z'"
     assert seen >= 15
+
+
+def test_the_comment_job_runs_the_base_commits_wfbench_not_the_pull_requests() -> None:
+    """It holds pull-requests: write: the wfbench it installs is the pull request's base (reviewed), never its
+    head; WarpForth's comment job runs the action pinned by commit."""
+    job = load("gpu-bench.yml")["jobs"]["comment"]
+    checkouts = [s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/checkout@")]
+    assert checkouts and all(s["with"].get("ref") == "${{ github.event.pull_request.base.sha }}" for s in checkouts)
+    assert all(s.get("with", {}).get("persist-credentials") is False for s in checkouts)
+    steps = warpforth_workflow()["jobs"]["gpu-comment"]["steps"]
+    assert [s["uses"] for s in steps] == [ACTION_REF]
+
+
+def test_warpforths_workflow_pins_every_action_starts_from_no_permission_and_keeps_no_token() -> None:
+    """The template WarpForth copies: actions by commit (the wfbench action by WFBENCH_COMMIT, to be filled in),
+    ``permissions: {}`` at the top, and no checkout that leaves its credentials on disk."""
+    wf = warpforth_workflow()
+    assert wf["permissions"] == {}
+    checkouts = 0
+    for name, job in wf["jobs"].items():
+        assert "permissions" in job, f"job {name} names its permissions"
+        for step in job["steps"]:
+            uses = str(step.get("uses", ""))
+            if not uses or uses == ACTION_REF:
+                continue
+            assert PINNED.fullmatch(uses), f"{name}: {uses} is not pinned to a full SHA"
+            if uses.startswith("actions/checkout@"):
+                checkouts += 1
+                assert step.get("with", {}).get("persist-credentials") is False, f"{name}: {uses} keeps its token"
+    assert checkouts == 2
 
 
 # -------------------------------------------------------------------------------------------------
@@ -1069,7 +1098,7 @@ class Runner:
         return {"github": {**self.gh, "token": self.gh.get("token", "the-run-token"),
                            "repository_id": "4242", "run_attempt": "1", "run_id": "4242",
                            "server_url": "https://github.com", "workspace": str(self.workspace)},
-                "inputs": self.gh.get("inputs", {}), "vars": {}, "secrets": self.secrets, "env": env,
+                "inputs": self.gh.get("inputs", {}), "vars": self.gh.get("vars", {}), "secrets": self.secrets, "env": env,
                 "runner": {"temp": str(self.temp), "os": "Linux", "arch": "X64"}, "steps": {}, "job": {},
                 "needs": {}, "matrix": {}, "strategy": {}}
 
@@ -1268,8 +1297,11 @@ class StandInVast:
         unknown = set(options) - set(self.OPTIONS)
         if unknown:
             raise WfbenchError(f"vast: unknown options {sorted(unknown)}")
-        if not os.environ.get("VAST_API_KEY"):
-            raise WfbenchError("vast: no API key")
+        key_file = options.get("api_key_file")
+        if not key_file or not open(key_file).read().strip():  # the action hands the key over as a file
+            raise WfbenchError("vast: no API key file")
+        if os.environ.get("VAST_API_KEY"):
+            raise WfbenchError("vast: the key is in the environment of the process that rents")
         self.options = options
         with open(os.environ["STUB_LOG"], "a") as log:
             log.write("rent " + json.dumps(options, sort_keys=True) + "\n")
@@ -1319,8 +1351,8 @@ import json, os
 class VastAI:
     """Stands in for the Vast.ai SDK (the HTTP edge): instances from FAKE_INSTANCES, destroys logged."""
 
-    def __init__(self, api_key=None, quiet=False):
-        assert api_key == os.environ["VAST_API_KEY"]
+    def __init__(self, api_key=None, server_url=None, quiet=False):
+        assert api_key == "k3y" and server_url == "https://console.vast.ai"  # the secret, from its file
 
     def show_instances(self):
         return json.loads(os.environ.get("FAKE_INSTANCES", "[]"))
@@ -1620,9 +1652,11 @@ def test_gpu_bench_builds_warpforth_with_its_recipe_benchmarks_and_persists(tmp_
     results, runners = world.simulate(load("gpu-bench.yml"), github_ctx("push"))
     bench = runners[BENCH]
     assert results == RAN_ALL, bench.text + runners["persist/RTX_4090"].text
+    # the compilers ran, and none of them in a process that held the Vast.ai key (it reads /proc/PPID/environ)
+    assert world.stubbed("warpforthc:") == [] and bench.outcome("Compile every selected case") == ["success"]
     # nothing stored yet: head alone, built by wfbench with WarpForth's recipe at the LLVM its ci.yml installs
     assert f"::notice::WarpForth tetsuo-cpp/warpforth@{world.warpforth_commit}" in bench.text
-    assert "no stored run names a WarpForth commit yet: benchmarking head alone" in bench.text
+    assert "no stored run names a WarpForth commit of its default branch yet: benchmarking head alone" in bench.text
     installs = [line for line in world.stubbed("apt-get") if " install " in line]
     assert installs == ["apt-get install -y -qq --no-install-recommends cmake ninja-build g++ llvm-20-dev "
                         "libmlir-20-dev mlir-20-tools ccache"]
@@ -1694,7 +1728,7 @@ def test_a_regression_fails_the_bench_job_and_is_still_stored(tmp_path: Path) ->
     assert bench.outcome("Job summary") == ["failure"] and bench.outcome("Upload the raw result") == ["success"]
     assert "::error::RTX_4090: head is slower than base" in runners["summary"].text
     assert "| axpy_f64 v1 | **SLOWER** " in runners["summary"].summary
-    assert "::error::head is slower than base (wfbench compare --fail-on-regression exited 1)" in bench.text
+    assert "::error::head is slower than base or breaks a case (wfbench compare --fail-on-regression exited 1)" in bench.text
     assert len([f for f in _history_files(world, REPO) if f.startswith("history/runs/")]) == 2
 
 
@@ -1765,15 +1799,30 @@ def test_a_cached_warpforthc_restored_under_another_home_is_rebuilt_not_used(tmp
     (entry,) = world.cache.iterdir()
     for provenance in entry.rglob("warpforthc.wfbench.json"):  # as if built under /home/someone-else
         provenance.write_text(provenance.read_text().replace(str(tmp_path), "/home/someone-else"))
-    entry.rename(world.cache / "warpforthc-ubuntu-24.04-elsewhere")
     (world.artifacts / ARTIFACT).rename(world.artifacts / "first")
     world.log.write_text("")
     results, runners = world.simulate(load("gpu-bench.yml"), github_ctx("push"))
     bench = runners[BENCH]
     assert results["bench"] == "success", bench.text
     assert bench.outcome("Restore the warpforthc builds") == ["success"]
-    assert "holds no finished build made there; building it again" in bench.text
+    assert "holds no finished build made there, or not the files its build recorded; building it again" in bench.text
     assert len(world.cmake_calls()) == 1 and bench.outcome("Compile every selected case") == ["success"]
+
+
+def test_executables_come_only_from_the_exact_cache_entry_a_successful_run_saved() -> None:
+    """No restore-keys (another commit's entry is never restored), the key names this repository and WarpForth's,
+    and a failed run saves nothing."""
+    steps = load("gpu-bench.yml")["jobs"]["bench"]["steps"]
+    restores = [s for s in [*steps, *load_action()["runs"]["steps"]]
+                if str(s.get("uses", "")).startswith("actions/cache/restore@")]
+    assert len(restores) == 2 and not any("restore-keys" in s["with"] for s in restores)
+    (save,) = [s for s in steps if str(s.get("uses", "")).startswith("actions/cache/save@")]
+    prune = step_of(load("gpu-bench.yml"), "bench", "Keep only the warpforthc builds")
+    assert save["if"].startswith("success() &&") and prune["if"].startswith("success() &&")
+    key = restores[0]["with"]["key"]
+    assert "${{ github.repository }}" in key and "${{ env.WARPFORTH_REPOSITORY }}" in key
+    with_ = step_of(load("gpu-bench.yml"), "bench", "Benchmark base and head")["with"]
+    assert key.startswith(with_["cache-key-prefix"])
 
 
 def test_the_action_refuses_bad_inputs_in_one_line(tmp_path: Path) -> None:
@@ -1902,6 +1951,70 @@ def test_the_gate_refuses_a_failed_or_unreadable_result(tmp_path: Path) -> None:
         assert "Traceback" not in proc.stderr
 
 
+def test_the_base_is_the_newest_stored_commit_on_warpforths_default_branch(tmp_path: Path) -> None:
+    """A stored run whose commit is not on WarpForth's default branch (a GPU host's forgery, another fork) is
+    never the base: the runner would build it in the job that holds the cache."""
+    import json
+    import os
+    import sys
+
+    repo = tmp_path / "warpforth"
+    repo.mkdir()
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}
+
+    def g(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
+                              env=env).stdout.strip()
+
+    g("init", "-q", "-b", "main")
+    g("commit", "-q", "--allow-empty", "-m", "one")
+    on_main = g("rev-parse", "HEAD")
+    g("checkout", "-q", "-b", "side")
+    g("commit", "-q", "--allow-empty", "-m", "unreviewed")
+    side = g("rev-parse", "HEAD")
+    g("checkout", "-q", "main")
+    history = tmp_path / "history"
+    run = json.loads((FIXTURES / "h200-run1.json").read_text())
+    for i, (commit, created) in enumerate(((on_main, "2026-01-01T00:00:00+00:00"), (side, "2026-01-02T00:00:00+00:00"),
+                                           ("f" * 40, "2099-01-01T00:00:00+00:00"))):
+        run["source"] = {**run.get("source", {}), "git_commit": commit}
+        run["created"] = created
+        (tmp_path / f"r{i}.json").write_text(json.dumps(run))
+        proc = subprocess.run([sys.executable, "-m", "wfbench_core", "history", "add", str(tmp_path / f"r{i}.json"),
+                               "--history", str(history)], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+    script = ROOT / ".github" / "action" / "ci_steps.py"
+    proc = subprocess.run([sys.executable, str(script), "base-commit", str(history), str(repo), "main"],
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0 and proc.stdout.strip() == on_main, (proc.stdout, proc.stderr)
+    warnings = [ln for ln in proc.stderr.splitlines() if ln.startswith("::warning::")]
+    assert len(warnings) == 2 and side in warnings[1] and "f" * 40 in warnings[0], proc.stderr
+
+
+def test_text_from_a_result_cannot_start_a_workflow_command(tmp_path: Path) -> None:
+    """A case message comes from the GPU host: printed in an annotation, its newlines and ``%`` are escaped as
+    the runner unescapes them, so it stays one ``::error::`` line and never becomes a command of its own."""
+    import json
+    import sys
+
+    script = ROOT / ".github" / "action" / "ci_steps.py"
+    run = json.loads((FIXTURES / "h200-run1.json").read_text())
+    forged = "boom\n::warning::forged\r\n::add-mask::x %0A::notice::too"
+    run["cases"][1].update(status="error", message=forged, timing=None)
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "wfbench-run.json").write_text(json.dumps(run))
+    env = {**__import__("os").environ, "PYTHONPATH": str(ROOT), "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+           "GITHUB_OUTPUT": str(tmp_path / "out.txt")}
+    for argv in (["gate", str(results / "wfbench-run.json")], ["summary", str(results)]):
+        proc = subprocess.run([sys.executable, str(script), *argv], capture_output=True, text=True, env=env)
+        commands = [ln for ln in proc.stdout.splitlines() if ln.startswith("::")]
+        assert proc.returncode == 1 and commands and all(ln.startswith("::error::") for ln in commands), proc.stdout
+    line = next(ln for ln in commands if "boom" in ln)  # the summary names each failed case with its message
+    assert line.endswith("boom%0A::warning::forged%0D%0A::add-mask::x %250A::notice::too"), line
+
+
 # -------------------------------------------------------------------------------------------------
 # ci.yml, run: .ci/run on GitHub's Ubuntu runner and on the project's Debian CI machine
 # -------------------------------------------------------------------------------------------------
@@ -2006,27 +2119,33 @@ def test_cleanup_step_destroys_exactly_this_labels_instances(tmp_path: Path) -> 
     (venv / "bin").mkdir(parents=True)
     (venv / "bin" / "python").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
     (venv / "bin" / "python").chmod(0o755)
-    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    env = {**os.environ, "PYTHONPATH": str(tmp_path), "RUNNER_TEMP": str(tmp_path)}
     env.pop("VAST_API_KEY", None)
+    key = tmp_path / "wfbench-vast-api-key"  # handed over by the step before the benchmark
+    key.write_text("k3y\n")
     log = tmp_path / "destroyed"
     gh = {**github_ctx("push"), "repository_id": "4242"}
     steps = {"check": {"outputs": {"venv": str(venv)}}}
     instances = [{"id": 1, "label": "wfbench-ci-4242-H200"}, {"id": 2, "label": "someone-else"},
                  {"id": 3, "label": "wfbench-ci-4242-H200"}, {"id": 4, "label": "wfbench-ci-4242-RTX_4090"}]
     env.update(FAKE_INSTANCES=json.dumps(instances), FAKE_LOG=str(log))
-    inputs = {"vast-api-key": "k3y", "gpu-name": "H200"}  # another model's job may be renting right now
+    inputs = {"vast-api-key": "k3y", "gpu-name": "H200",  # another model's job may be renting right now
+              "vast-api-url": "https://console.vast.ai"}
     proc = run_step(step, tmp_path, env, steps=steps, inputs=inputs, github=gh)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert log.read_text().split() == ["1", "3"]
     assert "2 instance(s) with label wfbench-ci-4242-H200 found, 2 destroyed" in proc.stdout
+    assert not key.exists()  # the key file is removed once the clean-up has used it
 
     log.unlink()
+    key.write_text("k3y\n")
     proc = run_step(step, tmp_path, {**env, "FAKE_REFUSE": "[3]"}, steps=steps, inputs=inputs, github=gh)
     assert proc.returncode == 1 and "::error::could not destroy instance 3: run 'vastai destroy instance 3 -y'" \
         in proc.stdout
 
-    proc = run_step(step, tmp_path, env, steps=steps, inputs={**inputs, "vast-api-key": ""}, github=gh)  # no key
+    proc = run_step(step, tmp_path, env, steps=steps, inputs=inputs, github=gh)  # no key handed over
     assert proc.returncode == 0 and "nothing can have been rented" in proc.stdout
+    key.write_text("k3y\n")
 
     # the job failed before wfbench (and the SDK) was installed: nothing to clean up
     proc = run_step(step, tmp_path, env, steps={"check": {"outputs": {"venv": str(tmp_path / "none")}}},

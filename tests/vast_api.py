@@ -23,6 +23,11 @@ Faults (:meth:`VastApi.fault`), per route (``search``, ``create``, ``list``, ``s
 - ``"slow"``: the work is done, the reply comes after ``delay`` seconds (after the client gave up);
 - ``"sigint"``: the work is done, then this process gets SIGINT (the user's Ctrl-C while the SDK waits).
 
+A rented instance's ``onstart`` command runs here as its container would run it (``sh -c``, its own process
+group, stopped with the server), with the instance's ``env`` and Vast's ``CONTAINER_ID`` and
+``CONTAINER_API_KEY``: that instance key (:meth:`VastApi.instance_key`) may destroy its own instance and
+nothing else; :attr:`destroyed_by` says which key destroyed an instance.
+
 An instance rented from an offer named in ``fail_start`` never runs: its first status is ``exited`` with that
 offer's message (a host whose container cannot start). :attr:`peak` is the most instances rented here that were
 alive at once.
@@ -34,6 +39,7 @@ import json
 import os
 import re
 import signal
+import subprocess
 import threading
 import time
 from http.server import BaseHTTPRequestHandler
@@ -59,7 +65,7 @@ def offer(oid: int, name: str = "RTX 4090", cc: int = 890, dph: float = 0.40, **
     """An offer as the search returns it; ``dph`` is the GPU's price (``dph_base``) before storage."""
     base = {"id": oid, "ask_contract_id": oid, "gpu_name": name, "compute_cap": cc, "dph_base": dph,
             "storage_cost": 0.10, "num_gpus": 1, "gpu_ram": 24564.0, "disk_space": 200.0, "reliability": 0.99, "reliability2": 0.99,
-            "inet_down": 500.0, "cuda_max_good": 13.0, "machine_id": 50_000 + oid, "host_id": 7,
+            "inet_down": 500.0, "inet_down_cost": 0.0, "inet_up_cost": 0.0, "cuda_max_good": 13.0, "machine_id": 50_000 + oid, "host_id": 7,
             "verified": True, "external": False, "rentable": True, "rented": False, "available": 1}
     base.update(extra)
     return base
@@ -87,6 +93,10 @@ class VastApi(LoopbackApi):
         self.created: list[int] = []
         #: instance id -> how many destroy requests removed it (exactly once is right)
         self.destroyed: dict[int, int] = {}
+        #: instance id -> "account" or "instance": whose key destroyed it
+        self.destroyed_by: dict[int, str] = {}
+        #: the containers' onstart commands, running
+        self.onstarts: list[subprocess.Popen] = []  # type: ignore[type-arg]
         #: every request that reached the server: (route, path id or None, fault applied or "")
         self.requests: list[tuple[str, int | None, str]] = []
         #: bodies of the rent and search requests, in order
@@ -100,7 +110,16 @@ class VastApi(LoopbackApi):
 
     def stop(self) -> None:
         self._closing.set()
+        for proc in self.onstarts:  # the "containers" end with the server: their whole process groups
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
         super().stop()
+
+    @staticmethod
+    def instance_key(iid: int) -> str:
+        """The key Vast.ai gives instance ``iid`` for itself (``CONTAINER_API_KEY``)."""
+        return f"instance-key-{iid}"
 
     def fault(self, route: str, kind: int | str, times: int | None = 1, delay: float = 5.0) -> None:
         """Make the next ``times`` requests of ``route`` fail as ``kind`` (None: all of them)."""
@@ -144,7 +163,8 @@ class VastApi(LoopbackApi):
         fault = self._take_fault(route)
         with self._lock:
             self.requests.append((route, rid, "" if fault is None else str(fault[0])))
-        if h.headers.get("Authorization") != f"Bearer {self.api_key}":
+        own = route == "destroy" and h.headers.get("Authorization") == f"Bearer {self.instance_key(rid or 0)}"
+        if h.headers.get("Authorization") != f"Bearer {self.api_key}" and not own:
             return self._reply(h, 401, {"success": False, "error": "invalid_api_key",
                                         "msg": "please log in or sign up"})
         if fault is not None and isinstance(fault[0], int):
@@ -156,6 +176,8 @@ class VastApi(LoopbackApi):
             return self._reply(h, 200, {"success": False, "error": "refused", "msg": f"injected refusal of {route}"})
         query = {k: v[0] for k, v in parse_qs(parts.query).items()}
         status, payload = getattr(self, f"_{route}")(rid, body, query)
+        if route == "destroy" and status == 200:
+            self.destroyed_by[int(rid or 0)] = "instance" if own else "account"
         if fault is None:
             return self._reply(h, status, payload)
         kind, delay = fault
@@ -199,6 +221,13 @@ class VastApi(LoopbackApi):
                                            status_msg=self.fail_start[oid])
             self.created.append(iid)
             self.peak = max(self.peak, len(self.leaked()))
+        if body.get("onstart"):  # the container starts: its onstart runs with the instance's environment
+            env = {"PATH": os.environ["PATH"], "TMPDIR": os.environ.get("TMPDIR", "/tmp"),
+                   **{str(k): str(v) for k, v in (body.get("env") or {}).items()},
+                   "CONTAINER_ID": str(iid), "CONTAINER_API_KEY": self.instance_key(iid)}
+            self.onstarts.append(subprocess.Popen(["sh", "-c", str(body["onstart"])], env=env, start_new_session=True,
+                                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                                  stderr=subprocess.DEVNULL))
         return 200, {"success": True, "new_contract": iid}
 
     def _row(self, iid: int, label: str | None, o: dict[str, Any] | None, status: str = "loading") -> dict[str, Any]:

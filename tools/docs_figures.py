@@ -20,6 +20,8 @@ where PATH is a result file in the repository (relative to its root) and KIND on
   (:mod:`wfbench_core.build.stack_tax`): stack frame, spills, local stores and loads by width, how many of them
   sit in the innermost loop, the stack-addressing instructions and, for the sides profiled with Nsight
   Compute, the local traffic;
+- ``sweep-table``: a size sweep's table exactly as ``wfbench sweep`` prints it (from a sweep file, e.g.
+  ``docs/results/sweeps/h200-axpy_f64.json``), with the GPU and the date;
 - ``power-table``: a power study's table (``tools/power_study.py``), from the study folder PATH: its
   ``plan.json`` and the runs' result files (kept xz-compressed as ``study-N.json.xz``; a test re-judges every
   trial from them).
@@ -143,15 +145,44 @@ def power_table(src: str) -> str:
     if not (folder / "plan.json").is_file():
         raise SystemExit(f"docs_figures: {src}: no plan.json of a power study there")
     plan = json.loads((folder / "plan.json").read_text())
-    first = power_study.load_study_result(folder, plan["runs"][0]["result"])
+    results = [power_study.load_study_result(folder, run["result"]) for run in plan["runs"]]
+    for run, result in zip(plan["runs"], results):  # a plan from before boards were recorded: its results say
+        run.setdefault("board", result.environment.gpu_uuid)
+    first = results[0]
     env = first.environment
     head = (f"The power study stored in `{src}` ({env.gpu_name}, {_when(first)}, cases "
-            f"{', '.join(sorted({c.id for c in first.cases}))}, the default protocol):")
+            f"{', '.join(sorted({c.id for c in first.cases}))}, {protocol_words(first.protocol)}):")
     return f"{head}\n\n{power_study.render(power_study.summarize(plan))}"
 
 
+def protocol_words(protocol: object) -> str:
+    """"the default protocol" only where it is; else the settings that differ from it."""
+    import attrs
+
+    from wfbench_core.record.results import TimingProtocol
+
+    default = TimingProtocol()
+    changed = [f"{name} {value:g}" if isinstance(value, float) else f"{name} {value}"
+               for name, value in attrs.asdict(protocol, recurse=False).items() if value != getattr(default, name)]
+    return "the default protocol" if not changed else f"the default protocol but {', '.join(changed)}"
+
+
+def sweep_table(src: str) -> str:
+    from wfbench_core.cli.sweep import render_sweep
+    from wfbench_core.record.sweep_record import load_sweep
+
+    path = ROOT / src
+    if not path.is_file():
+        raise SystemExit(f"docs_figures: {src}: no such sweep file in the repository")
+    sweep = load_sweep(path)
+    head = (f"The sweep stored in `{src}` ({sweep.environment.gpu_name}, {_when(sweep)}, warpforthc "
+            f"{sweep.warpforthc.version}):")
+    return f"{head}\n\n```\n{render_sweep(sweep)}\n```\n"
+
+
 RENDERERS: dict[str, Callable[[str], str]] = {"suite-table": suite_table, "aa-position": aa_position,
-                                              "power-table": power_table, "stack-tax": stack_tax_table}
+                                              "power-table": power_table, "stack-tax": stack_tax_table,
+                                              "sweep-table": sweep_table}
 
 
 def documents() -> list[Path]:

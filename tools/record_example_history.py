@@ -38,7 +38,7 @@ PLUGIN_TEST = '''\
 import pytest
 
 
-@pytest.mark.benchmark
+@pytest.mark.wfbench
 def test_benchmark(wfbench_bench, wfbench_case):
     wfbench_bench(wfbench_case)
 '''
@@ -71,8 +71,8 @@ def run(out: Path, step: str, results: Path) -> None:
     if step == "plugin":
         with tempfile.TemporaryDirectory(prefix="wfbench-plugin-run-") as tmp:
             (Path(tmp) / "test_benchmarks.py").write_text(PLUGIN_TEST)
-            print(f"+ pytest --run-benchmarks --wfbench-bundle {out / bundle} --wfbench-priority P0", flush=True)
-            subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--run-benchmarks",
+            print(f"+ pytest --wfbench-run --wfbench-bundle {out / bundle} --wfbench-priority P0", flush=True)
+            subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--wfbench-run",
                             "--wfbench-bundle", str(out / bundle), "--wfbench-priority", "P0",
                             "--wfbench-json", str(dest), "--rootdir", tmp, tmp], check=True, cwd=tmp)
         return

@@ -17,6 +17,7 @@ from typing import Any, Callable
 from wfbench_core import hookimpl
 from wfbench_core.case import Tolerance
 from wfbench_core.ceiling import Ceiling, CeilingCall, NoCeiling
+from wfbench_core.record.yardsticks import TENSOR_F64
 
 CUPY = "cupy-cuda13x"  # the distribution whose version keys the ceiling series
 
@@ -83,7 +84,7 @@ DGEMM = Ceiling(
     outputs=_matrix_out, expect=lambda inputs, want, s: {"C": want["C"]},
     tolerances={"C": Tolerance(0.0, 0.0, "inputs are multiples of 1/64: every product and partial sum is exact in "
                                          "f64 in any order, with FMA or DMMA alike")},
-    prepare=_gemm, flops_peak=4.0, kernels=("gemm", "dmma", "sm90", "sm80"),
+    prepare=_gemm, flop_type=TENSOR_F64, kernels=("gemm", "dmma", "sm90", "sm80"),
 )
 
 # -- DAXPY -------------------------------------------------------------------------------------------------

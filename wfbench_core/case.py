@@ -3,6 +3,7 @@
 A case is a frozen record. Its sources are templates (``string.Template``, ``${N}``) filled from the
 case's named size parameters, because WarpForth arrays have fixed sizes in the kernel header. Each case
 has two configurations: ``check`` (small, checked exhaustively) and ``canonical`` (the timed size).
+A case may also declare a :class:`Sweep`: the sizes ``wfbench sweep`` times it over (a series of its own).
 
 The **fingerprint** hashes everything that defines the measurement (rendered sources, sizes, geometry,
 parameter types, tolerances, seed, work formulas and a digest of the generated inputs), so a changed case
@@ -12,7 +13,7 @@ can never pass as the same series.
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
 
 import attrs
 
@@ -92,10 +93,38 @@ class Work:
 
     bytes: int
     flops: int = 0
+    # the arithmetic of those FLOPs, judged against its own peak (wfbench_core.gpu.plausibility.FLOP_TYPES:
+    # "f64", "f64-no-fma", "f32", "f16", "bf16", "tensor-f64", "tensor-tf32", "tensor-f16" ...); "" for the
+    # case's widest float dtype
+    flop_type: str = ""
 
 
 Sizes = Mapping[str, int]
 Arrays = Mapping[str, Any]
+
+
+def _sizes_tuple(value: Any) -> tuple[dict[str, int], ...]:
+    return tuple(dict(v) for v in (value() if callable(value) else value))
+
+
+@attrs.frozen
+class Sweep:
+    """The sizes ``wfbench sweep`` times a case over (the canonical configuration replaced by each in turn).
+
+    :param sizes: size dicts (or a function returning them), each naming some of the case's size parameters;
+        the rest come from the canonical sizes, then ``derive``. Declared sizes are not part of the case's
+        fingerprint: a sweep is its own series, and each of its points is identified by its own sizes.
+    :param derive: completes a size dict (e.g. the block count from ``N``); used for the declared sizes and for
+        sizes given on the command line alike. None: the other parameters keep their canonical values.
+    """
+
+    sizes: tuple[dict[str, int], ...] = attrs.field(converter=_sizes_tuple, default=())
+    derive: Optional[Callable[[dict[str, int]], Mapping[str, int]]] = attrs.field(default=None, eq=False)
+
+
+def powers_of_two(name: str, low: int, high: int, step: int = 1) -> tuple[dict[str, int], ...]:
+    """``({name: 2**low}, {name: 2**(low + step)}, ...)`` up to ``2**high``: a sweep's sizes."""
+    return tuple({name: 1 << k} for k in range(low, high + 1, step))
 
 
 @attrs.frozen(order=True)
@@ -147,6 +176,8 @@ class Case:
     :param timing_mode: the timing mode this case is always timed in, whatever the run's ``--timing-mode``
         (``graph`` for kernels of a few microseconds, whose back-to-back launches would time the host's
         launch rate); ``""`` takes the run's. Part of the fingerprint when set.
+    :param sweep: the sizes ``wfbench sweep`` times the case over (:class:`Sweep`); None: only given ones.
+        Not part of the fingerprint.
     """
 
     id: str
@@ -168,6 +199,7 @@ class Case:
     seed: int = 0
     notes: str = ""
     timing_mode: str = attrs.field(default="", validator=attrs.validators.in_(("",) + TIMING_MODES))
+    sweep: Optional[Sweep] = attrs.field(default=None, eq=False, hash=False)
 
     def __attrs_post_init__(self) -> None:
         if not self.id or not all(c.isalnum() or c == "_" for c in self.id) or self.id != self.id.lower():
@@ -208,6 +240,43 @@ class Case:
             )
         except (KeyError, ValueError) as exc:
             raise ValueError(f"case {self.id}: source template needs size parameter {exc}") from None
+
+    def sweep_point(self, given: Sizes) -> dict[str, int]:
+        """The full sizes of one sweep point: the canonical sizes, ``given`` over them, then the sweep's
+        ``derive``. A parameter the case does not have, or a value that is not a positive integer, is a
+        ValueError naming the case."""
+        canonical = dict(self.sizes["canonical"])
+        unknown = sorted(set(given) - set(canonical))
+        if unknown:
+            raise ValueError(f"case {self.id}: no size parameter {', '.join(unknown)}; it has "
+                             f"{', '.join(sorted(canonical))}")
+        point = {**canonical, **{k: int(v) for k, v in given.items()}}
+        if self.sweep is not None and self.sweep.derive is not None:
+            point = {**point, **dict(self.sweep.derive(dict(point)))}
+        bad = sorted(k for k, v in point.items() if k not in canonical or isinstance(v, bool) or
+                     not isinstance(v, int) or v < 1)
+        if bad:
+            raise ValueError(f"case {self.id}: sweep size {', '.join(f'{k}={point[k]!r}' for k in bad)} is not a "
+                             f"positive integer size parameter of the case")
+        return point
+
+    def sweep_points(self, given: Any = None) -> list[dict[str, int]]:
+        """The sizes of a sweep, in order and without repeats: ``given`` (size dicts), else the declared ones.
+        A case that declares none and is given none is a ValueError saying what to do."""
+        sizes = list(given) if given else list(self.sweep.sizes if self.sweep is not None else ())
+        if not sizes:
+            raise ValueError(f"case {self.id} declares no sweep sizes; give them (--size, --range)")
+        out: list[dict[str, int]] = []
+        for s in sizes:
+            point = self.sweep_point(s)
+            if point not in out:
+                out.append(point)
+        return out
+
+    def at_sizes(self, sizes: Sizes) -> Case:
+        """This case with its canonical configuration at ``sizes`` (a sweep point); ``check`` is unchanged, so
+        correctness is checked at the case's check size and then at ``sizes``."""
+        return attrs.evolve(self, sizes={"check": dict(self.sizes["check"]), "canonical": dict(sizes)})
 
     def make_inputs(self, config: str) -> dict[str, Any]:
         """Generate the inputs of a configuration deterministically from the case's seed."""

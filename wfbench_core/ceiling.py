@@ -78,9 +78,9 @@ class Ceiling:
     :param starts_as: ``{output: input}``: outputs that start as a copy of an input (an in-place routine).
     :param capturable: False where the call cannot be captured into a CUDA graph (it allocates, or
         synchronizes): in graph mode it is then timed with events, and the record says so.
-    :param flops_peak: the peak of the operation the routine runs, over the run's measured f64
-        add/multiply peak (tensor-core DGEMM runs above that peak); the plausibility gate judges the ceiling
-        by this multiple.
+    :param flop_type: the arithmetic the routine runs (a FLOP type of :mod:`wfbench_core.record.yardsticks`:
+        ``tensor-f64`` for a DGEMM that may use the FP64 tensor cores); "" runs the case's own. The
+        plausibility gate judges the ceiling against that type's peak.
     :param kernels: substrings of the library's kernel names, for ``wfbench explain --ceiling``.
     """
 
@@ -95,7 +95,7 @@ class Ceiling:
     starts_as: Mapping[str, str] = attrs.Factory(dict)
     tensor_cores: str = ""
     capturable: bool = True
-    flops_peak: float = 1.0
+    flop_type: str = ""
     kernels: tuple[str, ...] = ()
 
 

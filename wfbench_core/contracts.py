@@ -53,6 +53,9 @@ class Measurement:
     costs: Costs
     sampled: Optional[Sampled] = None  # None when a check failed (the case is not timed)
     ceiling: Optional[CeilingMeasured] = None  # asked for with --ceiling (a timer may ignore it: None)
+    # why the side cannot have run as timed, found before its samples (its launches do not do the same work):
+    # the side is IMPLAUSIBLE with this line (wfbench_core.gpu.plausibility)
+    implausible: str = ""
 
 
 @attrs.frozen

@@ -8,16 +8,19 @@ asks for a wfbench fixture. A test file in a project such as WarpForth::
     def test_axpy_is_correct(wfbench_gpu):          # correctness: the case's checks, quick protocol
         assert wfbench_gpu.check("axpy_f64").status == "ok"
 
-    @pytest.mark.benchmark
+    @pytest.mark.wfbench
     def test_benchmark(wfbench_bench, wfbench_case):  # one test per selected case
         wfbench_bench(wfbench_case)
 
 Options (``pytest --help``, group "wfbench"):
 
-- ``--run-benchmarks``: run tests marked ``benchmark``; they are skipped by default.
-- ``--benchmark-json FILE`` (also ``--wfbench-json``): at session end, write ONE wfbench result JSON
-  (the ``RunResult`` schema of ``wfbench run``) holding every case benchmarked in the session.
-  ``--benchmark-json`` is left to pytest-benchmark when that plugin is installed. A session that did not
+The plugin claims only names of its own: the ``wfbench`` marker and ``--wfbench-*`` options (``benchmark``
+and ``--benchmark-*`` are pytest-benchmark's), and it does nothing to a test that is not marked ``wfbench``
+or does not ask for a wfbench fixture.
+
+- ``--wfbench-run``: run tests marked ``wfbench``; they are skipped by default.
+- ``--wfbench-json FILE``: at session end, write ONE wfbench result JSON
+  (the ``RunResult`` schema of ``wfbench run``) holding every case benchmarked in the session. A session that did not
   run every test it collected (Ctrl-C, ``-x``, ``--maxfail``, ``pytest.exit``, a test file that did not
   collect) writes it with ``complete: false``, which ``wfbench history add`` refuses like any incomplete run.
 - ``--wfbench-transport local|ssh|vast`` and ``--wfbench-transport-opt KEY=VALUE`` (repeatable): where
@@ -53,7 +56,7 @@ from wfbench_core.record.results import FAILING, CaseResult, TimingProtocol, Run
 
 log = logging.getLogger("wfbench")
 
-MARKER = "benchmark"
+MARKER = "wfbench"  # its own name: "benchmark" is pytest-benchmark's
 #: A quick protocol for correctness checks: the checks are the same, the timing is short.
 CHECK_PROTOCOL = TimingProtocol(warmup_s=0.0, min_sample_ms=1.0, samples=5)
 
@@ -65,12 +68,9 @@ CHECK_PROTOCOL = TimingProtocol(warmup_s=0.0, min_sample_ms=1.0, samples=5)
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("wfbench", "wfbench: WarpForth vs CUDA benchmarks on one GPU per session")
-    group.addoption("--run-benchmarks", action="store_true", default=False,
+    group.addoption("--wfbench-run", dest="run_benchmarks", action="store_true", default=False,
                     help=f"Run tests marked '{MARKER}' (skipped by default).")
-    json_names = ["--wfbench-json"]
-    if importlib.util.find_spec("pytest_benchmark") is None:  # that plugin owns --benchmark-json
-        json_names.insert(0, "--benchmark-json")
-    group.addoption(*json_names, dest="wfbench_json", metavar="FILE", default=None,
+    group.addoption("--wfbench-json", dest="wfbench_json", metavar="FILE", default=None,
                     help="Write one wfbench result JSON of everything benchmarked in the session.")
     group.addoption("--wfbench-transport", default="local", metavar="NAME",
                     help="Where the GPU is: local (default), ssh, vast (see 'wfbench transports').")
@@ -238,32 +238,18 @@ def _state(config: pytest.Config) -> State:
     return config.stash[_STATE]
 
 
-BENCHMARK_JSON_CLASH = ("--benchmark-json belongs to pytest-benchmark, which is installed here, and does not "
-                        "receive wfbench's result; write it with --wfbench-json FILE")
-
-
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", f"{MARKER}: a wfbench benchmark (skipped unless pytest runs with --run-benchmarks)")
+        "markers", f"{MARKER}: a wfbench benchmark (skipped unless pytest runs with --wfbench-run)")
     settings = PluginOptions.from_config(config)
     config.stash[_STATE] = State(config, settings)
     config.pluginmanager.register(config.stash[_STATE], "wfbench-session-state")
-    if _benchmark_json_clash(config, settings):
-        config.issue_config_time_warning(pytest.PytestConfigWarning(f"wfbench: {BENCHMARK_JSON_CLASH}"),
-                                         stacklevel=2)
-
-
-def _benchmark_json_clash(config: pytest.Config, settings: PluginOptions) -> bool:
-    """pytest-benchmark owns --benchmark-json and the user gave it, but no --wfbench-json: say so loudly."""
-    return (settings.run_benchmarks and settings.json_path is None
-            and importlib.util.find_spec("pytest_benchmark") is not None
-            and bool(config.getoption("benchmark_json", None)))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if _state(config).settings.run_benchmarks:
         return
-    skip = pytest.mark.skip(reason="benchmark: run with --run-benchmarks")
+    skip = pytest.mark.skip(reason="wfbench: run with --wfbench-run")
     for item in items:
         if item.get_closest_marker(MARKER) is not None:
             item.add_marker(skip)
@@ -303,8 +289,6 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         return
     merged = state.merged(state.unfinished)
     path = state.settings.json_path
-    if _benchmark_json_clash(config, state.settings):
-        terminalreporter.write_line(f"wfbench: result not written: {BENCHMARK_JSON_CLASH}", red=True)
     if merged is None:
         if path is not None and state.settings.run_benchmarks:
             terminalreporter.write_line(f"wfbench: no case was benchmarked; {path} not written")

@@ -16,7 +16,10 @@ from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
 from wfbench_core import SUITE_VERSION, __version__
-from wfbench_core.build.bundle import BUNDLE_SCHEMA, BundleManifest, utcnow, write_case, write_manifest
+import attrs
+
+from wfbench_core.build.bundle import (BUNDLE_SCHEMA, BundleManifest, sweep_name, utcnow, write_case, write_manifest,
+                                      write_sweep)
 from wfbench_core.case import CONFIGS, Case, sha256_text
 from wfbench_core.build.compile import Compiled, compile_cuda, cuda_compiler, find_nvcc, ptx_target, ptxas_check
 from wfbench_core.record.results import CompileRecord, CompilerInfo, Source
@@ -65,10 +68,13 @@ def bundle_from_ptx(
     source: Source = Source(),
     plugin: str = "",
     compiler_label: str = "",
+    sweeps: Mapping[str, list[dict[str, int]]] | None = None,
 ) -> BundleManifest:
     """Write a bundle whose WarpForth PTX comes from ``wf_ptx(case, config)`` instead of a compiler run.
 
     ``compiler_label`` names the compiler of a base/head bundle's sub-bundle, as ``wfbench build`` does.
+    ``sweeps`` (case id -> sizes) adds sweep points as ``wfbench build --sweep`` does; each point's PTX is
+    ``wf_ptx(case at its sizes, "sweep")``.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -81,7 +87,12 @@ def bundle_from_ptx(
 
         return compile_wf
 
+    def point(at: Case, src: str) -> Compiled:
+        return prebuilt(at)("sweep", src)
+
     entries = tuple(write_case(case, out_dir, plugin, prebuilt(case)) for case in cases)
+    entries = tuple(attrs.evolve(e, sweep=write_sweep(case, out_dir, sweeps[case.id], point))
+                    if sweeps and sweeps.get(case.id) else e for e, case in zip(entries, cases))
     manifest = BundleManifest(BUNDLE_SCHEMA, __version__, SUITE_VERSION, utcnow(), "", warpforthc, entries, source,
                               compiler_label)
     write_manifest(out_dir, manifest)
@@ -89,7 +100,8 @@ def bundle_from_ptx(
 
 
 def ptx_dir_loader(folder: str | os.PathLike[str]) -> Callable[[Case, str], str]:
-    """``wf_ptx`` for :func:`bundle_from_ptx` reading ``<folder>/<case>.<config>.ptx``.
+    """``wf_ptx`` for :func:`bundle_from_ptx` reading ``<folder>/<case>.<config>.ptx`` (a sweep point's:
+    ``<case>.sweep-<sizes>.ptx``, e.g. ``axpy_f64.sweep-N-4096_blocks-16.ptx``).
 
     Each PTX file must sit beside ``<case>.<config>.forth.sha256`` holding the SHA-256 of the WarpForth
     source it was compiled from; a stale file (the case changed since) is refused.
@@ -97,11 +109,12 @@ def ptx_dir_loader(folder: str | os.PathLike[str]) -> Callable[[Case, str], str]
     root = Path(folder)
 
     def load(case: Case, config: str) -> str:
-        ptx_path = root / f"{case.id}.{config}.ptx"
-        sha_path = root / f"{case.id}.{config}.forth.sha256"
+        name = f"sweep-{sweep_name(case.sizes['canonical'])}" if config == "sweep" else config
+        ptx_path = root / f"{case.id}.{name}.ptx"
+        sha_path = root / f"{case.id}.{name}.forth.sha256"
         if not ptx_path.exists() or not sha_path.exists():
-            raise FileNotFoundError(f"no prebuilt PTX for {case.key(config)} in {root}")
-        if sha_path.read_text().strip() != sha256_text(case.render(config)[0]):
+            raise FileNotFoundError(f"no prebuilt PTX for {case.key(name)} in {root}")
+        if sha_path.read_text().strip() != sha256_text(case.render("canonical" if config == "sweep" else config)[0]):
             raise AssertionError(f"prebuilt PTX for {case.key(config)} is stale: regenerate it with warpforthc")
         return ptx_path.read_text()
 
@@ -116,8 +129,6 @@ def base_head_bundle_from_ptx(cases: Iterable[Case], out_dir: Path,
 
     ``version`` is each label's ``warpforthc`` version, ``{label}`` replaced by the label.
     """
-    import attrs
-
     cases = list(cases)
     out_dir = Path(out_dir)
     subs = {label: bundle_from_ptx(cases, out_dir / label, wf_ptx, compiler_label=label,

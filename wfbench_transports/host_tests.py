@@ -81,12 +81,14 @@ def describe(data: dict[str, Any]) -> str:
 
 def _upload(run: Any, files: Iterable[tuple[Path, str]], remote_root: str) -> None:
     """Upload (local file, relative path) pairs under ``remote_root``, inside the run's work directory."""
+    from wfbench_transports.ssh_run import put_regular
+
     sftp = run.t._client.open_sftp()
     try:
         for local, rel in files:
             remote = str(PurePosixPath(remote_root, rel))
             run._mkdirs(sftp, str(PurePosixPath(remote).parent))
-            sftp.put(str(local), remote)
+            put_regular(sftp, local, remote)
     except OSError as exc:
         raise WfbenchError(f"{run.t.label}: upload to {remote_root} failed: {exc.strerror or exc}") from None
     finally:

@@ -118,10 +118,16 @@ class SshTransport(SshHost):
 
     def execute(self, bundle: Path, request: ExecuteRequest, *, progress: Progress | None = None,
                 out: Path | None = None) -> RunResult:
-        """Execute on the host; when the run breaks off, the cases it finished are left in ``out``."""
+        """Execute on the host; when the run breaks off, the cases it finished are left in ``out``.
+
+        The host's result is checked against the bundle and request sent (:mod:`wfbench_core.run.returned`):
+        one that names other cases, other PTX, another commit or other compilers is refused, never written.
+        """
+        from wfbench_core.build.bundle import utcnow
         from wfbench_core.record.results import RunResult, loads
 
         progress = progress or self.progress
+        sent_at = utcnow()
         tests = host_tests.checkout_of(self.cfg["gpu_tests"]) if self.cfg["gpu_tests"] else None
 
         def action(run: RemoteRun) -> str:
@@ -130,26 +136,37 @@ class SshTransport(SshHost):
             try:  # the executor checks the bundle before touching the GPU, and loads each case once
                 return run.execute(request)
             except WfbenchError:
-                self._keep_partial(run, out, progress)
+                self._keep_partial(run, out, progress, Path(bundle), request, sent_at)
                 raise
 
         text = self._on_host(Path(bundle), request.case_ids, progress, action)
-        result = self._stamp(loads(text, RunResult, where=f"{self.label}:result.json"))
-        if result.protocol != request.protocol:
-            raise SshError(f"{self.label}: the remote executor used protocol {result.protocol}, not the one asked "
-                           f"for; install the same wfbench version on both sides")
-        return result
+        return self._vouched(loads(text, RunResult, where=f"{self.label}:result.json"), Path(bundle), request,
+                             sent_at)
+
+    def _vouched(self, result: RunResult, bundle: Path, request: ExecuteRequest, sent_at: str, *,
+                 partial: bool = False) -> RunResult:
+        """The host's result checked against what was sent, then stamped with this transport's facts."""
+        from wfbench_core.run.returned import check_returned
+
+        checked = check_returned(result, bundle, request, where=f"{self.label}:result.json", sent_at=sent_at,
+                                 partial=partial)
+        return self._stamp(checked)
 
     def _stamp(self, result: RunResult) -> RunResult:
-        extra = {**result.environment.extra, "transport": "ssh", "ssh_host": self.hostname,
+        # the keys a transport records are its own: the host's values for them are dropped, not kept
+        host = {k: v for k, v in result.environment.extra.items()
+                if not k.startswith(("ssh_", "vast_", "transport", "remote_python")) and k != host_tests.EXTRA_KEY}
+        extra = {**host, "transport": "ssh", "ssh_host": self.hostname,
                  "ssh_port": str(self.port), "ssh_user": self.user, "ssh_host_key_sha256": self.host_key_sha256,
                  "remote_python": self._python[0], "remote_python_version": self._python[1], **self.facts}
         if self._host_tests:
             extra[host_tests.EXTRA_KEY] = self._host_tests
         return attrs.evolve(result, environment=attrs.evolve(result.environment, extra=extra))
 
-    def _keep_partial(self, run: "RemoteRun", out: Path | None, progress: Progress) -> None:
-        """After a broken-off execution: fetch what the executor finished (reconnecting if need be)."""
+    def _keep_partial(self, run: "RemoteRun", out: Path | None, progress: Progress, bundle: Path,
+                      request: ExecuteRequest, sent_at: str) -> None:
+        """After a broken-off execution: fetch what the executor finished (reconnecting if need be), checked
+        against what was sent like a whole result."""
         if out is None:
             return
         from wfbench_core.record.results import RunResult, loads, write_result
@@ -158,9 +175,13 @@ class SshTransport(SshHost):
             self.connect()
             text = run.fetch_result()
             partial = attrs.evolve(loads(text, RunResult, where=f"{self.label}:result.json"), complete=False)
+            partial = self._vouched(partial, bundle, request, sent_at, partial=True)
+        except WfbenchError as exc:
+            progress(f"{self.label}: the finished cases were not kept: {exc}")
+            return
         except Exception:  # noqa: BLE001 - nothing to keep; the original error is what the user sees
             return
-        write_result(self._stamp(partial), out)
+        write_result(partial, out)
         progress(f"{self.label}: kept {len(partial.cases)} finished case(s) in {out} (marked incomplete)")
 
     def _on_host(self, bundle: Path, case_ids: Sequence[str], progress: Progress,

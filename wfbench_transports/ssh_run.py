@@ -27,6 +27,22 @@ WORK_PREFIX = "wfbench-run."
 EXIT_NO_GPU = 3
 
 
+def put_regular(sftp: Any, local: Path, remote: str) -> None:
+    """Upload ``local`` only as the regular file it is: opened without following a symbolic link, checked on
+    the open descriptor (nothing can swap a link in between); else one line naming it."""
+    import os
+    import stat
+
+    try:
+        fd = os.open(local, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        raise SshError(f"{local}: not uploaded ({exc.strerror}; a symbolic link is never followed)") from None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise SshError(f"{local}: not a regular file; it was not uploaded")
+        sftp.putfo(fh, remote)
+
+
 class RemoteRun:
     """One execution on the host: the work directory and everything done in it."""
 
@@ -84,18 +100,19 @@ class RemoteRun:
                            f"choose another remote_tmp")
 
     def upload(self, bundle: Path, shipment: _wheels.Shipment) -> None:
+        from wfbench_core.build.bundle import shipped_files
+
+        files = shipped_files(bundle)  # the manifests and what they name, each a regular file (lstat)
         self.progress(f"{self.t.label}: uploading the bundle and {len(shipment.wheels)} wheels to {self.work}")
         try:
             sftp = self.t._client.open_sftp()
         except Exception as exc:  # noqa: BLE001
             raise SshError(f"{self.t.label}: SFTP is not available ({exc}); enable sshd's sftp subsystem") from None
         try:
-            for local in sorted(bundle.rglob("*")):
-                remote = self.path("bundle", *local.relative_to(bundle).parts)
-                if local.is_dir():
-                    continue
+            for rel in files:
+                remote = self.path("bundle", *PurePosixPath(rel).parts)
                 self._mkdirs(sftp, str(PurePosixPath(remote).parent))
-                sftp.put(str(local), remote)
+                put_regular(sftp, bundle / rel, remote)
             self._mkdirs(sftp, self.path("wheels"))
             for wheel in shipment.wheels:
                 sftp.put(str(wheel), self.path("wheels", wheel.name))

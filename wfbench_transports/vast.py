@@ -12,9 +12,9 @@ cost estimate (``$/h x budget``) and refuse above ``max_cost`` -> rent (labelled
 key -> wait until running -> wait until sshd accepts -> hand the host to the ``ssh`` transport. The
 instance is destroyed exactly once — on success, on any exception, on Ctrl-C, on SIGTERM/SIGHUP and at
 interpreter exit — with retries; if that finally fails the instance id is printed loudly with the command
-that kills it. The API key (``VAST_API_KEY`` or the file ``vastai set api-key`` writes, as the vastai CLI
-reads it) is never printed, stored or put in an error message; ``VAST_URL`` replaces the API's address, as
-for the vastai CLI.
+that kills it. The API key (``api_key_file``, else ``VAST_API_KEY`` or the file ``vastai set api-key`` writes,
+read when the rental starts) is never printed, stored or put in an error message, and is sent only to
+``api_url`` (``VAST_URL`` from the environment is refused unless it is the same address).
 """
 
 from __future__ import annotations
@@ -69,7 +69,9 @@ class VastTransport:
             raise VastError("the Vast.ai SDK is not installed: pip install 'wfbench[vast]'")
         paramiko_module()
         self.session = VastSession(registry=registry, cuda_compiler=cuda_compiler, progress=progress,
-                                   api_key=api_key or find_api_key(), **options)
+                                   api_key=api_key, **options)
+        if api_key is None:  # there is a key (fail before the bundle is built); it is read when the rental starts
+            find_api_key(self.session.cfg["api_key_file"], read=False)
 
     def gpu_arch(self) -> str | None:
         return self.session.target_arch()

@@ -74,6 +74,8 @@ def gpu_model(name: str) -> GpuModel:
                     f"{', '.join(m.key for m in GPU_MODELS)} (mode=broad takes any GPU, for correctness only)")
 
 
+API_URL = "https://console.vast.ai"  #: Vast.ai's API, the one address the key goes to by default
+
 VAST_OPTIONS = (
     Option("mode", "canonical: exactly gpu_name and arch (comparable series); broad: any GPU with at least "
            "min_arch (correctness only)", "canonical", "str", ("canonical", "broad")),
@@ -90,12 +92,22 @@ VAST_OPTIONS = (
     Option("label", "label put on the instance; leftover instances with this label are destroyed first",
            "wfbench"),
     Option("budget_min", "whole-run time budget in minutes (renting, setup and the run)", 45.0, "float"),
-    Option("max_cost", "refuse to rent when $/hour x budget exceeds this many dollars", 0.50, "float"),
+    Option("max_cost", "refuse to rent when $/hour x budget plus the offer's network prices for download_gb and "
+           "upload_gb exceed this many dollars", 0.50, "float"),
+    Option("download_gb", "GB the rental downloads (the image, apt packages, the venv's wheels), priced at the "
+           "offer's inet_down_cost", 15.0, "float"),
+    Option("upload_gb", "GB the rental uploads, priced at the offer's inet_up_cost", 1.0, "float"),
+    Option("grace_s", "seconds after budget_min at which the instance destroys itself, even if this process "
+           "was killed (its onstart deadline)", 300.0, "float"),
     Option("wait_running_s", "seconds to wait for the instance to run", 600.0, "float"),
     Option("wait_ssh_s", "seconds to wait for its sshd to accept the key", 300.0, "float"),
     Option("poll_s", "seconds between status polls", 10.0, "float"),
     Option("api_timeout_s", "seconds for each Vast.ai API request (the SDK retries timeouts, lost connections, "
            "429 and 502-504 itself)", 60.0, "float"),
+    Option("api_key_file", "file holding the Vast.ai API key, read when the rental starts [default: "
+           "VAST_API_KEY, else the vastai CLI's key file]"),
+    Option("api_url", "the Vast.ai API's address: the key is sent only there (VAST_URL in the environment is "
+           "refused unless it is the same)", API_URL),
     Option("destroy_retries", "attempts to destroy the instance before giving up loudly", 5, "int"),
     Option("ssh", "which SSH endpoint: auto (direct when offered), direct, proxy", "auto", "str",
            ("auto", "direct", "proxy")),
@@ -149,6 +161,9 @@ class OfferFilter:
     min_inet_down: float
     min_cuda: float
     disk_gb: float  # the rental's disk: offers are searched and priced with it
+    budget_min: float = 0.0  # the whole rental, minutes: with the network prices, what an offer costs at most
+    download_gb: float = 0.0
+    upload_gb: float = 0.0
 
     @classmethod
     def from_options(cls, cfg: dict[str, Any]) -> OfferFilter:
@@ -162,7 +177,13 @@ class OfferFilter:
         else:
             cc = cc_of(cfg["min_arch"])
         return cls(cfg["mode"], model, cc, cfg["max_dph"], cfg["min_reliability"], cfg["min_inet_down"],
-                   cfg["min_cuda"], cfg["disk_gb"])
+                   cfg["min_cuda"], cfg["disk_gb"], *(cfg.get(k, 0.0) for k in ("budget_min", "download_gb", "upload_gb")))
+
+    def estimate(self, offer: dict[str, Any]) -> tuple[float, float]:
+        """``(total, network)``: the most this offer costs over the whole rental, in dollars: its $/hour (GPU
+        and disk) for ``budget_min``, plus its network prices ($/GB) for ``download_gb`` and ``upload_gb``."""
+        network = (float(offer["inet_down_cost"]) * self.download_gb + float(offer["inet_up_cost"]) * self.upload_gb)
+        return float(offer["dph_total"]) * self.budget_min / 60 + network, network
 
     def query(self) -> str:
         """The search string for ``VastAI.search_offers`` (the server's filter; :meth:`reject` re-checks)."""
@@ -226,11 +247,14 @@ class OfferFilter:
         cuda = num("cuda_max_good")
         if cuda is None or cuda < self.min_cuda:
             return f"driver CUDA {cuda} < {self.min_cuda:g}"
+        if num("inet_down_cost") is None or num("inet_up_cost") is None:
+            return "no network prices (inet_down_cost, inet_up_cost)"
         return None
 
 
 def choose_offer(offers: Sequence[Any], filt: OfferFilter) -> dict[str, Any]:
-    """The cheapest qualifying offer (then the most reliable); a clear error when none qualifies."""
+    """The qualifying offer that costs least over the whole rental, network included (then the most
+    reliable); a clear error when none qualifies."""
     good, rejected = [], []
     for offer in offers if isinstance(offers, (list, tuple)) else []:
         if not isinstance(offer, dict):
@@ -238,8 +262,8 @@ def choose_offer(offers: Sequence[Any], filt: OfferFilter) -> dict[str, Any]:
         why = filt.reject(offer)
         (rejected.append((offer, why)) if why else good.append(offer))
     if good:
-        return min(good, key=lambda o: (float(o["dph_total"]), -float(o.get("reliability2") or
-                                                                        o.get("reliability") or 0), o.get("id", 0)))
+        return min(good, key=lambda o: (filt.estimate(o)[0], float(o["dph_total"]),
+                                        -float(o.get("reliability2") or o.get("reliability") or 0), o.get("id", 0)))
     near = "; ".join(f"offer {o.get('id')} {o.get('gpu_name')!r}: {why}" for o, why in rejected[:3])
     raise VastError(
         f"no Vast.ai offer is {filt.describe()}"

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from wfbench_core.record.options import parse_options
 
+from wfbench_transports import vast_selfstop
 from wfbench_transports.vast_client import VastClient
 from wfbench_transports.vast_config import VAST_OPTIONS, OfferFilter, VastError, arch_of, choose_offer
 
@@ -85,7 +86,8 @@ class VastSession:
         self.registry = registry
         self.cuda_compiler = cuda_compiler
         self.progress: Progress = progress or (lambda msg: print(msg, file=sys.stderr))
-        self.api = VastClient(api_key, timeout=self.cfg["api_timeout_s"])  # the SDK, opened at start
+        self.api = VastClient(api_key, timeout=self.cfg["api_timeout_s"], key_file=self.cfg["api_key_file"],
+                              url=self.cfg["api_url"])  # the SDK, opened at start (the key is read then)
         self.offer: dict[str, Any] | None = None
         self.instance_id: int | None = None
         self.transport: Any = None
@@ -208,15 +210,16 @@ class VastSession:
     def _check_cost(self, offer: dict[str, Any]) -> None:
         dph = float(offer["dph_total"])
         budget = self.cfg["budget_min"]
-        estimate = dph * budget / 60
+        estimate, network = self.filter.estimate(offer)
         self.progress(
             f"vast: offer {offer.get('id')}: {offer.get('gpu_name')} {arch_of(int(offer['compute_cap']))}, machine "
-            f"{offer.get('machine_id')}, ${dph:.3f}/h; budget {budget:g} min -> at most ${estimate:.2f} "
-            f"(max_cost ${self.cfg['max_cost']:.2f})"
+            f"{offer.get('machine_id')}, ${dph:.3f}/h; budget {budget:g} min and network ${network:.2f} -> at most "
+            f"${estimate:.2f} (max_cost ${self.cfg['max_cost']:.2f})"
         )
         if estimate > self.cfg["max_cost"]:
-            raise VastError(f"the cost estimate ${estimate:.2f} (${dph:.3f}/h for {budget:g} min) is over "
-                            f"max_cost=${self.cfg['max_cost']:.2f}; lower budget_min or raise max_cost")
+            raise VastError(f"the cost estimate ${estimate:.2f} (${dph:.3f}/h for {budget:g} min, network "
+                            f"${network:.2f} for {self.cfg['download_gb']:g} GB down and {self.cfg['upload_gb']:g} GB "
+                            f"up) is over max_cost=${self.cfg['max_cost']:.2f}; lower budget_min or raise max_cost")
 
     def _create(self, offer: dict[str, Any]) -> None:
         label = self.cfg["label"]
@@ -225,9 +228,12 @@ class VastSession:
         try:
             with self._lock:
                 self.offer = offer
+                # the instance's own deadline: it destroys itself then, even if this process is killed
+                left = self._deadline - time.monotonic() + self.cfg["grace_s"]
                 reply = self.api.call("renting", self.api.sdk.create_instance, id=int(offer["id"]),
                                       image=self.cfg["image"], disk=self.cfg["disk_gb"], label=label, ssh=True,
-                                      direct=True)
+                                      direct=True, onstart_cmd=vast_selfstop.ONSTART,
+                                      env=vast_selfstop.onstart_env(left, self.cfg["api_url"]))
                 new = reply.get("new_contract") if isinstance(reply, dict) else None
                 if not isinstance(reply, dict) or reply.get("success") is False:
                     refused = f"Vast.ai refused to rent offer {offer.get('id')}: {self.api.said(reply)}"

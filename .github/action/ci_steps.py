@@ -1,6 +1,8 @@
 """Steps of the wfbench GitHub action (action.yml) that are easier in Python than in bash.
 
-    python ci_steps.py base-commit HISTORY_DIR        print the WarpForth commit of the newest stored run (or nothing)
+    python ci_steps.py base-commit HISTORY_DIR WARPFORTH DEFAULT_REF
+                                                      print the WarpForth commit of the newest stored run that is
+                                                      on WarpForth's default branch (or nothing)
     python ci_steps.py test-modules MARK CHECKOUT     print the test modules of a wfbench checkout marked MARK
     python ci_steps.py summary RESULTS_DIR            job summary: tests, table, failed cases, base/head verdicts;
                                                       exit 1 naming each failure; writes storable=true|false
@@ -29,8 +31,15 @@ WARPFORTHC_TESTS = "warpforthc-tests.xml"  # pytest's JUnit report of the warpfo
 HEAD = "head"
 
 
+def command(kind: str, message: str) -> str:
+    """A workflow command (``::error::…``) carrying ``message`` as data: ``%``, CR and LF escaped as GitHub's
+    runner unescapes them, so no text from a result (a case message, a GPU host's error) can end the line and
+    start a command of its own."""
+    return f"::{kind}::" + message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
 def fail(message: str) -> None:
-    print(f"::error::{message}")
+    print(command("error", message))
     sys.exit(1)
 
 
@@ -94,7 +103,7 @@ def _verdict_section(result_path: Path) -> tuple[list[str], list[str]]:
     if proc.returncode not in (0, 1):
         return [], [f"wfbench compare could not judge the run: {proc.stderr.strip() or proc.stdout.strip()}"]
     lines = [proc.stdout.rstrip(), ""]
-    return lines, (["head is slower than base (wfbench compare --fail-on-regression exited 1)"]
+    return lines, (["head is slower than base or breaks a case (wfbench compare --fail-on-regression exited 1)"]
                    if proc.returncode == 1 else [])
 
 
@@ -132,9 +141,9 @@ def summary(results: Path) -> int:
     _write(env.get("GITHUB_STEP_SUMMARY"), "\n".join(lines) + "\n")
     _write(env.get("GITHUB_OUTPUT"), f"storable={'true' if result is not None and not failed else 'false'}\n")
     for c in failed:
-        print(f"::error::{_label(c)} {c.status.upper()}: {c.message or '(no message)'}")  # type: ignore[attr-defined]
+        print(command("error", f"{_label(c)} {c.status.upper()}: {c.message or '(no message)'}"))  # type: ignore[attr-defined]
     for e in errors:
-        print(f"::error::{e}")
+        print(command("error", e))
     return 1 if failed or errors else 0
 
 
@@ -146,17 +155,33 @@ def _write(path: str | None, text: str) -> None:
         print(text, end="")
 
 
-def base_commit(history: Path) -> int:
-    """The WarpForth commit of the newest stored run that names one (the base of the next base/head run)."""
+def base_commit(history: Path, warpforth: Path, default_ref: str) -> int:
+    """The WarpForth commit of the newest stored run whose commit is on WarpForth's default branch
+    (``default_ref``, fetched into the checkout ``warpforth``): the base of the next base/head run.
+
+    The commit is the one the trusted run recorded itself (its bundle's source, checked when the result came
+    back), and it is built only when it is an ancestor of the default branch: a stored run naming any other
+    commit is passed over with a warning, so no stored file decides what an unreviewed tree the runner builds.
+    """
+    import subprocess
+
+    from wfbench_core.record.childenv import child_env
     from wfbench_core.review.history import History, utc_sortable
 
     if not history.is_dir():
         return 0
     runs = sorted(History.open(history).runs.values(), key=lambda e: (utc_sortable(e.created), e.file))
     for entry in reversed(runs):
-        if re.fullmatch(r"[0-9a-f]{7,40}", entry.git_commit or ""):
-            print(entry.git_commit)
+        commit = entry.git_commit or ""
+        if not re.fullmatch(r"[0-9a-f]{40}", commit):
+            continue
+        on_default = subprocess.run(["git", "-C", str(warpforth), "merge-base", "--is-ancestor", commit,
+                                     str(default_ref)], capture_output=True, env=child_env(), check=False)
+        if on_default.returncode == 0:
+            print(commit)
             return 0
+        print(command("warning", f"stored run {entry.file} names WarpForth commit {commit}, which is not on its "
+                                 f"default branch ({default_ref}): not used as the base"), file=sys.stderr)
     return 0
 
 
@@ -253,21 +278,23 @@ def merge(artifacts: Path) -> int:
         Path(env["COMMENT_OUT"]).write_text(matrix.comment(outcomes))
     for o in outcomes:
         if o.regressed:
-            print(f"::error::{o.leg.gpu}: head is slower than base")
+            print(command("error", f"{o.leg.gpu}: head is slower than base or breaks a case"))
         if o.problem:
-            print(f"::error::{o.leg.gpu}: {o.problem}")
+            print(command("error", f"{o.leg.gpu}: {o.problem}"))
     print(f"{len(outcomes)} model(s); storable: {', '.join(o.leg.gpu for o in outcomes if o.storable) or 'none'}")
     return matrix.exit_status(outcomes)
 
 
 def main(argv: list[str]) -> int:
-    commands = {"base-commit": (1, base_commit), "test-modules": (2, test_modules), "summary": (1, summary),
+    commands = {"base-commit": (3, base_commit), "test-modules": (2, test_modules), "summary": (1, summary),
                 "head-view": (2, head_view), "gate": (1, gate), "plan": (1, plan), "merge": (1, merge)}
     if not argv or argv[0] not in commands or len(argv) - 1 != commands[argv[0]][0]:
         fail(f"usage: ci_steps.py {{{'|'.join(commands)}}} ARGS (got {' '.join(argv) or 'nothing'})")
     command, args = argv[0], argv[1:]
     if command == "test-modules":
         return test_modules(args[0], Path(args[1]))
+    if command == "base-commit":
+        return base_commit(Path(args[0]), Path(args[1]), args[2])
     return commands[command][1](*map(Path, args))  # type: ignore[operator]
 
 

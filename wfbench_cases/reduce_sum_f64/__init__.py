@@ -27,7 +27,7 @@ from __future__ import annotations
 
 
 from wfbench_core import hookimpl
-from wfbench_core.case import Case, Launch, Param, Tolerance, Work, resource_text
+from wfbench_core.case import Case, Launch, Param, Sweep, Tolerance, Work, powers_of_two, resource_text
 
 BLOCK = 256
 
@@ -61,6 +61,11 @@ def _reference(inp, s):  # type: ignore[no-untyped-def]
     return {"OUT": partial[:, 0].copy()}
 
 
+def _sweep_grid(s):  # type: ignore[no-untyped-def]
+    """A sweep point's grid: one thread per element up to the canonical 1024 blocks of 256."""
+    return {"BLOCKS": max(1, min(1024, -(-s["N"] // 256)))}
+
+
 CASE = Case(
     id="reduce_sum_f64",
     version=1,
@@ -81,6 +86,7 @@ CASE = Case(
     metric="bandwidth",
     seed=3,
     notes=__doc__ or "",
+    sweep=Sweep(sizes=powers_of_two("N", 12, 26, 2), derive=_sweep_grid),
 )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 
 from wfbench_core import hookimpl
-from wfbench_core.case import Case, Launch, Param, Tolerance, Work, resource_text
+from wfbench_core.case import Case, Launch, Param, Sweep, Tolerance, Work, powers_of_two, resource_text
 
 
 def _launch(s):  # type: ignore[no-untyped-def]
@@ -25,6 +25,11 @@ def _inputs(s, rng):  # type: ignore[no-untyped-def]
 
 def _reference(inp, s):  # type: ignore[no-untyped-def]
     return {"Y": inp["K"] * inp["X"]}
+
+
+def _sweep_grid(s):  # type: ignore[no-untyped-def]
+    """A sweep point's grid: one thread per element up to the canonical 4096 blocks of 256."""
+    return {"blocks": max(1, min(4096, -(-s["N"] // 256)))}
 
 
 CASE = Case(
@@ -47,6 +52,7 @@ CASE = Case(
     metric="bandwidth",
     seed=1,
     notes=__doc__ or "",
+    sweep=Sweep(sizes=powers_of_two("N", 12, 26, 2), derive=_sweep_grid),
 )
 
 

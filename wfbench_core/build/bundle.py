@@ -8,6 +8,8 @@ Layout::
       <case>/check.ptx           WarpForth PTX
       <case>/check.cu            rendered CUDA source (compiled on the GPU host)
       <case>/canonical.{forth,ptx,cu}
+      <case>/sweep/<sizes>.{forth,ptx,cu}   with sweep sizes (``wfbench build --sweep``): one set per size, the
+                                 case's canonical configuration at that size (``wfbench sweep --bundle``)
 
 The GPU host needs wfbench and the case plugins installed (for input generators and references); it
 recomputes each case's fingerprint and refuses a bundle built from a different case definition.
@@ -49,12 +51,22 @@ class BundleConfig:
 
 
 @attrs.frozen
+class BundleSweepPoint:
+    """One size of a case's sweep: its sizes, the fingerprint of the case at them, its files."""
+
+    sizes: dict[str, int]
+    fingerprint: str
+    config: BundleConfig
+
+
+@attrs.frozen
 class BundleCase:
     id: str
     version: int
     fingerprint: str
     plugin: str
     configs: dict[str, BundleConfig]
+    sweep: tuple[BundleSweepPoint, ...] = ()
 
 
 @attrs.frozen
@@ -88,8 +100,12 @@ def build_bundle(
     compiler_label: str = "",
     keep_going: bool = True,
     check_cuda: CompilerInfo | None = None,
+    sweeps: Mapping[str, list[dict[str, int]]] | None = None,
 ) -> BundleManifest:
     """Compile every case's WarpForth source (both configurations) and write the bundle.
+
+    ``sweeps`` (case id -> sizes, from :meth:`~wfbench_core.case.Case.sweep_points`) adds each size's
+    configuration too, for ``wfbench sweep --bundle``.
 
     ``warpforthc`` is one binary, or ``{label: binary}`` for a base/head bundle (one sub-bundle per
     label, timed together on the GPU host). A case whose WarpForth source does not compile is recorded
@@ -110,14 +126,14 @@ def build_bundle(
     try:
         if list(compilers) == [""]:
             manifest = _build_into(work, cases, compilers[""], warpforthc_info(compilers[""]), arch, source,
-                                   plugins, progress, compiler_label, keep_going, check_cuda)
+                                   plugins, progress, compiler_label, keep_going, check_cuda, sweeps)
         else:
             subs = {}
             for label, binary in compilers.items():
                 progress(f"warpforthc {label}: {binary}")
                 (work / label).mkdir()
                 subs[label] = _build_into(work / label, cases, binary, warpforthc_info(binary), arch, source,
-                                          plugins, progress, label, keep_going, check_cuda)
+                                          plugins, progress, label, keep_going, check_cuda, sweeps)
             first = next(iter(subs.values()))
             manifest = attrs.evolve(first, cases=(), labels=tuple(subs), compiler_label="", failures={
                 str(CaseKey(cid, label)): why for label, sub in subs.items() for cid, why in sub.failures.items()})
@@ -133,13 +149,15 @@ def build_bundle(
 
 def _build_into(out_dir: Path, cases: Iterable[Case], warpforthc: Path, info: CompilerInfo, arch: str | None,
                 source: Source, plugins: dict[str, str] | None, progress: Callable[[str], None],
-                compiler_label: str, keep_going: bool, check_cuda: CompilerInfo | None) -> BundleManifest:
+                compiler_label: str, keep_going: bool, check_cuda: CompilerInfo | None,
+                sweeps: Mapping[str, list[dict[str, int]]] | None = None) -> BundleManifest:
     built: list[BundleCase] = []
     failures: dict[str, str] = {}
     for case in cases:
         progress(f"compile {case.id}")
         try:
-            built.append(_build_case(case, out_dir, warpforthc, arch, (plugins or {}).get(case.id, "")))
+            built.append(_build_case(case, out_dir, warpforthc, arch, (plugins or {}).get(case.id, ""),
+                                     (sweeps or {}).get(case.id, [])))
             if check_cuda is not None:
                 try:
                     compile_cuda(case.render("canonical")[1], case_id=case.key("canonical"),
@@ -173,14 +191,55 @@ def write_manifest(out_dir: Path, manifest: BundleManifest) -> None:
     atomic_write(out_dir / MANIFEST, json.dumps(converter().unstructure(manifest), indent=1) + "\n")
 
 
-def _build_case(case: Case, out_dir: Path, warpforthc: Path, arch: str | None, plugin: str) -> BundleCase:
+def _build_case(case: Case, out_dir: Path, warpforthc: Path, arch: str | None, plugin: str,
+                sweep: list[dict[str, int]]) -> BundleCase:
     def compile_wf(config: str, src: str) -> Compiled:
         try:
             return compile_warpforth(src, binary=warpforthc, case_id=case.key(config), arch=arch)
         except CompileError as exc:
             raise _classified(exc, case.id, config, "wf", "warpforthc") from None
 
-    return write_case(case, out_dir, plugin, compile_wf)
+    def compile_point(at: Case, src: str) -> Compiled:
+        config = sweep_config(at.sizes["canonical"])
+        try:
+            return compile_warpforth(src, binary=warpforthc, case_id=case.key(config), arch=arch)
+        except CompileError as exc:
+            raise _classified(exc, case.id, config, "wf", "warpforthc") from None
+
+    entry = write_case(case, out_dir, plugin, compile_wf)
+    return attrs.evolve(entry, sweep=write_sweep(case, out_dir, sweep, compile_point)) if sweep else entry
+
+
+def sweep_config(sizes: Mapping[str, int]) -> str:
+    """How a sweep point is named where a configuration is (``sweep:N-4096_blocks-16``)."""
+    return f"sweep:{sweep_name(sizes)}"
+
+
+def sweep_name(sizes: Mapping[str, int]) -> str:
+    """A sweep point's file stem: ``N-4096_blocks-16``."""
+    return "_".join(f"{k}-{v}" for k, v in sorted(sizes.items()))
+
+
+def write_sweep(case: Case, out_dir: Path, sizes: list[dict[str, int]],
+                compile_point: Callable[[Case, str], Compiled]) -> tuple[BundleSweepPoint, ...]:
+    """Write one set of files per sweep size (the case's canonical configuration at that size) into
+    ``<case>/sweep/``; ``compile_point(case at the size, its WarpForth source)`` gives each size's PTX."""
+    folder = out_dir / case.id / "sweep"
+    folder.mkdir(parents=True, exist_ok=True)
+    points = []
+    for point in sizes:
+        at = case.at_sizes(point)
+        wf_src, cuda_src = at.render("canonical")
+        compiled = compile_point(at, wf_src)
+        stem = f"{case.id}/sweep/{sweep_name(point)}"
+        (out_dir / f"{stem}.forth").write_text(wf_src)
+        (out_dir / f"{stem}.ptx").write_text(compiled.ptx)
+        (out_dir / f"{stem}.cu").write_text(cuda_src)
+        points.append(BundleSweepPoint(dict(point), at.fingerprint(), BundleConfig(
+            wf_ptx=f"{stem}.ptx", cuda_source=f"{stem}.cu", wf_source=f"{stem}.forth",
+            wf_ptx_sha256=sha256_text(compiled.ptx), cuda_source_sha256=sha256_text(cuda_src),
+            compile_wf=compiled.record)))
+    return tuple(points)
 
 
 def _classified(exc: CompileError, case_id: str, config: str, side: str, compiler: str) -> CompileError:
@@ -199,9 +258,9 @@ def write_case(case: Case, out_dir: Path, plugin: str, compile_wf: Callable[[str
     for config in CONFIGS:
         wf_src, cuda_src = case.render(config)
         compiled = compile_wf(config, wf_src)
-        (folder / f"{config}.forth").write_text(wf_src)
-        (folder / f"{config}.ptx").write_text(compiled.ptx)
-        (folder / f"{config}.cu").write_text(cuda_src)
+        atomic_write(folder / f"{config}.forth", wf_src)
+        atomic_write(folder / f"{config}.ptx", compiled.ptx)
+        atomic_write(folder / f"{config}.cu", cuda_src)
         configs[config] = BundleConfig(
             wf_ptx=f"{case.id}/{config}.ptx",
             cuda_source=f"{case.id}/{config}.cu",
@@ -268,6 +327,67 @@ def _bundle_file(bundle: Path, rel: str, case_id: str, what: str) -> str:
     return read_text(path, what)
 
 
+def shipped_files(bundle: Path) -> list[str]:
+    """The files a transport ships of a bundle: its manifests and the files they name, and nothing else
+    (a stray file, or a link to a private key, stays here). Each is checked with ``lstat``, every folder on
+    its way too: a regular file inside the bundle, never a symbolic link; else one line naming it."""
+    import stat
+
+    root = Path(bundle)
+    names = [MANIFEST]
+    for label, (manifest, _) in read_variants(root).items():
+        prefix = f"{label}/" if label else ""
+        if label:
+            names.append(prefix + MANIFEST)
+        for entry in manifest.cases:
+            for bc in [*entry.configs.values(), *(point.config for point in entry.sweep)]:
+                names += [prefix + bc.wf_ptx, prefix + bc.cuda_source, prefix + bc.wf_source]
+    for rel in names:
+        parts = Path(rel).parts
+        if not parts or Path(rel).is_absolute() or ".." in parts:
+            raise WfbenchError(f"{root / MANIFEST}: names {rel!r}, outside the bundle; rebuild the bundle")
+        for depth in range(1, len(parts) + 1):
+            path = root.joinpath(*parts[:depth])
+            try:
+                mode = path.lstat().st_mode
+            except OSError:
+                raise WfbenchError(f"{path}: missing; rebuild the bundle") from None
+            last = depth == len(parts)
+            if not (stat.S_ISREG(mode) if last else stat.S_ISDIR(mode)):
+                kind = "a symbolic link" if stat.S_ISLNK(mode) else "not a regular file" if last else "not a folder"
+                raise WfbenchError(f"{path}: {kind}; a bundle ships only regular files inside it: rebuild the bundle")
+    return list(dict.fromkeys(names))
+
+
+def load_sweep_point(bundle: Path, entry: BundleCase, case: Case, index: int) -> tuple[Case, LoadedConfig]:
+    """Sweep point ``index`` of a case whose files :func:`load_case_files` verified: the case at its sizes, and
+    its canonical files, their hashes checked and the point's fingerprint matched with the installed case's."""
+    point = entry.sweep[index]
+    at = case.at_sizes(point.sizes)
+    try:
+        fingerprint = at.fingerprint()
+    except (ValueError, KeyError) as exc:
+        raise WfbenchError(f"{Path(bundle) / MANIFEST}: {entry.id} sweep sizes {point.sizes}: {exc}; rebuild the "
+                           f"bundle") from None
+    if fingerprint != point.fingerprint:
+        raise WfbenchError(f"{entry.id} at {sweep_name(point.sizes)}: the case installed here differs from the one "
+                           f"in the bundle; install the same wfbench/case plugin version on both sides")
+    return at, _load_config(bundle, entry.id, sweep_config(point.sizes), point.config, at)
+
+
+def _load_config(bundle: Path, case_id: str, config: str, bc: BundleConfig, case: Optional[Case]) -> LoadedConfig:
+    ptx = _bundle_file(bundle, bc.wf_ptx, case_id, "WarpForth PTX text")
+    cu = _bundle_file(bundle, bc.cuda_source, case_id, "CUDA source text")
+    for rel, text, digest in ((bc.wf_ptx, ptx, bc.wf_ptx_sha256), (bc.cuda_source, cu, bc.cuda_source_sha256)):
+        if sha256_text(text) != digest:
+            raise WfbenchError(f"{Path(bundle) / rel}: does not match the hash in the bundle's manifest (case "
+                               f"{case_id}, {config}); rebuild the bundle")
+    why = ptx_problem(ptx, case.wf_kernel) if case is not None else ""
+    if why:
+        raise WfbenchError(f"{Path(bundle) / bc.wf_ptx}: {why}; rebuild the bundle")
+    return LoadedConfig(ptx, cu, bc.compile_wf)
+
+
 def load_case_files(bundle: Path, entry: BundleCase, case: Optional[Case]) -> dict[str, LoadedConfig]:
     """Read a case's files, verifying hashes and that the installed case matches the one built."""
     if case is not None and case.fingerprint() != entry.fingerprint:
@@ -276,16 +396,4 @@ def load_case_files(bundle: Path, entry: BundleCase, case: Optional[Case]) -> di
             f"from the one in the bundle (v{entry.version}, {entry.fingerprint[:12]}); install the same "
             f"wfbench/case plugin version on both sides"
         )
-    loaded = {}
-    for config, bc in entry.configs.items():
-        ptx = _bundle_file(bundle, bc.wf_ptx, entry.id, "WarpForth PTX text")
-        cu = _bundle_file(bundle, bc.cuda_source, entry.id, "CUDA source text")
-        for rel, text, digest in ((bc.wf_ptx, ptx, bc.wf_ptx_sha256), (bc.cuda_source, cu, bc.cuda_source_sha256)):
-            if sha256_text(text) != digest:
-                raise WfbenchError(f"{Path(bundle) / rel}: does not match the hash in the bundle's manifest (case "
-                                   f"{entry.id}, {config}); rebuild the bundle")
-        why = ptx_problem(ptx, case.wf_kernel) if case is not None else ""
-        if why:
-            raise WfbenchError(f"{Path(bundle) / bc.wf_ptx}: {why}; rebuild the bundle")
-        loaded[config] = LoadedConfig(ptx, cu, bc.compile_wf)
-    return loaded
+    return {config: _load_config(bundle, entry.id, config, bc, case) for config, bc in entry.configs.items()}

@@ -10,6 +10,12 @@ memory of the launch. So a kernel's identity hashes, together with its normalise
   CONSTANT banks, TEXTURE, SURFACE, SAMPLER);
 * its launch attributes, the ``.nv.info.<kernel>`` section of ``cuobjdump -elf`` (EIATTR_MAX_THREADS,
   EIATTR_REQNTID, EIATTR_MAXREG_COUNT, EIATTR_NUM_BARRIERS, ...);
+* its initialized data, the contents of the cubin's constant banks (``.nv.constant<N>`` but bank 0, the
+  kernel's parameters: initialized ``.const`` variables, the constants ptxas places) and of
+  ``.nv.global.init`` (initialized ``.global`` variables), as ``cuobjdump -elf`` dumps them: the SASS reads
+  them by address (``c[0x3][0x0]``), so two kernels whose ``.const`` loop counts are 10 and 100000 have the
+  same SASS. A kernel without initialized data has none, and its identity is what it was before data was
+  part of it;
 * the dynamic shared memory and threads per block of the case's launch.
 
 Equal identities mean equal machine code launched alike: any timing difference between the two is noise.
@@ -58,6 +64,27 @@ def parse_nv_info(listing: str, kernel: str) -> tuple[str, ...]:
     return tuple(sorted(out))
 
 
+_DATA_SECTION = re.compile(r"^\.nv\.(?:constant(?!0\b)\d+|global\.init)(?:\.\S+)?\s*$")
+
+
+def parse_data(listing: str, kernel: str) -> str:
+    """SHA-256 of the initialized data sections of a ``cuobjdump -elf`` listing (see the module docstring),
+    each as its name (``.<kernel>`` dropped) and its words; "" when the cubin has none."""
+    lines = listing.splitlines()
+    found = []
+    for i, line in enumerate(lines):
+        if not _DATA_SECTION.match(line):
+            continue
+        name = line.strip().removesuffix(f".{kernel}")
+        words = []
+        for text in lines[i + 1:]:
+            if not re.fullmatch(r"\s*(0x[0-9a-fA-F]+\s*)+", text):
+                break
+            words += text.split()
+        found.append(f"{name}={' '.join(words)}")
+    return hashlib.sha256("\n".join(sorted(found)).encode()).hexdigest() if found else ""
+
+
 def max_threads(launch_attrs: tuple[str, ...]) -> int:
     """Threads per block the launch bounds allow (``.maxntid`` or ``.reqntid``); 0 when unbounded."""
     for attr in launch_attrs:
@@ -78,6 +105,7 @@ def _facts(d: SideDiagnostics) -> dict[str, object]:
         "shared_dynamic": d.shared_dynamic, "constant_bytes": d.constant_bytes, "barriers": d.barriers,
         "block_threads": d.block_threads, "local_bytes": d.local_bytes, "resources": dict(sorted(d.resources.items())),
         "launch": list(d.launch_attrs),
+        **({"data": d.data_sha256} if d.data_sha256 else {}),  # none: the identity of a kernel without data
     }
 
 
@@ -111,6 +139,8 @@ def differences(a: SideDiagnostics, b: SideDiagnostics) -> list[str]:
         out += [f"{k} {ra.get(k, '-')} -> {rb.get(k, '-')}" for k in sorted(set(ra) | set(rb)) if ra.get(k) != rb.get(k)]
     if fa["launch"] != fb["launch"]:
         out.append("launch attributes")
+    if fa.get("data") != fb.get("data"):
+        out.append("initialized .const/.global data")
     return out
 
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 import attrs
 
 from wfbench_core.record.childenv import child_env
-from wfbench_core.build.code_identity import identical, max_threads, parse_nv_info, parse_res_usage
+from wfbench_core.build.code_identity import identical, max_threads, parse_data, parse_nv_info, parse_res_usage
 from wfbench_core.build.cudatools import find_tool, require_tools
 from wfbench_core.build.stack_tax import cell, stack_addressing, tax_of
 from wfbench_core.errors import WfbenchError
@@ -41,9 +41,7 @@ class DiagnosticsError(WfbenchError):
     """ptxas or cuobjdump failed on a side's PTX; the message names the side and carries the tool's words."""
 
 
-# -------------------------------------------------------------------------------------------------
-# Per-architecture limits (CUDA C++ Programming Guide, "Technical Specifications per Compute Capability")
-# -------------------------------------------------------------------------------------------------
+# -- Per-architecture limits (CUDA C++ Programming Guide, "Technical Specifications per Compute Capability")
 
 
 @attrs.frozen
@@ -105,9 +103,7 @@ def theoretical_occupancy(arch: str, *, block_threads: int, registers: int, shar
     return Occupancy(blocks, blocks * warps_per_block, blocks * warps_per_block / lim.max_warps, limiter)
 
 
-# -------------------------------------------------------------------------------------------------
-# ptxas -v
-# -------------------------------------------------------------------------------------------------
+# -- ptxas -v -------------------------------------------------------------------------------------
 
 
 @attrs.frozen
@@ -149,9 +145,7 @@ def parse_ptxas(report: str, kernel: str) -> PtxasReport:
     )
 
 
-# -------------------------------------------------------------------------------------------------
-# SASS
-# -------------------------------------------------------------------------------------------------
+# -- SASS -----------------------------------------------------------------------------------------
 
 
 @attrs.frozen
@@ -347,9 +341,7 @@ def hottest_loop(instrs: Sequence[Instr]) -> Loop | None:
     return min(found, key=lambda lp: (-lp.depth, -len(lp.instrs), lp.start))
 
 
-# -------------------------------------------------------------------------------------------------
-# Running the tools
-# -------------------------------------------------------------------------------------------------
+# -- Running the tools ----------------------------------------------------------------------------
 
 
 def tools_available() -> str | None:
@@ -388,6 +380,7 @@ class Assembled:
     ptxas_version: str
     resources: tuple[tuple[str, int], ...] = ()
     launch_attrs: tuple[str, ...] = ()
+    data_sha256: str = ""  # initialized .const / .global data (wfbench_core.build.code_identity.parse_data)
 
 
 def assemble(ptx: str, kernel: str, arch: str, *, what: str = "") -> Assembled:
@@ -404,7 +397,8 @@ def assemble(ptx: str, kernel: str, arch: str, *, what: str = "") -> Assembled:
         listing = _run([str(cuobjdump), "-sass", str(cubin)], f"{what} ({arch})", env).stdout
         elf = _run([str(cuobjdump), "-res-usage", "-elf", str(cubin)], f"{what} ({arch})", env).stdout
     return Assembled(parse_ptxas(report, kernel), tuple(parse_sass(listing, kernel)), tool_version(ptxas),
-                     tuple(sorted(parse_res_usage(elf, kernel).items())), parse_nv_info(elf, kernel))
+                     tuple(sorted(parse_res_usage(elf, kernel).items())), parse_nv_info(elf, kernel),
+                     parse_data(elf, kernel))
 
 
 def diagnose(ptx: str, kernel: str, arch: str, block_threads: int, dynamic_shared: int, *,
@@ -430,7 +424,7 @@ def summarize(a: Assembled, kernel: str, arch: str, block_threads: int, dynamic_
         loop_instructions=len(code_of(loop.instrs)) if loop else 0,
         loop_mix=mix_of(code_of(loop.instrs)) if loop else {}, resources=dict(a.resources),
         local_bytes=max(p.local_bytes, dict(a.resources).get("LOCAL", 0)), launch_attrs=a.launch_attrs,
-        max_threads=max_threads(a.launch_attrs), stack_addressing=stack_addressing(code),
+        max_threads=max_threads(a.launch_attrs), stack_addressing=stack_addressing(code), data_sha256=a.data_sha256,
     )
 
 
@@ -463,9 +457,7 @@ def diagnose_case(case: "Case", *, wf_ptx: str, cuda_ptx: str, arch: str
     return wf, cu, ""
 
 
-# -------------------------------------------------------------------------------------------------
-# Views
-# -------------------------------------------------------------------------------------------------
+# -- Views ----------------------------------------------------------------------------------------
 
 
 def mix_differences(a: Mapping[str, int], b: Mapping[str, int], n: int = 6) -> list[tuple[str, int, int]]:

@@ -8,9 +8,11 @@ MLIR found here, then only the ``warpforthc`` target. It runs on a scratch copy 
   does not use it);
 - with MLIR 22 or newer, the one known incompatibility is patched (:data:`EDITS`).
 
-A build is cached by the tree's content and the toolchain, in ``$WFBENCH_CACHE_DIR/warpforthc`` (default
-``$XDG_CACHE_HOME/wfbench``, else ``~/.cache/wfbench``). An entry keeps only the binary and the libdevice
-bitcode it reads: warpforthc embeds that file's absolute path, so an entry is used where it was built.
+A build is cached by the tree's content and the toolchain, in ``$WFBENCH_CACHE_DIR/warpforthc``
+(default ``$XDG_CACHE_HOME/wfbench``, else ``~/.cache/wfbench``). An entry keeps only the binary and the libdevice
+bitcode it reads: warpforthc embeds that file's absolute path, so an entry is used where it was built. The
+hashes of what the build made are recorded beside the entry (``KEY.sha256``), and an entry is used only when
+its files still have them: a binary planted in an entry is rebuilt, never run.
 With ``ccache`` installed the builds share their object files (base and head differ in a few files).
 """
 
@@ -29,6 +31,7 @@ from typing import Callable, Iterator, Optional
 import attrs
 
 from wfbench_core.errors import WfbenchError
+from wfbench_core.record.childenv import child_env
 from wfbench_core.record.fsutil import atomic_write
 from wfbench_core.build.warpforth_source import Snapshot, materialize, release
 
@@ -128,7 +131,8 @@ def find_mlir() -> Optional[Path]:
 
 def _version_line(tool: str) -> str:
     try:
-        out = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=60, check=False).stdout
+        out = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=60, check=False,
+                             env=child_env()).stdout
     except OSError:
         return tool
     return (out.strip().splitlines() or [tool])[0].strip()
@@ -165,6 +169,7 @@ def cache_root() -> Path:
 
 
 def cache_key(snap: Snapshot, tc: Toolchain) -> str:
+    """The entry's folder name: the commit, and a hash of the tree's content and the toolchain."""
     import hashlib
 
     text = json.dumps({"tree": snap.content_id, **tc.fingerprint()}, sort_keys=True)
@@ -188,13 +193,37 @@ def read_provenance(binary: Path) -> Optional[dict[str, object]]:
     return data if isinstance(data, dict) else None
 
 
+def _ledger(entry: Path) -> Path:
+    """Beside the entry, not in it: the hashes of what the build made there (:func:`_record`)."""
+    return entry.with_name(entry.name + ".sha256")
+
+
+def _contents(entry: Path) -> dict[str, str]:
+    """The SHA-256 of each file an entry keeps: the binary, the bitcode it reads, what it was built from."""
+    import hashlib
+
+    kept = (BINARY, LIBDEVICE, BINARY.with_name(PROVENANCE))
+    return {str(rel): hashlib.sha256((entry / rel).read_bytes()).hexdigest() for rel in kept}
+
+
+def _record(entry: Path) -> None:
+    atomic_write(_ledger(entry), json.dumps({"key": entry.name, "files": _contents(entry)}, indent=1) + "\n")
+
+
 def _complete(entry: Path) -> bool:
     """A finished build, at the path it was built at (a cache restored elsewhere, say under another home,
-    holds binaries that read libdevice from the old path: they are rebuilt)."""
+    holds binaries that read libdevice from the old path: they are rebuilt), whose files are the ones its
+    build recorded beside it: a binary put into an entry by anything but its build is never used."""
     if not ((entry / BINARY).is_file() and (entry / LIBDEVICE).is_file()):
         return False
     built = read_provenance(entry / BINARY)
-    return built is not None and built.get("built_at") == str(entry)
+    if built is None or built.get("built_at") != str(entry):
+        return False
+    try:
+        recorded = json.loads(_ledger(entry).read_text())
+        return isinstance(recorded, dict) and recorded == {"key": entry.name, "files": _contents(entry)}
+    except (OSError, ValueError):
+        return False
 
 
 @contextlib.contextmanager
@@ -219,8 +248,10 @@ def build(snap: Snapshot, *, label: str = "", toolchain: Optional[Toolchain] = N
     with _locked(root / f"{key}.lock"):
         if not _complete(entry):
             if (entry / BINARY).exists():
-                progress(f"{name}: {entry} holds no finished build made there; building it again")
+                progress(f"{name}: {entry} holds no finished build made there, or not the files its build "
+                         f"recorded; building it again")
             shutil.rmtree(entry, ignore_errors=True)
+            _ledger(entry).unlink(missing_ok=True)
             entry.mkdir(parents=True)
             progress(f"{name}: building {snap.short} with WarpForth's recipe, {tc.describe()} (minutes; log: "
                      f"{entry / 'build.log'})")
@@ -282,7 +313,8 @@ def _run(argv: list[str], log: Path, env: dict[str, str], timeout: float, step: 
 def _build_entry(entry: Path, root: Path, snap: Snapshot, tc: Toolchain) -> None:
     """Configure and build in ``entry`` (kept: the binary reads libdevice from there), then trim it."""
     src, build_dir, log = entry / "src", entry / "build", entry / "build.log"
-    env = {**os.environ, "CCACHE_BASEDIR": str(root), "CCACHE_NOHASHDIR": "1"}
+    # the tree under test runs here (its CMakeLists.txt, its build): no secret of this process reaches it
+    env = child_env({"CCACHE_BASEDIR": str(root), "CCACHE_NOHASHDIR": "1"})
     try:
         materialize(snap, src)
         edits = prepare_tree(src, tc.mlir_major)
@@ -303,6 +335,7 @@ def _build_entry(entry: Path, root: Path, snap: Snapshot, tc: Toolchain) -> None
     _trim(build_dir)
     atomic_write(entry / BINARY.with_name(PROVENANCE),
                  json.dumps({**_provenance(snap, tc, edits), "built_at": str(entry)}, indent=1) + "\n")
+    _record(entry)
 
 
 def _trim(build_dir: Path) -> None:

@@ -29,6 +29,7 @@ from typing import Iterator, Optional
 import attrs
 
 from wfbench_core.errors import WfbenchError
+from wfbench_core.record.childenv import child_env
 
 GIT_TIMEOUT_S = 600
 #: files that mark a folder as generated, not source: its untracked contents are never part of the tree
@@ -88,7 +89,7 @@ def git(repo: Path, *args: str, what: str = "", env: Optional[dict[str, str]] = 
     """``git -C repo ARGS``' output; a failure is one line naming what was being done."""
     try:
         proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=False,
-                              timeout=GIT_TIMEOUT_S, env={**os.environ, **(env or {})})
+                              timeout=GIT_TIMEOUT_S, env=child_env(env))
     except FileNotFoundError:
         raise WfbenchError("git is not installed: install it (Debian/Ubuntu: apt-get install git)") from None
     except subprocess.TimeoutExpired:
@@ -103,7 +104,7 @@ def toplevel(folder: Path) -> Optional[Path]:
     """The checkout ``folder`` is in, or None."""
     try:
         out = subprocess.run(["git", "-C", str(folder), "rev-parse", "--show-toplevel"], capture_output=True,
-                             text=True, check=False, timeout=60)
+                             text=True, check=False, timeout=60, env=child_env())
     except (FileNotFoundError, subprocess.TimeoutExpired):
         return None
     return Path(out.stdout.strip()) if out.returncode == 0 and out.stdout.strip() else None

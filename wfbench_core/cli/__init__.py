@@ -25,6 +25,24 @@ class _Group(LazyGroup):
         except KeyboardInterrupt:
             click.echo("wfbench: interrupted", err=True)
             sys.exit(130)
+        except OSError as exc:  # a place that cannot be written or read: read-only, full, a symlink loop ...
+            import errno
+
+            from wfbench_core.record.fsutil import os_error_line
+
+            if exc.errno == errno.EPIPE:
+                raise  # stdout closed by a pager: click ends quietly
+
+            click.echo(f"wfbench: error: {os_error_line(exc)}", err=True)
+            sys.exit(WfbenchError.exit_code)
+        except RuntimeError as exc:
+            from wfbench_core.record.fsutil import symlink_loop_line
+
+            line = symlink_loop_line(exc)
+            if line is None:
+                raise
+            click.echo(f"wfbench: error: {line}", err=True)
+            sys.exit(WfbenchError.exit_code)
 
 
 def _showwarning(message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
@@ -61,6 +79,8 @@ COMMANDS = {
                      "came from."),
     "run": _command("run", "run", "Build the bundle here (or take --bundle) and execute it on a GPU: check, time, print the table, "
                     "write JSON."),
+    "sweep": _command("sweep", "sweep_cmd", "Time CASE over a range of sizes on this machine's GPU: gap against "
+                      "size as JSON and a plot."),
     "transports": _command("transports", "list_transports", "List the installed transports (where bundles can "
                            "run); with NAME, its --transport-opt options."),
     "new-case": _command("cases", "new_case", "Scaffold a case plugin package NAME: the case, both kernel files as "

@@ -48,5 +48,7 @@ def new_case(name: str, parent: Path) -> None:
     from wfbench_core.discover.scaffold import new_case as scaffold
 
     root = scaffold(name, parent)
-    click.echo(f"{root}: case {name} (pip install {root}; then wfbench list shows it)")
+    # a folder, never a name pip would look up in a package index: ./wfbench-my-scale, not wfbench-my-scale
+    folder = root.as_posix() if root.is_absolute() or root.as_posix().startswith("../") else f"./{root.as_posix()}"
+    click.echo(f"{root}: case {name} (pip install {folder}; then wfbench list shows it)")
 

@@ -26,7 +26,9 @@ from wfbench_core.review.verdicts import DEFAULT_MARGIN
               help="SLOWER / FASTER only when the interval lies beyond +/- this [the margin].")
 @click.option("--markdown", is_flag=True, help="Markdown (a job summary or a PR comment).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-@click.option("--fail-on-regression", is_flag=True, help="Exit 1 when a case is SLOWER (nothing else counts).")
+@click.option("--fail-on-regression", is_flag=True,
+              help="Exit 1 when a case is SLOWER, or BROKEN (the head failed where the base was timed); nothing "
+                   "else counts.")
 @click.option("--history", "history_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               envvar=HISTORY_ENV, show_envvar=True,
               help="History whose runs of each case measure what processes and boards add between two runs "

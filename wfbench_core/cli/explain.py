@@ -59,10 +59,9 @@ def _profiled(reports, case, ncu: str | None, recipe, progress):  # type: ignore
     return profiled
 
 
-def _store(run, result_path: Path, case, label: str, reports, progress):  # type: ignore[no-untyped-def]
-    """Store the diagnostics (and profiles) of ``case`` in the result file; returns its updated CaseResult."""
-    from wfbench_core.record.results import write_result
-
+def _with_diagnostics(run, result_path: Path, case, label: str, reports):  # type: ignore[no-untyped-def]
+    """The run with the diagnostics (and profiles) of ``case`` in it, and its updated CaseResult; the run's file is
+    never changed (a stored result is write-once)."""
     try:
         result = run.case(case.id, label)
     except KeyError:
@@ -71,10 +70,22 @@ def _store(run, result_path: Path, case, label: str, reports, progress):  # type
     updated = attrs.evolve(result, diag_wf=reports[0].diag, diag_cuda=reports[-1].diag,
                            profile_wf=reports[0].profile or result.profile_wf,
                            profile_cuda=reports[-1].profile or result.profile_cuda)
-    write_result(attrs.evolve(run, cases=tuple(updated if c is result else c for c in run.cases)), result_path)
-    profiled = reports[0].profile is not None or reports[-1].profile is not None
-    progress(f"stored the diagnostics{' and profiles' if profiled else ''} of {case.id} in {result_path}")
-    return updated
+    return attrs.evolve(run, cases=tuple(updated if c is result else c for c in run.cases)), updated
+
+
+def _save(run, out: Path, result_path: Path, timed, explained_ptx: str, progress):  # type: ignore[no-untyped-def]
+    """Write ``run`` to the new file ``out`` (never over an existing one), warning when the WarpForth PTX explained
+    is not the PTX the run timed (``timed``: the case's result)."""
+    from wfbench_core.case import sha256_text
+    from wfbench_core.record.fsutil import create_exclusive
+    from wfbench_core.record.results import dumps
+
+    if timed.compile_wf is not None and timed.compile_wf.ptx_sha256 != sha256_text(explained_ptx):
+        click.echo(f"wfbench: warning: {result_path}: {timed.id} was timed with other WarpForth PTX than the PTX "
+                   f"explained here; the diagnostics saved in {out} are of the PTX explained", err=True)
+    if not create_exclusive(out, dumps(run).encode()):
+        raise WfbenchError(f"{out}: exists; --save-result writes a new file, never over a result")
+    progress(f"saved {result_path} with the diagnostics of {timed.id} as {out}")
 
 
 @click.command("explain")
@@ -93,8 +104,10 @@ def _store(run, result_path: Path, case, label: str, reports, progress):  # type
 @click.option("--ncu", default=None, metavar="PATH", help="Nsight Compute binary [default: $WFBENCH_NCU, PATH, "
               "$CUDA_HOME/bin, /usr/local/cuda/bin, next to nvcc, the nsight-compute folders].")
 @click.option("--result", "result_path", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="A run result: show its timing and roofline for the case, and store the diagnostics (and "
-                   "profiles) in it.")
+              help="A run result: show its timing and roofline for the case (read only: never changed).")
+@click.option("--save-result", "save_result", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="With --result: write a copy of it with the diagnostics (and profiles) of CASE to this new file. "
+                   "--result itself is never changed.")
 @click.option("--out", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the Markdown report here instead of printing it.")
 @click.option("--loop-lines", type=click.IntRange(1, 10_000), default=60, show_default=True,
@@ -104,8 +117,8 @@ def _store(run, result_path: Path, case, label: str, reports, progress):  # type
                    "kernels' names and, with --result, its time and 'WarpForth time / ceiling time'.")
 @click.option("--quiet", "-q", is_flag=True)
 def explain(case_id: str, bundle: Path | None, wf_ptx: Path | None, warpforthc: str | None, arch: str | None,
-            cuda_compiler: str, profile: bool, ncu: str | None, result_path: Path | None, out: Path | None,
-            loop_lines: int, ceiling: bool, quiet: bool) -> None:
+            cuda_compiler: str, profile: bool, ncu: str | None, result_path: Path | None, save_result: Path | None,
+            out: Path | None, loop_lines: int, ceiling: bool, quiet: bool) -> None:
     """Explain CASE's gap: static diagnostics of both sides (ptxas, SASS mix, occupancy), the largest SASS
     differences, each side's hottest loop, and with --profile Nsight Compute metrics. Markdown output."""
     from wfbench_core.build import compile as comp
@@ -114,6 +127,8 @@ def explain(case_id: str, bundle: Path | None, wf_ptx: Path | None, warpforthc: 
 
     if bundle is not None and wf_ptx is not None:
         raise WfbenchError("give the WarpForth PTX one way: --bundle or --wf-ptx (or neither, to compile it here)")
+    if save_result is not None and result_path is None:
+        raise WfbenchError("--save-result writes a copy of --result FILE with the diagnostics; give --result too")
     progress = progress_printer(quiet)
     run = None
     if result_path is not None:  # a bad result file is reported before anything is compiled
@@ -139,7 +154,10 @@ def explain(case_id: str, bundle: Path | None, wf_ptx: Path | None, warpforthc: 
     result = environment = None
     if run is not None and result_path is not None:
         environment = run.environment
-        result = _store(run, result_path, case, next(iter(wf)), reports, progress)
+        label = next(iter(wf))
+        updated_run, result = _with_diagnostics(run, result_path, case, label, reports)
+        if save_result is not None:
+            _save(updated_run, save_result, result_path, run.case(case.id, label), wf[label], progress)
     text = render_markdown(case, reports, arch=arch, provenance=provenance, result=result, environment=environment,
                            loop_lines=loop_lines)
     if ceiling:

@@ -42,16 +42,31 @@ def history_add(results: tuple[Path, ...], history_dir: Path, allow_incomplete: 
     """Store result files, each whole.
 
     A run with a FAILED or ERROR case is refused, and so is an incomplete run: nothing is written then.
-    The same run twice is a no-op.
+    The same run twice is a no-op. A sweep ('wfbench sweep') is stored apart, under sweeps/: it is never part
+    of a series, a trend or the geomean.
     """
+    from wfbench_core.record.fsutil import read_bytes
+    from wfbench_core.record.results import parse_result
+    from wfbench_core.record.sweep_record import is_sweep, parse_sweep
     from wfbench_core.review.history import add_run, refusal
-    from wfbench_core.record.results import load_result
+    from wfbench_core.review.sweeps import add_sweep, sweep_refusal
 
-    loaded = [(path, load_result(path)) for path in results]  # every file checked before anything is stored
+    loaded, sweeps = [], []
+    for path in results:  # every file checked before anything is stored
+        data = read_bytes(path, "a result file")
+        if is_sweep(data):
+            sweeps.append((path, parse_sweep(data, str(path))))
+        else:
+            loaded.append((path, parse_result(data, str(path))))
     refused = [f"{path}: {why}" for path, result in loaded
                if (why := refusal(result, allow_incomplete=allow_incomplete))]
+    refused += [f"{path}: {why}" for path, sweep in sweeps if (why := sweep_refusal(sweep))]
     if refused:
-        raise WfbenchError("; ".join(refused) + ("; nothing written" if len(loaded) > 1 else ""))
+        raise WfbenchError("; ".join(refused) + ("; nothing written" if len(results) > 1 else ""))
+    for path, sweep in sweeps:
+        stored, added = add_sweep(history_dir, sweep, where=str(path))
+        click.echo(f"{path}: sweep stored as {stored}" if added else f"{path}: already stored as {stored}; "
+                   f"nothing written")
     for path, result in loaded:
         out = add_run(history_dir, result, where=str(path), allow_incomplete=allow_incomplete)
         if out.added:
@@ -93,7 +108,7 @@ def history_list(history_dir: Path, as_json: bool, verbose: bool) -> None:
                      f"{k.cuda_compiler} {k.cuda_compiler_version} {' '.join(k.cuda_flags)}".rstrip(),
                      k.mode + (f" ({k.protocol})" if k.protocol else ""),
                      str(len(s.points)), str(len(s.stable_points)),
-                     f"{last.gap:.3f}x" + ("" if last.stable else " (unstable)"), last.created[:16]])
+                     f"{last.gap:.3f}x" + ("" if last.stable else f" ({last.standing[0]})"), last.created[:16]])
     click.echo(render_table(rows))
     if verbose:
         for s in index.series:

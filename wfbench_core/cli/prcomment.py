@@ -45,6 +45,8 @@ def pr_comment(result: Path, bundle: Path, base_label: Optional[str], head_label
     arch_limits(arch)
     todo = [c for c, v in verdicts.items() if v != SAME]
     progress = progress_printer(quiet)
+    for line in prcomment.compiler_mismatches(run, bundle, str(result)):
+        click.echo(f"wfbench: warning: {line}", err=True)
     explanations = prcomment.explain_cases(load_registry(), bundle, todo, arch, progress=progress)
     text = prcomment.build(cmp, verdicts, explanations, artifacts=links, run_url=run_url)
     if out is not None:

@@ -28,6 +28,9 @@ def _default_out() -> Path:
     return Path("wfbench-results") / f"run-{stamp}.json"
 
 
+NO_LOCAL_GPU_HINT = "run it where the GPU is: --transport ssh or --transport vast ('wfbench transports' lists them)"
+
+
 @click.command("run")
 @case_options
 @warpforthc_option
@@ -54,6 +57,12 @@ def run(case_ids: tuple[str, ...], priorities: tuple[str, ...], warpforthc: tupl
     from wfbench_core.run import runner
 
     reg = load_registry()
+    if transport == "local" and warpforth and bundle is None:  # no GPU here: say so before building compilers
+        from wfbench_core.gpu.device import gpu_unavailable_reason
+
+        reason = gpu_unavailable_reason()
+        if reason:
+            raise NoGpuError(reason).with_hint(NO_LOCAL_GPU_HINT)
     if bundle is not None:
         if warpforth:
             raise WfbenchError("--bundle runs a bundle built before: --warpforth has nothing to build")
@@ -78,8 +87,7 @@ def run(case_ids: tuple[str, ...], priorities: tuple[str, ...], warpforthc: tupl
     except NoGpuError as exc:
         if transport != "local":
             raise
-        raise exc.with_hint("run it where the GPU is: --transport ssh or --transport vast "
-                            "('wfbench transports' lists them)") from None
+        raise exc.with_hint(NO_LOCAL_GPU_HINT) from None
     finally:
         t.close()
     finish(result, out, as_json, ceiling=request.execute.ceiling)

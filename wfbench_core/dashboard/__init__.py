@@ -6,7 +6,8 @@ warpforthc) of the headline GPU, with the case set it is taken over named, and t
 Other GPUs, base/head runs (two labelled warpforthc builds in one run) and the A/A floor (CUDA against itself)
 follow, each named as what it is. Then one chart group per series (never a mixed one): gap, WarpForth time
 and CUDA time over the runs, with the 5th-95th percentile band of the samples, unstable points marked,
-commit and CI-run links, and the series' signature.
+commit and CI-run links, and the series' signature. Last, apart from every series, the newest size sweep of each
+case (:mod:`wfbench_core.dashboard.sweeps`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import datetime as _dt
 import html
 import json
 import math
-import shutil
 from collections import Counter
 from importlib import resources
 from pathlib import Path
@@ -25,12 +25,13 @@ from wfbench_core import __version__
 from wfbench_core.dashboard.browser import BROWSER_ENV, BROWSER_NAMES, find_browser, screenshot  # noqa: F401
 from wfbench_core.dashboard.models import ceiling_rows, gpu_matrix
 from wfbench_core.dashboard.steps import change_marks
+from wfbench_core.dashboard.sweeps import sweep_cards
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.fsutil import atomic_write
 from wfbench_core.review.history import History, git_links, point_order, utc_sortable
-from wfbench_core.review.series import Point, Series, SeriesKey
-from wfbench_core.record.results import MODE_AA, OK
-from wfbench_core.review.verdicts import aa_floor
+from wfbench_core.review.evidence import aa_run_floor
+from wfbench_core.review.series import STABLE, Point, Series, SeriesKey
+from wfbench_core.record.results import MODE_AA
 
 ASSETS = ("chart.umd.js", "LICENSE-chart.js.md", "app.js", "style.css")
 
@@ -90,6 +91,7 @@ def _point(p: Point, x: list[str]) -> dict[str, Any]:
     return {
         "x": x, "created": p.created, "date": _short(p.created), "run": p.run, "status": p.status,
         "stable": p.stable,  # counted in trends: stable, and not left out as throttled, depressed or launch-bound
+        "standing": p.standing[0], "why": p.standing[1],
         "commit": p.git_commit, "commit_url": commit_url, "run_url": run_url, "label": p.label,
         "warpforthc": p.warpforthc_version,
         "gap": p.gap, "gap_lo": p.gap_lo, "gap_hi": p.gap_hi, "gap_mad": p.gap_mad,
@@ -152,6 +154,7 @@ def _case_rows(entries: Sequence[tuple[Series, Point]], history: Optional[Histor
             "series": s.id, "case": s.key.case_id, "version": s.key.case_version, "label": s.key.compiler_label,
             "priority": p.priority, "gap": p.gap, "gap_lo": p.gap_lo, "gap_hi": p.gap_hi, "wf": p.wf.median_us,
             "cuda": p.cuda.median_us, "noise": p.noise, "status": p.status, "warpforthc": p.warpforthc_version,
+            "standing": p.standing[0], "why": p.standing[1],  # the one word every view shows, and why
             **_verdict_cells(v),
         })
     rows.sort(key=lambda r: (r["priority"], r["case"], r["version"], r["label"]))
@@ -169,7 +172,7 @@ def geomean_set(rows: Sequence[dict[str, Any]]) -> tuple[Optional[float], list[s
 
     p0 = sorted((r for r in rows if r["priority"] == "P0"), key=lambda r: (r["case"], r["version"]))
     names = [f"{r['case']} v{r['version']}" for r in p0]
-    suite = suite_geomean([SetMember(r["case"], r["version"], r["gap"], r["status"] == OK) for r in p0])
+    suite = suite_geomean([SetMember(r["case"], r["version"], r["gap"], r["standing"] == STABLE) for r in p0])
     return (suite.value if suite else None), names
 
 
@@ -206,7 +209,7 @@ def _canonical_summary(members: Sequence[Series], history: Optional[History] = N
     return {
         **_platform_facts(members[0].key), **_run_facts(anchors[-1]),
         "geomean": g, "case_set": case_set,
-        "left_out": [f"{r['case']} v{r['version']}" for r in rows if r["priority"] == "P0" and r["status"] != OK],
+        "left_out": [f"{r['case']} v{r['version']}" for r in rows if r["priority"] == "P0" and r["standing"] != STABLE],
         "missing": missing,
         "previous": None if previous is None or g is None else {**previous, "change": g / previous["geomean"] - 1.0},
         "trend": trend, "cases": rows,
@@ -245,6 +248,7 @@ def _comparisons(members: Sequence[Series], history: Optional[History] = None) -
             rows.append({
                 "case": case, "version": version, "priority": min(r["priority"] for r in per.values()),
                 "gaps": {lb: r["gap"] for lb, r in per.items()}, "status": {lb: r["status"] for lb, r in per.items()},
+                "standing": {lb: r["standing"] for lb, r in per.items()}, "why": {lb: r["why"] for lb, r in per.items()},
                 "series": {lb: r["series"] for lb, r in per.items()},
                 **_verdict_cells(judged.get(case)),
                 "change": (head["gap"] / base["gap"] - 1.0) if base and head else None,
@@ -267,7 +271,7 @@ def _floor(members: Sequence[Series]) -> dict[str, Any]:
     entries = runs[list(runs)[-1]]
     rows = _case_rows(entries)
     return {**_platform_facts(entries[0][0].key), **_run_facts(entries[0][1]), "rows": rows,
-            "spread": aa_floor(r["gap"] - 1.0 for r in rows if r["status"] == OK)}
+            "spread": aa_run_floor([p for _, p in entries])}
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -446,12 +450,13 @@ def build_data(history: History, *, title: str = "WarpForth vs CUDA",
     # the series, one group per platform: canonical (headline first), base/head, A/A
     groups, out_series = _series_groups([(KIND_CANONICAL, m) for m in canonical]
                                         + [(KIND_BASEHEAD, m) for m in basehead.values()] + [(KIND_AA, m) for m in aa])
+    sweeps, sweep_problems = sweep_cards(history.root)  # sweeps/: their own section, never a series
     return {
         "title": title,
         "generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "wfbench_version": __version__,
         "runs": len(history.runs),
-        "problems": [str(p) for p in history.problems],
+        "problems": [str(p) for p in history.problems] + sweep_problems,
         "headline": headline,
         "other_gpus": summaries[1:],
         "models": gpu_matrix(summaries),
@@ -459,6 +464,7 @@ def build_data(history: History, *, title: str = "WarpForth vs CUDA",
         "floors": floors,
         "groups": groups,
         "series": out_series,
+        "sweeps": sweeps,
     }
 
 
@@ -483,11 +489,8 @@ def build_site(history: History, out: str | Path, *, title: Optional[str] = None
     data = build_data(history, title=title or "WarpForth vs CUDA", headline_gpu=headline_gpu)
     out.mkdir(parents=True, exist_ok=True)
     pkg = resources.files(__package__)
-    for name in ASSETS:
-        with resources.as_file(pkg.joinpath(name)) as src:
-            tmp = out / f".{name}.tmp"
-            shutil.copyfile(src, tmp)
-            tmp.replace(out / name)
+    for name in ASSETS:  # written like every file wfbench writes: an error names the file in the site
+        atomic_write(out / name, pkg.joinpath(name).read_bytes())
     index = out / "index.html"
     atomic_write(index, render_page(data))
     return index

@@ -43,7 +43,9 @@
     var cls = { slower: " bad", faster: " good" }[r.verdict] || "";
     return el("td", { class: "num verdict-cell" + cls, dataset: { verdict: r.verdict || "" } }, [
       r.change === null || r.change === undefined ? "–" : fmtPct(r.change),
-      r.verdict_label ? el("span", { class: "verdict-word", text: " " + r.verdict_label }) : null]);
+      r.verdict_label ? el("span", { class: "verdict-word", text: " " + r.verdict_label })
+        : typeof r.standing === "string" && r.standing !== "stable" ? el("span", { class: "verdict-word why", title: r.why || "",
+          text: " not judged: " + r.standing }) : null]);
   }
   function gapClass(g) { return g <= 1.0 ? "good" : g <= 1.1 ? "near" : "bad"; }
   function gapWords(g) {
@@ -74,6 +76,9 @@
     version: ["v1", "case version: a changed case definition gets a new version and starts a new series"],
     stable: ["stable", "noise (MAD/median of the samples) within the run's threshold"],
     unstable: ["unstable", "noise above the run's threshold: shown (amber triangles), left out of trends, the headline and alerts"],
+    throttled: ["throttled", "the GPU throttled while the case was timed and its gap moved with the clock (or no clean pairs could be had): shown, left out of trends, the headline and alerts"],
+    "launch-bound": ["launch-bound", "events mode timed the host's launch rate, not the kernel: shown, left out of trends, the headline and alerts"],
+    depressed: ["depressed host", "the run's memory clock or power sat below the board's healthy band: shown, left out of trends, the headline and alerts"],
     canonical: ["canonical", "one warpforthc per run, timed against CUDA: the trend the headline follows"],
     label: ["base / head", "base/head run: two warpforthc builds (base = the reference build, head = the build under test) timed interleaved in one run against the same CUDA samples"],
     aa: ["A/A", "A/A run: the CUDA kernel timed against itself; how far it reads from 1.000× is the method's floor, not a WarpForth result"],
@@ -83,8 +88,12 @@
   function badge(kind, text, cls) {
     return el("span", { class: "badge" + (cls ? " " + cls : ""), dataset: { badge: kind }, text: text });
   }
-  function statusBadge(status) {
-    return status === "unstable" ? badge("unstable", "unstable", "unstable") : badge("stable", "stable", "ok");
+  // a row's or point's standing in trends, the word the history gives it (stable, unstable, throttled, launch-bound,
+  // depressed host); the badge, the row colour and the counts all read it from here
+  function standingOf(r) { return r.standing || (r.status === "unstable" ? "unstable" : "stable"); }
+  function statusBadge(r) {
+    var k = standingOf(r);  // the legend says what each word means, in words on the page
+    return badge(k === "depressed host" ? "depressed" : k, k, k === "stable" ? "ok" : "unstable");
   }
   function kindBadge(s) {
     if (s.kind === "aa") return badge("aa", "A/A floor", "aa");
@@ -128,7 +137,7 @@
 
   function casesTable(rows) {
     var body = rows.map(function (c) {
-      return el("tr", { class: c.status, dataset: { series: c.series } }, [
+      return el("tr", { class: standingOf(c) === "stable" ? "ok" : "unstable", dataset: { series: c.series, standing: standingOf(c) } }, [
         el("td", null, [el("a", { href: "#s-" + c.series, text: c.case }), " ", badge("version", "v" + c.version),
           " ", badge("priority", c.priority)]),
         el("td", { class: "num" }, [el("span", { class: "gapcell" }, [el("span", { class: "case-gap " + gapClass(c.gap),
@@ -137,7 +146,7 @@
         el("td", { class: "num", text: fmtUs(c.cuda) }),
         el("td", { class: "num", text: (c.noise * 100).toFixed(2) + "%" }),
         verdictCell(c),
-        el("td", null, [statusBadge(c.status)]),
+        el("td", null, [statusBadge(c)]),
       ]);
     });
     return el("div", { class: "table-scroll" }, [el("table", { class: "cases" }, [
@@ -345,7 +354,8 @@
       return el("tr", null, [
         el("td", null, [r.case + " ", badge("version", "v" + r.version), " ", badge("priority", r.priority)])].concat(labels.map(function (lb) {
           var g = r.gaps[lb];
-          return el("td", { class: "num" + (r.status[lb] === "unstable" ? " unstable" : "") }, [
+          var st = r.standing ? r.standing[lb] : r.status[lb] === "unstable" ? "unstable" : "stable";
+          return el("td", { class: "num" + (st && st !== "stable" ? " unstable" : ""), title: r.why ? r.why[lb] || "" : "" }, [
             g === undefined ? "–" : r.series[lb] ? el("a", { href: "#s-" + r.series[lb], class: "case-gap " + gapClass(g),
               text: fmtGap(g) }) : fmtGap(g)]);
         })).concat(bh ? [verdictCell(r)] : []));
@@ -400,13 +410,13 @@
 
   function renderFloor(f) {
     var rows = f.rows.map(function (r) {
-      return el("tr", { class: r.status }, [
+      return el("tr", { class: standingOf(r) === "stable" ? "ok" : "unstable", dataset: { standing: standingOf(r) } }, [
         el("td", null, [el("a", { href: "#s-" + r.series, text: r.case }), " ", badge("version", "v" + r.version), " ",
           badge("priority", r.priority)]),
         el("td", { class: "num case-gap", text: fmtGap(r.gap) }),
         el("td", { class: "num", text: fmtUs(r.wf) }), el("td", { class: "num", text: fmtUs(r.cuda) }),
         el("td", { class: "num", text: (r.noise * 100).toFixed(2) + "%" }),
-        el("td", null, [statusBadge(r.status)]),
+        el("td", null, [statusBadge(r)]),
       ]);
     });
     return el("article", { class: "card section-card floor", dataset: { run: f.run } }, [
@@ -438,7 +448,8 @@
       "gives the change of the gap and its verdict as wfbench check (a run against its series) and wfbench compare " +
       "(head against base) judge it: SAME, SLOWER, FASTER or AMBIGUOUS, with what qualifies it."]));
     legend.appendChild(el("dl", { class: "legend" }, [].concat.apply([], items.map(function (k) {
-      var cls = { unstable: "unstable", stable: "ok", aa: "aa", label: "label", canonical: "canonical" }[k];
+      var cls = { unstable: "unstable", throttled: "unstable", "launch-bound": "unstable", depressed: "unstable", stable: "ok",
+        aa: "aa", label: "label", canonical: "canonical" }[k];
       return [el("dt", null, [el("span", { class: "badge" + (cls ? " " + cls : ""), dataset: { legend: k }, text: BADGES[k][0] })]),
         el("dd", { text: BADGES[k][1] })];
     }))));
@@ -672,12 +683,12 @@
     var rows = s.points.slice().reverse().map(function (p) {
       var commit = p.commit ? link(p.commit_url, p.commit.slice(0, 10)) : document.createTextNode("–");
       var run = p.run_url ? link(p.run_url, "run") : document.createTextNode("–");
-      return el("tr", { class: p.status }, [
+      return el("tr", { class: isStable(p) ? "ok" : "unstable", dataset: { standing: standingOf(p) } }, [
         el("td", { text: p.date }), el("td", { class: "mono" }, [commit]), el("td", null, [run]),
         el("td", { class: "mono", text: p.warpforthc }),
         el("td", { class: "num", text: fmtGap(p.gap) }), el("td", { class: "num", text: fmtUs(p.wf) }),
         el("td", { class: "num", text: fmtUs(p.cuda) }), el("td", { class: "num", text: (p.noise * 100).toFixed(2) + "%" }),
-        el("td", null, [statusBadge(p.status)]),
+        el("td", null, [statusBadge(p)]),
       ]);
     });
     var wfHead = s.mode === "aa" ? "A µs" : "WF µs", cuHead = s.mode === "aa" ? "A′ µs" : "CUDA µs";
@@ -690,6 +701,12 @@
 
   // counted in trends: what the history says (status ok, not throttled out, healthy host, not launch-bound)
   function isStable(p) { return p.stable === undefined ? p.status === "ok" : p.stable; }
+  // "3 throttled", "1 unstable, 2 throttled": the points left out of trends, by the word each one's badge shows
+  function leftOut(points) {
+    var counts = {};
+    points.forEach(function (p) { if (!isStable(p)) counts[standingOf(p)] = (counts[standingOf(p)] || 0) + 1; });
+    return Object.keys(counts).sort().map(function (k) { return counts[k] + " " + k; }).join(", ");
+  }
 
   function renderSeries(s) {
     var colors = palette();
@@ -702,7 +719,7 @@
       s.superseded_by ? badge("superseded", "superseded by v" + s.superseded_by)
         : s.current ? null : badge("not-latest", "not in latest run")]);
     var latest = el("div", { class: "latest" }, [el("b", { class: s.mode === "aa" ? null : gapClass(last.gap), text: fmtGap(last.gap) }),
-      "latest · " + plural(n, "point") + (unstable ? " · " + unstable + " unstable" : "")]);
+      "latest · " + plural(n, "point") + (unstable ? " · " + unstable + " left out of trends (" + leftOut(s.points) + ")" : "")]);
     var gapCaption = el("figcaption", null, [el("strong", { text: s.mode === "aa" ? "A / A′ ratio" : "Gap" }),
       key("swatch", colors.gap, "median"), key("band", colors.gap, "p5–p95 of pairs"), key("tri", null, "unstable")]);
     var timeCaption = el("figcaption", null, [el("strong", { text: "Kernel time" }),
@@ -740,7 +757,7 @@
     return el("tr", { class: "series-row " + (isStable(p) ? "ok" : "unstable"), id: "s-" + s.id,
       dataset: { series: s.id, kind: s.kind, points: "1", unstable: isStable(p) ? "0" : "1" } }, [
       name, gapCell, el("td", { class: "num", text: fmtUs(p.wf) }), el("td", { class: "num", text: fmtUs(p.cuda) }),
-      el("td", { class: "num", text: (p.noise * 100).toFixed(2) + "%" }), el("td", null, [statusBadge(p.status)]),
+      el("td", { class: "num", text: (p.noise * 100).toFixed(2) + "%" }), el("td", null, [statusBadge(p)]),
       el("td", { text: p.date }), el("td", { class: "mono" }, [commit]), el("td", { class: "mono", text: p.warpforthc }),
       el("td", null, [el("details", null, [el("summary", { text: "signature" }), sig])]),
     ]);
@@ -767,10 +784,96 @@
     aa: "A/A floor: CUDA against itself",
   };
 
+
+  // ---------------------------------------------------------------------------------------------- sweeps
+
+  // the newest size sweep of each case (wfbench sweep): gap against size, never part of a series or the headline
+  function renderSweeps() {
+    var box = document.getElementById("sweeps");
+    if (!DATA.sweeps || !DATA.sweeps.length) return;
+    box.hidden = false;
+    box.appendChild(el("h2", { class: "group", text: "Size sweeps: gap against size (their own series; not in the " +
+      "headline or the trends)" }));
+    DATA.sweeps.forEach(function (w) {
+      var canvas = el("canvas", { class: "chart-sweep", role: "img",
+        "aria-label": "gap of " + w.case + " against " + w.axis });
+      var card = el("article", { class: "card sweep", id: "sweep-" + w.case, dataset: { sweep: w.case } }, [
+        el("h3", null, [w.case + " ", el("span", { class: "ver", text: "v" + w.version }), " ",
+          badge("sweep", "size sweep", "label")]),
+        el("p", { class: "muted", text: w.gpu + " (" + w.cc + ") · warpforthc " + w.warpforthc +
+          (w.commit ? " · " + w.commit.slice(0, 10) : "") + " · " + w.created }),
+        el("figure", null, [el("figcaption", { text: "Gap against " + w.axis + ". A square was timed in graph mode: " +
+            "in events mode a side was launch-bound there (per-launch time within 2× of an empty kernel's)." }),
+          el("div", { class: "chart-box" }, [canvas])]),
+        sweepTable(w),
+      ]);
+      box.appendChild(card);
+      drawSweep(canvas, w);
+    });
+  }
+
+  function sweepTable(w) {
+    var rows = w.points.map(function (p) {
+      var bound = [p.lb_wf ? "WF" : "", p.lb_cuda ? "CUDA" : ""].filter(Boolean).join("+") || "–";
+      return el("tr", { class: p.status, dataset: { mode: p.mode } }, [
+        el("td", { class: "num", text: String(p.x) }),
+        el("td", { class: "num", text: p.wf === null ? "–" : fmtUs(p.wf) }),
+        el("td", { class: "num", text: p.cuda === null ? "–" : fmtUs(p.cuda) }),
+        el("td", { class: "num", text: fmtGap(p.gap) }),
+        el("td", { text: p.mode || "–" }), el("td", { text: bound }),
+        el("td", { class: "num", text: p.events_gap === null ? "–" : fmtGap(p.events_gap) }),
+      ]);
+    });
+    return el("div", { class: "table-scroll" }, [el("table", { class: "points sweep-points" }, [
+      el("thead", null, [el("tr", null, [w.axis, "WF µs", "CUDA µs", "gap", "mode", "launch-bound (events)",
+        "events-mode gap"].map(function (h, i) {
+          return el("th", { class: i <= 3 || i === 6 ? "num" : null, text: h });
+        }))]),
+      el("tbody", null, rows),
+    ])]);
+  }
+
+  function drawSweep(canvas, w) {
+    var colors = palette();
+    var pts = w.points.filter(function (p) { return p.gap !== null; });
+    var data = pts.map(function (p) { return { x: p.x, y: p.gap }; });
+    var chart = new Chart(canvas, {
+      type: "line",
+      data: { datasets: [{ label: "gap", data: data, borderColor: colors.gap, backgroundColor: colors.gap,
+        borderWidth: 2, tension: 0, pointRadius: 5,
+        pointStyle: pts.map(function (p) { return p.mode === "graph" ? "rect" : "circle"; }) }] },
+      options: {
+        animation: false, responsive: true, maintainAspectRatio: false,
+        plugins: { legend: { display: false }, parityLine: { enabled: true, color: colors.faint },
+          tooltip: { callbacks: { label: function (ctx) {
+            var p = pts[ctx.dataIndex];
+            return w.axis + "=" + p.x + ": gap " + fmtGap(p.gap) + " (" + p.mode + "), WF " + fmtUs(p.wf) +
+              " µs, CUDA " + fmtUs(p.cuda) + " µs";
+          } } } },
+        scales: {
+          x: { type: "logarithmic", title: { display: true, text: w.axis, color: colors.muted },
+            grid: { display: false }, border: { color: colors.line },
+            // a tick at each size of the sweep, a power of two written as one
+            afterBuildTicks: function (axis) { axis.ticks = pts.map(function (p) { return { value: p.x }; }); },
+            ticks: { color: colors.muted, maxRotation: 0, callback: function (v) {
+              var k = Math.log2(v);
+              return Number.isInteger(k) ? "2^" + k : String(v);
+            } } },
+          y: { grace: "8%", grid: { color: colors.grid }, border: { display: false },
+            title: { display: true, text: "× CUDA", color: colors.muted, font: { size: 11 } },
+            ticks: { color: colors.muted } },
+        },
+      },
+      plugins: [parityLine],
+    });
+    charts.push(chart);
+  }
+
   // ---------------------------------------------------------------------------------------------- page
 
   function render() {
     renderProblems();
+    renderSweeps();
     var headline = document.getElementById("headline");
     var list = document.getElementById("series");
     var toc = document.getElementById("toc");

@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 from wfbench_core.errors import WfbenchError
+from wfbench_core.record.fsutil import atomic_write
 
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
 
@@ -158,6 +159,5 @@ def new_case(name: str, parent: Path) -> Path:
              f"{package}/{name}.forth": FORTH, f"{package}/{name}.cu": CUDA, f"tests/test_{name}.py": TEST}
     for rel, text in files.items():
         path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text.replace("@NAME@", name).replace("@PACKAGE@", package).replace("@DIST@", dist))
+        atomic_write(path, text.replace("@NAME@", name).replace("@PACKAGE@", package).replace("@DIST@", dist))
     return root

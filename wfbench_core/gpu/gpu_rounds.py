@@ -17,7 +17,9 @@
 - **clock evidence**: every round is bracketed, outside its timed span, by a probe kernel (one block per SM;
   the block on SM 0 writes ``%globaltimer`` and ``%clock64`` into mapped host memory, as nvbench measures the
   GPU's frequency): the SM cycles over the nanoseconds between the two probes are the mean SM clock of the
-  round (:meth:`CudaRounds.sm_mhz`), which the sampler holds against its clock floor.
+  round (:meth:`CudaRounds.sm_mhz`). In ``events`` and ``graph`` mode a probe also runs between one side's end
+  event and the next side's start event, outside both timed spans, so each side's own clock is known
+  (:meth:`CudaRounds.side_mhz`): the sampler holds a pair's sides against each other (matching clocks).
 - mode ``events``: each side's launches go back to back between two events.
 - mode ``graph``: the same, but each side's launches are captured once per placement as a CUDA graph of at
   most :data:`GRAPH_CHUNK` launches and replayed, so launch overhead is gone for kernels of a few us.
@@ -47,6 +49,9 @@ from wfbench_core.case import Case
 from wfbench_core.ceiling import LABEL as CEILING
 from wfbench_core.gpu.correctness import TimedBuffers
 from wfbench_core.gpu.device import Device, Kernel
+# the helper kernels' PTX (empty kernel, gate, clock probe): re-exported under the names the timer used
+from wfbench_core.gpu.helper_kernels import (  # noqa: F401
+    CLOCK_KERNEL, CLOCK_PTX, EMPTY, EMPTY_PTX, GATE_KERNEL, GATE_PTX)
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.results import TIMING_COLD_L2, TIMING_EVENTS, TIMING_GRAPH
 from wfbench_core.gpu.sampling import buffer_sets
@@ -60,77 +65,6 @@ LEAD_MS = 2.0  # the untimed lead-in before the start event: at most this much G
 GATE_MAX_RETAKES = 3  # a host that keeps missing the gate is an error, not an endless loop
 FLOOR_LAUNCHES = 1024  # launches of the empty kernel per round of the launch floor (the mode may cap them)
 FLOOR_ROUNDS = 5  # rounds of the launch floor after one untimed one; the floor is their median
-
-EMPTY = "wfbench_empty"  # the empty kernel's label in the rounds (the launch floor)
-EMPTY_PTX = """\
-.version 7.5
-.target sm_75
-.address_size 64
-
-.visible .entry wfbench_empty()
-{
-    ret;
-}
-"""
-
-GATE_KERNEL = "wfbench_gate"
-GATE_PTX = """\
-.version 7.5
-.target sm_75
-.address_size 64
-
-.visible .entry wfbench_gate(.param .u64 flag, .param .u64 timeout_ns)
-{
-    .reg .pred  %p<3>;
-    .reg .b32   %r<3>;
-    .reg .b64   %rd<6>;
-
-    ld.param.u64    %rd1, [flag];
-    ld.param.u64    %rd2, [timeout_ns];
-    mov.u64         %rd3, %globaltimer;
-$L_wait:
-    ld.volatile.global.u32  %r1, [%rd1];
-    setp.ne.u32     %p1, %r1, 0;
-    @%p1 bra        $L_open;
-    mov.u64         %rd4, %globaltimer;
-    sub.s64         %rd5, %rd4, %rd3;
-    setp.lt.u64     %p2, %rd5, %rd2;
-    @%p2 bra        $L_wait;
-    mov.u32         %r2, 1;
-    st.volatile.global.u32  [%rd1+4], %r2;
-$L_open:
-    ret;
-}
-"""
-
-
-CLOCK_KERNEL = "wfbench_clock"
-CLOCK_PTX = """\
-.version 7.5
-.target sm_75
-.address_size 64
-
-.visible .entry wfbench_clock(.param .u64 out, .param .u64 slot)
-{
-    .reg .pred  %p<2>;
-    .reg .b32   %r<2>;
-    .reg .b64   %rd<7>;
-
-    mov.u32         %r1, %smid;
-    setp.ne.u32     %p1, %r1, 0;
-    @%p1 bra        $L_done;
-    ld.param.u64    %rd1, [out];
-    ld.param.u64    %rd2, [slot];
-    shl.b64         %rd3, %rd2, 4;
-    add.s64         %rd4, %rd1, %rd3;
-    mov.u64         %rd5, %globaltimer;
-    mov.u64         %rd6, %clock64;
-    st.volatile.global.u64  [%rd4], %rd5;
-    st.volatile.global.u64  [%rd4+8], %rd6;
-$L_done:
-    ret;
-}
-"""
 
 
 @attrs.frozen
@@ -165,7 +99,8 @@ class CudaRounds:
         self._buffers: list[Any] = []
         self._offsets: tuple[int, ...] = ()
         self._graphs: dict[tuple[str, int], tuple[Any, Any]] = {}
-        self._events = [device.event() for _ in range(len(self.labels) + 1)]
+        # each side's start and end events (a probe runs between one side's end and the next side's start)
+        self._events = [(device.event(), device.event()) for _ in range(max(len(self.labels), 1))]
         self._cold_events: list[tuple[Any, Any]] = []
         self._per_launch_ms: dict[str, float] = {}  # the latest per-launch time of each side (watchdog, gate)
         self._flush_buf: Any = None
@@ -176,6 +111,7 @@ class CudaRounds:
         host = {p.name: np.ascontiguousarray(setup.want[p.name] if p.output else setup.inputs[p.name],
                                              dtype=p.dtype).reshape(-1) for p in self._ptrs}
         self._nbytes = {name: int(a.nbytes) for name, a in host.items()}
+        self.buffer_bytes = sum(self._nbytes.values())  # what one launch is given: the plausibility gate's bound
         # the inputs stay on the GPU once, so a new placement copies device to device
         self._master = {p.name: device.to_device(host[p.name]) for p in self._ptrs
                         if not p.output and self._nbytes[p.name]}
@@ -189,8 +125,10 @@ class CudaRounds:
         self._empty = device.launcher(device.load(EMPTY_PTX, EMPTY, case_id="floor", label="floor"),
                                       device.config((1, 1, 1), (1, 1, 1)), ())
         self._clock = device.load(CLOCK_PTX, CLOCK_KERNEL, case_id="clock", label="clock")
-        self._stamps = device.mapped(4, np.uint64)  # [0, 1]: ns and SM cycles before a round, [2, 3]: after it
-        self._probes = self._clock_probes(self._stamps)
+        # [2k, 2k+1]: ns and SM cycles at probe k: 0 before a round, k after its k-th side
+        self._stamps = device.mapped(2 * (len(self.labels) + 1), np.uint64)
+        self._probes = self._clock_probes(self._stamps, len(self.labels) + 1)
+        self._order: tuple[str, ...] = ()  # the sides of the last round, in order
         # A kernel's first launch loads it (lazily, on the host: a PTX module is compiled then). Made here,
         # outside any gate, so that no gate waits for it past its timeout (a round re-taken for nothing).
         self._empty()
@@ -201,12 +139,12 @@ class CudaRounds:
         self._outs: list[dict[str, Any]] = []  # each buffer set's output buffers
         self._last_writer = ""  # the side whose launches came last (its output is what the buffers hold)
 
-    def _clock_probes(self, stamps: Any) -> list[Callable[[], None]]:
-        """The two clock probes (one block per SM; SM 0 writes the time and its cycles into slot 0 or 1)."""
+    def _clock_probes(self, stamps: Any, slots: int = 2) -> list[Callable[[], None]]:
+        """The clock probes (one block per SM; SM 0 writes the time and its cycles into slot k of ``stamps``)."""
         device = self.device
         config = device.config((max(1, device.sm_count), 1, 1), (1, 1, 1))
         return [device.launcher(self._clock, config, (ctypes.c_uint64(device.address(stamps)), ctypes.c_uint64(k)))
-                for k in (0, 1)]
+                for k in range(slots)]
 
     @property
     def mode(self) -> str:
@@ -268,10 +206,11 @@ class CudaRounds:
     def round(self, order: Sequence[str], launches: int) -> dict[str, float]:
         self._last_writer = next((label for label in reversed(order) if label != CEILING), "")
         self._stamps[:] = 0
+        self._order = tuple(order)
         if self.mode == TIMING_COLD_L2:
             self._probes[0]()
             ms = {label: self._cold_side(label, launches) for label in order}
-            self._probes[1]()
+            self._probes[len(order)]()
             return self._seen(ms, launches)
         ev, device = self._events, self.device
         graphs = {}
@@ -285,8 +224,10 @@ class CudaRounds:
             last = self.launchers[order[-1]]
             for j in range(lead):  # untimed: the first side starts after the other side's kernel
                 last[j % len(last)]()
-            device.record(ev[0])
             for i, label in enumerate(order):
+                if i:
+                    self._probes[i]()  # between the sides, outside both timed spans: each side's own clock
+                device.record(ev[i][0])
                 if self.mode == TIMING_GRAPH and graphs[label] is not None:
                     times = launches // self._chunk(launches)
                     self._replay(graphs[label], 1)
@@ -305,19 +246,32 @@ class CudaRounds:
                     else:
                         for j in range(launches):
                             gos[j % sets]()
-                device.record(ev[i + 1])
-            self._probes[1]()
+                device.record(ev[i][1])
+            self._probes[len(order)]()
 
         what = f"a round of {launches} launches of {', '.join(order)}"
-        self._gated(enqueue, ev[len(order)], what, self._expected_s(order, launches))  # the round's last event
-        return self._seen({label: device.elapsed_ms(ev[i], ev[i + 1]) for i, label in enumerate(order)},
-                          launches)
+        self._gated(enqueue, ev[len(order) - 1][1], what, self._expected_s(order, launches))  # the round's last event
+        return self._seen({label: device.elapsed_ms(*ev[i]) for i, label in enumerate(order)}, launches)
 
     def sm_mhz(self) -> Optional[float]:
         """The mean SM clock between the last round's two probes (SM cycles per ns); None where a probe did not
         write (no block ran on SM 0) or the timer did not move."""
         self.device.synchronize()  # the closing probe is queued after the round's last event
-        ns0, cyc0, ns1, cyc1 = (int(x) for x in self._stamps)
+        return self._between(0, len(self._order))
+
+    def side_mhz(self) -> Optional[dict[str, float]]:
+        """Each side's mean SM clock in the last round (from the probe before it to the probe after it); None in
+        cold-l2 mode (its probes bracket each launch) or where a probe did not write."""
+        if self.mode == TIMING_COLD_L2:
+            return None
+        self.device.synchronize()
+        out = {label: self._between(i, i + 1) for i, label in enumerate(self._order)}
+        return None if any(v is None for v in out.values()) else out  # type: ignore[return-value]
+
+    def _between(self, a: int, b: int) -> Optional[float]:
+        """SM cycles per ns between probes ``a`` and ``b`` of the last round, in MHz."""
+        s = [int(x) for x in self._stamps]
+        ns0, cyc0, ns1, cyc1 = s[2 * a], s[2 * a + 1], s[2 * b], s[2 * b + 1]
         if not (ns0 and ns1 > ns0 and cyc1 > cyc0):
             return None
         return (cyc1 - cyc0) / (ns1 - ns0) * 1000.0

@@ -1,6 +1,7 @@
 """The messages between the executor and its GPU worker: typed records, one JSON line each.
 
-The executor sends :class:`Init`, then one :class:`RunCase` per case, then :class:`Exit`. The worker answers
+The executor sends :class:`Init`, then one :class:`RunCase` per case (``wfbench sweep``: one :class:`RunPoint`
+per size and timing mode), then :class:`Exit`. The worker answers
 :class:`Ready` and :class:`Results` (or :class:`CaseError` for a case it could not check), and while it works
 sends :class:`ProgressLine`, and :class:`Arm` / :class:`Disarm` around each wait on the GPU (the watchdog's
 deadlines). :class:`Fatal` ends the whole run (no GPU, a broken installation).
@@ -45,6 +46,15 @@ class RunCase:
     """Check and time one case."""
 
     case_id: str
+
+
+@attrs.frozen
+class RunPoint:
+    """Check and time one size of a case's sweep (point ``index`` of the bundle's sweep of it) in ``timing_mode``."""
+
+    case_id: str
+    index: int
+    timing_mode: str
 
 
 @attrs.frozen
@@ -105,9 +115,9 @@ class Disarm:
     """The wait ended: the quiet limit applies again."""
 
 
-Request = Union[Init, RunCase, Exit]
+Request = Union[Init, RunCase, RunPoint, Exit]
 Reply = Union[Ready, Results, CaseError, Fatal, ProgressLine, Arm, Disarm]
-Message = Union[Init, RunCase, Exit, Ready, Results, CaseError, Fatal, ProgressLine, Arm, Disarm]
+Message = Union[Init, RunCase, RunPoint, Exit, Ready, Results, CaseError, Fatal, ProgressLine, Arm, Disarm]
 TAG = "kind"
 
 

@@ -18,7 +18,8 @@ from typing import Any, Callable, Optional, Sequence
 
 import attrs
 
-from wfbench_core.gpu.plausibility import Yardsticks, implausible, launch_bound, launch_bound_note, side_implausible
+from wfbench_core.gpu.plausibility import (Yardsticks, ceiling_implausible, implausible, launch_bound,
+                                           launch_bound_note)
 from wfbench_core.record.results import (ERROR, FAILED, FAILING, IMPLAUSIBLE, OK, UNSTABLE, CaseResult, CompileRecord, Sampled,
                                   Timing)
 from wfbench_core.record.timing_record import sampled_of, sampling_fields
@@ -27,10 +28,13 @@ from wfbench_core.record.timing_record import sampled_of, sampling_fields
 def case_result(case: Any, *, mode: str, plugin: str, compiler_label: str = "",
                 compile_wf: Optional[CompileRecord] = None) -> CaseResult:
     """A case about to be checked and timed: its identity, work and sources; ERROR until it gets further."""
+    from wfbench_core.gpu.plausibility import default_flop_type
+
     work = case.work(case.sizes["canonical"])
+    flop_type = work.flop_type or default_flop_type([p.dtype for p in case.params if p.dtype])
     return CaseResult(
         id=case.id, version=case.version, priority=case.priority, fingerprint=case.fingerprint(), status=ERROR,
-        mode=mode, metric=case.metric, work_bytes=work.bytes, work_flops=work.flops,
+        mode=mode, metric=case.metric, work_bytes=work.bytes, work_flops=work.flops, work_flop_type=flop_type,
         cuda_source_sha256=case.cuda_source_sha256(),
         warpforth_source_sha256=compile_wf.source_sha256 if compile_wf else "", plugin=plugin,
         compiler_label=compiler_label, compile_wf=compile_wf,
@@ -53,12 +57,15 @@ def measured(base: CaseResult, m: Any, side: str, *, unstable_noise: float,
                         attrs_cuda=m.kernel_attrs.get("cuda"))
     if not m.passed:
         return attrs.evolve(base, status=FAILED, message=m.message)
+    if m.implausible:
+        return attrs.evolve(base, status=IMPLAUSIBLE, message=f"{base.key.at('canonical')} WarpForth: {m.implausible}; "
+                                                              f"not kept")
     if m.sampled is None:
         return attrs.evolve(base, message=f"{base.id}: the timer passed the case but returned no samples")
     fields = timed_status(m.sampled, side, work_bytes=base.work_bytes, work_flops=base.work_flops,
                           unstable_noise=unstable_noise)
     why = implausible(fields["timing"], work_bytes=base.work_bytes, work_flops=base.work_flops,
-                      yardsticks=yardsticks or Yardsticks())
+                      yardsticks=yardsticks or Yardsticks(), flop_type=base.work_flop_type)
     if why:
         return attrs.evolve(base, status=IMPLAUSIBLE,
                             message=f"{base.key.at('canonical')} {why}: faster than this GPU can run it; not kept")
@@ -82,7 +89,8 @@ def ceiling_result(ceiling: Any, m: Any, case: CaseResult, side: str, *,
     check = next(iter(got.checks), None)
     record = CeilingResult(library=ceiling.library, routine=ceiling.routine, package=ceiling.package,
                            library_version=library_version(ceiling.package), status=got.status or CEILING_ERROR,
-                           message=got.problem, tensor_cores=ceiling.tensor_cores, timing_mode=got.timing_mode,
+                           message=got.problem, tensor_cores=ceiling.tensor_cores,
+                           flop_type=ceiling.flop_type or case.work_flop_type, timing_mode=got.timing_mode,
                            capture_note=got.capture_note, max_abs_err=check.max_abs_err if check else 0.0,
                            max_rel_err=check.max_rel_err if check else 0.0)
     samples = m.sampled.samples_us.get(LABEL) if m.sampled is not None else None
@@ -97,9 +105,7 @@ def ceiling_result(ceiling: Any, m: Any, case: CaseResult, side: str, *,
                                                                                stats.median_us),
                           ratio_lo=lo, ratio_hi=hi, gbps=rate(case.work_bytes, stats.median_us),
                           gflops=rate(case.work_flops, stats.median_us))
-    why = side_implausible(((f"{ceiling.library} ceiling", stats.median_us),), case.timing,
-                           work_bytes=case.work_bytes, work_flops=case.work_flops,
-                           yardsticks=yardsticks or Yardsticks(), flops_peak=ceiling.flops_peak)
+    why = ceiling_implausible(attrs.evolve(case, ceiling=record), yardsticks or Yardsticks())
     if why:
         return attrs.evolve(record, status=CEILING_IMPLAUSIBLE, stats=None, ratio=None, ratio_lo=None, ratio_hi=None,
                             message=f"{case.id} {why}: faster than this GPU can run it; not kept")
@@ -205,6 +211,8 @@ POOL: dict[str, Callable[[Sequence[Any]], Any]] = {
     "placement_checks": _sum,
     "pair_sm_mhz": _joined,
     "clock_retakes": _sum,
+    "buffer_bytes": _first,
+    "pair_side_mhz": _joined,
 }
 
 

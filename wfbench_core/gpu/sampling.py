@@ -23,11 +23,16 @@ Rules, each written once here:
 - **Checked buffers**: before the last pair of every placement the outputs are poisoned again (work a kernel
   skips on an already-written output then shows as a wrong result), and after the placement's last pair
   its outputs are verified (:meth:`Rounds.verify`) before its buffers go.
-- **Clock floor**: where the GPU edge measures the mean SM clock over each round (:meth:`Rounds.sm_mhz`), a
-  pair whose clock is below :data:`CLOCK_FLOOR` of the highest clock of this case's pairs so far ran while the
-  GPU throttled: it is re-taken (counted in ``clock_retakes``), at most :func:`max_clock_retakes` times per
-  case; after that a dipped pair is kept. Every kept pair's clock is recorded (``pair_sm_mhz``), so the
-  throttle rule (:mod:`wfbench_core.review.throttle`) tells dipped pairs from clean ones with the same floor.
+- **Matching clocks**: where the GPU edge measures each side's own SM clock in a round
+  (:meth:`Rounds.side_mhz`), a pair counts when its sides ran at matching clocks: the slowest side's clock at
+  least :data:`CLOCK_FLOOR` of the fastest's. A GPU held at its power cap runs below its top clock the whole
+  time, both sides alike, and its pairs count; a pair during which the clock moved (a clock or thermal
+  event) does not: it is re-taken (counted in ``clock_retakes``), at most :func:`max_clock_retakes` times per
+  case; after that a mismatched pair is kept. Every kept pair's side clocks are recorded (``pair_side_mhz``),
+  so the throttle rule (:mod:`wfbench_core.review.throttle`) tells matched pairs from mismatched ones with the
+  same floor. Where only the round's clock is measured (:meth:`Rounds.sm_mhz`; ``cold-l2``), a pair whose
+  clock is below :data:`CLOCK_FLOOR` of the highest of this case's pairs so far is the dipped one, re-taken
+  the same way. Every kept pair's clock is recorded (``pair_sm_mhz``).
 - **Adaptive stopping**: after each block, from ``min_samples`` pairs on, sampling stops once every
   WarpForth side's gap interval (:func:`wfbench_core.record.stats.gap_interval`) is narrower than
   ``target_halfwidth``, or ``case_budget_s`` of sampling is spent; never beyond ``samples`` pairs.
@@ -84,6 +89,13 @@ class Rounds(TypingProtocol):
 
     def sm_mhz(self) -> Optional[float]:
         """The mean SM clock over the span of the last round, in MHz; None where it could not be measured."""
+
+    # optional: ``side_mhz() -> Optional[dict[str, float]]``, each side's own mean SM clock in the last round
+
+
+def clocks_match(clocks: Sequence[float]) -> bool:
+    """Whether the sides of a pair ran at matching clocks (the one home of that rule, with :func:`dipped`)."""
+    return not dipped(min(clocks), max(clocks))
 
 
 def max_clock_retakes(samples: int) -> int:
@@ -188,7 +200,7 @@ def sample_case(rounds: Rounds, labels: Sequence[str], protocol: TimingProtocol,
     place(0)
     seen: dict[str, list[float]] = {label: [] for label in labels}  # per-launch ms of each warm-up round
     busy_ms, k = _warm_up(rounds, labels, protocol, clock, seen)
-    launches = _calibrate(rounds, labels, protocol, k, seen)
+    launches = _calibrate(rounds, labels, protocol, k, seen, reference)
     pairs = _Pairs(rounds, protocol, labels, launches)
     reason = ""
     t0 = clock()
@@ -214,6 +226,7 @@ def sample_case(rounds: Rounds, labels: Sequence[str], protocol: TimingProtocol,
         short_retakes=pairs.retakes,
         clock_retakes=pairs.clock_retakes,
         pair_sm_mhz=tuple(pairs.mhz) if len(pairs.mhz) == len(pairs.where) else (),
+        pair_side_mhz=tuple(pairs.side_mhz) if len(pairs.side_mhz) == len(pairs.where) else (),
         stop_reason=reason or STOP_SAMPLES,
         placement_seed=seed,
     )
@@ -239,15 +252,24 @@ def _warm_up(rounds: Rounds, labels: Sequence[str], protocol: TimingProtocol, cl
 
 
 def _calibrate(rounds: Rounds, labels: Sequence[str], protocol: TimingProtocol, k: int,
-               seen: dict[str, list[float]]) -> int:
-    """Launches per sample from a probe round of ``k`` launches; a case too slow for max_case_s is refused with
-    what was measured: each side's per-launch time across the warm-up and probe rounds (``seen``)."""
+               seen: dict[str, list[float]], reference: str) -> int:
+    """Launches per sample from a probe round of ``k`` launches. A side whose launches do not do the same work
+    across the warm-up and probe rounds (``seen``) is refused first, whatever the time limit
+    (:class:`~wfbench_core.gpu.plausibility.InconsistentLaunches`); then a case too slow for max_case_s, with
+    what was measured: each side's per-launch time across those rounds."""
+    from wfbench_core.gpu.plausibility import InconsistentLaunches, inconsistent_launches
+
     probe = rounds.round(labels, k)
+    for label, value in probe.items():
+        seen[label].append(value / k)
+    # the library ceiling is never what refuses a case (it never decides the case's outcome): it is judged
+    # against its operation's peak once timed (wfbench_core.record.yardsticks.ceiling_implausible)
+    odd = {label: why for label, why in inconsistent_launches(seen, reference).items() if label != CEILING}
+    if odd:
+        raise InconsistentLaunches(odd)
     launches = rounds.fit(launches_for(min(probe.values()) / k, protocol.min_sample_ms))
     predicted_s = protocol.samples * launches * max(probe.values()) / k * len(labels) / 1000.0
     if predicted_s > protocol.max_case_s:
-        for label, value in probe.items():
-            seen[label].append(value / k)
         ranges = ", ".join(f"{label} {min(v) * 1e3:.3g} to {max(v) * 1e3:.3g} us" for label, v in seen.items())
         raise WfbenchError(
             f"timing would take about {predicted_s:.0f} s, over the {protocol.max_case_s:.0f} s per-case limit "
@@ -271,22 +293,29 @@ class _Pairs:
         self.clock_retakes = 0
         self.clock_limit = max_clock_retakes(protocol.samples)
         self.mhz: list[float] = []  # the SM clock of each kept pair (only while every pair's is known)
+        self.paired = [label for label in self.labels if label != CEILING]  # the ceiling is never in a pair
+        self.side_mhz: list[tuple[float, ...]] = []  # each kept pair's sides' clocks, in ``paired`` order
         self.top = 0.0  # the highest pair clock of the case so far
 
     def take(self, placement: int) -> None:
         """One pair in this pair's order; a pair under the clock floor is re-taken while re-takes are left."""
         order = round_order(self.labels, len(self.first))
+        side_mhz = getattr(self.rounds, "side_mhz", lambda: None)
         while True:
             ms = self._timed(order)
-            mhz = self.rounds.sm_mhz()
+            mhz, sides = self.rounds.sm_mhz(), side_mhz()
             if mhz is None:
                 break
             self.top = max(self.top, mhz)
-            if not dipped(mhz, self.top) or self.clock_retakes >= self.clock_limit:
+            # the pair is the case's sides': a library ceiling timed in the same round never re-takes it
+            ok = clocks_match([sides[label] for label in self.paired]) if sides else not dipped(mhz, self.top)
+            if ok or self.clock_retakes >= self.clock_limit:
                 break
             self.clock_retakes += 1
         if mhz is not None:
             self.mhz.append(mhz)
+        if sides:
+            self.side_mhz.append(tuple(round(sides[label], 1) for label in self.paired))
         for label in self.labels:
             self.samples[label].append(ms[label] * 1000.0 / self.launches)
         self.first.append(order[0])

@@ -40,6 +40,7 @@ from wfbench_core.gpu.correctness import Checked, Checker, WrongOnTimedBuffers, 
 from wfbench_core.gpu.device import Device
 from wfbench_core.errors import WfbenchError
 from wfbench_core.build.faults import KernelFault, as_kernel_fault
+from wfbench_core.gpu.plausibility import InconsistentLaunches
 from wfbench_core.record.results import TIMING_EVENTS, TIMING_MODES, Check, CompilerInfo, Costs, Environment, KernelAttrs, TimingProtocol
 from wfbench_core.record.timing_record import Sampled
 
@@ -126,7 +127,7 @@ class CudaEventTimer:
         checks of the timed buffers and the wall time they took."""
         try:
             return self._sample(checked, case, reference_label, ceiling)
-        except (KernelFault, WrongOnTimedBuffers):
+        except (KernelFault, WrongOnTimedBuffers, InconsistentLaunches):
             raise
         except WfbenchError as exc:
             raise WfbenchError(f"{case.id}: {exc}") from None
@@ -160,5 +161,6 @@ class CudaEventTimer:
             rounds.close()
         sampled = attrs.evolve(sampled, clocks_sm_mhz=tuple(r.sm_mhz for r in readings if r.sm_mhz),
                                buffer_sets=rounds.sets, gate_retakes=rounds.gate_retakes, timing_mode=mode,
-                               nvml=nvml.summarize(readings), launch_floor_us=floor_us, placement_checks=launches)
+                               nvml=nvml.summarize(readings), launch_floor_us=floor_us, placement_checks=launches,
+                               buffer_bytes=rounds.buffer_bytes)
         return sampled, verified, check_s, rounds.capture_note

@@ -10,6 +10,8 @@ are the typed records of :mod:`wfbench_core.gpu.messages`:
   and measure the copy yardstick when asked;
 - :class:`~wfbench_core.gpu.messages.RunCase` -> :class:`~wfbench_core.gpu.messages.Results` (or
   :class:`~wfbench_core.gpu.messages.CaseError`): check and time one case;
+- :class:`~wfbench_core.gpu.messages.RunPoint` -> the same: check and time one size of a case's sweep, the
+  case's canonical configuration replaced by that size, in the timing mode asked for;
 - while working: progress lines, and arm/disarm around every wait on the GPU (the watchdog's deadlines,
   :mod:`wfbench_core.gpu.watchdog`);
 - a problem that ends the whole run (no GPU, a broken installation): :class:`~wfbench_core.gpu.messages.Fatal`.
@@ -26,7 +28,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Sequence
 
 import attrs
 
@@ -51,6 +53,8 @@ class Worker:
         self.plan: dict[str, dict[str, Any]] | None = None  # the bundle matched with the plugins, once
         self.loaded: dict[str, dict[str, Any]] = {}  # cases whose files are read (for the CUDA compile ahead)
         self.yardsticks = Yardsticks()  # what the run's cases are judged by (wfbench_core.gpu.plausibility)
+        self.timers: dict[str, Any] = {}  # timing mode -> timer, for sweep points timed in another mode
+        self.swept: dict[str, list[Any]] = {}  # case -> its sweep points, (case at the size, files), once read
 
     def send(self, message: msg.Reply) -> None:
         self.out.write(msg.encode(message))
@@ -81,8 +85,7 @@ class Worker:
                                        fp64_peak_gflops=self._fp64_peak())
         given = environment if init.copy else attrs.evolve(  # later workers are told the first one's
             environment, copy_gbps=init.copy_gbps, fp64_peak_gflops=init.fp64_peak_gflops)
-        self.yardsticks = Yardsticks(copy_gbps=given.copy_gbps, fp64_peak_gflops=given.fp64_peak_gflops,
-                                     l2_bytes=environment.l2_bytes)
+        self.yardsticks = Yardsticks.of(given)
         return msg.Ready(environment, self.cuda, self.arch)
 
     def _prefetch(self, case_ids: list[str], fp64_peak: bool = False) -> None:
@@ -144,6 +147,47 @@ class Worker:
         found = self.registry.ceiling(case_id) if getattr(self.request, "ceiling", False) else None
         return found if isinstance(found, Ceiling) else None
 
+    def point(self, request: msg.RunPoint) -> msg.Results:
+        """One size of a case's sweep: the case's check files and the point's canonical ones, timed as a case is
+        (correctness first), in the timing mode asked for; no static diagnostics."""
+        from wfbench_core.build.bundle import load_sweep_point
+        from wfbench_core.build.prepare import Prepared
+
+        variants = {}
+        for label, prep in self._variants(request.case_id).items():  # kept loaded for the sweep's next points
+            if prep.entry is None or not 0 <= request.index < len(prep.entry.sweep):
+                raise WfbenchError(f"{request.case_id}: the bundle holds no sweep point {request.index}; build it "
+                                   f"with 'wfbench build --sweep'")
+            points = self.swept.get(request.case_id)
+            if points is None:  # the first point of this case: every point's files read, their CUDA compiled ahead
+                points = self.swept[request.case_id] = [_or_error(load_sweep_point, prep.folder, prep.entry,
+                                                                  prep.case, i) for i in range(len(prep.entry.sweep))]
+                self._prefetch_points(prep, [p for p in points if not isinstance(p, WfbenchError)])
+            if isinstance(points[request.index], WfbenchError):
+                raise points[request.index]  # this point's files are broken: this point fails, not the others
+            at, files = points[request.index]
+            variants[label] = Prepared(at, prep.plugin, {"check": prep.files["check"], "canonical": files})
+        protocol = attrs.evolve(self.request.protocol, timing_mode=request.timing_mode)
+        return msg.Results(tuple(run_case(variants, timer=self._timer(protocol), protocol=protocol, cuda=self.cuda,
+                                          arch=self.arch, mode=self.request.mode, progress=self.progress,
+                                          yardsticks=self.yardsticks, diagnose=False)))
+
+    def _prefetch_points(self, prep: Any, points: list[Any]) -> None:
+        """Start compiling the CUDA side of every point of a sweep (and its check size once) ahead."""
+        from wfbench_core.build.compile import prefetch_cuda
+
+        sources = [(prep.case.key("check"), prep.files["check"].cuda_source)]
+        sources += [(at.key("canonical"), files.cuda_source) for at, files in points]
+        prefetch_cuda(sources, arch=self.arch, compiler=self.cuda)
+
+    def _timer(self, protocol: Any) -> Any:
+        """The timer of ``protocol``'s timing mode: the run's own, or one made for that mode once."""
+        if protocol.timing_mode == self.request.protocol.timing_mode:
+            return self.timer
+        if protocol.timing_mode not in self.timers:
+            self.timers[protocol.timing_mode] = self.registry.make_timer(protocol)
+        return self.timers[protocol.timing_mode]
+
     def serve(self, requests: IO[bytes]) -> None:
         for line in requests:
             try:
@@ -156,13 +200,15 @@ class Worker:
 
     def handle(self, request: msg.Request) -> bool:
         """Answer one request; False when this worker must end (asked to, or unusable)."""
-        is_case = isinstance(request, msg.RunCase)
+        is_case = isinstance(request, (msg.RunCase, msg.RunPoint))
         try:
             if isinstance(request, msg.Init):
                 watchdog.install(self.send, request.request.case_timeout_s)
                 self.send(self.init(request))
             elif isinstance(request, msg.RunCase):
                 self.send(self.case(request.case_id))
+            elif isinstance(request, msg.RunPoint):
+                self.send(self.point(request))
             else:
                 return False
         except WfbenchError as exc:
@@ -181,21 +227,29 @@ class Worker:
         return True
 
 
+def _or_error(load: Any, *args: Any) -> Any:
+    """``load(*args)``, or the WfbenchError it raised."""
+    try:
+        return load(*args)
+    except WfbenchError as exc:
+        return exc
+
+
 def _wf_label(label: str) -> str:
     return f"wf:{label}" if label else "wf"
 
 
 def run_case(variants: dict[str, Any], *, timer: Any, protocol: Any, cuda: Any, arch: str,
              mode: str, sanitize: bool = False, progress: Any = lambda line: None,
-             yardsticks: Any = None, ceiling: Any = None) -> list[CaseResult]:
+             yardsticks: Any = None, ceiling: Any = None, diagnose: bool = True) -> list[CaseResult]:
     """Check and time one case: every WarpForth variant (one, or base and head) against the CUDA side.
 
-    A variant whose PTX is byte-identical to an earlier one's is not checked or timed again (:func:`ptx_twins`):
-    its result carries the earlier variant's checks and samples, marked ``timing.timed_with``.
+    A variant whose PTX is byte-identical to an earlier one's is not checked or timed again (:func:`ptx_twins`): its
+    result carries the earlier variant's checks and samples, marked ``timing.timed_with``.
 
-    With ``sanitize``, each side's check configuration is first launched once under compute-sanitizer;
-    a finding makes the case FAILED with the sanitizer's first report line, and it is not timed.
-    The static diagnostics of both sides (ptxas, SASS) are made on a thread while the GPU works.
+    With ``sanitize``, each side's check configuration is first launched once under compute-sanitizer; a finding
+    makes it FAILED (the first report line), not timed. With ``diagnose``, both sides' static diagnostics (ptxas,
+    SASS) are made on a thread while the GPU works.
     """
     some = next(iter(variants.values()))
     case = some.case
@@ -212,47 +266,130 @@ def run_case(variants: dict[str, Any], *, timer: Any, protocol: Any, cuda: Any, 
         return all_(message=str(exc))
     bases = {k: attrs.evolve(b, compile_cuda=record) for k, b in bases.items()}
 
-    diagnosing = None if mode == MODE_AA else _diagnose_in_background(case, variants, cuda_ptx["canonical"], arch)
+    diagnosing = diagnose and mode != MODE_AA and _diagnose_in_background(case, variants, cuda_ptx["canonical"], arch)
     twins = {} if mode == MODE_AA else ptx_twins(variants)
     sides = _sides(case, {k: v for k, v in variants.items() if k not in twins}, cuda_ptx, mode)
-    if sanitize:
-        from wfbench_core.gpu.sanitize import DEFAULT_TIMEOUT_S, sanitize_case
-
-        for side in sides:
-            try:
-                with watchdog.guard(f"{case.id} {side.label} under compute-sanitizer",
-                                    deadline_s=DEFAULT_TIMEOUT_S + 60.0):
-                    finding = sanitize_case(case, side.label, side.ptx["check"], side.kernel)
-            except WfbenchError as exc:
-                return all_(message=str(exc))
-            if finding is not None:
-                return all_(status=FAILED, message=finding.message)
+    broken: dict[str, Any] = {}  # WarpForth side -> the failed measurement of that side alone
     try:
-        m = timer.measure(case, sides, reference_label="cuda", **({"ceiling": ceiling} if ceiling else {}))
+        if sanitize:
+            broken = _sanitized(case, sides)
+            sides = [s for s in sides if s.label not in broken]
+        m, more = measure_apart(timer, case, sides, progress, ceiling)
     except WfbenchError as exc:
         return all_(message=str(exc))
-    if ceiling is not None and m.ceiling is not None and m.ceiling.problem:
+    except _AllFailed as failed:
+        return all_(status=FAILED, message=failed.message)
+    broken.update(more)
+    if ceiling is not None and m is not None and m.ceiling is not None and m.ceiling.problem:
         progress(f"{case.id}: {m.ceiling.problem}")  # one line; the canonical case goes on
 
     diags = {label: future.result() for label, future in diagnosing.items()} if diagnosing else {}
     for note in dict.fromkeys(d[2] for d in diags.values() if d[2]):
         progress(f"{case.id}: no static diagnostics: {note}")
-    return [_result(base, m, variants[label], twins.get(label), label, diags.get(label), compile_s, protocol,
-                    yardsticks, ceiling) for label, base in bases.items()]
+    return [_result(base, m, broken, variants[label], twins.get(label), label, diags.get(label), compile_s,
+                    protocol, yardsticks, ceiling) for label, base in bases.items()]
 
 
-def _result(base: CaseResult, m: Any, prep: Any, twin: str | None, label: str, diag: Any, compile_s: float,
-            protocol: Any, yardsticks: Any, ceiling: Any) -> CaseResult:
-    """One WarpForth variant's result from the case's measurement (its diagnostics, costs, ceiling, twin)."""
+def _result(base: CaseResult, m: Any, broken: dict[str, Any], prep: Any, twin: str | None, label: str, diag: Any,
+            compile_s: float, protocol: Any, yardsticks: Any, ceiling: Any) -> CaseResult:
+    """One WarpForth variant's result from the case's measurement, or its own failed one where it failed alone
+    (its diagnostics, costs, ceiling, twin)."""
     if diag is not None:
         base = attrs.evolve(base, diag_wf=diag[0], diag_cuda=diag[1])
-    costs = attrs.evolve(m.costs, compile_cuda_s=compile_s,
-                         compile_wf_s=sum(prep.files[c].compile_wf.wall_s for c in CONFIGS))
     side = _wf_label(twin or label)
-    result = measured(attrs.evolve(base, costs=costs), m, side, unstable_noise=protocol.unstable_noise,
+    mine = broken.get(side, m)
+    costs = attrs.evolve(mine.costs, compile_cuda_s=compile_s,
+                         compile_wf_s=sum(prep.files[c].compile_wf.wall_s for c in CONFIGS))
+    result = measured(attrs.evolve(base, costs=costs), mine, side, unstable_noise=protocol.unstable_noise,
                       yardsticks=yardsticks)
     result = attrs.evolve(result, ceiling=ceiling_result(ceiling, m, result, side, yardsticks=yardsticks))
     return _twin_of(result, twin)
+
+
+class _AllFailed(Exception):
+    """Every side of a case fails (the CUDA side, or the only WarpForth one): the case is FAILED for all."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def _sanitized(case: Any, sides: list[Any]) -> dict[str, Any]:
+    """Each side's check configuration once under compute-sanitizer: ``{label: failed measurement}`` of the
+    WarpForth sides with a finding, while another WarpForth side and the CUDA side have none (else
+    :class:`_AllFailed`)."""
+    from wfbench_core.contracts import Measurement
+    from wfbench_core.gpu.sanitize import DEFAULT_TIMEOUT_S, sanitize_case
+    from wfbench_core.record.results import Costs
+
+    found: dict[str, str] = {}
+    for side in sides:
+        with watchdog.guard(f"{case.id} {side.label} under compute-sanitizer", deadline_s=DEFAULT_TIMEOUT_S + 60.0):
+            finding = sanitize_case(case, side.label, side.ptx["check"], side.kernel)
+        if finding is not None:
+            found[side.label] = finding.message
+    if found and not _alone(set(found), sides):
+        raise _AllFailed(next(iter(found.values())))
+    return {label: Measurement(False, why, (), {}, Costs()) for label, why in found.items()}
+
+
+def _alone(labels: set[str], sides: Sequence[Any]) -> bool:
+    """Whether ``labels`` are WarpForth sides only, with another WarpForth side left to time against CUDA."""
+    wf = {s.label for s in sides if s.label != "cuda"}
+    return bool(labels) and labels < wf
+
+
+def measure_apart(timer: Any, case: Any, sides: list[Any], progress: Any = lambda line: None,
+                  ceiling: Any = None) -> tuple[Any, dict[str, Any]]:
+    """The timer's measurement of ``sides``; where only some WarpForth sides fail (their own checks, or a fault
+    of theirs that left the GPU context usable) they are left out and the others are measured again, so a head
+    compiler that breaks a case costs the head, not the base: the base keeps its timing and status.
+
+    Returns the last measurement (None when no WarpForth side was left to time) and ``{label: failed
+    measurement}`` of each side left out (with its own failed checks' line, or its implausible launches). A
+    failure of the CUDA side, of every WarpForth side, or one no side is named by (a cross check only) is the
+    measurement as the timer gave it, failed for all. ``ceiling``: the case's library ceiling, measured as a
+    third side in the same rounds (``--ceiling``)."""
+    from wfbench_core.build.faults import KernelFault, side_name
+    from wfbench_core.contracts import Measurement
+    from wfbench_core.gpu.plausibility import InconsistentLaunches
+    from wfbench_core.record.results import Costs
+
+    broken: dict[str, Any] = {}
+    while True:
+        try:
+            m = timer.measure(case, sides, reference_label="cuda", **({"ceiling": ceiling} if ceiling else {}))
+        except KernelFault as fault:
+            if fault.sticky or not _alone({fault.side}, sides):
+                raise
+            blamed = {fault.side: Measurement(False, str(fault), (), {}, Costs())}
+        except InconsistentLaunches as odd:  # found before any sample: IMPLAUSIBLE, whatever the time limit
+            blamed = {label: Measurement(True, "", (), {}, Costs(), implausible=why) for label, why in odd.sides.items()}
+            if "cuda" in blamed:
+                raise
+            if not _alone(set(blamed), sides):  # no WarpForth side left to time
+                return None, {**broken, **blamed}
+        else:
+            blamed = _blamed(case, m, sides)
+            if not blamed:
+                return m, broken
+        broken.update(blamed)
+        sides = [s for s in sides if s.label not in blamed]
+        progress(f"{case.id}: {', '.join(side_name(b) for b in blamed)} failed alone; the other sides are "
+                 f"checked and timed without it")
+
+
+def _blamed(case: Any, m: Any, sides: Sequence[Any]) -> dict[str, Any]:
+    """The WarpForth sides a failed measurement's own checks name (reference, idempotence, timed buffers),
+    each with its failed measurement, when they fail alone (:func:`_alone`); else none."""
+    from wfbench_core.gpu.correctness import describe_failures
+
+    failed = [c for c in m.checks if not c.passed]
+    own = {c.side for c in failed if "~" not in c.side}
+    if m.passed or not _alone(own, sides):
+        return {}
+    return {label: attrs.evolve(m, message=describe_failures(case, [c for c in failed if c.side == label]),
+                                sampled=None) for label in own}
 
 
 def _twin_of(result: CaseResult, twin: str | None) -> CaseResult:

@@ -38,6 +38,7 @@ class CeilingResult:
     status: str
     message: str = ""
     tensor_cores: str = ""
+    flop_type: str = ""  # the arithmetic the plausibility gate judged it by (wfbench_core.record.yardsticks)
     stats: Optional[SideStats] = None
     ratio: Optional[float] = None
     ratio_lo: Optional[float] = None  # 5th and 95th percentiles of the per-pair ratios

@@ -12,6 +12,7 @@ line, ``WHERE: not WHAT (why)``, raised as a :class:`~wfbench_core.errors.Wfbenc
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import tempfile
@@ -37,9 +38,11 @@ def _write_temp(path: Path, data: bytes) -> Path:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.filename is None:  # a full disk: write() names no file
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
         raise
     return tmp
 
@@ -85,6 +88,43 @@ def make_temp_dir(prefix: str, parent: Path) -> Path:
     os.umask(mask)
     os.chmod(path, 0o777 & ~mask)
     return path
+
+
+# ---------------------------------------------------------------------------------------------------------
+# a file-system state that stops a command: one line naming the path and what to do
+
+#: what to do about each error of the file system (errno -> what it means, what to do)
+_ADVICE = {
+    errno.EACCES: ("permission denied", "give this user write access to it, or choose another place"),
+    errno.EPERM: ("not permitted", "give this user write access to it, or choose another place"),
+    errno.EROFS: ("on a read-only file system", "choose a place on a writable file system"),
+    errno.ENOSPC: ("no space left on its device", "free some space, or choose a place on another device"),
+    errno.EDQUOT: ("over the disk quota", "free some space, or choose a place on another device"),
+    errno.ELOOP: ("a loop of symbolic links", "remove the link, or choose another path"),
+    errno.EEXIST: ("exists and is not a folder (a file, or a symbolic link to nowhere)",
+                   "remove it, or choose another path"),
+    errno.ENOTDIR: ("a part of the path is not a folder", "choose a path made of folders"),
+    errno.EISDIR: ("a folder, where a file is needed", "choose a file name"),
+    errno.ENOENT: ("no such file or folder", "check the path"),
+    errno.EBUSY: ("busy", "try again when whatever holds it has finished"),
+    errno.ENAMETOOLONG: ("a name too long for the file system", "choose a shorter path"),
+}
+
+
+def os_error_line(exc: OSError) -> str:
+    """The one line for a file-system error: ``PATH: what it means; what to do``."""
+    meaning, todo = _ADVICE.get(exc.errno or 0, ((exc.strerror or type(exc).__name__).lower(),
+                                                 "check the path and its permissions"))
+    where = exc.filename if exc.filename is not None else exc.filename2
+    return f"{where}: {meaning}; {todo}" if where is not None else f"{meaning}; {todo}"
+
+
+def symlink_loop_line(exc: RuntimeError) -> str | None:
+    """pathlib's ``RuntimeError: Symlink loop from '…'`` (Python < 3.13) as the line of an ELOOP; None otherwise."""
+    text = str(exc)
+    if not text.startswith("Symlink loop from "):
+        return None
+    return os_error_line(OSError(errno.ELOOP, "loop", text.removeprefix("Symlink loop from ").strip("'\"")))
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -4,7 +4,9 @@
 schema (:data:`UPGRADES`), structures it, then asks :func:`problem` whether the figures can be a measurement at
 all. A result that no wfbench could have written (unequal, empty, zero, negative or non-finite samples, a gap
 that is not positive, placements that do not match the pairs) is refused there, so that no command that reads
-it (``export``, ``check``, ``compare``, ``history add`` …) can print a figure made of it.
+it (``export``, ``check``, ``compare``, ``history add`` …) can print a figure made of it. A result whose
+summaries contradict its samples, or whose figures its own yardsticks rule out, is refused there too
+(:mod:`wfbench_core.record.consistency`).
 """
 
 from __future__ import annotations
@@ -138,11 +140,13 @@ def problem(result: RunResult) -> str:
     """Why a structured result cannot be one wfbench wrote ("" when it can)."""
     if not _iso_time(result.created):
         return f"'created' is {result.created!r}, not an ISO 8601 time"
+    from wfbench_core.record import consistency
+
     for case in result.cases:
         why = case_problem(case)
         if why:
             return f"case {case.id!r} has {why}"
-    return ""
+    return consistency.problem(result)  # summaries against samples, absurd figures, the run's own yardsticks
 
 
 def index_problem(index: Any) -> str:

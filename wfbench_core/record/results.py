@@ -179,6 +179,7 @@ class SideDiagnostics:
     # instructions, other than LDL/STL, that form a stack address (wfbench_core.build.stack_tax); None in
     # results written before it was counted
     stack_addressing: Optional[int] = None
+    data_sha256: str = ""  # of the cubin's initialized constant and global data ("" when it has none)
 
 
 @attrs.frozen
@@ -251,6 +252,7 @@ class CaseResult:
     metric: str = "bandwidth"
     work_bytes: int = 0
     work_flops: int = 0
+    work_flop_type: str = ""  # what the FLOPs are (wfbench_core.gpu.plausibility.FLOP_TYPES); "" before recorded
     cuda_source_sha256: str = ""
     warpforth_source_sha256: str = ""
     plugin: str = ""
@@ -429,6 +431,9 @@ def parse_result(data: str | bytes, where: str = "result") -> RunResult:
     raw = parse_json(text.removeprefix("\ufeff"), where, RESULT)
     if not isinstance(raw, dict):
         raise not_a(where, RESULT, f"a JSON {type(raw).__name__.replace('dict', 'object')}, not an object")
+    if raw.get("kind") == "sweep":
+        raise not_a(where, RESULT, "a sweep of 'wfbench sweep': sweeps are their own series, never runs; 'wfbench "
+                                   "history add' stores them apart and the dashboard draws them")
     if "schema_version" not in raw or "cases" not in raw:
         keys = ", ".join(sorted(map(str, raw))[:5]) or "none"
         raise not_a(where, RESULT, f"no schema_version or cases; its keys: {keys}")

@@ -71,6 +71,9 @@ class Sampling:
     # the mean SM clock (MHz) over each kept pair, measured in-band (empty: not measured, or not for every pair)
     pair_sm_mhz: tuple[float, ...] = ()
     clock_retakes: int = 0  # pairs re-taken because they ran under the clock floor (wfbench_core.gpu.sampling)
+    buffer_bytes: int = 0  # bytes of the buffers one launch was given (inputs and outputs; 0: not recorded)
+    # each kept pair's sides' own SM clocks (MHz), in the order of samples_us (empty: not measured per side)
+    pair_side_mhz: tuple[tuple[float, ...], ...] = ()
 
 
 @attrs.frozen(kw_only=True)

@@ -151,9 +151,7 @@ def judge(series: Series, point: Point, rules: Rules = Rules(), history: Optiona
                        **more)  # type: ignore[arg-type]
 
     if not point.stable:
-        why = "throttled while timed" if point.throttled else (
-            "on a depressed host" if point.depressed_host else f"noisy (MAD/median {point.noise:.1%})")
-        return finding(UNSTABLE, f"{why}; not judged, and left out of trends")
+        return finding(UNSTABLE, f"{point.standing[1]}; not judged, and left out of trends")
     if not any(p.run != point.run and point_order(p) < point_order(point) for p in series.points):
         return finding(NEW_SERIES, "first point of a new series; nothing to compare with yet")
     if len(stable) < rules.min_points:

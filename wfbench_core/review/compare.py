@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Optional, Sequence
 
 import attrs
 
-from wfbench_core.review import evidence, verdicts
+from wfbench_core.review import evidence, pairing, verdicts
 from wfbench_core.record import stats
 from wfbench_core.build.code_identity import code_identity, sass_note
 from wfbench_core.errors import WfbenchError
@@ -71,10 +71,16 @@ class CaseComparison:
     cuda: Optional[Change] = None
     verdict: Optional[verdicts.Verdict] = None  # the verdict on the gap's change
     sass: str = ""  # what the two WarpForth kernels' code says (wfbench_core.build.code_identity.sass_note)
+    broken: str = ""  # "head" or "base": that side alone failed, the other was timed (wfbench_core.review.pairing)
 
     @property
     def noisy(self) -> bool:
         return UNSTABLE in (self.base_status, self.head_status)
+
+    @property
+    def regression(self) -> bool:
+        """SLOWER, or BROKEN (the head failed a case the base passed)."""
+        return self.broken == pairing.HEAD or (self.verdict is not None and self.verdict.regression)
 
 
 @attrs.frozen
@@ -91,8 +97,8 @@ class RunComparison:
 
     @property
     def regressions(self) -> list[CaseComparison]:
-        """The cases judged SLOWER: the only verdict that counts as a regression."""
-        return [c for c in self.cases if c.verdict is not None and c.verdict.regression]
+        """The cases that count as regressions: BROKEN and SLOWER (nothing else)."""
+        return [c for c in self.cases if c.regression]
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -181,8 +187,11 @@ def _same_code(b: CaseResult, h: CaseResult) -> bool:
 
 
 def _timed_once(b: CaseResult, h: CaseResult) -> bool:
-    """One kernel timed for both labels of a base/head run (byte-identical PTX): the samples are the same."""
-    return any(c.timing is not None and c.timing.timed_with for c in (b, h))
+    """One kernel timed for both labels of a base/head run (byte-identical PTX): the samples are the same. A
+    result timed with a third label's kernel (a run of several labels) was not timed with the other's."""
+    if b.timing is None or h.timing is None or not (b.timing.timed_with or h.timing.timed_with):
+        return False
+    return (b.timing.timed_with or b.compiler_label) == (h.timing.timed_with or h.compiler_label)
 
 
 def _same_ptx(a: Optional[CompileRecord], b: Optional[CompileRecord]) -> bool:
@@ -210,19 +219,6 @@ def _qualifiers(b: CaseResult, h: CaseResult) -> list[str]:
     if any(c.timing is not None and c.timing.throttled for c in (b, h)):
         out.append(verdicts.THROTTLED)
     return out
-
-
-def _refusal(b: CaseResult, h: CaseResult) -> str:
-    """Why two results of a case cannot be compared ("" when they can)."""
-    if b.version != h.version or b.fingerprint != h.fingerprint:
-        return (f"different case definitions (v{b.version} {b.fingerprint[:12]} vs v{h.version} {h.fingerprint[:12]}); "
-                f"only the same fingerprint is comparable")
-    if b.mode != h.mode:
-        return f"different timing modes ({b.mode} vs {h.mode})"
-    if not (b.timed and h.timed):
-        bad = ", ".join(f"{side} {c.status}" for side, c in (("base", b), ("head", h)) if not c.timed)
-        return f"not timed ({bad})"
-    return ""
 
 
 def _case(b: CaseResult, h: CaseResult, est: Optional[stats.LogEstimate], margin: verdicts.Margin, *,
@@ -265,39 +261,25 @@ def labels_of(result: RunResult) -> list[str]:
 
 def split_labels(result: RunResult, base_label: Optional[str] = None,
                  head_label: Optional[str] = None, *, where: str = "result") -> tuple[str, str]:
-    """Which compiler labels of a base/head run are base and head."""
+    """Which compiler labels of a base/head run are base and head: each one asked for, else ``base`` / ``head``
+    where the run has it, else the other of a run's two labels."""
     labels = labels_of(result)
-    if base_label is None and head_label is None:
-        if "base" in labels and "head" in labels:
-            base_label, head_label = "base", "head"
-        elif len(labels) == 2:
-            base_label, head_label = labels
-    if not base_label or not head_label or base_label not in labels or head_label not in labels:
+
+    def other(given: Optional[str]) -> Optional[str]:
+        rest = [x for x in labels if x != given]
+        return rest[0] if len(rest) == 1 else None
+
+    if base_label is None and head_label is None and not {"base", "head"} <= set(labels) and len(labels) == 2:
+        base_label, head_label = labels
+    base_label = base_label or ("base" if "base" in labels and head_label != "base" else other(head_label))
+    head_label = head_label or ("head" if "head" in labels and base_label != "head" else other(base_label))
+    if not base_label or not head_label or base_label == head_label or not {base_label, head_label} <= set(labels):
         found = ", ".join(labels) or "none"
-        raise WfbenchError(f"{where}: not a base/head run with the labels asked for (labels in it: {found}); "
-                           f"give two result files, or run 'wfbench run --warpforthc base=PATH --warpforthc "
-                           f"head=PATH'")
+        how = ("name the two to compare with --base-label and --head-label" if len(labels) > 1 else
+               "give two result files, or run 'wfbench run --warpforthc base=PATH --warpforthc head=PATH'")
+        raise WfbenchError(f"{where}: not a base/head run with the labels asked for (base {base_label or '?'}, "
+                           f"head {head_label or '?'}; labels in it: {found}); {how}")
     return base_label, head_label
-
-
-def _matched(bmap: dict[str, CaseResult], hmap: dict[str, CaseResult], missing: str
-             ) -> tuple[list[tuple[CaseResult, CaseResult]], list[CaseComparison]]:
-    pairs, skipped = [], []
-    for cid in sorted(set(bmap) | set(hmap)):
-        if cid not in bmap or cid not in hmap:
-            c = bmap.get(cid) or hmap[cid]
-            side = "head" if cid not in hmap else "base"
-            skipped.append(CaseComparison(case_id=cid, version=c.version, compared=False,
-                                          reason=missing.format(side=side)))
-            continue
-        why = _refusal(bmap[cid], hmap[cid])
-        if why:
-            b, h = bmap[cid], hmap[cid]
-            skipped.append(CaseComparison(case_id=cid, version=b.version, compared=False, reason=why,
-                                          base_status=b.status, head_status=h.status))
-        else:
-            pairs.append((bmap[cid], hmap[cid]))
-    return pairs, skipped
 
 
 def _ordered(cases: list[CaseComparison]) -> tuple[CaseComparison, ...]:
@@ -312,14 +294,15 @@ def compare_labels(result: RunResult, base_label: Optional[str] = None, head_lab
     bl, hl = split_labels(result, base_label, head_label, where=name)
     bmap = {c.id: c for c in result.cases if c.compiler_label == bl}
     hmap = {c.id: c for c in result.cases if c.compiler_label == hl}
-    pairs, cases = _matched(bmap, hmap, "no {side} result")
+    pairs, cases = pairing.matched(bmap, hmap, "no {side} result", CaseComparison)
     estimates = [(b, h, _gap_in_run(b.timing, h.timing)) for b, h in pairs]  # type: ignore[arg-type]
-    # a kernel timed once for both labels reads no change by construction: it measures nothing of the method
+    # a kernel timed once for both labels reads no change by construction: it measures nothing of the method;
+    # a noisy or throttled case reads its own circumstances, not the method's
     same = [math.exp(e.value) - 1.0 for b, h, e in estimates
-            if e is not None and _same_code(b, h) and not _timed_once(b, h)]
-    floor = verdicts.aa_floor(same)
-    margin = verdicts.margin_of(floor, f"same run, {len(same)} case(s) of identical code timed twice",
-                                default=settings.margin, min_effect=settings.min_effect)
+            if e is not None and _same_code(b, h) and not _timed_once(b, h) and not _qualifiers(b, h)]
+    floor = verdicts.same_run_floor(same)
+    margin = verdicts.margin_of(floor, f"same run, second largest of {len(same)} steady case(s) of identical "
+                                       f"code timed twice", default=settings.margin, min_effect=settings.min_effect)
     cases += [_case(b, h, e, margin, same_run=True, qualifiers=[verdicts.TIMED_ONCE] if _timed_once(b, h) else [])
               for b, h, e in estimates]
 
@@ -358,7 +341,8 @@ def compare_runs(base: RunResult, head: RunResult, *, base_name: str = "base", h
                       for c in head.cases)
         return RunComparison(base_name, head_name, base.warpforthc.version, head.warpforthc.version, _platform(head),
                           False, (why,), cases, settings)
-    pairs, cases = _matched({c.id: c for c in base.cases}, {c.id: c for c in head.cases}, "not in {side}")
+    pairs, cases = pairing.matched({c.id: c for c in base.cases}, {c.id: c for c in head.cases}, "not in {side}",
+                                   CaseComparison)
     cases += [_run_pair(base, head, b, h, settings, history) for b, h in pairs]
     return RunComparison(base_name=base_name, head_name=head_name, base_compiler=base.warpforthc.version,
                       head_compiler=head.warpforthc.version, platform=_platform(head), same_run=False,
@@ -400,6 +384,9 @@ def pct(c: Change) -> str:
 
 
 def verdict_cell(c: CaseComparison, bold: bool = False) -> str:
+    if c.broken:
+        word = verdicts.BROKEN_WORDS[c.broken]
+        return f"**{word}**" if bold and c.broken == pairing.HEAD else word
     if not c.compared or c.verdict is None:
         return "not compared"
     text = c.verdict.label
@@ -413,7 +400,7 @@ def _rows(cmp: RunComparison, bold: bool) -> list[list[str]]:
     for c in cmp.cases:
         name = f"{c.case_id} v{c.version}"
         if not c.compared or c.gap is None or c.warpforth is None or c.cuda is None:
-            rows.append([name, "-", "-", "-", "-", "-", "-", "not compared"])
+            rows.append([name, "-", "-", "-", "-", "-", "-", verdict_cell(c, bold)])
             continue
         rows.append([
             name, f"{c.gap.base:.3f}x -> {c.gap.head:.3f}x", pct(c.gap),
@@ -449,7 +436,8 @@ def _footer(cmp: RunComparison) -> list[str]:
         if c.sass:
             lines.append(f"{c.case_id}: {c.sass}" + (f" {c.case_id}" if c.sass.endswith("wfbench explain") else ""))
         if c.reason:
-            lines.append(f"{c.case_id}: {'' if c.compared else 'not compared: '}{c.reason}")
+            lines.append(f"{c.case_id}: {verdict_cell(c) + ': ' if c.broken else '' if c.compared else 'not compared: '}"
+                         f"{c.reason}")
     lines += [f"note: {n}" for n in cmp.notes]
     return lines
 
@@ -464,9 +452,10 @@ def summary(cmp: RunComparison) -> str:
     """``6 compared: 1 SLOWER, 5 SAME``."""
     counts: dict[str, int] = {}
     for c in cmp.cases:
-        key = c.verdict.verdict if c.verdict is not None else "not compared"
+        key = verdicts.BROKEN_WORDS[c.broken] if c.broken else c.verdict.verdict if c.verdict else "not compared"
         counts[key] = counts.get(key, 0) + 1
-    order = list(verdicts.VERDICTS) + [verdicts.BASELINE_CHANGED, "not compared"]
+    order = [verdicts.BROKEN_WORDS[pairing.HEAD], *verdicts.VERDICTS, verdicts.BROKEN_WORDS[pairing.BASE],
+             verdicts.BASELINE_CHANGED, "not compared"]
     parts = [f"{n} {k.upper() if k in verdicts.VERDICTS else k}" for k, n in
              sorted(counts.items(), key=lambda kv: order.index(kv[0]))]
     return f"{len(cmp.cases)} case(s): " + ", ".join(parts)

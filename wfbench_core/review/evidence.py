@@ -187,8 +187,9 @@ def components(points: Sequence[Point], extra: Sequence[Observation] = (), *, on
 
 
 def board_aa_floor(history: Optional["History"], key: SeriesKey, board: str) -> tuple[Optional[float], str]:
-    """The A/A floor of ``key``'s case on ``board``: how far the newest stable A/A run there (CUDA against
-    itself) read from 1.000x; (None, "") when the history has none."""
+    """The A/A floor on ``board``: how far the newest A/A run there (CUDA against itself) in which ``key``'s case
+    is stable read from 1.000x at most, over its stable cases (:func:`aa_run_floor`); (None, "") when the history
+    has none."""
     if history is None or not board:
         return None, ""
     aa_key = attrs.evolve(family(key), mode=key.mode.replace(MODE_PAIRED, MODE_AA, 1))
@@ -197,7 +198,16 @@ def board_aa_floor(history: Optional["History"], key: SeriesKey, board: str) -> 
     if not points:
         return None, ""
     newest = points[-1]
-    return abs(newest.gap - 1.0), f"A/A run {newest.created} on this board"
+    run = [p for s in history.series.values() for p in s.points if p.run == newest.run]
+    return aa_run_floor(run), f"A/A run {newest.created} on this board"
+
+
+def aa_run_floor(points: Sequence["Point"]) -> Optional[float]:
+    """The floor of one A/A run: the farthest any of its stable cases reads from 1.000x. The one figure of an
+    A/A run, in ``check``'s margin and on the dashboard."""
+    from wfbench_core.review.verdicts import aa_floor
+
+    return aa_floor(p.gap - 1.0 for p in points if p.stable)
 
 
 def repeat_observations(code: str, board: str, repeat_gaps: Sequence[float]) -> list[Observation]:

@@ -69,9 +69,12 @@ def _gap_mad(case: CaseResult) -> float:
     return stats.pair_ratio_mad(case.timing.warpforth.samples_us, case.timing.cuda.samples_us)
 
 
-def _trend(case: CaseResult) -> bool:
-    """Correct, timed and stable, and not launch-bound: a point of the trend."""
-    return case.status == OK and case.timing is not None and case.timed and not case.timing.launch_bound
+def _trend(result: RunResult, case: CaseResult) -> bool:
+    """A point of the trend: correct, timed and stable by the rule every view uses
+    (:func:`wfbench_core.review.series.standing`: not noisy, throttled out, on a depressed host or launch-bound)."""
+    from wfbench_core.review.series import point_of
+
+    return case.status == OK and case.timed and point_of(result, case, "").stable
 
 
 def _suffix(result: RunResult, case: CaseResult) -> str:
@@ -100,7 +103,7 @@ def github_action_benchmark(result: RunResult, *, label: Optional[str] = None, w
     if why:
         raise WfbenchError(f"{where}: {why.replace('never stored', 'never published')}; nothing exported")
     mine = [c for c in result.cases if c.compiler_label == want]
-    cases = [c for c in mine if _trend(c)]
+    cases = [c for c in mine if _trend(result, c)]
     entries: list[dict[str, Any]] = []
     for c in cases:
         t = c.timing
@@ -115,7 +118,7 @@ def github_action_benchmark(result: RunResult, *, label: Optional[str] = None, w
                         "extra": extra})
     p0 = [c for c in mine if c.priority == "P0"]
     suite = stats.suite_geomean([stats.SetMember(c.id, c.version, c.timing.gap if c.timing else 0.0,
-                                                 _trend(c)) for c in p0], complete=result.complete)
+                                                 _trend(result, c)) for c in p0], complete=result.complete)
     if suite is not None:
         noise = stats.geomean_noise([c.timing.gap for c in p0 if c.timing], [_gap_mad(c) for c in p0])
         extra = "\n".join(_platform_lines(result) + [

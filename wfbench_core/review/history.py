@@ -44,6 +44,7 @@ INDEX_VERSION = 4  # 2: points carry the board and the PTX hash, keys the protoc
 RUNS_DIR = "runs"
 INDEX_FILE = "index.json"
 LOCK_FILE = ".lock"
+LOCK_WAIT_S = 60.0  # how long a writer waits for another one to finish before it says so and stops
 RUN_NAME = re.compile(r"^(\d{8}T\d{6}Z)-([0-9a-f]{16})\.json$")
 
 _GITIGNORE = ".lock\n.*.tmp\n"
@@ -170,8 +171,19 @@ def _locked(root: Path) -> Iterator[None]:
     except ImportError:  # pragma: no cover - no flock on this platform; the index heals itself on read
         yield
         return
+    import time
+
     with open(root / LOCK_FILE, "a+b") as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        deadline = time.monotonic() + LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise WfbenchError(f"{root / LOCK_FILE}: held by another process writing this history (waited "
+                                       f"{LOCK_WAIT_S:g} s); try again when it has finished") from None
+                time.sleep(0.1)
         try:
             yield
         finally:
@@ -242,6 +254,9 @@ class History:
             return found
         for path in base.rglob("*"):
             if not path.is_file():
+                if path.is_symlink():  # skipped like any file that is not a run, and said so alike
+                    self.problems.append(Problem(str(path), "a symbolic link to no file (a loop, or its target is "
+                                                 "gone), not a wfbench run file; move it out of runs/"))
                 continue
             rel = path.relative_to(self.root).as_posix()
             if path.name.startswith(".") and path.name.endswith(".tmp"):

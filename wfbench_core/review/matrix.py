@@ -20,7 +20,7 @@ import attrs
 
 from wfbench_core.errors import WfbenchError
 from wfbench_core.review import markdown as md
-from wfbench_core.review.case_verdict import SAME, SLOWER, VERDICTS
+from wfbench_core.review.case_verdict import BROKEN, REGRESSIONS, SAME, SLOWER, VERDICTS
 
 RESULT_NAME = "wfbench-run.json"  # in each model's artifact, as the action writes it
 RUN_LOG = "run.log"  # the benchmark step's stderr: why a model has no result
@@ -118,7 +118,7 @@ class ModelOutcome:
 
     @property
     def regressed(self) -> bool:
-        return SLOWER in self.verdicts.values()
+        return any(v in REGRESSIONS for v in self.verdicts.values())
 
     def as_json(self) -> dict[str, str]:
         """The leg with the artifact to store (what the persist jobs get)."""
@@ -146,16 +146,19 @@ def outcome(leg: Leg, folder: Optional[Path]) -> ModelOutcome:
         return ModelOutcome(leg, folder.name, "no result", problem=_why_no_result(folder))
     run = load_result(folder / RESULT_NAME)
     failed = {f"{c.id} v{c.version}": c.status.upper() for c in run.cases if c.status in (FAILED, ERROR)}
+    cmp, verdicts = base_head(run, name=folder.name) if labels(run) else (None, {})
+    alone = {f"{c.case_id} v{c.version}" for c in cmp.cases if c.broken} if cmp else set()
+    storable = not failed and not alone  # a run with any failed case is never stored
+    failed = {k: v for k, v in failed.items() if k not in alone}  # a case failed on one side alone has a verdict
     problem = (f"{len(failed)} case(s) failed: " + ", ".join(f"{k} ({v})" for k, v in sorted(failed.items()))
                if failed else "")
-    if labels(run) and not failed:
-        cmp, verdicts = base_head(run, name=folder.name)
+    if cmp is not None and not failed:
         cells = {}
         for c in cmp.cases:
             v = verdicts[c.case_id]
             change = f" {c.gap.head:.3f}x ({c.gap.percent:+.2f}%)" if c.compared and c.gap is not None else ""
             cells[f"{c.case_id} v{c.version}"] = (f"**{v}**" if v != SAME else v) + change
-        return ModelOutcome(leg, folder.name, "base/head", cells, verdicts, storable=True, part=part)
+        return ModelOutcome(leg, folder.name, "base/head", cells, verdicts, storable=storable, part=part)
     cells = {f"{c.id} v{c.version}": (f"{c.timing.gap:.3f}x" if c.timing is not None and not c.compiler_label
                                       else failed.get(f"{c.id} v{c.version}", "")) for c in run.cases
              if not c.compiler_label or f"{c.id} v{c.version}" in failed}
@@ -205,8 +208,10 @@ def summary(outcomes: Sequence[ModelOutcome]) -> str:
              "", *table(outcomes), ""]
     for o in outcomes:
         if o.regressed:
-            lines.append(f"- **{o.leg.gpu}**: head is slower than base on "
-                         + ", ".join(sorted(c for c, v in o.verdicts.items() if v == SLOWER)))
+            slower, broken = ([c for c, v in sorted(o.verdicts.items()) if v == word] for word in (SLOWER, BROKEN))
+            said = ([f"head is slower than base on {', '.join(slower)}"] if slower else []) + \
+                ([f"head breaks {', '.join(broken)} (failed where base was timed)"] if broken else [])
+            lines.append(f"- **{o.leg.gpu}**: {'; '.join(said)}")
         if o.problem:
             lines.append(f"- **{o.leg.gpu}**: {o.problem}")
     return "\n".join(lines) + "\n"

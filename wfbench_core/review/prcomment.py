@@ -19,11 +19,12 @@ import attrs
 
 from wfbench_core.review import compare
 from wfbench_core.review import markdown as md
-from wfbench_core.review.case_verdict import SAME, SLOWER, VERDICTS
+from wfbench_core.review.case_verdict import BROKEN, SAME, VERDICTS
 from wfbench_core.errors import WfbenchError
 
 if TYPE_CHECKING:
     from wfbench_core.discover.registry import Registry
+    from wfbench_core.record.results import CompilerInfo, RunResult
 
 #: The first line of the comment; the workflow finds the comment to update by it. Never change it.
 MARKER = "<!-- wfbench:pr-comment -->"
@@ -63,6 +64,15 @@ def verdict_table(cmp: compare.RunComparison, verdicts: Mapping[str, str]) -> li
     return md.table(rows)
 
 
+def broken_lines(cmp: compare.RunComparison, verdicts: Mapping[str, str]) -> list[str]:
+    """What the comment leads with when the head breaks cases: each one with the head's own line."""
+    broken = [c for c in cmp.cases if verdicts[c.case_id] == BROKEN]
+    if not broken:
+        return []
+    return [f"**The head breaks {len(broken)} case(s) the base passed:**", "",
+            *md.bullets(f"{c.case_id} v{c.version}: {md.cell(c.reason)}" for c in broken), ""]
+
+
 def summary(verdicts: Mapping[str, str]) -> str:
     counts = {v: sum(1 for x in verdicts.values() if x == v) for v in VERDICTS}
     return ", ".join(f"{n} {v}" for v, n in counts.items() if n)
@@ -75,7 +85,7 @@ def build(cmp: compare.RunComparison, verdicts: Mapping[str, str], explanations:
     head = [MARKER, "## wfbench: head against base", "",
             f"{cmp.base_name} (warpforthc {cmp.base_compiler}) → {cmp.head_name} (warpforthc {cmp.head_compiler}); "
             f"{cmp.platform}" + (f"; [the run]({run_url})" if run_url else ""), "",
-            f"**{summary(verdicts)}**", ""] + verdict_table(cmp, verdicts)
+            f"**{summary(verdicts)}**", "", *broken_lines(cmp, verdicts)] + verdict_table(cmp, verdicts)
     tail = ["", *md.details("Full comparison (wfbench compare)", compare.render_markdown(cmp).splitlines())]
     if artifacts:
         tail += ["", "### Artifacts", "", *md.bullets(f"[{a.name}]({a.url})" for a in artifacts)]
@@ -105,6 +115,30 @@ def explain_cases(registry: "Registry", bundle: Path, case_ids: Sequence[str], a
             out[cid] = explain_bundle(registry.case(cid), bundle, arch, progress=progress)
         except WfbenchError as exc:
             out[cid] = [f"No head-against-base explanation: {exc}"]
+    return out
+
+
+def _same_compiler(a: "CompilerInfo", b: "CompilerInfo") -> bool:
+    """One warpforthc build: the binary's hash where both record it, else its version, commit and tree."""
+    if a.binary_sha256 and b.binary_sha256:
+        return a.binary_sha256 == b.binary_sha256
+    return (a.version, a.git_commit, a.source_id) == (b.version, b.git_commit, b.source_id)
+
+
+def compiler_mismatches(run: "RunResult", bundle: Path, where: str) -> list[str]:
+    """One line for each label whose warpforthc in ``bundle`` is not the one ``run`` was timed with: the comment
+    would explain other PTX than the PTX timed."""
+    from wfbench_core.build.bundle import read_manifest
+
+    manifest = read_manifest(bundle)
+    out = []
+    for label in manifest.labels or ("",):
+        timed = run.compilers.get(label, run.warpforthc)
+        built = read_manifest(bundle / label).warpforthc if label else manifest.warpforthc
+        if not _same_compiler(timed, built):
+            name = f"{label} warpforthc" if label else "warpforthc"
+            out.append(f"{bundle}: its {name} ({built.version}) is not the one {where} was timed with "
+                       f"({timed.version}); the explanations are of the bundle's PTX, not of the PTX timed")
     return out
 
 

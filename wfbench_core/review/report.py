@@ -151,9 +151,12 @@ def nvml_notes(result: RunResult) -> str:
             if call.leaves_trends:
                 left_out.append(case_id)
     retakes = sum(t.clock_retakes for _, t in timed)
+    floor = (f"whose sides' clocks differed (one under {CLOCK_FLOOR:.1%} of the other's)"
+             if any(t.pair_side_mhz for _, t in timed) else f"under the clock floor ({CLOCK_FLOOR:.1%} of a case's "
+                                                            f"top SM clock)")
     if retakes or left_out:
-        lines.append(f"throttle: {retakes} pairs re-taken under the clock floor ({CLOCK_FLOOR:.1%} of a case's "
-                     f"top SM clock) in {sum(1 for _, t in timed if t.clock_retakes)} of {len(timed)} cases; "
+        lines.append(f"throttle: {retakes} pairs re-taken {floor} in "
+                     f"{sum(1 for _, t in timed if t.clock_retakes)} of {len(timed)} cases; "
                      f"{len(left_out)} left out of trends" + (f" ({', '.join(left_out)})" if left_out else ""))
     if result.environment.depressed_host:
         lines.append(f"depressed host: {result.environment.depressed_why}; this run's deltas are not trusted")

@@ -85,6 +85,24 @@ class SideSummary:
     hi_us: float
 
 
+# a point's standing in trends, the one word every view shows for it (dashboard badge, row and card, history list,
+# check, export), with why
+STABLE, NOISY, THROTTLED, DEPRESSED, LAUNCH_BOUND = "stable", "unstable", "throttled", "depressed host", "launch-bound"
+
+
+def standing(status: str, *, noise: float, throttled: bool, depressed_host: bool, launch_bound: bool) -> tuple[str, str]:
+    """Whether a timed case counts in trends, as one word, and why: the one rule behind :attr:`Point.stable`."""
+    if status != OK:
+        return NOISY, f"noisy (MAD/median {noise:.1%}, over the run's threshold)"
+    if throttled:
+        return THROTTLED, "throttled while timed (its gap moved with the clock, or no clean pairs could be had)"
+    if depressed_host:
+        return DEPRESSED, "on a depressed host (memory clock or power below the board's healthy band)"
+    if launch_bound:
+        return LAUNCH_BOUND, "launch-bound (events mode timed the host's launch rate, not the kernel)"
+    return STABLE, f"noise {noise:.1%}, within the run's threshold, on a healthy GPU"
+
+
 @attrs.frozen
 class Point:
     """One case of one stored run, as a series sees it."""
@@ -133,7 +151,13 @@ class Point:
     def stable(self) -> bool:
         """Counted in trends and alerts: stable, measured on a healthy GPU whose throttling (if any) did not move
         it, and not launch-bound (others are kept and shown, marked)."""
-        return self.status == OK and not self.throttled and not self.depressed_host and not self.launch_bound
+        return self.standing[0] == STABLE
+
+    @property
+    def standing(self) -> tuple[str, str]:
+        """(one word, why): see :func:`standing`."""
+        return standing(self.status, noise=self.noise, throttled=self.throttled, depressed_host=self.depressed_host,
+                        launch_bound=self.launch_bound)
 
     @property
     def noise(self) -> float:

@@ -4,7 +4,16 @@ the clock, or when clean samples could not be had.
 A power or thermal throttle event during a case (``timing.throttled``, from NVML) used to take the case out
 of every trend, although pairing cancels what a clock dip does to both sides of a pair: on an H200 a normal
 suite run lost two of eight cases that way while their gaps' intervals were +/-0.05 %. The rule here reads
-the data a result already holds:
+the data a result already holds.
+
+Where each pair's sides' own SM clocks were measured in-band (``timing.pair_side_mhz``, the default timer's
+``events`` and ``graph`` modes), the rule is that a pair counts when its two sides ran at matching clocks
+(:func:`wfbench_core.gpu.sampling.clocks_match`): a board held at its power cap runs below its top clock the
+whole time, both sides of every pair alike, so such a case stays in the trends, with its power and clocks in
+the result; only pairs whose sides ran at different clocks (a clock or thermal event inside the pair) are
+told apart, as dipped pairs are below. nvbench, too, judges a clock against a fixed floor (75 % of the
+device's default clock, per trial) rather than against the highest clock seen; pairing lets wfbench ask the
+stricter question of each pair directly. Otherwise (older results, ``cold-l2``):
 
 * each pair's own SM clock where the timer measured it in-band (``timing.pair_sm_mhz``: the mean clock over
   the pair, see :mod:`wfbench_core.gpu.sampling`, which re-takes pairs under the same floor while it may);
@@ -67,10 +76,32 @@ def pair_clocks(t: Timing) -> Optional[list[float]]:
     return out
 
 
+def _by_sides(t: Timing) -> Optional[ThrottleCall]:
+    """The rule by each pair's sides' clocks (matching or not), where they were recorded for every pair."""
+    from wfbench_core.gpu.sampling import clocks_match
+
+    n = len(t.warpforth.samples_us)
+    if not n or len(t.pair_side_mhz) != n:
+        return None
+    mismatched = [not clocks_match(p) for p in t.pair_side_mhz]
+    n_mis, n_ok = sum(mismatched), n - sum(mismatched)
+    every = [c for p in t.pair_side_mhz for c in p]
+    at = f"{min(every):.0f}-{max(every):.0f} MHz"
+    if n_ok < max(MIN_CLEAN, n_mis):
+        return ThrottleCall(True, f"clean samples could not be had: {n_ok} of {n} pairs with their sides at "
+                                  f"matching clocks ({at})", n_mis, n_ok)
+    if not n_mis:
+        return ThrottleCall(False, f"every pair's sides ran at matching clocks ({at}): kept", 0, n_ok)
+    return _moved(t, mismatched, f"{n_mis} pairs whose sides ran at different clocks", f"{n_ok} matched ones")
+
+
 def judge_throttle(t: Timing) -> ThrottleCall:
     """Whether a case leaves the trends because of throttling, and why."""
     if not t.throttled:
         return ThrottleCall(False, "")
+    by_sides = _by_sides(t)
+    if by_sides is not None:
+        return by_sides
     from wfbench_core.gpu.sampling import CLOCK_FLOOR, dipped as is_dipped
 
     clocks = pair_clocks(t)
@@ -84,15 +115,20 @@ def judge_throttle(t: Timing) -> ThrottleCall:
                                   f"clock ({top:.0f} MHz)", n_dip, n_clean)
     if not n_dip:
         return ThrottleCall(False, f"throttled, but no pair ran below {CLOCK_FLOOR:.1%} of {top:.0f} MHz", 0, n_clean)
+    return _moved(t, dipped, f"{n_dip} dipped pairs", f"{n_clean} clean ones")
+
+
+def _moved(t: Timing, dipped: list[bool], these: str, others: str) -> ThrottleCall:
+    """Whether the gap of the ``dipped`` pairs differs from the others' beyond noise (the case leaves)."""
+    n_dip, n_clean = sum(dipped), len(dipped) - sum(dipped)
     est = _dipped_against_clean(t, dipped)
     if est is None:
-        return ThrottleCall(False, "throttled; too few placements to compare dipped and clean pairs: kept",
+        return ThrottleCall(False, f"throttled; too few placements to compare {these} and {others}: kept",
                             n_dip, n_clean)
     lo, hi = (x - 1.0 for x in est.interval())
     moved = math.exp(est.value) - 1.0
     leaves = lo > 0.0 or hi < 0.0
-    what = (f"the gap of {n_dip} dipped pairs differs from that of {n_clean} clean ones by {moved:+.2%} "
-            f"[{lo:+.2%}, {hi:+.2%}]")
+    what = f"the gap of {these} differs from that of {others} by {moved:+.2%} [{lo:+.2%}, {hi:+.2%}]"
     return ThrottleCall(leaves, f"{what}: {'it moved with the clock' if leaves else 'within noise, kept'}",
                         n_dip, n_clean, moved, lo, hi)
 

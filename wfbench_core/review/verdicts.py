@@ -10,13 +10,16 @@ carries every level of variation the two measurements do not share (placements, 
 * **AMBIGUOUS**: neither can be shown (the interval straddles a bound).
 
 The margin is the measured A/A floor where one exists (cases of identical code in the same run, or an A/A run
-on the same board: how far the method reads a kernel against itself), never below :data:`DEFAULT_MARGIN`;
+on the same board: how far the method reads a kernel against itself), never below :data:`DEFAULT_MARGIN`. In
+the same run it is the second-largest reading of the steady identical cases (:func:`same_run_floor`): no single
+case, and no noisy or throttled one, widens the margin of every case;
 ``min_effect`` is the margin unless a wider one is asked for. Two rules come before the statistics:
 identical code (SASS and resources, or byte-identical PTX) is SAME whatever the timing says, with the
 qualifier ``moved`` when the gap moved beyond its interval anyway (the environment, not the code); and a
 change of the CUDA side is ``baseline changed``, never a verdict on WarpForth. Circumstances that widen an
 interval (another board, a noisy or throttled case) are qualifiers on a verdict, never verdicts that hide one.
-Only SLOWER counts as a regression.
+Only SLOWER counts as a regression among these; a case the head breaks (it failed where the base was timed) is
+BROKEN, a regression before any statistics (:mod:`wfbench_core.review.pairing`).
 """
 
 from __future__ import annotations
@@ -34,6 +37,9 @@ FASTER = "faster"
 AMBIGUOUS = "ambiguous"
 VERDICTS = (SLOWER, FASTER, AMBIGUOUS, SAME)
 BASELINE_CHANGED = "baseline changed"  # the CUDA side changed: not a verdict on WarpForth
+# a case that failed on one side alone, by that side (wfbench_core.review.pairing): a head that breaks a case
+# is a regression; a base that fails alone is reported as such, never as one
+BROKEN_WORDS = {"head": "BROKEN", "base": "BASE BROKEN"}
 
 # qualifiers
 IDENTICAL_CODE = "identical code"
@@ -78,6 +84,14 @@ def aa_floor(changes: Iterable[float]) -> Optional[float]:
     minus 1): the farthest any of them reads from zero; None when there are none."""
     values = [abs(c) for c in changes if math.isfinite(c)]
     return max(values) if values else None
+
+
+def same_run_floor(changes: Iterable[float]) -> Optional[float]:
+    """The same-run A/A floor of the relative changes of identical code timed twice: the second-largest distance
+    from zero, so that at least two cases must read as far (one odd case moves its own reading, not the margin
+    of every case); None with fewer than two."""
+    values = sorted((abs(c) for c in changes if math.isfinite(c)), reverse=True)
+    return values[1] if len(values) > 1 else None
 
 
 def rule(lo: float, hi: float, margin: Margin) -> str:

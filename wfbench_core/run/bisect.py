@@ -35,6 +35,7 @@ import attrs
 
 from wfbench_core.review.case_verdict import SLOWER
 from wfbench_core.errors import WfbenchError
+from wfbench_core.record.childenv import child_env
 
 Progress = Callable[[str], None]
 BUILD_TIMEOUT_S = 3600
@@ -124,7 +125,8 @@ def search(good: str, commits: Sequence[str], *, build: Callable[[str], Path],
 
 def _git(repo: Path, *args: str) -> str:
     try:
-        proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=120,
+                              env=child_env())
     except OSError as exc:
         raise WfbenchError(f"cannot run git: {exc.strerror}") from None
     if proc.returncode != 0:
@@ -185,13 +187,14 @@ def command_builder(repo: Path, cache: Path, command: str, binary: str, *,
         shutil.rmtree(where, ignore_errors=True)
         where.mkdir(parents=True)
         with tempfile.TemporaryFile() as tar:
-            subprocess.run(["git", "-C", str(repo), "archive", "--format=tar", commit], stdout=tar, check=True)
+            subprocess.run(["git", "-C", str(repo), "archive", "--format=tar", commit], stdout=tar, check=True,
+                           env=child_env())
             tar.seek(0)
-            subprocess.run(["tar", "-x", "-C", str(where)], stdin=tar, check=True)
+            subprocess.run(["tar", "-x", "-C", str(where)], stdin=tar, check=True, env=child_env())
         progress(f"  {command} (in {where})")
         try:
             proc = subprocess.run(command, shell=True, cwd=where, capture_output=True, text=True,
-                                  timeout=BUILD_TIMEOUT_S)
+                                  timeout=BUILD_TIMEOUT_S, env=child_env())
         except subprocess.TimeoutExpired:
             raise WfbenchError(f"building warpforthc at {commit[:10]} took over {BUILD_TIMEOUT_S} s") from None
         if proc.returncode != 0 or not out.is_file() or not os.access(out, os.X_OK):

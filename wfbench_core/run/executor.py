@@ -92,7 +92,9 @@ class _Run:
         self.t_start = time.perf_counter()
         self.registry, self.request, self.progress, self.out = registry, request, progress, out
         self.case_ids = list(request.case_ids)
-        # matched once here; each worker loads a case's files where it runs
+        # matched and read once here, so that a file the bundle cannot give (missing, a symlink loop, unreadable) is
+        # one line naming it before any worker starts; each worker loads a case's files again where it runs
+        prepare_all(bundle, registry, self.case_ids)
         self.manifests, self.by_case = prepare_all(bundle, registry, self.case_ids, load=False)
         self.first = next(iter(self.manifests.values()))
         self.results: list[CaseResult] = []
@@ -282,13 +284,16 @@ class Supervisor:
             self.yardsticks = {"copy_gbps": env.copy_gbps, "fp64_peak_gflops": env.fp64_peak_gflops}
         return ready
 
-    def run_case(self, case_id: str, variants: dict[str, Prepared]) -> list[CaseResult]:
+    def run_case(self, case_id: str, variants: dict[str, Prepared],
+                 request: Optional[msg.Request] = None) -> list[CaseResult]:
+        """Check and time a case (or what ``request`` asks of it: a sweep point) in the worker; ``variants`` name
+        the results of a case that could not be."""
         if not self._alive():
             self._kill()
             self.start()
         if case_id in self.upcoming:
             self.upcoming = self.upcoming[self.upcoming.index(case_id) + 1:]
-        self._send(msg.RunCase(case_id))
+        self._send(request or msg.RunCase(case_id))
         try:
             reply = self._await(msg.Results)
         except _Lost as lost:

@@ -34,9 +34,11 @@ def _cuda_checker(enabled: bool) -> Optional[CompilerInfo]:
 
 
 def build(request: RunRequest, registry: Any, out_dir: Path, *, arch: Optional[str] = None,
-          progress: Progress = lambda msg: None, keep_going: bool = True) -> BundleManifest:
+          progress: Progress = lambda msg: None, keep_going: bool = True,
+          sweeps: Optional[dict[str, list[dict[str, int]]]] = None) -> BundleManifest:
     """Compile the request's cases into a bundle folder (see :mod:`wfbench_core.build.bundle`); with
-    ``request.check_cuda`` the CUDA sources are also compiled here, to fail before anything is shipped."""
+    ``request.check_cuda`` the CUDA sources are also compiled here, to fail before anything is shipped.
+    ``sweeps`` (case id -> sizes) adds those sweep points (``wfbench sweep --bundle``)."""
     from wfbench_core.run.executor import detect_source
 
     cases = [registry.cases[ref.id].value for ref in request.cases]
@@ -45,7 +47,7 @@ def build(request: RunRequest, registry: Any, out_dir: Path, *, arch: Optional[s
     return build_bundle(cases, out_dir, warpforthc=compiler_arg(request), arch=arch,
                         source=detect_source(request.commit, first),
                         plugins={ref.id: str(ref.origin) for ref in request.cases}, progress=progress,
-                        keep_going=keep_going, check_cuda=_cuda_checker(request.check_cuda))
+                        keep_going=keep_going, check_cuda=_cuda_checker(request.check_cuda), sweeps=sweeps)
 
 
 def run(request: RunRequest, registry: Any, transport: Any, *, progress: Progress = lambda msg: None,
