@@ -253,17 +253,27 @@ def _library_ceiling(factor: int = 3, package: str = "numpy") -> Ceiling:
                    tolerances={"Y": Tolerance(0.0, 0.0, "exact")}, prepare=prepare)
 
 
-def _with_library(ceiling: Ceiling):  # type: ignore[no-untyped-def]
+def _with_library(ceiling: Ceiling, lib_mhz: float = 0.0):  # type: ignore[no-untyped-def]
+    """The real timer measuring the stand-in case with ``ceiling`` on the stand-in driver; with ``lib_mhz``,
+    the library's launches run at that SM clock and the case's kernels at 1980 MHz."""
     from test_timer_protocol import CASE, SIDES, FakeDriver, good, make_timer
 
     calls = []
+    ran = {"lib": False}
 
     def lib_scale(launch, x, y, factor):  # type: ignore[no-untyped-def]
         calls.append(id(x))
+        ran["lib"] = True
         y[:] = factor * x
         return 0.005  # faster than the kernels (0.01 ms)
 
-    driver = FakeDriver({"wf_scale": good, "cu_scale": good, "lib_scale": lib_scale})
+    def side(launch, *args):  # type: ignore[no-untyped-def]
+        ran["lib"] = False
+        return good(launch, *args)
+
+    driver = FakeDriver({"wf_scale": side, "cu_scale": side, "lib_scale": lib_scale})
+    if lib_mhz:
+        driver.side_mhz = lambda n, k: lib_mhz if ran["lib"] else 1980.0
     ceiling.prepare.driver = driver  # type: ignore[attr-defined]
     timer = make_timer(driver)
     timer.protocol = TimingProtocol(warmup_s=0.0, min_sample_ms=1.0, samples=6, placements=3, min_samples=6)
@@ -293,3 +303,16 @@ def test_a_ceiling_without_its_library_is_missing_and_never_called() -> None:
     m, calls = _with_library(_library_ceiling(package="no-such-distribution-wfbench"))
     assert m.passed and m.ceiling.status == CEILING_MISSING and calls == []
     assert "no-such-distribution-wfbench is not installed" in m.ceiling.problem
+
+
+def test_the_ceilings_clock_never_re_takes_a_pair_nor_joins_its_recorded_clocks() -> None:
+    """The library runs at 1700 MHz, the case's sides at 1980 in every round: the pairs are the case's two
+    sides, whose clocks match, so none is re-taken for the ceiling's clock and each records two clocks."""
+    m, _ = _with_library(_library_ceiling(), lib_mhz=1700.0)
+    assert m.passed and m.ceiling.problem == "" and LABEL in m.sampled.samples_us
+    assert m.sampled.clock_retakes == 0
+    from wfbench_core.gpu.sampling import clocks_match
+
+    pairs = m.sampled.pair_side_mhz
+    assert len(pairs) == 6 and all(len(p) == 2 and clocks_match(p) for p in pairs)
+    assert all(c == pytest.approx(1980.0, rel=1e-3) for p in pairs for c in p)  # none of the library's 1700

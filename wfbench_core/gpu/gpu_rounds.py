@@ -8,8 +8,9 @@
   sets, each at its own offsets, and launch j of a sample uses set j mod sets.
 - **clean rounds**: every round starts behind a *gate*, a one-thread kernel that spins on a flag in mapped
   host memory (as nvbench's blocking kernel does). Queued behind it are an untimed *lead-in* (up to
-  :data:`LEAD_MS` of launches of the side that goes last, so the first side starts on a busy GPU after the
-  other side's kernel, just as the second side does; none for kernels longer than that), the start event and
+  :data:`LEAD_MS` of launches of the case's side that goes last, never the library ceiling, so the first side
+  starts on a busy GPU after the other side's kernel, just as the second side does; none for kernels longer
+  than that), the start event and
   :data:`GATE_QUEUE_MS` of the first side's launches (at most :data:`GATE_MAX_QUEUED` launches in all); only
   then is the flag set. So the first side neither carries the host's submission latency nor waits on a host
   that falls behind (another thread holding the GIL for a few ms). The gate gives up after
@@ -204,7 +205,9 @@ class CudaRounds:
         return launches
 
     def round(self, order: Sequence[str], launches: int) -> dict[str, float]:
-        self._last_writer = next((label for label in reversed(order) if label != CEILING), "")
+        # the last of the case's own sides (never the library ceiling) wrote the outputs last, and is the lead-in:
+        # the first side starts after one of the case's kernels, and its clock span holds no ceiling launch
+        self._last_writer = next((label for label in reversed(order) if label != CEILING), order[-1])
         self._stamps[:] = 0
         self._order = tuple(order)
         if self.mode == TIMING_COLD_L2:
@@ -216,12 +219,12 @@ class CudaRounds:
         graphs = {}
         if self.mode == TIMING_GRAPH:  # capture and instantiate before the timed span, not inside it
             graphs = {label: self._graph(label, self._chunk(launches)) for label in order}
-        lead = self._lead(order[-1], launches)
+        lead = self._lead(self._last_writer, launches)
         queued = self._queued(order[0], launches, GATE_MAX_QUEUED - lead)
 
         def enqueue() -> None:
             self._probes[0]()  # before the lead-in, outside the timed span
-            last = self.launchers[order[-1]]
+            last = self.launchers[self._last_writer]
             for j in range(lead):  # untimed: the first side starts after the other side's kernel
                 last[j % len(last)]()
             for i, label in enumerate(order):
