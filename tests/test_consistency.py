@@ -95,7 +95,7 @@ def _one_line(res: Any, path: Path, says: str) -> None:
 
 def test_real_runs_agree_with_their_samples() -> None:
     for path in sorted((ROOT / "examples" / "history" / "runs").rglob("*.json")) \
-            + sorted((ROOT / "docs" / "results").glob("*.json")) + sorted((ROOT / "tests" / "fixtures").glob("h200*.json")):
+            + sorted((ROOT / "docs" / "results").glob("*.json")) + sorted((ROOT / "docs" / "results" / "boards").glob("*.json")) + sorted((ROOT / "tests" / "fixtures").glob("h200*.json")):
         load_result(path)  # no refusal: every stored run agrees with itself
 
 
