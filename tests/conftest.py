@@ -39,7 +39,7 @@ def warpforthc() -> Path:
 
 @pytest.fixture(scope="session")
 def nvcc() -> Path:
-    from wfbench_core.build.compile import find_nvcc
+    from wfbench_core.compiling.compile import find_nvcc
 
     path = find_nvcc()
     if path is None:

@@ -77,7 +77,7 @@ class FakeTimer:
 
         ahead = os.environ.get("FAKE_GPU_PREFETCH")
         if ahead:
-            from wfbench_core.build.compile import _PREFETCHED
+            from wfbench_core.compiling.compile import _PREFETCHED
 
             pending = sorted({key[0].case_id for key in _PREFETCHED})
             with open(ahead, "a") as fh:
@@ -159,7 +159,7 @@ def _ceiling(ceiling, samples, n):  # type: ignore[no-untyped-def]
 def _wrong_on_timed_buffers(case, sides, wrong: str):  # type: ignore[no-untyped-def]
     """The failed measurement of sides whose PTX holds ``wrong``: 8192 of 33554432 elements never written."""
     from wfbench_core.contracts import Measurement
-    from wfbench_core.gpu.correctness import describe_failures
+    from wfbench_core.gpu.comparison import describe_failures
 
     out = case.outputs[0].name
     checks = tuple(Check("canonical", s.label, "timed-buffers", out, wrong not in s.ptx.get("canonical", ""), 0.0, 0.0,

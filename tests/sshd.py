@@ -190,7 +190,7 @@ def gpu_result(protocol, bundle: Path, gpu_name: str = "NVIDIA GeForce RTX 4090"
     """JSON as the executor writes it on a GPU host for ``bundle``: its source and compilers, each of its cases
     with the PTX it was sent (ERROR, untimed: this machine has no GPU), as the transports check it."""
     from wfbench_core import SUITE_VERSION, __version__
-    from wfbench_core.build.bundle import read_variants
+    from wfbench_core.compiling.bundle import read_variants
     from wfbench_core.record.results import SCHEMA_VERSION, CaseResult, CompilerInfo, Environment, RunResult, dumps
 
     variants = read_variants(bundle)

@@ -106,7 +106,7 @@ def compiler_tree(repo: Path, commit: str, tree: Path) -> Path:
 
 def bundle(repo: Path, good: str, bad: str, case: str, out: Path) -> None:
     """The base/head bundle of ``case``: base built by GOOD's compiler, head by BAD's (really run)."""
-    from wfbench_core.build.bundle import build_bundle
+    from wfbench_core.compiling.bundle import build_bundle
     from wfbench_core.discover.registry import Registry
 
     compilers = {}

@@ -22,7 +22,7 @@ import attrs
 import numpy as np
 
 from wfbench_core.record.results import OK, UNSTABLE, CaseResult, RunResult, Source, TimingProtocol, load_result
-from wfbench_core.record.stats import gap, is_unstable, summarize
+from wfbench_core.stats import gap, is_unstable, summarize
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REAL_RUN = FIXTURES / "h200-run1.json"

@@ -130,7 +130,7 @@ def test_every_adversarial_case_is_registered_and_well_formed(registry) -> None:
 
 @pytest.mark.parametrize("cid", ADVERSARIAL)
 def test_prebuilt_ptx_is_fresh_does_the_thing_and_assembles(registry, cid: str) -> None:  # type: ignore[no-untyped-def]
-    from wfbench_core.build.compile import find_nvcc, ptxas_check
+    from wfbench_core.compiling.compile import find_nvcc, ptxas_check
 
     case = registry.case(cid)
     for config in CONFIGS:
@@ -153,7 +153,7 @@ def test_the_ptx_checks_fail_on_the_correct_kernel() -> None:
 @pytest.mark.warpforthc
 @pytest.mark.parametrize("cid", ADVERSARIAL)
 def test_warpforthc_still_makes_the_adversarial_kernel(registry, warpforthc: Path, cid: str) -> None:  # type: ignore[no-untyped-def]
-    from wfbench_core.build.compile import compile_warpforth
+    from wfbench_core.compiling.compile import compile_warpforth
 
     case = registry.case(cid)
     for config in CONFIGS:
@@ -165,7 +165,7 @@ def test_the_reference_is_what_the_kernel_computes_on_poisoned_outputs(registry)
     twin's: a numpy model of each kernel's rule, applied to the check inputs, gives the reference."""
     import numpy as np
 
-    from wfbench_core.gpu.correctness import poison_value
+    from wfbench_core.gpu.comparison import poison_value
 
     for cid in ADVERSARIAL:
         case = registry.case(cid)

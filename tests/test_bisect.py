@@ -17,11 +17,11 @@ from click.testing import CliRunner
 
 from synth_compiler import compiler_tree, make_history
 from testkit import use_stand_in_gpu
-from wfbench_core.run import bisect
-from wfbench_core.build import diagnostics as dg
+from wfbench_core.studies import bisect
+from wfbench_core.compiling import diagnostics as dg
 from wfbench_core.review.case_verdict import SAME, SLOWER
 from wfbench_core.cli import main
-from wfbench_core.build.compile import compile_warpforth
+from wfbench_core.compiling.compile import compile_warpforth
 from wfbench_core.discover.registry import Registry
 
 CASE = "reduce_sum_f64"
@@ -182,7 +182,7 @@ def test_a_chain_history_slows_the_case_from_its_slow_commit_on(tmp_path: Path, 
     K-step chain (ptxas keeps it); before it, the stored PTX unchanged."""
     import subprocess
 
-    from wfbench_core.build.diagnostics import assemble
+    from wfbench_core.compiling.diagnostics import assemble
     from wfbench_core.discover.registry import Registry
 
     history = make_history(tmp_path / "wf", commits=3, slow=2, chain=256)

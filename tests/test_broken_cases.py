@@ -68,7 +68,7 @@ def test_installed_it_registers_through_the_entry_point_group(plugin_path, tmp_p
 
 
 def test_cases_are_well_formed_and_cuda_twins_compile(registry) -> None:  # type: ignore[no-untyped-def]
-    from wfbench_core.build.compile import compile_cuda, cuda_compiler, find_nvcc, ptxas_check
+    from wfbench_core.compiling.compile import compile_cuda, cuda_compiler, find_nvcc, ptxas_check
     from wfbench_core.testing import check_case
 
     for case in (r.value for r in registry.cases.values()):
@@ -114,7 +114,7 @@ def _what_is_wrong(cid: str, ptx: str) -> None:
 
 @pytest.mark.parametrize("cid", BAD_PTX + ("fault_good_scale",))
 def test_prebuilt_ptx_does_the_bad_thing_and_assembles(registry, cid: str) -> None:  # type: ignore[no-untyped-def]
-    from wfbench_core.build.compile import find_nvcc, ptxas_check
+    from wfbench_core.compiling.compile import find_nvcc, ptxas_check
 
     for config in CONFIGS:
         ptx = (PREBUILT / f"{cid}.{config}.ptx").read_text()
@@ -128,7 +128,7 @@ def test_prebuilt_ptx_does_the_bad_thing_and_assembles(registry, cid: str) -> No
 def test_warpforthc_output_does_what_the_prebuilt_ptx_does(registry, warpforthc: Path, cid: str) -> None:  # type: ignore[no-untyped-def]
     """Whatever LLVM/MLIR this warpforthc was built against (the PTX text differs between builds), it still
     emits the bad thing the case is named for, with the prebuilt kernel's signature."""
-    from wfbench_core.build.compile import compile_warpforth
+    from wfbench_core.compiling.compile import compile_warpforth
 
     case = registry.case(cid)
     for config in CONFIGS:

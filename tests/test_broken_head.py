@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from wfbench_core.build import diagnostics as dg
+from wfbench_core.compiling import diagnostics as dg
 from wfbench_core.cli import main
 from wfbench_core.discover.registry import Registry
 from wfbench_core.record.results import FAILED, OK, load_result

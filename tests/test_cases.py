@@ -21,7 +21,7 @@ import pytest
 
 from wfbench_core import SUITE_VERSION
 from wfbench_core.case import CONFIGS, Case
-from wfbench_core.build.compile import compile_cuda, compile_warpforth, cuda_compiler, ptxas_check
+from wfbench_core.compiling.compile import compile_cuda, compile_warpforth, cuda_compiler, ptxas_check
 from wfbench_core.discover.registry import Registry
 
 import language_checks

@@ -176,7 +176,7 @@ def test_compile_errors_are_recorded_and_the_others_built(warpforthc: Path, tmp_
                                                           monkeypatch: pytest.MonkeyPatch, module, case_id,
                                                           expect) -> None:
     if case_id == "broken_cuda":
-        from wfbench_core.build.compile import find_nvcc
+        from wfbench_core.compiling.compile import find_nvcc
 
         if find_nvcc() is None:
             pytest.skip("nvcc not installed")

@@ -11,12 +11,12 @@ import attrs
 import numpy as np
 import pytest
 from click.testing import CliRunner
-
 from synth_runs import REAL_AA, evolve_case, real_run, synth_run, with_case
-from wfbench_core.record.stats import summarize
-from wfbench_core.review import compare, verdicts
+
 from wfbench_core.cli import main
 from wfbench_core.record.results import RunResult, write_result
+from wfbench_core.review import compare, compare_table, evidence, verdicts
+from wfbench_core.stats import summarize
 
 
 def jittered(samples: tuple[float, ...], scale: float, seed: int, sd: float = 0.002) -> np.ndarray:
@@ -78,7 +78,7 @@ def test_only_the_same_fingerprint_is_compared() -> None:
     by = {c.case_id: c for c in compare.compare_runs(base, head).cases}
     assert not by["axpy_f64"].compared and "fingerprint" in by["axpy_f64"].reason
     assert by["scale_i64"].compared
-    text = compare.render_text(compare.compare_runs(base, head))
+    text = compare_table.render_text(compare.compare_runs(base, head))
     assert "axpy_f64: not compared: different case definitions" in text
 
 
@@ -281,7 +281,7 @@ def test_another_board_is_a_qualifier_and_a_large_regression_is_still_slower() -
     cmp = compare.compare_runs(base, head)
     axpy = by_case(cmp)["axpy_f64"]
     assert axpy.verdict.label == f"SLOWER ({V.OTHER_BOARD})" and [c.case_id for c in cmp.regressions] == ["axpy_f64"]
-    assert "its board and process added" in axpy.gap.basis and "board 0.30% default" in axpy.gap.basis
+    assert "its board and process added" in axpy.gap.basis and f"board {evidence.DEFAULT_BOARD_SD:.2%} default" in axpy.gap.basis
     assert any(n.startswith("different boards of one GPU model") and "GPU-another-board" in n for n in cmp.notes)
     # within what boards differ by (0.6 % with new code): no evidence either way
     small = synth_run(1, jitter=0.0005, placements=15, wf_scale={"axpy_f64": 1.006}, gpu_uuid="GPU-another-board")
@@ -298,7 +298,7 @@ def test_a_changed_cuda_side_is_baseline_changed_never_a_verdict() -> None:
     head = attrs.evolve(head, cuda_compiler=attrs.evolve(head.cuda_compiler, version="13.1.0"))
     cmp = compare.compare_runs(base, head)
     assert {c.verdict.verdict for c in cmp.cases} == {V.BASELINE_CHANGED} and not cmp.regressions
-    assert "baseline changed: CUDA compiler nvcc" in compare.render_text(cmp)
+    assert "baseline changed: CUDA compiler nvcc" in compare_table.render_text(cmp)
     one = with_case(synth_run(1, jitter=0.0005, placements=15, cuda_scale=0.95), "axpy_f64",
                     compile_cuda=attrs.evolve(base.case("axpy_f64").compile_cuda, ptx_sha256="c" * 64))
     assert by_case(compare.compare_runs(base, one))["axpy_f64"].verdict.verdict == V.BASELINE_CHANGED
@@ -320,15 +320,16 @@ def test_the_history_measures_the_board_component(tmp_path: Path) -> None:
         axpy = by_case(compare.compare_runs(base, head, history=h))["axpy_f64"]
         assert axpy.verdict.verdict == want, (scale, axpy.verdict)
         assert "board and process" in axpy.gap.basis and "measured (9 degrees of freedom" in axpy.gap.basis
-    # the same +2 % without the history: the stated 0.3 % default shows it
+    # the same +2 % without the history: the stated default board component shows it
     assert by_case(compare.compare_runs(base, synth_run(21, jitter=0.0005, placements=15, wf_scale={"axpy_f64": 1.02},
                                                         gpu_uuid="GPU-new")))["axpy_f64"].verdict.verdict == V.SLOWER
 
 
 def test_an_a_a_run_on_the_board_widens_the_margin(tmp_path: Path) -> None:
     from synth_runs import REAL_AA
-    from wfbench_core.review.history import History, add_run
+
     from wfbench_core.record.results import load_result
+    from wfbench_core.review.history import History, add_run
 
     aa = load_result(REAL_AA)
     board = aa.environment.gpu_uuid

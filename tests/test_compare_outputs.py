@@ -10,7 +10,7 @@ import pytest
 
 from wfbench_cases.axpy_f64 import CASE as AXPY
 from wfbench_cases.scale_i64 import CASE as SCALE
-from wfbench_core.gpu.correctness import compare, describe_check, idempotence, never_written, poison_value
+from wfbench_core.gpu.comparison import compare, describe_check, idempotence, never_written, poison_value
 
 
 def test_compare_outputs() -> None:
@@ -54,7 +54,7 @@ def test_nothing_written_says_so_and_no_warning_reaches_stderr() -> None:
     # run in a fresh interpreter with warnings turned into errors: an all-poison output must not warn
     code = (
         "import warnings, numpy as np; warnings.simplefilter('error');"
-        "from wfbench_core.gpu.correctness import compare, poison_value, describe_check;"
+        "from wfbench_core.gpu.comparison import compare, poison_value, describe_check;"
         "from wfbench_cases.axpy_f64 import CASE;"
         "got = np.full(1000, poison_value('float64')[0]); want = np.ones(1000);"
         "c = compare(got, want, 1e-12, 0.0);"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from wfbench_cases.axpy_f64 import CASE as AXPY
-from wfbench_core.build.compile import (
+from wfbench_core.compiling.compile import (
     NVCC_FLAGS,
     CompileError,
     compile_cuda,
@@ -96,7 +96,7 @@ def test_prefetched_cuda_compiles_run_in_parallel_and_are_taken_once(nvcc: Path,
                                                                         ) -> None:
     import threading
 
-    from wfbench_core.build import compile as comp
+    from wfbench_core.compiling import compile as comp
     from wfbench_core.record.results import CompilerInfo
 
     compiler = cuda_compiler("nvcc")
@@ -191,6 +191,6 @@ def test_forth_compile_error_names_case_and_diagnostic(warpforthc: Path) -> None
 
 
 def _has_ptxas() -> bool:
-    from wfbench_core.build.compile import find_nvcc
+    from wfbench_core.compiling.compile import find_nvcc
 
     return find_nvcc() is not None

@@ -40,7 +40,7 @@ def _huge_summary(raw: dict) -> None:
 def _over_copy_bandwidth(raw: dict) -> None:
     """axpy_f64 at 212 % of the run's copy bandwidth: every sample and statistic scaled alike, so the summary
     agrees with its samples and only the yardstick can tell."""
-    from wfbench_core.record import stats
+    from wfbench_core import stats
     from wfbench_core.record.results import converter, Timing
 
     case = _case(raw, "axpy_f64")
@@ -58,7 +58,7 @@ def _ok_but_noisy(raw: dict) -> None:
 
 
 def _a_launch_of_a_day(raw: dict) -> None:
-    from wfbench_core.record import stats
+    from wfbench_core import stats
     from wfbench_core.record.results import converter, Timing
     import attrs
 

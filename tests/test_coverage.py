@@ -15,9 +15,9 @@ import pytest
 from click.testing import CliRunner
 from testkit import load_tool
 
-from wfbench_core.build import coverage
-from wfbench_core.build.coverage import case_words, coverage_map, load_excuses, load_language
-from wfbench_core.build.coverage_probe import SNIPPETS, probe
+from wfbench_core.compiling import coverage
+from wfbench_core.compiling.coverage import case_words, coverage_map, load_excuses, load_language
+from wfbench_core.compiling.coverage_probe import SNIPPETS, probe
 from wfbench_core.cli import main
 from wfbench_core.errors import WfbenchError
 
@@ -118,7 +118,7 @@ def test_command_table_json_and_fail_on_uncovered(tmp_path: Path, monkeypatch: p
 
 
 def test_a_family_the_probed_warpforthc_rejects_whole_is_not_asked_of_a_case() -> None:
-    from wfbench_core.build.coverage_table import render, supported
+    from wfbench_core.compiling.coverage_table import render, supported
 
     m = coverage_map({"c": HEAD + "1 DROP\n"}, LANGUAGE, {})
     verdicts = {w: "" for w in LANGUAGE.words}

@@ -25,7 +25,7 @@ from wfbench_core.dashboard import build_data, build_site, diagnostics, find_bro
 from wfbench_core.errors import WfbenchError
 from wfbench_core.review.history import History, add_run
 from wfbench_core.record.results import RunResult, load_result
-from wfbench_core.record.stats import geomean
+from wfbench_core.stats import geomean
 
 H100 = "NVIDIA H100 80GB HBM3"
 NEWEST = 6  # the newest H200 canonical run

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from wfbench_core.build import diagnostics as dg
-from wfbench_core.build.code_identity import IDENTICAL_NOTE, identical, sass_note
+from wfbench_core.compiling import diagnostics as dg
+from wfbench_core.compiling.code_identity import IDENTICAL_NOTE, identical, sass_note
 from wfbench_core.discover.registry import Registry
 from wfbench_core.record.results import SideDiagnostics, converter
 
@@ -40,7 +40,7 @@ def _wf(cid: str) -> SideDiagnostics:
 
 
 def _cuda(cid: str) -> SideDiagnostics:
-    from wfbench_core.build.compile import compile_cuda, cuda_compiler
+    from wfbench_core.compiling.compile import compile_cuda, cuda_compiler
 
     case = _case(cid)
     threads, dyn = _launch(case)
@@ -150,7 +150,7 @@ def test_every_prebuilt_warpforth_kernel(cid: str) -> None:
 
 @needs_tools
 def test_ptxas_facts_agree_with_the_ptxas_report(nvcc: Path) -> None:
-    from wfbench_core.build.compile import ptxas_check
+    from wfbench_core.compiling.compile import ptxas_check
 
     case = _case("reduce_sum_f64")
     ptx = (PTX / "reduce_sum_f64.canonical.ptx").read_text()
@@ -213,7 +213,7 @@ def test_invalid_ptx_is_one_line_naming_the_side() -> None:
 
 
 def test_missing_tool_says_what_to_install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from wfbench_core.build import cudatools
+    from wfbench_core.compiling import cudatools
 
     monkeypatch.setattr(cudatools, "candidates", lambda name: [tmp_path / name])
     monkeypatch.delenv("WFBENCH_CUOBJDUMP", raising=False)
@@ -235,7 +235,7 @@ def test_missing_tool_says_what_to_install(monkeypatch: pytest.MonkeyPatch, tmp_
 def test_the_gpu_extra_brings_every_binary_tool_the_diagnostics_run() -> None:
     import tomllib
 
-    from wfbench_core.build import cudatools
+    from wfbench_core.compiling import cudatools
 
     gpu = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())["project"][
         "optional-dependencies"]["gpu"]
@@ -245,7 +245,7 @@ def test_the_gpu_extra_brings_every_binary_tool_the_diagnostics_run() -> None:
 
 @needs_tools
 def test_diagnose_case_for_the_executor(nvcc: Path) -> None:
-    from wfbench_core.build.compile import compile_cuda, cuda_compiler
+    from wfbench_core.compiling.compile import compile_cuda, cuda_compiler
 
     case = _case("scale_i64")
     cuda_ptx = compile_cuda(case.render("canonical")[1], case_id="scale_i64", arch=ARCH,
@@ -268,8 +268,8 @@ def test_diagnose_case_without_tools(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_every_cuda_tool_is_found_in_one_order(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """nvcc, ptxas, cuobjdump, nvdisasm, ncu and compute-sanitizer: variable, PATH, then the toolkit folders,
     and each place of that order wins over the later ones, for every tool (real files, no stand-ins)."""
-    from wfbench_core.build import compile as comp
-    from wfbench_core.build import cudatools
+    from wfbench_core.compiling import compile as comp
+    from wfbench_core.compiling import cudatools
 
     def tool(folder: Path, name: str) -> Path:
         folder.mkdir(parents=True, exist_ok=True)

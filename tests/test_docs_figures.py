@@ -34,9 +34,12 @@ def test_every_block_names_a_file_the_repository_holds() -> None:
               for m in tool().BLOCK.finditer(doc.read_text())]
     assert any(doc.name == "README.md" and kind == "suite-table" for doc, kind, _ in blocks)  # the README's table
     for doc, kind, src in blocks:
-        path = src if kind != "power-table" else f"{src}/plan.json"  # a power study is a folder
-        assert path in tracked or not tracked, f"{doc.name}: {kind} from {path}, which is not in the repository"
-        assert (ROOT / path).is_file()
+        folder = {"power-table": "plan.json", "board-component": "*.json"}.get(kind)  # folders of runs
+        paths = [src] if folder is None else [str(p.relative_to(ROOT)) for p in sorted((ROOT / src).glob(folder))]
+        assert paths, f"{doc.name}: {kind} from {src}, which holds no stored run"
+        for path in paths:
+            assert path in tracked or not tracked, f"{doc.name}: {kind} from {path}, which is not in the repository"
+            assert (ROOT / path).is_file()
 
 
 def _paragraphs_outside_blocks(text: str) -> list[str]:
@@ -142,3 +145,15 @@ def test_the_ceiling_block_renders_the_ratio_columns_from_the_result_it_names(tm
     out = t.ceiling_table(str(tmp_path / "ceiling.json"))
     assert RATIO_NAME in out and "0.80" in out and render(withk, ceiling=True) in out
     assert render(withk, ceiling=True) != render(withk)
+
+
+def test_the_default_board_component_is_what_the_stored_board_runs_support() -> None:
+    """DEFAULT_BOARD_SD is the upper end of the 95 % interval of the between-board spread that the plain runs
+    in docs/results/boards measure (one per H200 board), rounded up, as docs/history.md renders it."""
+    from wfbench_core.review.evidence import DEFAULT_BOARD_SD
+
+    t = tool()
+    text = t.board_component("docs/results/boards")
+    hi = float(re.search(r"95 % interval [\d.]+% to ([\d.]+)%", text).group(1)) / 100.0
+    assert DEFAULT_BOARD_SD == t.board_sd_default(hi) or abs(DEFAULT_BOARD_SD - t.board_sd_default(hi)) < 1e-4
+    assert f"**{DEFAULT_BOARD_SD:.2%}**" in text

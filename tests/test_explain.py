@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from wfbench_core.build import diagnostics as dg
+from wfbench_core.compiling import diagnostics as dg
 from wfbench_core.cli import main
 from wfbench_core.record.results import load_result
 
@@ -141,7 +141,7 @@ def test_base_head_bundle_with_one_compiler_is_identical_sass(warpforthc: Path, 
     assert r.exit_code == 0, r.stderr
     r = invoke("explain", "axpy_f64", "--bundle", str(bundle), "-q")
     assert r.exit_code == 0, r.stderr
-    from wfbench_core.build.code_identity import IDENTICAL_NOTE
+    from wfbench_core.compiling.code_identity import IDENTICAL_NOTE
 
     assert f"base and head: {IDENTICAL_NOTE} (SASS SHA-256 `" in r.stdout
     assert "#### Head against base" not in r.stdout

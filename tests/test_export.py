@@ -15,7 +15,7 @@ from wfbench_core.cli import main
 from wfbench_core.errors import WfbenchError
 from wfbench_core.review.export import github_action_benchmark
 from wfbench_core.record.results import ERROR, FAILED, load_result
-from wfbench_core.record.stats import case_set_id
+from wfbench_core.stats import case_set_id
 
 
 def assert_action_fields(entries: object) -> None:

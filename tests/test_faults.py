@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from wfbench_core.build import faults
-from wfbench_core.build.compile import CompileError
+from wfbench_core.compiling import faults
+from wfbench_core.compiling.compile import CompileError
 from wfbench_core.errors import WfbenchError
 
 

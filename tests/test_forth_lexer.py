@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from wfbench_core.build.forth_lexer import ForthSyntaxError, classify, parse, read_header, tokenize
+from wfbench_core.compiling.forth_lexer import ForthSyntaxError, classify, parse, read_header, tokenize
 
 HEAD = "\\! kernel k\n\\! param A i64[4]\n"
 

@@ -78,7 +78,7 @@ def commands(src: Path, out: Path) -> dict[str, tuple[list[str], Path]]:
 
 
 def _has_nvcc() -> bool:
-    from wfbench_core.build.compile import find_nvcc
+    from wfbench_core.compiling.compile import find_nvcc
 
     return find_nvcc() is not None  # explain compiles the CUDA side first
 

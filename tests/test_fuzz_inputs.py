@@ -240,7 +240,7 @@ def _bundle_commands(b: Path) -> dict[str, list[str]]:
 
 
 def test_bundle_manifests_and_files(bundle: Path, tmp_path: Path) -> None:
-    from wfbench_core.run.executor import validate
+    from wfbench_core.compiling.prepare import validate
     from wfbench_core.discover.registry import Registry
 
     rng = random.Random(SEED + 1)

@@ -62,7 +62,7 @@ extern "C" __global__ void scale_half(long long k, const long long* __restrict__
 
 
 def _timer_and_sides(source: str, kernel: str, protocol: TimingProtocol = QUICK):  # type: ignore[no-untyped-def]
-    from wfbench_core.build.compile import compile_cuda, cuda_compiler
+    from wfbench_core.compiling.compile import compile_cuda, cuda_compiler
     from wfbench_core.contracts import Side
     from wfbench_core.gpu.timer import CudaEventTimer
 
@@ -134,7 +134,7 @@ def test_half_the_work_on_buffers_it_was_not_checked_on_fails_naming_the_placeme
 
 @pytest.mark.parametrize("mode", [TIMING_EVENTS, TIMING_GRAPH])
 def test_small_kernels_in_events_mode_are_launch_bound(mode: str) -> None:
-    from wfbench_core.run.crosscheck import small_case
+    from wfbench_core.studies.crosscheck import small_case
     from wfbench_core.gpu.outcome import case_result, measured
 
     scale = Registry.load().case("scale_i64")
@@ -154,7 +154,7 @@ def test_small_kernels_in_events_mode_are_launch_bound(mode: str) -> None:
 
 def test_a_load_failure_keeps_the_jit_log() -> None:
     from wfbench_core.gpu.device import Device
-    from wfbench_core.build.faults import KernelFault
+    from wfbench_core.compiling.faults import KernelFault
 
     ptx = """\
 .version 7.5

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import pytest
 
-from wfbench_core.build.cudatools import find_tool
+from wfbench_core.compiling.cudatools import find_tool
 from wfbench_core.record.results import ERROR, FAILED, OK, UNSTABLE
 
 pytestmark = pytest.mark.gpu
@@ -152,7 +152,7 @@ def test_good_case_is_timed_and_checked_per_side_after_timing(corpus: dict[str, 
 
 
 def test_the_sanitizer_catches_the_out_of_bounds_read(bundle: Path, tmp_path: Path) -> None:
-    from wfbench_core.build.cudatools import find_tool
+    from wfbench_core.compiling.cudatools import find_tool
 
     if find_tool("compute-sanitizer") is None:
         pytest.skip("compute-sanitizer not installed")
@@ -172,7 +172,7 @@ def test_sanitizer_finds_the_bad_store_and_the_race(bundle: Path, monkeypatch: p
     for key in ("PYTHONPATH", "WFBENCH_PLUGINS"):  # the sanitizer's child finds the plugin the same way
         monkeypatch.setenv(key, _env()[key])
     monkeypatch.syspath_prepend(str(PLUGIN))
-    from wfbench_core.build.compile import compile_cuda, cuda_compiler
+    from wfbench_core.compiling.compile import compile_cuda, cuda_compiler
     from wfbench_core.discover.registry import Registry
     from wfbench_core.gpu.device import gpu_unavailable_reason
 

@@ -11,8 +11,8 @@ import attrs
 import pytest
 from click.testing import CliRunner
 
-from wfbench_core.build.code_identity import IDENTICAL_NOTE
-from wfbench_core.build import diagnostics as dg
+from wfbench_core.compiling.code_identity import IDENTICAL_NOTE
+from wfbench_core.compiling import diagnostics as dg
 from wfbench_core.review import sassdiff
 from wfbench_core.cli import main
 from wfbench_core.review.headbase import Variant, profile_rows, render, variant
@@ -179,7 +179,7 @@ def test_explain_bundle_with_a_stand_in_ncu_shows_metric_deltas(nvcc: Path, bh_b
 @pytest.mark.gpu
 def test_explain_bundle_with_profile_on_the_gpu(nvcc: Path, bh_bundle: Path) -> None:
     """On a GPU host with Nsight Compute: the head-against-base section holds the measured metric deltas."""
-    from wfbench_core.build.cudatools import find_tool
+    from wfbench_core.compiling.cudatools import find_tool
 
     if find_tool("ncu") is None:
         pytest.skip("Nsight Compute (ncu) not installed")

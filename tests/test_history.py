@@ -438,7 +438,7 @@ def _tree_hash(root: Path) -> dict[str, str]:
 
 def test_read_only_commands_never_change_a_stored_history(tmp_path: Path) -> None:
     """Every command that only reads leaves every file of the history as it was: a run file is write-once."""
-    from wfbench_core.build.compile import find_nvcc
+    from wfbench_core.compiling.compile import find_nvcc
 
     hist = tmp_path / "hist"
     for n in range(2):

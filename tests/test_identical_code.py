@@ -8,14 +8,14 @@ from pathlib import Path
 
 import attrs
 import pytest
-
 from synth_runs import synth_run, with_case
-from wfbench_core.review import alerts, compare, verdicts
-from wfbench_core.build import diagnostics as dg
-from wfbench_core.build.code_identity import IDENTICAL_NOTE, code_identity, differences, identical, sass_note
+
+from wfbench_core.compiling import diagnostics as dg
+from wfbench_core.compiling.code_identity import IDENTICAL_NOTE, code_identity, differences, identical, sass_note
+from wfbench_core.record.results import SideDiagnostics
+from wfbench_core.review import alerts, compare, compare_table, verdicts
 from wfbench_core.review.history import History, add_run
 from wfbench_core.review.series import point_of
-from wfbench_core.record.results import SideDiagnostics
 
 needs_tools = pytest.mark.skipif(dg.tools_available() is not None,
                                  reason=f"CUDA binary tools missing: {dg.tools_available()}")
@@ -32,13 +32,13 @@ def test_compare_calls_identical_code_same_whatever_the_timing() -> None:
     cmp = compare.compare_runs(base, worse)
     (axpy,) = [c for c in cmp.cases if c.case_id == "axpy_f64"]
     assert axpy.verdict.label == "SAME (identical code, moved)" and cmp.regressions == []
-    assert axpy.sass == IDENTICAL_NOTE and f"axpy_f64: {IDENTICAL_NOTE}" in compare.render_text(cmp)
+    assert axpy.sass == IDENTICAL_NOTE and f"axpy_f64: {IDENTICAL_NOTE}" in compare_table.render_text(cmp)
 
     other = with_case(synth_run(1, wf_scale={"axpy_f64": 1.10}, jitter=0.002, placements=15), "axpy_f64",
                       diag_wf=sass("b"))
     (axpy,) = [c for c in compare.compare_runs(base, other).cases if c.case_id == "axpy_f64"]
     assert axpy.verdict.verdict == verdicts.SLOWER
-    assert "axpy_f64: code differs (SASS): see wfbench explain axpy_f64" in compare.render_text(
+    assert "axpy_f64: code differs (SASS): see wfbench explain axpy_f64" in compare_table.render_text(
         compare.compare_runs(base, other))
 
 

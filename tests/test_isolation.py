@@ -151,7 +151,7 @@ def test_no_gpu_in_the_worker_is_one_line_and_exit_3(prebuilt_bundle, monkeypatc
 
 
 def test_repeat_runs_every_case_in_fresh_processes_and_pools_them(fake_gpu, prebuilt_bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from wfbench_core.record.stats import HIERARCHICAL_INTERVAL, process_of
+    from wfbench_core.stats import HIERARCHICAL_INTERVAL, process_of
 
     pids = fake_gpu(axpy_f64="ok")
     out = tmp_path / "r.json"
@@ -185,7 +185,7 @@ def test_a_worker_matches_the_bundle_with_the_plugins_once(prebuilt_bundle, monk
     """Every case a worker loads comes from its one reading of the manifest (not one per case)."""
     import io
 
-    from wfbench_core.build import prepare
+    from wfbench_core.compiling import prepare
     from wfbench_core.gpu.worker import Worker
 
     read: list[Path] = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import textwrap
 import warnings
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
@@ -138,6 +139,21 @@ def test_unknown_case_lists_known_ones() -> None:
         Registry.load().case("nope")
 
 
+def test_a_transport_without_options_is_refused() -> None:
+    class Bare:
+        name = "bare"
+        summary = "a transport that forgot its OPTIONS"
+
+    class Plugin:
+        @hookimpl
+        def wfbench_register_transports(self, register: Any) -> None:
+            register("bare", Bare)
+
+    with pytest.raises(WfbenchError, match=r"registered transport .*Bare.* without an OPTIONS mapping .*"
+                                           r"declare OPTIONS = \{\}"):
+        Registry.load([Plugin()], autoload=False)
+
+
 def test_every_hook_is_documented() -> None:
     from wfbench_core import hookspecs
 
@@ -148,6 +164,26 @@ def test_every_hook_is_documented() -> None:
         assert doc.strip(), f"hook {name} has no docstring"
         first = doc.strip().splitlines()[0]
         assert first.endswith("."), f"hook {name}: first docstring line should be one sentence"
+
+
+def test_every_hook_is_documented_with_its_exact_signature() -> None:
+    """docs/plugins.md has a heading per hook whose signature is the hook specification's, and no other."""
+    import inspect
+    import re
+
+    from wfbench_core import hookspecs
+
+    def shown(annotation: object) -> str:
+        return annotation if isinstance(annotation, str) else inspect.formatannotation(annotation)
+
+    specs = {name: getattr(hookspecs, name) for name in dir(hookspecs) if name.startswith("wfbench_")}
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "plugins.md").read_text()
+    documented = dict(re.findall(r"^### `(wfbench_\w+)(\(.*\) -> .*)`$", doc, re.M))
+    assert set(documented) == set(specs), "docs/plugins.md documents other hooks than hookspecs.py"
+    for name, spec in specs.items():
+        sig = inspect.signature(spec)
+        params = ", ".join(f"{p.name}: {shown(p.annotation)}" for p in sig.parameters.values())
+        assert documented[name] == f"({params}) -> {shown(sig.return_annotation)}", f"{name}: signature differs"
 
 
 def test_selection_orders_p0_first() -> None:

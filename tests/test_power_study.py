@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from wfbench_core.build import diagnostics as dg
+from wfbench_core.compiling import diagnostics as dg
 from wfbench_core.review import verdicts
 from testkit import load_tool, use_stand_in_gpu
 

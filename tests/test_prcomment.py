@@ -10,9 +10,9 @@ import attrs
 import pytest
 from click.testing import CliRunner
 
-from wfbench_core.build.code_identity import IDENTICAL_NOTE
+from wfbench_core.compiling.code_identity import IDENTICAL_NOTE
 from wfbench_core.review import compare, prcomment
-from wfbench_core.build import diagnostics as dg
+from wfbench_core.compiling import diagnostics as dg
 from wfbench_core.review import verdicts as V
 from wfbench_core.review.case_verdict import AMBIGUOUS, FASTER, SAME, SLOWER, base_head, case_verdict
 from wfbench_core.cli import main

@@ -112,7 +112,7 @@ def test_profile_side_reports_ncu_permission_errors_in_one_line(tmp_path: Path) 
 
 
 def test_missing_ncu_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from wfbench_core.build import cudatools
+    from wfbench_core.compiling import cudatools
 
     monkeypatch.setattr(cudatools, "candidates", lambda name: [])
     monkeypatch.delenv("WFBENCH_NCU", raising=False)

@@ -140,7 +140,7 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def cuda_side() -> None:
     """The executor compiles the CUDA side on the 'GPU host' (here): nvcc or NVRTC must exist."""
-    from wfbench_core.build.compile import cuda_compiler
+    from wfbench_core.compiling.compile import cuda_compiler
     from wfbench_core.errors import WfbenchError
 
     try:

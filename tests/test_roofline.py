@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from wfbench_core.build import diagnostics as dg
+from wfbench_core.compiling import diagnostics as dg
 from wfbench_core.gpu import roofline as rl
 from wfbench_core.record.results import CaseResult, Environment, SideStats, Timing
 
@@ -16,7 +16,7 @@ ARCH = "sm_90"
 
 @pytest.mark.skipif(dg.tools_available() is not None, reason="CUDA binary tools missing")
 def test_peak_kernel_runs_separate_dmul_and_dadd_through_the_project_compile_path(nvcc: Path) -> None:
-    from wfbench_core.build.compile import compile_cuda, cuda_compiler
+    from wfbench_core.compiling.compile import compile_cuda, cuda_compiler
 
     ptx = compile_cuda(rl.SOURCE, case_id="fp64-peak", arch=ARCH, compiler=cuda_compiler("nvcc")).ptx
     d = dg.diagnose(ptx, rl.KERNEL, ARCH, rl.BLOCK, 0)
@@ -32,7 +32,7 @@ def test_peak_kernel_runs_separate_dmul_and_dadd_through_the_project_compile_pat
 def test_static_loop_accounts_for_the_instructions_ncu_counted(nvcc: Path) -> None:
     """ncu on an H200 (132 SMs) counted the warp instructions of one launch of this kernel; the SASS loop,
     run ITERS / unroll times per warp, must account for nearly all of them: the FLOPs per launch are right."""
-    from wfbench_core.build.compile import compile_cuda, cuda_compiler
+    from wfbench_core.compiling.compile import compile_cuda, cuda_compiler
     from wfbench_core.gpu.profile import parse_raw_csv, to_profile
 
     p = to_profile(parse_raw_csv((Path(__file__).parent / "fixtures/ncu/fp64_peak.raw.csv").read_text())[0])
@@ -103,7 +103,7 @@ def test_the_f64_peak_right_after_the_copy_yardstick_takes_no_second_warm_up(mon
 def test_the_worker_that_measures_the_yardsticks_compiles_the_f64_kernel_first(monkeypatch: pytest.MonkeyPatch) -> None:
     import io
 
-    from wfbench_core.build import compile as cc
+    from wfbench_core.compiling import compile as cc
     from wfbench_core.gpu.worker import Worker
 
     started: list[tuple[object, str]] = []

@@ -19,7 +19,7 @@ from wfbench_cases.axpy_f64 import CASE as AXPY
 from wfbench_cases.reduce_sum_f64 import CASE as REDUCE
 from wfbench_core.gpu import sanitize
 from wfbench_core.errors import WfbenchError
-from wfbench_core.build.faults import HANG, KernelFault
+from wfbench_core.compiling.faults import HANG, KernelFault
 
 MEMCHECK_LOG = """\
 ========= COMPUTE-SANITIZER
@@ -133,7 +133,7 @@ def test_a_sanitized_run_past_its_deadline_is_a_hang(tmp_path: Path) -> None:
 
 
 def test_finding_compute_sanitizer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from wfbench_core.build.cudatools import ENV, find_tool
+    from wfbench_core.compiling.cudatools import ENV, find_tool
 
     monkeypatch.delenv(ENV["compute-sanitizer"], raising=False)
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
@@ -150,7 +150,7 @@ def test_finding_compute_sanitizer(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 
 def test_no_sanitizer_is_one_clear_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from wfbench_core.build import cudatools
+    from wfbench_core.compiling import cudatools
 
     monkeypatch.delenv(cudatools.ENV["compute-sanitizer"], raising=False)
     monkeypatch.setattr(cudatools, "candidates", lambda name: [tmp_path / name])  # a machine without it

@@ -1,5 +1,5 @@
 """No program wfbench starts sees a credential: warpforthc, nvcc, ptxas and the GPU worker are handed the
-environment of :func:`wfbench_core.record.childenv.child_env`, which drops ``VAST_API_KEY`` and every other secret.
+environment of :func:`wfbench_core.host.childenv.child_env`, which drops ``VAST_API_KEY`` and every other secret.
 
 Each program is a real executable standing in for the tool (it writes the environment it was given to a
 file, then does the tool's job well enough for wfbench to go on), reached through the real code path: the
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from wfbench_core.record.childenv import child_env, is_secret
+from wfbench_core.host.childenv import child_env, is_secret
 from wfbench_core.cli import main
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -96,7 +96,7 @@ def test_the_stand_in_would_see_an_inherited_secret(tmp_path: Path) -> None:
 
 
 def test_ptxas_sees_no_secret(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from wfbench_core.build.compile import ptxas_check
+    from wfbench_core.compiling.compile import ptxas_check
 
     _stand_in(tmp_path, "ptxas", "print('ptxas info    : 0 bytes gmem', file=sys.stderr)\n")
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from wfbench_core.run.executor import detect_source
+from wfbench_core.compiling.provenance import detect_source
 
 
 def test_ci_variables_and_benchmarked_repository(monkeypatch: pytest.MonkeyPatch) -> None:

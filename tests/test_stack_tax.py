@@ -22,8 +22,8 @@ from pathlib import Path
 import attrs
 import pytest
 
-from wfbench_core.build import diagnostics as dg
-from wfbench_core.build import stack_tax as st
+from wfbench_core.compiling import diagnostics as dg
+from wfbench_core.compiling import stack_tax as st
 from wfbench_core.gpu import profile as pf
 from wfbench_core.record.results import KernelProfile, SideDiagnostics, load_result
 
@@ -247,7 +247,7 @@ def test_the_warpforth_fixtures_are_warpforthc_output(name: str, warpforthc: Pat
 
 @pytest.mark.parametrize("name", ["stack_pick_cuda", "local_window_cuda"])
 def test_the_cuda_fixtures_are_nvcc_output(name: str, nvcc: Path, tmp_path: Path) -> None:
-    from wfbench_core.build.compile import NVCC_FLAGS
+    from wfbench_core.compiling.compile import NVCC_FLAGS
 
     stored = (STACK / f"{name}.ptx").read_text()
     version = re.search(r"V\d+\.\d+\.\d+", stored).group(0)  # type: ignore[union-attr]
@@ -269,7 +269,7 @@ def test_fixture_sources_are_kept_beside_their_output() -> None:
 def test_ncu_on_the_gpu_reports_the_local_traffic_metrics(case_id: str) -> None:
     """On a GPU host with Nsight Compute: ncu knows both metric names (an unknown name profiles nothing) and
     a suite kernel without a stack frame moves no local bytes."""
-    from wfbench_core.build.cudatools import find_tool
+    from wfbench_core.compiling.cudatools import find_tool
 
     if find_tool("ncu") is None:
         pytest.skip("Nsight Compute (ncu) not installed")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from wfbench_core.record.stats import gap, geomean, is_unstable, summarize
+from wfbench_core.stats import gap, geomean, is_unstable, summarize
 
 
 def test_summary_of_known_samples() -> None:
@@ -38,7 +38,7 @@ def test_empty_samples_refused() -> None:
 
 
 def test_pair_ratio_noise_cancels_what_both_sides_share() -> None:
-    from wfbench_core.record.stats import pair_ratio_noise
+    from wfbench_core.stats import pair_ratio_noise
 
     rng = np.random.default_rng(1)
     dips = 1 + 0.05 * rng.random(40)  # clock changes that slow both samples of a pair alike
@@ -50,7 +50,7 @@ def test_pair_ratio_noise_cancels_what_both_sides_share() -> None:
 
 
 def test_first_minus_second_isolates_the_position_effect() -> None:
-    from wfbench_core.record.stats import first_minus_second
+    from wfbench_core.stats import first_minus_second
 
     # the same kernel on both sides: placements move both samples of a pair alike, the first of each pair
     # carries 3 us
@@ -65,7 +65,7 @@ def test_first_minus_second_isolates_the_position_effect() -> None:
 
 
 def test_the_suite_geomean_is_withheld_unless_the_whole_set_is_stable() -> None:
-    from wfbench_core.record.stats import SetMember, case_set_id, suite_geomean
+    from wfbench_core.stats import SetMember, case_set_id, suite_geomean
 
     members = [SetMember("a", 1, 1.2, True), SetMember("b", 2, 0.9, True)]
     g = suite_geomean(members)
@@ -84,9 +84,9 @@ def test_history_side_modules_import_no_numpy_or_scipy() -> None:
     import subprocess
     import sys
 
-    code = ("import sys; import wfbench_core.record.stats, wfbench_core.review.history, wfbench_core.review.alerts, wfbench_core.review.compare, "
+    code = ("import sys; import wfbench_core.stats, wfbench_core.review.history, wfbench_core.review.alerts, wfbench_core.review.compare, "
             "wfbench_core.review.export, wfbench_core.record.fsutil, wfbench_core.review.verdicts, wfbench_core.review.evidence, "
-            "wfbench_core.build.code_identity, wfbench_core.review.series; "
+            "wfbench_core.compiling.code_identity, wfbench_core.review.series; "
             "print(sorted(m for m in ('numpy', 'scipy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from wfbench_core.gpu.sampling import clocks_match
 from wfbench_core.record.results import NvmlSummary, Timing, load_result
-from wfbench_core.record.stats import summarize
+from wfbench_core.stats import summarize
 from wfbench_core.review.throttle import MIN_CLEAN, judge_throttle, pair_clocks
 
 HOT = NvmlSummary(n=70, sm_mhz_min=1890, sm_mhz_median=1980, sm_mhz_max=1980, reasons=("sw_power_cap",),
@@ -164,8 +164,7 @@ def test_a_real_h200_trace_at_the_power_cap_keeps_the_case_where_its_gap_did_not
     assert t is not None and t.throttled and "sw_power_cap" in t.nvml.reasons
     wf_low = sum(1 for wf, cu in t.pair_side_mhz if not clocks_match((wf, cu)) and wf < cu)
     cu_low = sum(1 for wf, cu in t.pair_side_mhz if not clocks_match((wf, cu)) and cu < wf)
-    assert (wf_low, cu_low) == (5, 14)  # both ways, as docs/timing.md says
-    assert "the WarpForth side in 5 and the CUDA side in 14" in (ROOT / "docs" / "timing.md").read_text()
+    assert (wf_low, cu_low) == (5, 14)  # both ways
     call = judge_throttle(t)
     assert (call.dipped, call.clean) == (19, 11) and MIN_CLEAN <= call.clean < call.dipped
     assert not call.leaves_trends and "within noise, kept" in call.why, call.why

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from wfbench_core.case import Case, Launch, Param, Tolerance, Work
-from wfbench_core.build.faults import ILLEGAL_ADDRESS, KernelFault
+from wfbench_core.compiling.faults import ILLEGAL_ADDRESS, KernelFault
 from wfbench_core.record.results import TimingProtocol
 from wfbench_core.contracts import Side
 from wfbench_core.gpu.device import Device, Driver
@@ -30,7 +30,7 @@ class FakeDriver:
 
     def __init__(self, kernels: dict[str, Callable[..., None]]) -> None:
         from wfbench_core.gpu.correctness import DIFFER_KERNEL
-        from wfbench_core.gpu.gpu_rounds import CLOCK_KERNEL, EMPTY, GATE_KERNEL
+        from wfbench_core.gpu.helper_kernels import CLOCK_KERNEL, EMPTY, GATE_KERNEL
 
         # the clean rounds' gate kernel, the timed buffers' comparison and the empty kernel of the launch floor
         self.kernels = {GATE_KERNEL: self.gate, DIFFER_KERNEL: self.differ, EMPTY: lambda launch: 0.001,
@@ -226,7 +226,7 @@ def ptxas_log(ptx: str, arch: str) -> str:
     import subprocess
     import tempfile
 
-    from wfbench_core.build.cudatools import require_tool
+    from wfbench_core.compiling.cudatools import require_tool
 
     with tempfile.NamedTemporaryFile("w", suffix=".ptx") as f:
         f.write(ptx)
@@ -369,7 +369,7 @@ def test_every_placement_and_side_is_verified_and_counted(monkeypatch: pytest.Mo
 
 
 def test_a_kernel_that_outputs_right_only_into_poison_is_wrong_as_timing_left_it() -> None:
-    from wfbench_core.gpu.correctness import poison_value
+    from wfbench_core.gpu.comparison import poison_value
 
     sentinel = poison_value("int64")[0]
 
@@ -455,7 +455,7 @@ BIG_SHARED_PTX = """\
 
 
 def test_a_load_failure_keeps_the_jit_log() -> None:
-    from wfbench_core.build.cudatools import find_tool
+    from wfbench_core.compiling.cudatools import find_tool
 
     if find_tool("ptxas") is None:
         pytest.skip("no ptxas here (the stand-in's JIT)")

@@ -25,7 +25,7 @@ from wfbench_core.gpu.sampling import (
     buffer_sets,
     sample_case,
 )
-from wfbench_core.record.stats import gap_interval, placement_gaps, placement_noise, relative_halfwidth
+from wfbench_core.stats import gap_interval, placement_gaps, placement_noise, relative_halfwidth
 
 
 class FakeRounds:
@@ -409,8 +409,8 @@ def test_warm_up_ends_on_wall_time_where_launches_are_capped() -> None:
 def test_the_gate_kernel_assembles_and_polls_with_volatile_loads(arch: str) -> None:
     import shutil
 
-    from wfbench_core.build.compile import find_nvcc, ptxas_check
-    from wfbench_core.gpu.gpu_rounds import GATE_KERNEL, GATE_PTX
+    from wfbench_core.compiling.compile import find_nvcc, ptxas_check
+    from wfbench_core.gpu.helper_kernels import GATE_KERNEL, GATE_PTX
 
     if not shutil.which("ptxas") and not find_nvcc():
         pytest.skip("ptxas is not installed")
@@ -424,8 +424,8 @@ def test_the_gate_kernel_assembles_and_polls_with_volatile_loads(arch: str) -> N
 def test_the_clock_probe_assembles_and_reads_both_timers_on_sm_0_only(arch: str) -> None:
     import shutil
 
-    from wfbench_core.build.compile import find_nvcc, ptxas_check
-    from wfbench_core.gpu.gpu_rounds import CLOCK_KERNEL, CLOCK_PTX
+    from wfbench_core.compiling.compile import find_nvcc, ptxas_check
+    from wfbench_core.gpu.helper_kernels import CLOCK_KERNEL, CLOCK_PTX
 
     if not shutil.which("ptxas") and not find_nvcc():
         pytest.skip("ptxas is not installed")

@@ -16,7 +16,7 @@ import pytest
 
 from test_timer_protocol import CASE, SIDES, FakeDriver, good, make_timer
 from wfbench_core.gpu.timer import CudaEventTimer
-from wfbench_core.gpu.gpu_rounds import CLOCK_KERNEL, EMPTY, GATE_KERNEL
+from wfbench_core.gpu.helper_kernels import CLOCK_KERNEL, EMPTY, GATE_KERNEL
 from wfbench_core.record.results import TIMING_COLD_L2, TimingProtocol
 
 KERNEL_MS = {"wf_scale": 0.003, "cu_scale": 0.002, EMPTY: 0.001}  # each launch's time on the GPU

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from wfbench_core.run import crosscheck as xc
+from wfbench_core.studies import crosscheck as xc
 from wfbench_core.cli import main
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.results import load_result
@@ -232,7 +232,7 @@ def test_the_exit_status_is_1_only_for_a_like_figure_beyond_the_tolerance(
 def test_every_mode_timed_is_kept_for_the_comparison() -> None:
     """crosscheck times the modes one after another; each mode's medians join the case's, none replaces another
     (the table once showed only the last mode timed)."""
-    from wfbench_core.run.crosscheck import add_medians
+    from wfbench_core.studies.crosscheck import add_medians
 
     by_side: dict[str, dict[str, float]] = {}
     for mode, us in (("events", 7.9), ("graph", 3.1), ("cold-l2", 8.2)):

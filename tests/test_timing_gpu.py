@@ -17,7 +17,7 @@ from wfbench_core.run.executor import execute
 from wfbench_core.discover.registry import Registry
 from wfbench_core.record.request import ExecuteRequest
 from wfbench_core.record.results import OK, TIMING_COLD_L2, TIMING_EVENTS, TIMING_GRAPH, UNSTABLE, TimingProtocol
-from wfbench_core.record.stats import first_minus_second
+from wfbench_core.stats import first_minus_second
 
 pytestmark = pytest.mark.gpu
 
@@ -25,7 +25,7 @@ QUICK = TimingProtocol(warmup_s=0.3, min_sample_ms=10.0, samples=12, placements=
 
 
 def _sides(case, bundle: Path, small: bool):  # type: ignore[no-untyped-def]
-    from wfbench_core.build.compile import compile_cuda, cuda_compiler
+    from wfbench_core.compiling.compile import compile_cuda, cuda_compiler
     from wfbench_core.contracts import Side
     from wfbench_core.gpu.timer import CudaEventTimer
 
@@ -64,7 +64,7 @@ def test_the_gate_holds_the_stream_until_the_host_opens_it_or_its_timeout() -> N
     import time
 
     from wfbench_core.gpu.device import Device
-    from wfbench_core.gpu.gpu_rounds import GATE_KERNEL, GATE_PTX
+    from wfbench_core.gpu.helper_kernels import GATE_KERNEL, GATE_PTX
 
     device = Device().open()
     kernel = device.load(GATE_PTX, GATE_KERNEL, case_id="gate")
@@ -126,7 +126,7 @@ def test_graph_mode_matches_events_on_a_large_kernel(prebuilt_bundle) -> None:  
 
 
 def test_cold_l2_is_slower_than_hot_on_a_small_kernel(prebuilt_bundle) -> None:  # type: ignore[no-untyped-def]
-    from wfbench_core.run.crosscheck import small_case
+    from wfbench_core.studies.crosscheck import small_case
 
     bundle = prebuilt_bundle(case_ids=("axpy_f64",))
     case = small_case(Registry.load().case("axpy_f64"))  # 100003 doubles: 2.4 MB, resident in L2 when hot
@@ -154,11 +154,11 @@ def test_crosscheck_agrees_with_nvbench(prebuilt_bundle) -> None:  # type: ignor
 def test_cold_l2_times_no_launch_latency_even_when_the_host_falls_behind(prebuilt_bundle) -> None:  # type: ignore[no-untyped-def]
     import time
 
-    from wfbench_core.build.compile import cuda_compiler
-    from wfbench_core.build.prepare import prepare
+    from wfbench_core.compiling.compile import cuda_compiler
+    from wfbench_core.compiling.prepare import prepare
     from wfbench_core.gpu.device import Device
-    from wfbench_core.record.stats import median
-    from wfbench_core.run.crosscheck import _case_rounds, small_case
+    from wfbench_core.stats import median
+    from wfbench_core.studies.crosscheck import _case_rounds, small_case
 
     bundle = prebuilt_bundle(case_ids=("scale_i64",))
     _, (prep,) = prepare(bundle, Registry.load(), ("scale_i64",))

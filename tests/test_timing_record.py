@@ -33,7 +33,7 @@ def _pass(k: int, nvml: NvmlSummary) -> CaseResult:
 
 
 def test_repeat_keeps_every_field_of_the_timing_record() -> None:
-    from wfbench_core.record.stats import PROCESS_STRIDE
+    from wfbench_core.stats import PROCESS_STRIDE
     from wfbench_core.run.executor import merge_repeats
 
     (merged,) = merge_repeats([[_pass(0, NVML)], [_pass(1, THROTTLED)], [_pass(2, NVML)]], 0.03)
@@ -94,7 +94,7 @@ class _RecordTimer:
 
 def test_a_repeat_run_stores_every_field_the_timer_recorded(prebuilt_bundle) -> None:  # type: ignore[no-untyped-def]
     from wfbench_core import hookimpl
-    from wfbench_core.record.stats import PROCESS_STRIDE
+    from wfbench_core.stats import PROCESS_STRIDE
     from wfbench_core.run.executor import execute
     from wfbench_core.discover.registry import Registry
     from wfbench_core.record.request import ExecuteRequest

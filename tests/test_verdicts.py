@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from wfbench_core.review import evidence, verdicts
-from wfbench_core.record import stats
-from wfbench_core.record.stats import LogEstimate
+from wfbench_core import stats
+from wfbench_core.stats import LogEstimate
 from testkit import load_tool
 
 V = verdicts

@@ -18,9 +18,9 @@ import pytest
 from click.testing import CliRunner
 
 import standins
-from wfbench_core.build.bundle import read_manifest
+from wfbench_core.compiling.bundle import read_manifest
 from wfbench_core.cli import main
-from wfbench_core.build.warpforth_source import iter_labels, parse_spec
+from wfbench_core.compiling.warpforth_source import iter_labels, parse_spec
 
 MEMREF = "lib/Conversion/ForthToMemRef/ForthToMemRef.cpp"
 OLD_LINE = "    static_cast<unsigned>(NVVM::kSharedMemorySpace);"
@@ -294,7 +294,7 @@ def test_warpforth_and_warpforthc_labels_combine(warpforth: Path, tmp_path: Path
 def test_the_real_recipe_builds_a_warpforthc_that_compiles_a_case(tmp_path: Path) -> None:
     """WFBENCH_TEST_WARPFORTH=PATH-or-URL of WarpForth: build it for real (the shared wfbench cache keeps it)."""
     from wfbench_core.errors import WfbenchError
-    from wfbench_core.build.warpforth_build import find_toolchain
+    from wfbench_core.compiling.warpforth_build import find_toolchain
 
     repo = os.environ.get("WFBENCH_TEST_WARPFORTH")
     if not repo:

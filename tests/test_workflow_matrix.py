@@ -1,5 +1,5 @@
 """gpu-bench.yml's GPU-model matrix, run: plan -> bench[one rental per model, in parallel] -> summary ->
-persist[the storable models] / comment, every step's script for real (tests/test_workflows.py's runner).
+persist[the storable models] / comment, every step's script for real (the runner of tests/workflow_kit.py).
 
 The rentals go through the real vast transport and the real ``vastai`` SDK to the stand-in of Vast.ai's HTTP API
 (tests/vast_api.py), whose state is checked at the end: every instance destroyed, exactly once. A rented
@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-import test_workflows as tw
+import workflow_kit as tw
 from github_api import GitHubApi
 from sshd import gpu_stack_missing
 from vast_api import VastApi, offer
@@ -42,7 +42,7 @@ if argv[:2] == ["-m", "pytest"]:  # wfbench's GPU tests: one passed, in pytest's
                            'name="test_on_the_gpu"/></testsuite></testsuites>')
     sys.exit(0)
 
-from wfbench_core.build.bundle import read_manifest
+from wfbench_core.compiling.bundle import read_manifest
 from wfbench_core.record.request import ExecuteRequest
 from wfbench_core import SUITE_VERSION, __version__
 from wfbench_core.record.results import SCHEMA_VERSION, dumps, load_result
@@ -155,7 +155,8 @@ def test_one_rental_per_model_in_parallel_one_failing_all_destroyed_and_merged(t
         api.stop()
     graph = job_graph(wf, results, runners)
     print(graph)
-    assert graph == ("plan: success -> bench[H200, L40S, RTX_4090]: failure -> summary: failure -> "
+    assert graph == ("plan: success -> build[H200, L40S, RTX_4090]: success -> "
+                     "bench[H200, L40S, RTX_4090]: failure -> summary: failure -> "
                      "comment: skipped -> persist[H200, RTX_4090]: success"), "\n".join(r.text for r in runners.values())
     # three rentals, two of them alive at once; each destroyed exactly once, nothing left on the host
     assert len(api.created) == 3 and api.leaked() == [] and api.peak >= 2
@@ -193,9 +194,10 @@ def test_a_pull_request_gets_one_comment_rewritten_on_every_run(tmp_path: Path) 
     world = tw.World(tmp_path)
     wf = tw.load("gpu-bench.yml")
     assert world.simulate(wf, tw.github_ctx("push"))[0]["persist"] == "success"  # the base: a stored run
-    tw._commit_tree(world.origins[tw.CALLER], {"README.md": "slower\n"}, tw.CALLER_BRANCH, "head")
+    tw.commit_tree(world.origins[tw.CALLER], {"README.md": "slower\n"}, tw.CALLER_BRANCH, "head")
     world.env["STAND_IN_SLOWER"] = "axpy_f64"  # head's WarpForth 5 % slower there
     (world.artifacts / tw.ARTIFACT).rename(world.artifacts / "push")
+    (world.artifacts / tw.BUNDLE).rename(world.artifacts / "push-bundle")
 
     def artifacts_of(run_id: str) -> list[dict[str, Any]]:  # what the run uploaded
         return [{"id": 100 + i, "name": a.name, "expired": False}
@@ -209,8 +211,8 @@ def test_a_pull_request_gets_one_comment_rewritten_on_every_run(tmp_path: Path) 
             gh = tw.pr_ctx(action, labels=["gpu-bench"], added="gpu-bench" if action == "labeled" else None,
                            actor=tw.OWNER, triggering_actor=tw.OWNER, head_repo=tw.REPO)
             results, runners = world.simulate(wf, gh)
-            assert results == {"plan": "success", "bench": "failure", "summary": "failure", "persist": "skipped",
-                               "comment": "success"}, "\n".join(r.text for r in runners.values())
+            assert results == {"plan": "success", "build": "success", "bench": "failure", "summary": "failure",
+                               "persist": "skipped", "comment": "success"}, "\n".join(r.text for r in runners.values())
             (comment,) = api.comments[7]
             bodies.append(comment["body"])
             for a in [a for a in world.artifacts.iterdir() if a.name.endswith("-1")]:

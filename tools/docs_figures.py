@@ -16,10 +16,10 @@ where PATH is a result file in the repository (relative to its root) and KIND on
 - ``ceiling-table``: a run with ``--ceiling``: its table exactly as ``wfbench run --ceiling`` prints it, the
   library ceiling's time and ``WarpForth time / ceiling time`` beside each case's two sides (docs/ceiling.md);
 - ``aa-position``: an A/A run's position effect per case: within each pair, the first side's sample minus the
-  second's (:func:`wfbench_core.record.stats.position_effect`), with its 95 % interval and how many pairs had the
+  second's (:func:`wfbench_core.stats.position_effect`), with its 95 % interval and how many pairs had the
   first side slower.
 - ``stack-tax``: the runtime-stack tax of every case and side that the run holds static diagnostics of
-  (:mod:`wfbench_core.build.stack_tax`): stack frame, spills, local stores and loads by width, how many of them
+  (:mod:`wfbench_core.compiling.stack_tax`): stack frame, spills, local stores and loads by width, how many of them
   sit in the innermost loop, the stack-addressing instructions and, for the sides profiled with Nsight
   Compute, the local traffic;
 - ``sweep-table``: a size sweep's table exactly as ``wfbench sweep`` prints it (from a sweep file, e.g.
@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import sys
 from pathlib import Path
@@ -46,7 +47,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 if TYPE_CHECKING:
-    from wfbench_core.build.stack_tax import StackTax
+    from wfbench_core.compiling.stack_tax import StackTax
 
 BLOCK = re.compile(r"(<!-- figure: (?P<kind>[\w-]+) (?P<src>\S+) -->\n)(?P<body>.*?)(<!-- /figure -->)", re.S)
 DOCS = ("README.md", "docs/*.md")
@@ -91,7 +92,7 @@ def ceiling_table(src: str) -> str:
 
 def aa_position(src: str) -> str:
     from wfbench_core.review.series import protocol_tag
-    from wfbench_core.record.stats import position_effect
+    from wfbench_core.stats import position_effect
 
     result, raw = _stored(src)
     if result.mode != "aa":  # type: ignore[attr-defined]
@@ -112,7 +113,7 @@ def aa_position(src: str) -> str:
 
 
 def _stack_row(name: str, side: str, t: "StackTax", median_us: "float | None") -> str:
-    from wfbench_core.build.stack_tax import by_width, size
+    from wfbench_core.compiling.stack_tax import by_width, size
 
     traffic = "not profiled" if t.traffic is None else f"{size(t.load_bytes)} / {size(t.store_bytes)}"
     median = "-" if median_us is None else f"{median_us:.1f} us"
@@ -122,7 +123,7 @@ def _stack_row(name: str, side: str, t: "StackTax", median_us: "float | None") -
 
 
 def stack_tax_table(src: str) -> str:
-    from wfbench_core.build.stack_tax import tax_of
+    from wfbench_core.compiling.stack_tax import tax_of
 
     result, raw = _stored(src)
     rows = ["| case | side | stack frame | spill stores / loads | local stores | local loads | in the innermost loop "
@@ -170,6 +171,44 @@ def power_table(src: str) -> str:
     return f"{head}\n\n{power_study.render(power_study.summarize(plan))}"
 
 
+BOARD_CASES = ("attention_f32_naive", "axpy_f64", "matmul_f64_naive", "matmul_f64_tiled", "reduce_sum_f64",
+               "scale_i64")  # the P0 cases: what the board component is measured on
+
+
+def board_sd_default(hi: float) -> float:
+    """The default board component the measurement supports: its interval's upper end, rounded up to 0.01 %."""
+    return math.ceil(round(hi * 1e4, 6)) / 1e4
+
+
+def board_component(src: str) -> str:
+    """The between-board spread of the P0 gaps over the runs stored in ``src`` (one per board, one compiler)."""
+    from wfbench_core.record.results import load_result
+    from wfbench_core.review.evidence import Observation, between_boards
+
+    runs = [load_result(p) for p in sorted((ROOT / src).glob("*.json"))]
+    boards = [r.environment.gpu_uuid for r in runs]
+    if len(set(boards)) != len(runs) or len({r.warpforthc.version for r in runs}) != 1:
+        raise SystemExit(f"docs_figures: {src}: the board runs must be one per board, with one warpforthc build")
+    rows, obs = ["| case | " + " | ".join(b[:12] for b in boards) + " | spread |", "|---" * (len(runs) + 2) + "|"], []
+    for cid in BOARD_CASES:
+        gaps = [r.case(cid).timing.gap for r in runs]
+        code = {(r.case(cid).warpforth_source_sha256, r.case(cid).cuda_source_sha256) for r in runs}
+        if len(code) != 1:
+            raise SystemExit(f"docs_figures: {src}: {cid} timed other code on another board")
+        logs = [math.log(g) for g in gaps]
+        mean = sum(logs) / len(logs)
+        sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (len(logs) - 1))
+        rows.append(f"| {cid} | " + " | ".join(f"{g:.5f}" for g in gaps) + f" | {sd:.3%} |")
+        obs += [Observation(code=cid, board=b, log_gap=x) for b, x in zip(boards, logs)]
+    sd, df, lo, hi = between_boards(obs)
+    first = runs[0].environment
+    return (f"The P0 gaps of the same bundle (warpforthc {runs[0].warpforthc.version}) on {len(runs)} "
+            f"{first.gpu_name} boards, one plain run each, stored in `{src}`:\n\n" + "\n".join(rows)
+            + f"\n\nBetween boards (pooled over the cases): **{sd:.3%}** ({df} degrees of freedom; 95 % interval "
+            f"{lo:.3%} to {hi:.3%}). The stated default board component is the interval's upper end, rounded up: "
+            f"**{board_sd_default(hi):.2%}**.\n")
+
+
 def protocol_words(protocol: object) -> str:
     """"the default protocol" only where it is; else the settings that differ from it."""
     import attrs
@@ -195,8 +234,8 @@ def sweep_table(src: str) -> str:
     return f"{head}\n\n```\n{render_sweep(sweep)}\n```\n"
 
 
-RENDERERS: dict[str, Callable[[str], str]] = {"suite-table": suite_table, "ceiling-table": ceiling_table,
-                                              "aa-position": aa_position,
+RENDERERS: dict[str, Callable[[str], str]] = {"board-component": board_component, "suite-table": suite_table,
+                                              "ceiling-table": ceiling_table, "aa-position": aa_position,
                                               "power-table": power_table, "stack-tax": stack_tax_table,
                                               "sweep-table": sweep_table}
 

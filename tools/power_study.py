@@ -415,8 +415,8 @@ def write_table(folder: Path) -> dict:  # type: ignore[type-arg]
 def check_sass(base_ptx: str, kernel: str) -> dict[str, dict[str, object]]:
     """What ptxas keeps of each injection: instructions and registers against the base, whether the SASS
     differs, and for the chains, how many dependent multiply-adds the SASS holds."""
-    from wfbench_core.build.code_identity import identical
-    from wfbench_core.build.diagnostics import assemble, summarize as diag_summary
+    from wfbench_core.compiling.code_identity import identical
+    from wfbench_core.compiling.diagnostics import assemble, summarize as diag_summary
 
     def facts(ptx: str) -> tuple[object, int]:
         a = assemble(ptx, kernel, ARCH)
@@ -446,7 +446,7 @@ def cmd_check(args: argparse.Namespace) -> None:
 
 def cmd_ptx(args: argparse.Namespace) -> None:
     from wfbench_core.case import sha256_text
-    from wfbench_core.build.compile import compile_warpforth
+    from wfbench_core.compiling.compile import compile_warpforth
 
     args.out.mkdir(parents=True, exist_ok=True)
     for case in p0_cases():

@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from wfbench_core.discover.registry import Registry  # noqa: E402
-from wfbench_core.record.stats import position_effect  # noqa: E402
+from wfbench_core.stats import position_effect  # noqa: E402
 
 
 def builtin_plugins() -> list[str]:
@@ -141,7 +141,7 @@ def main() -> int:
 def between_runs(args: argparse.Namespace, ids: list[str]) -> None:
     """The suite in N fresh processes: per case the gaps, their spread, and interval coverage."""
     from wfbench_core.record.results import load_result
-    from wfbench_core.record.stats import placement_gaps
+    from wfbench_core.stats import placement_gaps
 
     print(f"\n== 5. the suite in {args.processes} fresh processes", flush=True)
     runs = []
@@ -206,7 +206,7 @@ def crosschecks(args: argparse.Namespace, bundle: Path, ids: list[str]) -> None:
 def print_crosscheck(text: str, rc: int) -> None:
     import json
 
-    from wfbench_core.run import crosscheck as xc
+    from wfbench_core.studies import crosscheck as xc
 
     try:
         data = json.loads(text)

@@ -38,7 +38,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from wfbench_core.record import stats  # noqa: E402
+from wfbench_core import stats  # noqa: E402
 from wfbench_core.review import verdicts
 
 OUT = ROOT / "docs" / "figures" / "verdicts.json"

@@ -152,8 +152,8 @@ SHARED_PTX = ROOT / "tests" / "fixtures" / "shared_stage.ptx.template"  # {threa
 
 def cmd_identity(args: argparse.Namespace) -> None:
     """Two kernels that differ only in static shared memory (1 KiB, 48 KiB), through ptxas and cuobjdump."""
-    from wfbench_core.build.code_identity import identical, sass_note
-    from wfbench_core.build.diagnostics import diagnose
+    from wfbench_core.compiling.code_identity import identical, sass_note
+    from wfbench_core.compiling.diagnostics import diagnose
 
     template = SHARED_PTX.read_text()
     sides = {n: diagnose(template.format(threads=256, shared=n), "stage", "sm_90", 256, 0) for n in (1024, 49152)}

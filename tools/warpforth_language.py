@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Regenerate wfbench's list of WarpForth's words (``wfbench_core/build/warpforth_language.json``) from WarpForth's
+"""Regenerate wfbench's list of WarpForth's words (``wfbench_core/compiling/warpforth_language.json``) from WarpForth's
 own language reference, ``docs/language.md``, at a commit of a WarpForth checkout.
 
     python3 tools/warpforth_language.py CHECKOUT [--ref REF] [--out FILE] [--check]
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "wfbench_core" / "build" / "warpforth_language.json"
+OUT = ROOT / "wfbench_core" / "compiling" / "warpforth_language.json"
 REPOSITORY = "https://github.com/tetsuo-cpp/warpforth"
 DOC = "docs/language.md"
 

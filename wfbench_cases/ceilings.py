@@ -12,12 +12,15 @@ untimed correctness check, outside every timed span.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from wfbench_core import hookimpl
 from wfbench_core.case import Tolerance
 from wfbench_core.ceiling import Ceiling, CeilingCall, NoCeiling
 from wfbench_core.record.yardsticks import TENSOR_F64
+
+__all__ = ["CUPY", "DAXPY", "DGEAM", "DGEMM", "NO_LIBRARY", "REDUCE", "wfbench_register_ceilings"]
 
 CUPY = "cupy-cuda13x"  # the distribution whose version keys the ceiling series
 
@@ -194,7 +197,7 @@ NO_LIBRARY = {
 
 
 @hookimpl
-def wfbench_register_ceilings(register):  # type: ignore[no-untyped-def]
+def wfbench_register_ceilings(register: Callable[[str, Ceiling | NoCeiling], None]) -> None:
     for case_id, ceiling in (("matmul_f64_naive", DGEMM), ("matmul_f64_tiled", DGEMM), ("axpy_f64", DAXPY),
                              ("transpose_f64", DGEAM), ("reduce_sum_f64", REDUCE)):
         register(case_id, ceiling)

@@ -2,5 +2,7 @@
 
 from wfbench_core.cli import main
 
+__all__ = []  # internal, not the plugin API
+
 if __name__ == "__main__":
     main()

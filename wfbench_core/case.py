@@ -13,12 +13,19 @@ can never pass as the same series.
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 if TYPE_CHECKING:
     import numpy as np
+
+__all__ = [
+    "BUFFER_DTYPES", "CONFIGS", "PRIORITIES", "SCALAR_KINDS", "TIMING_COLD_L2", "TIMING_EVENTS", "TIMING_GRAPH",
+    "TIMING_MODES", "Arrays", "Case", "CaseKey", "Launch", "Param", "Sizes", "Sweep", "Tolerance", "Work",
+    "powers_of_two", "resource_text", "resources_read", "sha256_text",
+]
 
 CONFIGS = ("check", "canonical")
 PRIORITIES = ("P0", "P1")
@@ -60,7 +67,7 @@ def _dim3(value: Any) -> tuple[int, int, int]:
     dims = tuple(int(v) for v in (value if isinstance(value, (tuple, list)) else (value,)))
     if not 1 <= len(dims) <= 3 or any(d < 1 for d in dims):
         raise ValueError(f"launch dimensions must be 1 to 3 positive integers, got {value!r}")
-    return dims + (1,) * (3 - len(dims))  # type: ignore[return-value]
+    return dims[0], dims[1] if len(dims) > 1 else 1, dims[2] if len(dims) > 2 else 1
 
 
 def _as_tuple(value: Any) -> tuple[Any, ...]:
@@ -119,7 +126,7 @@ class Sweep:
     """
 
     sizes: tuple[dict[str, int], ...] = attrs.field(converter=_sizes_tuple, default=())
-    derive: Optional[Callable[[dict[str, int]], Mapping[str, int]]] = attrs.field(default=None, eq=False)
+    derive: Callable[[dict[str, int]], Mapping[str, int]] | None = attrs.field(default=None, eq=False)
 
 
 def powers_of_two(name: str, low: int, high: int, step: int = 1) -> tuple[dict[str, int], ...]:
@@ -199,7 +206,7 @@ class Case:
     seed: int = 0
     notes: str = ""
     timing_mode: str = attrs.field(default="", validator=attrs.validators.in_(("",) + TIMING_MODES))
-    sweep: Optional[Sweep] = attrs.field(default=None, eq=False, hash=False)
+    sweep: Sweep | None = attrs.field(default=None, eq=False, hash=False)
 
     def __attrs_post_init__(self) -> None:
         if not self.id or not all(c.isalnum() or c == "_" for c in self.id) or self.id != self.id.lower():

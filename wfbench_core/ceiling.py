@@ -20,11 +20,17 @@ verdict: it is stored in :attr:`wfbench_core.record.results.CaseResult.ceiling`,
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Optional
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import attrs
 
 from wfbench_core.case import Tolerance
+
+__all__ = [  # the plugin API (README: Layout): what a plugin declares a ceiling with
+    "EXTRA", "LABEL", "RATIO_NAME", "Ceiling", "CeilingCall", "NoCeiling", "library_version", "missing", "ratio",
+    "series_name",
+]
 
 LABEL = "ceiling"
 RATIO_NAME = "WarpForth time / ceiling time"
@@ -116,7 +122,7 @@ def library_version(package: str) -> str:
         return ""
 
 
-def missing(ceiling: Ceiling) -> Optional[str]:
+def missing(ceiling: Ceiling) -> str | None:
     """One line when the ceiling's library is not installed here (None when it is)."""
     if library_version(ceiling.package):
         return None

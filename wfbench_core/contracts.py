@@ -8,25 +8,32 @@ timer, the transports) import these interfaces from here; nothing here imports a
 - A **transport** (registered through ``wfbench_register_transports``) is where a bundle is executed:
   this machine, an SSH host, a rented GPU. The CLI constructs it as ``Transport(registry=...,
   cuda_compiler="auto"|"nvcc"|"nvrtc", progress=callable, **options)``, where ``options`` are the user's
-  ``--transport-opt KEY=VALUE`` strings (``-`` in keys becomes ``_``) checked against the class attribute
-  ``OPTIONS`` (:class:`Option` specs, parsed by :func:`parse_options`), and calls :meth:`Transport.execute` with a bundle
-  built on this machine and the run's :class:`~wfbench_core.record.request.ExecuteRequest`.
+  ``--transport-opt KEY=VALUE`` strings (``-`` in keys becomes ``_``), which the transport checks itself
+  (the built-in ones with :func:`parse_options` over their :class:`Option` specs). Its class attribute
+  ``OPTIONS`` (``name -> help``, :func:`describe_options` of those specs; empty when it takes none) is what
+  ``wfbench transports`` lists; a transport registered without it is refused. The CLI then calls
+  :meth:`Transport.execute` with a bundle built on this machine and the run's
+  :class:`~wfbench_core.record.request.ExecuteRequest`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Optional, Protocol as TypingProtocol, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Protocol as TypingProtocol
 
 import attrs
 
-from wfbench_core.record.options import Option, describe_options, parse_options  # noqa: F401 - part of the transport contract
+from wfbench_core.host.options import Option, describe_options, parse_options
 from wfbench_core.record.results import Check, Costs, Environment, KernelAttrs, RunResult
 from wfbench_core.record.timing_record import Sampled
 
 if TYPE_CHECKING:
     from wfbench_core.case import Case
     from wfbench_core.record.request import ExecuteRequest
+
+__all__ = ["Measurement", "Option", "Side", "Timer", "Transport", "describe_options", "parse_options"]
 
 
 @attrs.frozen
@@ -51,8 +58,8 @@ class Measurement:
     checks: tuple[Check, ...]
     kernel_attrs: Mapping[str, KernelAttrs]
     costs: Costs
-    sampled: Optional[Sampled] = None  # None when a check failed (the case is not timed)
-    ceiling: Optional[CeilingMeasured] = None  # asked for with --ceiling (a timer may ignore it: None)
+    sampled: Sampled | None = None  # None when a check failed (the case is not timed)
+    ceiling: CeilingMeasured | None = None  # asked for with --ceiling (a timer may ignore it: None)
     # why the side cannot have run as timed, found before its samples (its launches do not do the same work):
     # the side is IMPLAUSIBLE with this line (wfbench_core.gpu.plausibility)
     implausible: str = ""
@@ -85,9 +92,13 @@ class Timer(TypingProtocol):
 
 
 class Transport(TypingProtocol):
+    """Where a bundle is executed (the ``wfbench_register_transports`` hook registers the class)."""
+
     name: ClassVar[str]
     #: one line for ``wfbench transports``
     summary: ClassVar[str]
+    #: its ``--transport-opt`` options, ``name -> help`` (:func:`describe_options`); empty when it takes none
+    OPTIONS: ClassVar[Mapping[str, str]]
 
     def __init__(self, *, registry: Any, cuda_compiler: str = "auto", progress: Callable[[str], None] = ...,
                  **options: Any) -> None: ...
@@ -101,7 +112,7 @@ class Transport(TypingProtocol):
         request: ExecuteRequest,
         *,
         progress: Callable[[str], None],
-        out: Optional[Path] = None,
+        out: Path | None = None,
     ) -> RunResult:
         """Execute the bundle on the transport's GPU and return the result.
 

@@ -14,6 +14,8 @@ if TYPE_CHECKING:
     from wfbench_core.contracts import Timer
     from wfbench_core.record.results import TimingProtocol
 
+__all__ = ["wfbench_make_timer"]
+
 
 @hookimpl(trylast=True)
 def wfbench_make_timer(protocol: TimingProtocol) -> Timer:

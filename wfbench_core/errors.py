@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+__all__ = ["CaseFailed", "NoGpuError", "WfbenchError"]
+
 
 class WfbenchError(Exception):
     """A problem the user can act on; ``str()`` is the whole message, one line."""
@@ -20,6 +22,6 @@ class NoGpuError(WfbenchError):
 
     exit_code = 3
 
-    def with_hint(self, hint: str) -> "NoGpuError":
+    def with_hint(self, hint: str) -> NoGpuError:
         """The same error with where to go instead: a hint naming only what the command printing it offers."""
         return NoGpuError(f"{self}; {hint}")

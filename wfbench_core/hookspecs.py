@@ -7,14 +7,18 @@ so that any plugin can replace it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import pluggy
 
 if TYPE_CHECKING:
     from wfbench_core.case import Case
-    from wfbench_core.contracts import Timer
+    from wfbench_core.ceiling import Ceiling, NoCeiling
+    from wfbench_core.contracts import Timer, Transport
     from wfbench_core.record.results import TimingProtocol
+
+__all__ = ["hookspec", "wfbench_make_timer", "wfbench_register_cases", "wfbench_register_transports"]
 
 hookspec = pluggy.HookspecMarker("wfbench")
 
@@ -34,7 +38,7 @@ def wfbench_register_cases(register: Callable[[Case], None]) -> None:
 
 
 @hookspec
-def wfbench_register_transports(register: Callable[[str, Any], None]) -> None:
+def wfbench_register_transports(register: Callable[[str, type[Transport]], None]) -> None:
     """Register transports by calling ``register(name, transport_class)``.
 
     :param register: call it with a unique transport name (``local``, ``ssh``, ``vast`` …) and a class
@@ -60,7 +64,7 @@ def wfbench_make_timer(protocol: TimingProtocol) -> Timer | None:
 
 
 @hookspec
-def wfbench_register_ceilings(register: Callable[[str, Any], None]) -> None:
+def wfbench_register_ceilings(register: Callable[[str, Ceiling | NoCeiling], None]) -> None:
     """Register library ceilings by calling ``register(case_id, ceiling)`` once per case.
 
     :param register: call it with a case ID and a :class:`wfbench_core.ceiling.Ceiling` (the library routine

@@ -41,18 +41,24 @@ Do not combine with pytest-xdist: every worker would open its own GPU session.
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import tempfile
 import types
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 import attrs
 import pytest
 
 from wfbench_core.errors import NoGpuError, WfbenchError
-from wfbench_core.record.results import FAILING, CaseResult, TimingProtocol, RunResult, setting_problem
+from wfbench_core.record.results import FAILING, CaseResult, RunResult, TimingProtocol, setting_problem
+
+__all__ = [
+    "CHECK_PROTOCOL", "MARKER", "GpuSession", "PluginOptions", "State", "log", "merge_runs", "pytest_addoption",
+    "pytest_collection_modifyitems", "pytest_configure", "pytest_generate_tests", "pytest_sessionfinish",
+    "pytest_terminal_summary", "unfinished", "wfbench_bench", "wfbench_gpu", "wfbench_plugins_of",
+]
 
 log = logging.getLogger("wfbench")
 
@@ -155,7 +161,7 @@ def wfbench_plugins_of(pluginmanager: pytest.PytestPluginManager) -> list[object
     Each is re-registered through a namespace holding only its ``@wfbench_core.hookimpl`` functions, so
     two ``conftest`` modules of the same name do not clash in wfbench's plugin manager.
     """
-    found = []
+    found: list[object] = []
     for plugin in pluginmanager.get_plugins():
         impls = {}
         for name in dir(plugin):
@@ -163,7 +169,7 @@ def wfbench_plugins_of(pluginmanager: pytest.PytestPluginManager) -> list[object
                 continue
             try:
                 fn = getattr(plugin, name)
-            except Exception:  # noqa: BLE001 - a property that raises is not a hook
+            except Exception:  # a property that raises is not a hook
                 continue
             if callable(fn) and hasattr(fn, "wfbench_impl"):
                 impls[name] = fn
@@ -242,8 +248,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", f"{MARKER}: a wfbench benchmark (skipped unless pytest runs with --wfbench-run)")
     settings = PluginOptions.from_config(config)
-    config.stash[_STATE] = State(config, settings)
-    config.pluginmanager.register(config.stash[_STATE], "wfbench-session-state")
+    state = config.stash[_STATE] = State(config, settings)
+    config.pluginmanager.register(state, "wfbench-session-state")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -322,7 +328,7 @@ class GpuSession:
         reg = state.registry
         self.transport = reg.transport(self.settings.transport)(
             registry=reg, cuda_compiler="auto", progress=progress, **self.settings.transport_options)
-        self._arch: str | None | bool = False  # False: not asked yet
+        self._arch: str | bool | None = False  # False: not asked yet
         self._broken = ""
         self._tmp = Path(tempfile.mkdtemp(prefix="wfbench-pytest-"))
         self._bundles: dict[str, Path] = {}
@@ -346,16 +352,16 @@ class GpuSession:
                 self._arch = self.transport.gpu_arch()
             except NoGpuError:
                 self._arch = None
-        return self._arch  # type: ignore[return-value]
+        return self._arch if isinstance(self._arch, str) else None
 
     def bundle(self, case_id: str) -> Path:
         """The prebuilt bundle, or one compiled here for ``case_id`` (once per session)."""
         if self.settings.bundle is not None:
             return self.settings.bundle
         if case_id not in self._bundles:
-            from wfbench_core.run import runner
-            from wfbench_core.build.compile import find_warpforthc
+            from wfbench_core.compiling.compile import find_warpforthc
             from wfbench_core.record.request import ExecuteRequest, RunRequest
+            from wfbench_core.run import runner
 
             reg = self.state.registry
             request = RunRequest(cases=reg.refs([reg.case(case_id)]), execute=ExecuteRequest(),
@@ -394,7 +400,8 @@ class GpuSession:
             from wfbench_core.record.request import ExecuteRequest
 
             request = ExecuteRequest(case_ids=tuple(case_ids), protocol=protocol or self.settings.protocol)
-            return self.transport.execute(bundle, request, progress=self.progress)
+            result: RunResult = self.transport.execute(bundle, request, progress=self.progress)
+            return result
         except NoGpuError as exc:
             no_gpu = str(exc if self.settings.transport != "local" else
                          exc.with_hint("benchmark where the GPU is: --wfbench-transport ssh or vast"))
@@ -422,7 +429,7 @@ class GpuSession:
 
 def _require_cases(bundle: Path, case_ids: Sequence[str]) -> None:
     """Refuse, before anything is shipped, a case the bundle does not hold."""
-    from wfbench_core.build.bundle import read_variants
+    from wfbench_core.compiling.bundle import read_variants
 
     for label, (manifest, _) in read_variants(bundle).items():
         held = {c.id for c in manifest.cases} | set(manifest.failures)

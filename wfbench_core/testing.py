@@ -12,17 +12,26 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Callable, Iterable, Mapping
 
-from wfbench_core import SUITE_VERSION, __version__
 import attrs
 
-from wfbench_core.build.bundle import (BUNDLE_SCHEMA, BundleManifest, sweep_name, utcnow, write_case, write_manifest,
-                                      write_sweep)
+from wfbench_core import SUITE_VERSION, __version__
 from wfbench_core.case import CONFIGS, Case, sha256_text
-from wfbench_core.build.compile import Compiled, compile_cuda, cuda_compiler, find_nvcc, ptx_target, ptxas_check
+from wfbench_core.compiling.bundle import (
+    BUNDLE_SCHEMA,
+    BundleManifest,
+    sweep_name,
+    utcnow,
+    write_case,
+    write_manifest,
+    write_sweep,
+)
+from wfbench_core.compiling.compile import Compiled, compile_cuda, cuda_compiler, find_nvcc, ptx_target, ptxas_check
 from wfbench_core.record.results import CompileRecord, CompilerInfo, Source
+
+__all__ = ["base_head_bundle_from_ptx", "bundle_from_ptx", "check_case", "inject_at_entry", "ptx_dir_loader"]
 
 
 def check_case(case: Case, *, arch: str = "sm_90", compile_cuda_side: bool | None = None) -> None:

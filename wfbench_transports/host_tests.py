@@ -11,10 +11,16 @@ the job summary reports it and fails the job.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from pathlib import Path, PurePosixPath
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from wfbench_core.errors import WfbenchError
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "EXTRA_KEY", "PYTEST_DISTRIBUTIONS", "SHIPPED", "checkout_of", "counts", "describe", "files_to_ship",
+    "modules_marked", "pytest_argv", "run_on_host",
+]
 
 SHIPPED = ("tests", "tools", "examples", "pyproject.toml")  # tools: the GPU tests of the tools there
 EXTRA_KEY = "gpu_tests"
@@ -83,11 +89,11 @@ def _upload(run: Any, files: Iterable[tuple[Path, str]], remote_root: str) -> No
     """Upload (local file, relative path) pairs under ``remote_root``, inside the run's work directory."""
     from wfbench_transports.ssh_run import put_regular
 
-    sftp = run.t._client.open_sftp()
+    sftp = run.t.open_sftp()
     try:
         for local, rel in files:
             remote = str(PurePosixPath(remote_root, rel))
-            run._mkdirs(sftp, str(PurePosixPath(remote).parent))
+            run.mkdirs(sftp, str(PurePosixPath(remote).parent))
             put_regular(sftp, local, remote)
     except OSError as exc:
         raise WfbenchError(f"{run.t.label}: upload to {remote_root} failed: {exc.strerror or exc}") from None

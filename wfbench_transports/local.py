@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from wfbench_core import hookimpl
 from wfbench_core.errors import NoGpuError, WfbenchError
@@ -12,12 +13,14 @@ if TYPE_CHECKING:
     from wfbench_core.record.request import ExecuteRequest
     from wfbench_core.record.results import RunResult
 
+__all__ = ["LocalTransport", "wfbench_register_transports"]  # internal, not the plugin API
+
 
 class LocalTransport:
     name = "local"
     summary = "this machine's GPU (cases run in a supervised worker process)"
 
-    OPTIONS: dict[str, str] = {}
+    OPTIONS: ClassVar[Mapping[str, str]] = {}
 
     def __init__(self, *, registry: Any, cuda_compiler: str = "auto", progress: Any = None, **options: Any) -> None:
         if options:
@@ -38,7 +41,7 @@ class LocalTransport:
         return sm_arch(tuple(cuda.get_current_device().compute_capability))
 
     def execute(self, bundle: Path, request: ExecuteRequest, *, progress: Callable[[str], None],
-                out: Optional[Path] = None) -> RunResult:
+                out: Path | None = None) -> RunResult:
         from wfbench_core.run.executor import execute
 
         return execute(bundle, registry=self.registry, request=request, progress=progress, out=out)

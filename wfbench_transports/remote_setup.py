@@ -14,12 +14,15 @@ import os
 import subprocess
 import sys
 import zipfile
+from typing import Any, Dict, List, Optional  # not list[...]: the GPU host's Python may be older than 3.9
+
+__all__ = ["install", "main", "probe"]  # internal, not the plugin API
 
 
-def install(target, wheels):
+def install(target: str, wheels: List[str]) -> int:
     os.makedirs(target, exist_ok=True)
     try:
-        import pip  # noqa: F401
+        importlib.import_module("pip")
     except ImportError:
         pip_ok = False
     else:
@@ -51,48 +54,52 @@ def install(target, wheels):
     return 0
 
 
-def probe(modules, dists):
-    report = {
+def probe(modules: List[str], dists: List[str]) -> int:
+    found: Dict[str, Optional[str]] = {}
+    versions: Dict[str, Optional[str]] = {}
+    report: Dict[str, Any] = {
         "python": sys.executable,
         "version": "%d.%d.%d" % sys.version_info[:3],
         "home": os.path.expanduser("~"),
-        "modules": {},
-        "dists": {},
+        "modules": found,
+        "dists": versions,
         "wfbench_core": None,
     }
     for name in modules:
         try:
             importlib.import_module(name)
-            report["modules"][name] = None
-        except Exception as exc:  # noqa: BLE001 - any failure means the module is not usable
-            report["modules"][name] = "%s: %s" % (type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "")
+            found[name] = None
+        except Exception as exc:  # any failure means the module is not usable
+            found[name] = "%s: %s" % (type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "")
     try:
-        from importlib import metadata
-    except ImportError:
+        from importlib import metadata as _metadata
+        metadata: Any = _metadata
+    except ImportError:  # before Python 3.8
         metadata = None
     for name in dists:
         version = None
         if metadata is not None:
             try:
                 version = metadata.version(name)
-            except Exception:  # noqa: BLE001 - not installed
+            except Exception:  # not installed
                 version = None
-        report["dists"][name] = version
+        versions[name] = version
     try:
         import wfbench_core
 
         report["wfbench_core"] = os.path.dirname(os.path.abspath(wfbench_core.__file__))
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         report["wfbench_core_error"] = "%s: %s" % (type(exc).__name__, exc)
     print(json.dumps(report))
     return 0
 
 
-def main(argv):
+def main(argv: List[str]) -> int:
     if len(argv) >= 2 and argv[0] == "install":
         return install(argv[1], argv[2:])
     if argv and argv[0] == "probe":
-        modules, dists = [], []
+        modules: List[str] = []
+        dists: List[str] = []
         rest = argv[1:]
         while rest:
             flag, value, rest = rest[0], rest[1] if len(rest) > 1 else "", rest[2:]

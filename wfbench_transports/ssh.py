@@ -23,15 +23,15 @@ is fixed, and values reach it as positional parameters. The remote login shell m
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
 from wfbench_core import hookimpl
 from wfbench_core.errors import WfbenchError
-from wfbench_core.record.options import Option, describe_options, parse_options
-
+from wfbench_core.host.options import Option, describe_options, parse_options
 from wfbench_transports import host_tests
 from wfbench_transports.ssh_host import Progress, RemoteTimeout, SshError, SshHost
 from wfbench_transports.ssh_run import RemoteRun
@@ -40,7 +40,8 @@ if TYPE_CHECKING:  # the schema and the request load when a run starts, not for 
     from wfbench_core.record.request import ExecuteRequest
     from wfbench_core.record.results import RunResult
 
-#: the transport's names; its errors live with the connection (:mod:`wfbench_transports.ssh_host`)
+#: its errors live with the connection (:mod:`wfbench_transports.ssh_host`)
+#: the transport's names (internal to wfbench, not the plugin API)
 __all__ = ["SSH_OPTIONS", "RemoteTimeout", "SshError", "SshTransport", "wfbench_register_transports"]
 
 SSH_OPTIONS = (
@@ -67,6 +68,9 @@ SSH_OPTIONS = (
            "the counts go into the result"),
 )
 
+
+
+_T = TypeVar("_T")
 
 
 class SshTransport(SshHost):
@@ -123,7 +127,7 @@ class SshTransport(SshHost):
         The host's result is checked against the bundle and request sent (:mod:`wfbench_core.run.returned`):
         one that names other cases, other PTX, another commit or other compilers is refused, never written.
         """
-        from wfbench_core.build.bundle import utcnow
+        from wfbench_core.compiling.bundle import utcnow
         from wfbench_core.record.results import RunResult, loads
 
         progress = progress or self.progress
@@ -163,7 +167,7 @@ class SshTransport(SshHost):
             extra[host_tests.EXTRA_KEY] = self._host_tests
         return attrs.evolve(result, environment=attrs.evolve(result.environment, extra=extra))
 
-    def _keep_partial(self, run: "RemoteRun", out: Path | None, progress: Progress, bundle: Path,
+    def _keep_partial(self, run: RemoteRun, out: Path | None, progress: Progress, bundle: Path,
                       request: ExecuteRequest, sent_at: str) -> None:
         """After a broken-off execution: fetch what the executor finished (reconnecting if need be), checked
         against what was sent like a whole result."""
@@ -179,15 +183,15 @@ class SshTransport(SshHost):
         except WfbenchError as exc:
             progress(f"{self.label}: the finished cases were not kept: {exc}")
             return
-        except Exception:  # noqa: BLE001 - nothing to keep; the original error is what the user sees
+        except Exception:  # nothing to keep; the original error is what the user sees
             return
         write_result(partial, out)
         progress(f"{self.label}: kept {len(partial.cases)} finished case(s) in {out} (marked incomplete)")
 
     def _on_host(self, bundle: Path, case_ids: Sequence[str], progress: Progress,
-                 action: Callable[[RemoteRun], Any]) -> Any:
+                 action: Callable[[RemoteRun], _T]) -> _T:
         """Ship everything, prepare Python, run ``action`` in the work directory, always remove it."""
-        from wfbench_core.build.bundle import read_manifest
+        from wfbench_core.compiling.bundle import read_manifest
         from wfbench_core.discover.registry import Registry
         from wfbench_transports import wheels as _wheels
 

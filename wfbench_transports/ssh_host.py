@@ -10,12 +10,19 @@ from __future__ import annotations
 import shlex
 import time
 from collections import deque
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from wfbench_core.errors import WfbenchError
+
+if TYPE_CHECKING:  # paramiko loads when a connection opens, not for listing
+    from paramiko import SFTPClient, SSHClient
+
+# internal to wfbench, not the plugin API (README: Layout)
+__all__ = ["Completed", "Progress", "RemoteTimeout", "SshError", "SshHost", "fingerprint", "paramiko_module"]
 
 Progress = Callable[[str], None]
 
@@ -65,9 +72,10 @@ class Completed:
 
 
 def _host_key_policy(transport: SshHost) -> Any:
-    paramiko = paramiko_module()
+    paramiko_module()  # one line saying how to install it, when it is missing
+    from paramiko import MissingHostKeyPolicy
 
-    class Policy(paramiko.MissingHostKeyPolicy):
+    class Policy(MissingHostKeyPolicy):
         def missing_host_key(self, client: Any, hostname: str, key: Any) -> None:
             fp = fingerprint(key)
             if transport.cfg["host_key"] == "ephemeral":
@@ -99,7 +107,7 @@ class SshHost:
         self.bootstrap = bootstrap
         self.pkey = pkey
         self.deadline = deadline
-        self._client: Any = None
+        self._client: SSHClient | None = None
         self._bootstrapped = False
 
     # -- target and connection --------------------------------------------------------------------
@@ -116,7 +124,7 @@ class SshHost:
 
             try:
                 found = paramiko.SSHConfig.from_path(str(Path(path).expanduser())).lookup(host)
-            except Exception as exc:  # noqa: BLE001 - a broken config is the user's to fix
+            except Exception as exc:  # a broken config is the user's to fix
                 raise SshError(f"cannot read {path}: {exc}; fix it or pass ssh_config=none") from None
             host = found.get("hostname", host)
             port = port if port is not None else int(found.get("port", 22))
@@ -131,8 +139,8 @@ class SshHost:
 
     def connect(self) -> None:
         """Open the SSH connection (once); every failure is one line naming the host and the fix."""
-        if self._client is not None and self._client.get_transport() is not None \
-                and self._client.get_transport().is_active():
+        transport = self._client.get_transport() if self._client is not None else None
+        if transport is not None and transport.is_active():
             return
         import logging
 
@@ -144,7 +152,7 @@ class SshHost:
             if known.is_file():
                 try:
                     client.get_host_keys().load(str(known))
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     raise SshError(f"cannot read known_hosts {known}: {exc}") from None
         client.set_missing_host_key_policy(_host_key_policy(self))
         timeout = self.cfg["connect_timeout"]
@@ -199,6 +207,16 @@ class SshHost:
             return SshError(f"cannot connect to {where}: {exc.strerror or exc}")
         return SshError(f"ssh to {where} failed: {type(exc).__name__}: {exc}")
 
+    def open_sftp(self) -> SFTPClient:
+        """An SFTP session on the connection (connecting first if needed); the caller closes it."""
+        self.connect()
+        return self._connected().open_sftp()
+
+    def _connected(self) -> SSHClient:
+        if self._client is None:
+            raise SshError(f"{self.label}: not connected")
+        return self._client
+
     def close(self) -> None:
         if self._client is not None:
             self._client.close()
@@ -222,10 +240,13 @@ class SshHost:
 
     def _exec(self, command: str, *, timeout: float, stream: Progress | None) -> Completed:
         try:
-            chan = self._client.get_transport().open_session(timeout=self.cfg["connect_timeout"])
+            transport = self._connected().get_transport()
+            if transport is None:
+                raise SshError("the connection is closed")
+            chan = transport.open_session(timeout=self.cfg["connect_timeout"])
             chan.exec_command(command)
             chan.shutdown_write()
-        except Exception as exc:  # noqa: BLE001 - a dead connection
+        except Exception as exc:  # a dead connection
             raise SshError(f"{self.label}: cannot start a remote command: {exc or type(exc).__name__}") from None
         out = bytearray()
         err_tail: deque[str] = deque(maxlen=40)

@@ -10,16 +10,20 @@ from __future__ import annotations
 import re
 import shlex
 import sys
+from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from wfbench_core.errors import NoGpuError, WfbenchError
-
 from wfbench_transports.ssh_host import Completed, Progress, RemoteTimeout, SshError, SshHost
 
 if TYPE_CHECKING:  # the request and wheel building load when a run starts, not for listing
+    from paramiko import SFTPClient
+
     from wfbench_core.record.request import ExecuteRequest
     from wfbench_transports import wheels as _wheels
+
+__all__ = ["EXIT_NO_GPU", "GPU_MODULES", "WORK_PREFIX", "RemoteRun", "put_regular"]  # internal, not the plugin API
 
 #: What wfbench's ``gpu`` extra provides, by import name: a Python that imports these is reused.
 GPU_MODULES = ("numba.cuda", "cuda.core", "pynvml")
@@ -100,20 +104,20 @@ class RemoteRun:
                            f"choose another remote_tmp")
 
     def upload(self, bundle: Path, shipment: _wheels.Shipment) -> None:
-        from wfbench_core.build.bundle import shipped_files
+        from wfbench_core.compiling.bundle import shipped_files
 
         files = shipped_files(bundle)  # the manifests and what they name, each a regular file (lstat)
         self.progress(f"{self.t.label}: uploading the bundle and {len(shipment.wheels)} wheels to {self.work}")
         try:
-            sftp = self.t._client.open_sftp()
-        except Exception as exc:  # noqa: BLE001
+            sftp = self.t.open_sftp()
+        except Exception as exc:
             raise SshError(f"{self.t.label}: SFTP is not available ({exc}); enable sshd's sftp subsystem") from None
         try:
             for rel in files:
                 remote = self.path("bundle", *PurePosixPath(rel).parts)
-                self._mkdirs(sftp, str(PurePosixPath(remote).parent))
+                self.mkdirs(sftp, str(PurePosixPath(remote).parent))
                 put_regular(sftp, bundle / rel, remote)
-            self._mkdirs(sftp, self.path("wheels"))
+            self.mkdirs(sftp, self.path("wheels"))
             for wheel in shipment.wheels:
                 sftp.put(str(wheel), self.path("wheels", wheel.name))
             sftp.put(str(Path(__file__).with_name("remote_setup.py")), self.path("remote_setup.py"))
@@ -122,7 +126,8 @@ class RemoteRun:
         finally:
             sftp.close()
 
-    def _mkdirs(self, sftp: Any, remote: str) -> None:
+    def mkdirs(self, sftp: SFTPClient, remote: str) -> None:
+        """Create ``remote`` and its missing parents, inside the work directory."""
         parts = PurePosixPath(remote).relative_to(self.work).parts
         cur = PurePosixPath(self.work)
         for part in parts:
@@ -146,7 +151,8 @@ class RemoteRun:
         import json
 
         try:
-            return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+            report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+            return report
         except (ValueError, IndexError):
             raise SshError(f"{self.t.label}: python {python!r} gave no environment report") from None
 
@@ -170,8 +176,8 @@ class RemoteRun:
         mode = t.cfg["env"]
         report = self._probe(base, shipment)
         missing = self._missing(report) if report else [f"python {base!r}"]
-        if mode != "venv" and not missing:
-            return self._use(base, report)  # type: ignore[arg-type]
+        if mode != "venv" and report is not None and not missing:
+            return self._use(base, report)
         why = ", ".join(missing) if mode != "venv" else ""
         if mode == "reuse":
             raise SshError(f"{t.label}: python {base!r} lacks {why}; install wfbench's gpu extra there "
@@ -197,9 +203,9 @@ class RemoteRun:
                            f"the host needs PyPI access for this, or a python with the gpu extra (python=PATH)")
         report = self._probe(venv_python, shipment)
         missing = self._missing(report) if report else [venv_python]
-        if missing:
+        if missing or report is None:
             raise SshError(f"{t.label}: the venv {venv_dir} still lacks {', '.join(missing)}")
-        self._use(venv_python, report)  # type: ignore[arg-type]
+        self._use(venv_python, report)
 
     def _use(self, python: str, report: dict[str, Any]) -> None:
         self.python = python  # the command as given (it may be a wrapper); the report names the interpreter
@@ -224,7 +230,7 @@ class RemoteRun:
 
     def execute(self, request: ExecuteRequest) -> str:
         t = self.t
-        sftp = t._client.open_sftp()
+        sftp = t.open_sftp()
         try:
             with sftp.open(self.path("request.json"), "wb") as fh:
                 fh.write(request.to_json().encode())
@@ -254,10 +260,10 @@ class RemoteRun:
         return self.read_text(self.result_path)
 
     def read_text(self, remote: str) -> str:
-        sftp = self.t._client.open_sftp()
+        sftp = self.t.open_sftp()
         try:
             with sftp.open(remote, "rb") as fh:
-                return fh.read().decode("utf-8", "replace")  # type: ignore[no-any-return]
+                return fh.read().decode("utf-8", "replace")
         finally:
             sftp.close()
 
@@ -276,6 +282,6 @@ class RemoteRun:
                 t.kill(self.pidfile)
             t.check(["rm", "-rf", "--", self.work], timeout=120, what=f"removing {self.work}")
             self.work = ""
-        except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - report, never mask the first error
+        except (Exception, KeyboardInterrupt) as exc:  # report, never mask the first error
             print(f"wfbench: warning: could not remove {self.work} on {t.label} ({exc}); remove it with: "
                   f"ssh -p {t.port} {t.user}@{t.hostname} rm -rf {shlex.quote(self.work)}", file=sys.stderr)

@@ -19,12 +19,12 @@ read when the rental starts) is never printed, stored or put in an error message
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from wfbench_core import hookimpl
-from wfbench_core.record.options import describe_options
-
+from wfbench_core.host.options import describe_options
 from wfbench_transports.vast_client import find_api_key
 from wfbench_transports.vast_config import (
     DEFAULT_IMAGE,
@@ -43,7 +43,8 @@ if TYPE_CHECKING:  # the schema and the request load when a run starts, not for 
     from wfbench_core.record.request import ExecuteRequest
     from wfbench_core.record.results import RunResult
 
-#: the transport's names; each lives in the module of its concern (vast_config, vast_client, vast_session)
+#: each name lives in the module of its concern (vast_config, vast_client, vast_session)
+#: the transport's names (internal to wfbench, not the plugin API)
 __all__ = ["DEFAULT_IMAGE", "GPU_MODELS", "VAST_OPTIONS", "GpuModel", "OfferFilter", "VastError", "VastSession",
            "VastTransport", "cc_of", "choose_offer", "destroy_command", "find_api_key", "gpu_model",
            "wfbench_register_transports"]

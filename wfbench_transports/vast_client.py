@@ -10,10 +10,14 @@ and an earlier step of a CI job can set, is refused unless it names that same ad
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from wfbench_transports.vast_config import API_URL, VastError
+
+# internal to wfbench, not the plugin API (README: Layout)
+__all__ = ["KEY_ENV", "URL_ENV", "VastClient", "api_address", "find_api_key", "key_files"]
 
 KEY_ENV = "VAST_API_KEY"  #: the variable the vastai CLI and SDK read
 URL_ENV = "VAST_URL"  #: the variable the vastai SDK reads its address from (refused unless it is api_url)
@@ -96,17 +100,17 @@ class VastClient:
     def call(self, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except Exception as exc:  # noqa: BLE001 - every SDK/HTTP failure becomes one scrubbed line
+        except Exception as exc:  # every SDK/HTTP failure becomes one scrubbed line
             raise VastError(f"Vast.ai {what} failed: {self.explain(exc)}") from None
 
     def explain(self, exc: Exception) -> str:
         """One line for an SDK failure: the HTTP status with Vast's own message and what to do, or the error."""
-        response = getattr(exc, "response", None)
+        response: Any = getattr(exc, "response", None)
         status = getattr(response, "status_code", None)
         if isinstance(status, int):
             try:
-                body = response.json()  # type: ignore[union-attr]
-            except Exception:  # noqa: BLE001 - not JSON: the status says enough
+                body = response.json()
+            except Exception:  # not JSON: the status says enough
                 body = None
             said = str(body.get("msg") or body.get("error") or "") if isinstance(body, dict) else ""
             text = f"HTTP {status} {getattr(response, 'reason', '') or ''}".rstrip() + (f" ({said})" if said else "")

@@ -8,12 +8,18 @@ takes the cheapest GPU with at least ``min_arch``, for correctness-only runs.
 from __future__ import annotations
 
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import attrs
 
 from wfbench_core.errors import WfbenchError
-from wfbench_core.record.options import Option
+from wfbench_core.host.options import Option
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "API_URL", "DEFAULT_IMAGE", "GPU_MODELS", "VAST_OPTIONS", "GpuModel", "OfferFilter", "VastError", "arch_of",
+    "cc_of", "choose_offer", "gpu_model", "vast_name",
+]
 
 DEFAULT_IMAGE = "nvidia/cuda:12.4.0-devel-ubuntu22.04"
 

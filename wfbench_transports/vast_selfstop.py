@@ -15,6 +15,8 @@ every attempt fail (no instance key, the API unreachable from the host), until t
 
 from __future__ import annotations
 
+__all__ = ["ONSTART", "onstart_env"]  # internal, not the plugin API
+
 ONSTART = r"""(
   sleep "${WFBENCH_DESTROY_AFTER_S:?}"
   url="${WFBENCH_VAST_API:?}/api/v0/instances/${CONTAINER_ID:?}/"

@@ -14,11 +14,11 @@ import io
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
-from wfbench_core.record.options import parse_options
-
+from wfbench_core.host.options import parse_options
 from wfbench_transports import vast_selfstop
 from wfbench_transports.vast_client import VastClient
 from wfbench_transports.vast_config import VAST_OPTIONS, OfferFilter, VastError, arch_of, choose_offer
@@ -26,6 +26,8 @@ from wfbench_transports.vast_config import VAST_OPTIONS, OfferFilter, VastError,
 if TYPE_CHECKING:  # the schema and the request load when a run starts, not for listing
     from wfbench_core.record.request import ExecuteRequest
     from wfbench_core.record.results import RunResult
+
+__all__ = ["BOOTSTRAP", "Progress", "VastSession", "destroy_command", "ssh_endpoint"]  # internal, not the plugin API
 
 Progress = Callable[[str], None]
 
@@ -147,7 +149,7 @@ class VastSession:
 
         self._left("the run")  # the ssh transport stops every setup and run command at the same deadline
         try:
-            result = self.transport.execute(bundle, request, progress=progress, out=out)
+            result: RunResult = self.transport.execute(bundle, request, progress=progress, out=out)
         except RemoteTimeout:
             if self._deadline - time.monotonic() <= 1.0:
                 raise VastError(f"the time budget of {self.cfg['budget_min']:g} min ran out during the run (it was "
@@ -162,7 +164,7 @@ class VastSession:
             if self.transport is not None:
                 try:
                     self.transport.close()
-                except Exception:  # noqa: BLE001 - never let SSH trouble skip the destroy
+                except Exception:  # never let SSH trouble skip the destroy
                     pass
         finally:
             self.destroy()
@@ -253,7 +255,7 @@ class VastSession:
     def _adopt_unknown(self, before: set[int]) -> None:
         try:
             fresh = sorted(int(i["id"]) for i in self._ours() if int(i["id"]) not in before)
-        except BaseException:  # noqa: BLE001 - nothing to adopt when we cannot even list
+        except BaseException:  # nothing to adopt when we cannot even list
             return
         with self._lock:
             if self.instance_id is None and fresh:
@@ -293,7 +295,10 @@ class VastSession:
         from wfbench_transports.ssh import SshTransport
         from wfbench_transports.ssh_host import SshError
 
-        host, port = ssh_endpoint(inst, self.cfg["ssh"])  # type: ignore[misc]
+        endpoint = ssh_endpoint(inst, self.cfg["ssh"])
+        if endpoint is None:
+            raise VastError(f"instance {self.instance_id} offers no SSH endpoint (ssh={self.cfg['ssh']})")
+        host, port = endpoint
         pkey = None
         if not self.cfg["key_file"]:
             pkey, public = _new_key()
@@ -360,7 +365,7 @@ class VastSession:
         """Whether Vast.ai says the instance no longer exists (never True when it cannot tell)."""
         try:
             return self.api.sdk.show_instance(id=iid) is None
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             return getattr(getattr(exc, "response", None), "status_code", None) == 404
 
     def destroy(self) -> None:

@@ -29,13 +29,19 @@ import re
 import shutil
 import tempfile
 import zipfile
+from collections.abc import Callable, Iterable
 from pathlib import Path, PurePosixPath
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import attrs
 
-from wfbench_core.errors import WfbenchError
 from wfbench_core.discover.plugins import GROUP
+from wfbench_core.errors import WfbenchError
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "Shipment", "canonical_name", "dependency_closure", "plugin_files_problem", "prepare", "select_distributions",
+    "wheel_for",
+]
 
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)  # reproducible archives
 _SKIP_META = {"RECORD", "INSTALLER", "REQUESTED", "direct_url.json", "WHEEL"}
@@ -125,14 +131,14 @@ def select_distributions(registry: Any, case_ids: Iterable[str]) -> list[md.Dist
         reg = registry.cases.get(cid) if registry is not None else None
         if reg is None:
             continue
-        dist = (installed.get(canonical_name(reg.origin.distribution)) if reg.origin.distribution
-                else _dist_of_module(reg.origin.name, installed))
-        if dist is None:
+        owner = (installed.get(canonical_name(reg.origin.distribution)) if reg.origin.distribution
+                 else _dist_of_module(reg.origin.name, installed))
+        if owner is None:
             raise WfbenchError(
                 f"case {cid!r} comes from plugin {reg.plugin}, which is not part of an installed distribution; "
                 f"install it as a package (pip install -e PATH) so it can be shipped to the GPU host"
             )
-        chosen.setdefault(canonical_name(dist.metadata["Name"]), dist)
+        chosen.setdefault(canonical_name(owner.metadata["Name"]), owner)
     return list(chosen.values())
 
 

@@ -165,7 +165,7 @@ def base_commit(history: Path, warpforth: Path, default_ref: str) -> int:
     """
     import subprocess
 
-    from wfbench_core.record.childenv import child_env
+    from wfbench_core.host.childenv import child_env
     from wfbench_core.review.history import History, utc_sortable
 
     if not history.is_dir():

@@ -31,9 +31,16 @@ is promoted to registers. warpforthc does not unroll the DO loops; nvcc unrolls 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from wfbench_core import hookimpl
-from wfbench_core.case import Case, Launch, Param, Tolerance, Work, resource_text
+from wfbench_core.case import Arrays, Case, Launch, Param, Sizes, Tolerance, Work, resource_text
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["CASE", "MASKED", "sizes", "wfbench_register_cases"]
 
 MASKED = -1.0e30
 
@@ -43,11 +50,11 @@ def sizes(seq: int, head_dim: int, heads: int) -> dict[str, int]:
     return {"SEQ": seq, "HEAD_DIM": head_dim, "HEADS": heads, "WORDS": -(-heads * seq * head_dim // 2)}
 
 
-def _launch(s):  # type: ignore[no-untyped-def]
+def _launch(s: Sizes) -> Launch:
     return Launch(grid=(s["SEQ"], s["HEADS"]), block=s["SEQ"])
 
 
-def _inputs(s, rng):  # type: ignore[no-untyped-def]
+def _inputs(s: Sizes, rng: np.random.Generator) -> Arrays:
     import numpy as np
 
     n = s["HEADS"] * s["SEQ"] * s["HEAD_DIM"]
@@ -60,7 +67,7 @@ def _inputs(s, rng):  # type: ignore[no-untyped-def]
     }
 
 
-def _reference(inp, s):  # type: ignore[no-untyped-def]
+def _reference(inp: Arrays, s: Sizes) -> Arrays:
     """Batched over heads, in f64: scores, causal mask, max-subtracted softmax, P @ V, one f32 rounding."""
     import numpy as np
 
@@ -74,7 +81,7 @@ def _reference(inp, s):  # type: ignore[no-untyped-def]
     return {"O": (scores @ v).astype(np.float32).ravel()}
 
 
-def _work(s):  # type: ignore[no-untyped-def]
+def _work(s: Sizes) -> Work:
     h, n, d = s["HEADS"], s["SEQ"], s["HEAD_DIM"]
     return Work(bytes=4 * 4 * h * n * d, flops=4 * h * n * n * d)
 
@@ -104,5 +111,5 @@ CASE = Case(
 
 
 @hookimpl
-def wfbench_register_cases(register):  # type: ignore[no-untyped-def]
+def wfbench_register_cases(register: Callable[[Case], None]) -> None:
     register(CASE)

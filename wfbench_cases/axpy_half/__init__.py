@@ -27,8 +27,17 @@ WarpForth PTX (warpforthc, ptxas -arch=sm_90 -v): 0 bytes stack frame, no local 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 from wfbench_core import hookimpl
-from wfbench_core.case import Case, Launch, Param, Tolerance, Work, resource_text
+from wfbench_core.case import Arrays, Case, Launch, Param, Sizes, Tolerance, Work, resource_text
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+__all__ = ["CASE_BF16", "CASE_F16", "A", "round_bf16", "sizes", "wfbench_register_cases", "widen_bf16"]
 
 A = 1.5
 
@@ -38,7 +47,7 @@ def sizes(n: int, blocks: int) -> dict[str, int]:
     return {"N": n, "blocks": blocks, "WORDS": -(-n // 4)}
 
 
-def round_bf16(values):  # type: ignore[no-untyped-def]
+def round_bf16(values: npt.ArrayLike) -> npt.NDArray[np.int16]:
     """float64 -> bfloat16 bits (int16), rounded once to nearest even, as ``cvt.rn.bf16.f64`` does.
 
     Integer rounding of the double's bits: bfloat16 keeps 7 of the double's 52 stored significand bits, so
@@ -56,18 +65,18 @@ def round_bf16(values):  # type: ignore[no-untyped-def]
     return (as_f32.view(np.uint32) >> np.uint32(16)).astype(np.uint16).view(np.int16)
 
 
-def widen_bf16(bits):  # type: ignore[no-untyped-def]
+def widen_bf16(bits: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """bfloat16 bits (int16) -> float64, exact."""
     import numpy as np
 
     return (np.asarray(bits).view(np.uint16).astype(np.uint32) << 16).view(np.float32).astype(np.float64)
 
 
-def _launch(s):  # type: ignore[no-untyped-def]
+def _launch(s: Sizes) -> Launch:
     return Launch(grid=s["blocks"], block=256)
 
 
-def _inputs_f16(s, rng):  # type: ignore[no-untyped-def]
+def _inputs_f16(s: Sizes, rng: np.random.Generator) -> Arrays:
     import numpy as np
 
     n = s["N"]
@@ -75,14 +84,14 @@ def _inputs_f16(s, rng):  # type: ignore[no-untyped-def]
             "Y": rng.standard_normal(n, dtype=np.float32).astype(np.float16), "N": n}
 
 
-def _reference_f16(inp, s):  # type: ignore[no-untyped-def]
+def _reference_f16(inp: Arrays, s: Sizes) -> Arrays:
     import numpy as np
 
     x, y = (np.asarray(inp[k], dtype=np.float64) for k in ("X", "Y"))
     return {"Z": (inp["A"] * x + y).astype(np.float16)}
 
 
-def _inputs_bf16(s, rng):  # type: ignore[no-untyped-def]
+def _inputs_bf16(s: Sizes, rng: np.random.Generator) -> Arrays:
     import numpy as np
 
     n = s["N"]
@@ -90,11 +99,12 @@ def _inputs_bf16(s, rng):  # type: ignore[no-untyped-def]
             "Y": round_bf16(rng.standard_normal(n, dtype=np.float32)), "N": n}
 
 
-def _reference_bf16(inp, s):  # type: ignore[no-untyped-def]
+def _reference_bf16(inp: Arrays, s: Sizes) -> Arrays:
     return {"Z": round_bf16(inp["A"] * widen_bf16(inp["X"]) + widen_bf16(inp["Y"]))}
 
 
-def _case(fmt: str, dtype: str, what: str, inputs, reference, seed: int) -> Case:  # type: ignore[no-untyped-def]
+def _case(fmt: str, dtype: str, what: str, inputs: Callable[[Sizes, np.random.Generator], Arrays],
+          reference: Callable[[Arrays, Sizes], Arrays], seed: int) -> Case:
     return Case(
         id=f"axpy_{fmt}",
         version=1,
@@ -124,6 +134,6 @@ CASE_BF16 = _case("bf16", "int16", "bfloat16", _inputs_bf16, _reference_bf16, se
 
 
 @hookimpl
-def wfbench_register_cases(register):  # type: ignore[no-untyped-def]
+def wfbench_register_cases(register: Callable[[Case], None]) -> None:
     register(CASE_F16)
     register(CASE_BF16)

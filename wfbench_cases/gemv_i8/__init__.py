@@ -22,8 +22,16 @@ shared memory on both sides (the int8 tile and the 256 partials).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 from wfbench_core import hookimpl
-from wfbench_core.case import Case, Launch, Param, Tolerance, Work, resource_text
+from wfbench_core.case import Arrays, Case, Launch, Param, Sizes, Tolerance, Work, resource_text
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["BLOCK", "CASE", "sizes", "wfbench_register_cases"]
 
 BLOCK = 256
 
@@ -33,18 +41,18 @@ def sizes(m: int, k: int) -> dict[str, int]:
     return {"M": m, "K": k, "AWORDS": -(-m * k // 8), "XWORDS": -(-k // 8), "YWORDS": -(-m // 2)}
 
 
-def _launch(s):  # type: ignore[no-untyped-def]
+def _launch(s: Sizes) -> Launch:
     return Launch(grid=s["M"], block=BLOCK)
 
 
-def _inputs(s, rng):  # type: ignore[no-untyped-def]
+def _inputs(s: Sizes, rng: np.random.Generator) -> Arrays:
     import numpy as np
 
     return {"A": rng.integers(-128, 128, s["M"] * s["K"], dtype=np.int8),
             "X": rng.integers(-128, 128, s["K"], dtype=np.int8), "K": s["K"]}
 
 
-def _reference(inp, s):  # type: ignore[no-untyped-def]
+def _reference(inp: Arrays, s: Sizes) -> Arrays:
     import numpy as np
 
     a = np.asarray(inp["A"], dtype=np.int64).reshape(s["M"], s["K"])
@@ -75,5 +83,5 @@ CASE = Case(
 
 
 @hookimpl
-def wfbench_register_cases(register):  # type: ignore[no-untyped-def]
+def wfbench_register_cases(register: Callable[[Case], None]) -> None:
     register(CASE)

@@ -23,8 +23,17 @@ WarpForth PTX (warpforthc, ptxas -arch=sm_90 -v): 0 bytes stack frame, no local 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 from wfbench_core import hookimpl
-from wfbench_core.case import Case, Launch, Param, Tolerance, Work, resource_text
+from wfbench_core.case import Arrays, Case, Launch, Param, Sizes, Tolerance, Work, resource_text
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+__all__ = ["CASE", "ROWS_PER_THREAD", "TILE", "sizes", "subsample_values", "wfbench_register_cases"]
 
 TILE = 16
 ROWS_PER_THREAD = 4
@@ -35,16 +44,17 @@ def sizes(w: int, h: int, frames: int, maxit: int) -> dict[str, int]:
     return {"W": w, "H": h, "FRAMES": frames, "MAXIT": maxit, "WORDS": -(-w * h * frames // 2)}
 
 
-def _launch(s):  # type: ignore[no-untyped-def]
+def _launch(s: Sizes) -> Launch:
     rows = -(-s["H"] // (TILE * ROWS_PER_THREAD))
     return Launch(grid=(-(-s["W"] // TILE), rows, s["FRAMES"]), block=(TILE, TILE))
 
 
-def _inputs(s, rng):  # type: ignore[no-untyped-def]
+def _inputs(s: Sizes, rng: np.random.Generator) -> Arrays:
     return {"W": s["W"], "H": s["H"], "MAXIT": s["MAXIT"]}
 
 
-def subsample_values(cx, cy, maxit: int):  # type: ignore[no-untyped-def]
+def subsample_values(cx: npt.NDArray[np.float64], cy: npt.NDArray[np.float64], maxit: int
+                     ) -> npt.NDArray[np.int64]:
     """Each subsample's value: the kernels' operations in the same order, vectorized over those still
     iterating."""
     import numpy as np
@@ -64,7 +74,7 @@ def subsample_values(cx, cy, maxit: int):  # type: ignore[no-untyped-def]
     return np.where(its >= maxit, maxit + ((zx * zx + zy * zy) * 1000.0).astype(np.int64), its)
 
 
-def _reference(inp, s):  # type: ignore[no-untyped-def]
+def _reference(inp: Arrays, s: Sizes) -> Arrays:
     import numpy as np
 
     w, h, frames, maxit = int(inp["W"]), int(inp["H"]), s["FRAMES"], int(inp["MAXIT"])
@@ -101,5 +111,5 @@ CASE = Case(
 
 
 @hookimpl
-def wfbench_register_cases(register):  # type: ignore[no-untyped-def]
+def wfbench_register_cases(register: Callable[[Case], None]) -> None:
     register(CASE)

@@ -23,13 +23,19 @@ is promoted to registers. warpforthc does not unroll the DO loop; nvcc unrolls t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
+
+from wfbench_core import hookimpl
+from wfbench_core.case import Arrays, Case, Launch, Param, Sizes, Tolerance, Work, resource_text
 
 if TYPE_CHECKING:
     import numpy as np
 
-from wfbench_core import hookimpl
-from wfbench_core.case import Case, Launch, Param, Tolerance, Work, resource_text
+__all__ = [
+    "BLOCK", "CASE", "exact_matrix", "matmul_inputs", "matmul_reference", "matmul_work", "sizes",
+    "wfbench_register_cases",
+]
 
 BLOCK = 256
 
@@ -45,21 +51,21 @@ def exact_matrix(rng: np.random.Generator, n: int) -> np.ndarray:
     return np.round(rng.standard_normal(n * n) * 64.0) / 64.0
 
 
-def _launch(s):  # type: ignore[no-untyped-def]
+def _launch(s: Sizes) -> Launch:
     return Launch(grid=-(-s["NN"] // BLOCK), block=BLOCK)
 
 
-def matmul_inputs(s, rng):  # type: ignore[no-untyped-def]
+def matmul_inputs(s: Sizes, rng: np.random.Generator) -> Arrays:
     n = s["N"]
     return {"A": exact_matrix(rng, n), "B": exact_matrix(rng, n), "N": n}
 
 
-def matmul_reference(inp, s):  # type: ignore[no-untyped-def]
+def matmul_reference(inp: Arrays, s: Sizes) -> Arrays:
     n = s["N"]
     return {"C": (inp["A"].reshape(n, n) @ inp["B"].reshape(n, n)).ravel()}
 
 
-def matmul_work(s):  # type: ignore[no-untyped-def]
+def matmul_work(s: Sizes) -> Work:
     n = s["N"]
     return Work(bytes=3 * n * n * 8, flops=2 * n**3)
 
@@ -88,5 +94,5 @@ CASE = Case(
 
 
 @hookimpl
-def wfbench_register_cases(register):  # type: ignore[no-untyped-def]
+def wfbench_register_cases(register: Callable[[Case], None]) -> None:
     register(CASE)

@@ -23,14 +23,18 @@ is promoted to registers. warpforthc unrolls the 16-step inner loop by 2; nvcc u
 
 from __future__ import annotations
 
-from wfbench_core import hookimpl
-from wfbench_core.case import Case, Launch, Param, Tolerance, resource_text
+from collections.abc import Callable
+
 from wfbench_cases.matmul_f64_naive import matmul_inputs, matmul_reference, matmul_work, sizes
+from wfbench_core import hookimpl
+from wfbench_core.case import Case, Launch, Param, Sizes, Tolerance, resource_text
+
+__all__ = ["CASE", "TILE", "wfbench_register_cases"]
 
 TILE = 16
 
 
-def _launch(s):  # type: ignore[no-untyped-def]
+def _launch(s: Sizes) -> Launch:
     if s["N"] % TILE:
         raise ValueError(f"matmul_f64_tiled needs N to be a multiple of {TILE}, got {s['N']}")
     return Launch(grid=(s["N"] // TILE, s["N"] // TILE), block=(TILE, TILE))
@@ -60,5 +64,5 @@ CASE = Case(
 
 
 @hookimpl
-def wfbench_register_cases(register):  # type: ignore[no-untyped-def]
+def wfbench_register_cases(register: Callable[[Case], None]) -> None:
     register(CASE)

@@ -22,12 +22,16 @@ time goes to cases that cover something new). Every launch writes every C elemen
 
 from __future__ import annotations
 
-from wfbench_core import hookimpl
-from wfbench_core.case import Case, Launch, Param, Tolerance, resource_text
+from collections.abc import Callable
+
 from wfbench_cases.matmul_f64_naive import BLOCK, matmul_inputs, matmul_reference, matmul_work, sizes
+from wfbench_core import hookimpl
+from wfbench_core.case import Case, Launch, Param, Sizes, Tolerance, resource_text
+
+__all__ = ["CASE", "wfbench_register_cases"]
 
 
-def _launch(s):  # type: ignore[no-untyped-def]
+def _launch(s: Sizes) -> Launch:
     return Launch(grid=-(-s["NN"] // BLOCK), block=BLOCK)
 
 
@@ -55,5 +59,5 @@ CASE = Case(
 
 
 @hookimpl
-def wfbench_register_cases(register):  # type: ignore[no-untyped-def]
+def wfbench_register_cases(register: Callable[[Case], None]) -> None:
     register(CASE)

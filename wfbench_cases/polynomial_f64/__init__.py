@@ -27,22 +27,30 @@ pair together, so the gap stays steady (A/A 0.999x; base/head gap change within 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 from wfbench_core import hookimpl
-from wfbench_core.case import Case, Launch, Param, Tolerance, Work, resource_text
+from wfbench_core.case import Arrays, Case, Launch, Param, Sizes, Tolerance, Work, resource_text
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["CASE", "COEFFS", "wfbench_register_cases"]
 
 #: c12 .. c0, highest degree first, exactly as written in both kernels.
 COEFFS = (0.0625, -0.875, 0.3125, 1.75, -1.5, 0.125, -0.625, 1.5, -0.375, 2.0, 0.5, -1.25, 0.75)
 
 
-def _launch(s):  # type: ignore[no-untyped-def]
+def _launch(s: Sizes) -> Launch:
     return Launch(grid=s["blocks"], block=256)
 
 
-def _inputs(s, rng):  # type: ignore[no-untyped-def]
+def _inputs(s: Sizes, rng: np.random.Generator) -> Arrays:
     return {"X": rng.uniform(-1.0, 1.0, s["N"]), "N": s["N"]}
 
 
-def _reference(inp, s):  # type: ignore[no-untyped-def]
+def _reference(inp: Arrays, s: Sizes) -> Arrays:
     x = inp["X"]
     p = COEFFS[0] * x
     p += COEFFS[1]
@@ -75,5 +83,5 @@ CASE = Case(
 
 
 @hookimpl
-def wfbench_register_cases(register):  # type: ignore[no-untyped-def]
+def wfbench_register_cases(register: Callable[[Case], None]) -> None:
     register(CASE)

@@ -25,22 +25,29 @@ is promoted to registers and the tree is fully unrolled.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from wfbench_core import hookimpl
-from wfbench_core.case import Case, Launch, Param, Sweep, Tolerance, Work, powers_of_two, resource_text
+from wfbench_core.case import Arrays, Case, Launch, Param, Sizes, Sweep, Tolerance, Work, powers_of_two, resource_text
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["BLOCK", "CASE", "wfbench_register_cases"]
 
 BLOCK = 256
 
 
-def _launch(s):  # type: ignore[no-untyped-def]
+def _launch(s: Sizes) -> Launch:
     return Launch(grid=s["BLOCKS"], block=BLOCK)
 
 
-def _inputs(s, rng):  # type: ignore[no-untyped-def]
+def _inputs(s: Sizes, rng: np.random.Generator) -> Arrays:
     return {"X": rng.standard_normal(s["N"]), "N": s["N"]}
 
 
-def _reference(inp, s):  # type: ignore[no-untyped-def]
+def _reference(inp: Arrays, s: Sizes) -> Arrays:
     """Replay the kernel's order of additions exactly (vectorized over threads)."""
     import numpy as np
 
@@ -61,7 +68,7 @@ def _reference(inp, s):  # type: ignore[no-untyped-def]
     return {"OUT": partial[:, 0].copy()}
 
 
-def _sweep_grid(s):  # type: ignore[no-untyped-def]
+def _sweep_grid(s: Sizes) -> dict[str, int]:
     """A sweep point's grid: one thread per element up to the canonical 1024 blocks of 256."""
     return {"BLOCKS": max(1, min(1024, -(-s["N"] // 256)))}
 
@@ -91,5 +98,5 @@ CASE = Case(
 
 
 @hookimpl
-def wfbench_register_cases(register):  # type: ignore[no-untyped-def]
+def wfbench_register_cases(register: Callable[[Case], None]) -> None:
     register(CASE)

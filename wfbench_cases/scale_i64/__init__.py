@@ -8,26 +8,33 @@ Out of place, so every launch overwrites ``y`` identically.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from wfbench_core import hookimpl
-from wfbench_core.case import Case, Launch, Param, Sweep, Tolerance, Work, powers_of_two, resource_text
+from wfbench_core.case import Arrays, Case, Launch, Param, Sizes, Sweep, Tolerance, Work, powers_of_two, resource_text
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["CASE", "wfbench_register_cases"]
 
 
-def _launch(s):  # type: ignore[no-untyped-def]
+def _launch(s: Sizes) -> Launch:
     return Launch(grid=s["blocks"], block=256)
 
 
-def _inputs(s, rng):  # type: ignore[no-untyped-def]
+def _inputs(s: Sizes, rng: np.random.Generator) -> Arrays:
     import numpy as np
 
     return {"K": 3, "X": rng.integers(-(2**40), 2**40, s["N"], dtype=np.int64), "N": s["N"]}
 
 
-def _reference(inp, s):  # type: ignore[no-untyped-def]
+def _reference(inp: Arrays, s: Sizes) -> Arrays:
     return {"Y": inp["K"] * inp["X"]}
 
 
-def _sweep_grid(s):  # type: ignore[no-untyped-def]
+def _sweep_grid(s: Sizes) -> dict[str, int]:
     """A sweep point's grid: one thread per element up to the canonical 4096 blocks of 256."""
     return {"blocks": max(1, min(4096, -(-s["N"] // 256)))}
 
@@ -57,5 +64,5 @@ CASE = Case(
 
 
 @hookimpl
-def wfbench_register_cases(register):  # type: ignore[no-untyped-def]
+def wfbench_register_cases(register: Callable[[Case], None]) -> None:
     register(CASE)

@@ -26,8 +26,16 @@ shared memory on both sides.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 from wfbench_core import hookimpl
-from wfbench_core.case import Case, Launch, Param, Tolerance, Work, resource_text
+from wfbench_core.case import Arrays, Case, Launch, Param, Sizes, Tolerance, Work, resource_text
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["BLOCK", "CASE", "sizes", "wfbench_register_cases"]
 
 BLOCK = 256
 
@@ -37,17 +45,17 @@ def sizes(rows: int, cols: int) -> dict[str, int]:
     return {"ROWS": rows, "COLS": cols, "WORDS": -(-rows * cols // 2)}
 
 
-def _launch(s):  # type: ignore[no-untyped-def]
+def _launch(s: Sizes) -> Launch:
     return Launch(grid=s["ROWS"], block=BLOCK)
 
 
-def _inputs(s, rng):  # type: ignore[no-untyped-def]
+def _inputs(s: Sizes, rng: np.random.Generator) -> Arrays:
     import numpy as np
 
     return {"X": (rng.standard_normal(s["ROWS"] * s["COLS"]) * 4.0).astype(np.float32), "COLS": s["COLS"]}
 
 
-def _reference(inp, s):  # type: ignore[no-untyped-def]
+def _reference(inp: Arrays, s: Sizes) -> Arrays:
     import numpy as np
 
     x = np.asarray(inp["X"], dtype=np.float64).reshape(s["ROWS"], s["COLS"])
@@ -79,5 +87,5 @@ CASE = Case(
 
 
 @hookimpl
-def wfbench_register_cases(register):  # type: ignore[no-untyped-def]
+def wfbench_register_cases(register: Callable[[Case], None]) -> None:
     register(CASE)

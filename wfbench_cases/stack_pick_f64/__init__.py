@@ -26,22 +26,30 @@ idempotent: every launch writes every y from x alone.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 from wfbench_core import hookimpl
-from wfbench_core.case import Case, Launch, Param, Tolerance, Work, resource_text
+from wfbench_core.case import Arrays, Case, Launch, Param, Sizes, Tolerance, Work, resource_text
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["CASE", "DEPTH", "FACTOR", "wfbench_register_cases"]
 
 DEPTH = 6  # values on the stack per element
 FACTOR = 0.75
 
 
-def _launch(s):  # type: ignore[no-untyped-def]
+def _launch(s: Sizes) -> Launch:
     return Launch(grid=s["blocks"], block=256)
 
 
-def _inputs(s, rng):  # type: ignore[no-untyped-def]
+def _inputs(s: Sizes, rng: np.random.Generator) -> Arrays:
     return {"X": rng.standard_normal(s["N"]), "N": s["N"], "K": s["K"]}
 
 
-def _reference(inp, s):  # type: ignore[no-untyped-def]
+def _reference(inp: Arrays, s: Sizes) -> Arrays:
     import numpy as np
 
     values = [np.asarray(inp["X"], dtype=np.float64)]
@@ -77,5 +85,5 @@ CASE = Case(
 
 
 @hookimpl
-def wfbench_register_cases(register):  # type: ignore[no-untyped-def]
+def wfbench_register_cases(register: Callable[[Case], None]) -> None:
     register(CASE)

@@ -57,9 +57,16 @@ start off a 128-byte line and touch an extra line, and the edge tiles run partly
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from wfbench_core import hookimpl
-from wfbench_core.case import Case, Launch, Param, Tolerance, Work, resource_text
+from wfbench_core.case import Arrays, Case, Launch, Param, Sizes, Tolerance, Work, resource_text
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["BLOCK_ROWS", "CASE", "TILE", "sizes", "wfbench_register_cases"]
 
 TILE = 32
 BLOCK_ROWS = 8
@@ -69,15 +76,15 @@ def sizes(rows: int, cols: int) -> dict[str, int]:
     return {"ROWS": rows, "COLS": cols, "RC": rows * cols}
 
 
-def _launch(s):  # type: ignore[no-untyped-def]
+def _launch(s: Sizes) -> Launch:
     return Launch(grid=(-(-s["COLS"] // TILE), -(-s["ROWS"] // TILE)), block=(TILE, BLOCK_ROWS))
 
 
-def _inputs(s, rng):  # type: ignore[no-untyped-def]
+def _inputs(s: Sizes, rng: np.random.Generator) -> Arrays:
     return {"A": rng.standard_normal(s["RC"]), "ROWS": s["ROWS"], "COLS": s["COLS"]}
 
 
-def _reference(inp, s):  # type: ignore[no-untyped-def]
+def _reference(inp: Arrays, s: Sizes) -> Arrays:
     import numpy as np
 
     return {"B": np.ascontiguousarray(inp["A"].reshape(s["ROWS"], s["COLS"]).T).ravel()}
@@ -107,5 +114,5 @@ CASE = Case(
 
 
 @hookimpl
-def wfbench_register_cases(register):  # type: ignore[no-untyped-def]
+def wfbench_register_cases(register: Callable[[Case], None]) -> None:
     register(CASE)

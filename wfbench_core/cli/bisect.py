@@ -6,11 +6,14 @@ import datetime as _dt
 import os
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import click
 
 from wfbench_core.cli.common import load_registry, progress_printer, protocol_from, protocol_options
+from wfbench_core.errors import WfbenchError
+
+__all__ = ["DEFAULT_BINARY", "DEFAULT_BUILD", "bisect_cmd"]  # internal, not the plugin API
 
 DEFAULT_BUILD = "cmake -B build -DCMAKE_BUILD_TYPE=Release && cmake --build build --target warpforthc"
 DEFAULT_BINARY = "build/bin/warpforthc"
@@ -39,21 +42,22 @@ def _cache() -> Path:
               help="Write the Markdown report here too.")
 @protocol_options
 @click.option("--quiet", "-q", is_flag=True)
-def bisect_cmd(repo: Path, good: str, bad: str, case_id: str, build_cmd: str, binary: str, cache: Optional[Path],
-               arch: Optional[str], results_dir: Optional[Path], out: Optional[Path], quiet: bool,
+def bisect_cmd(repo: Path, good: str, bad: str, case_id: str, build_cmd: str, binary: str, cache: Path | None,
+               arch: str | None, results_dir: Path | None, out: Path | None, quiet: bool,
                **options: Any) -> None:
     """Find the first commit between GOOD and BAD whose warpforthc makes CASE slower: GOOD against BAD
     first (it must be SLOWER), then a binary search, each step one base/head run (base = GOOD) on this
     machine's GPU. Builds are cached by commit. Exit 0 when found, 1 when GOOD against BAD is not SLOWER."""
-    from wfbench_core.run import bisect
     from wfbench_core.record.request import ExecuteRequest
+    from wfbench_core.studies import bisect
 
     registry = load_registry()
     registry.case(case_id)  # an unknown case is refused before anything is built
     commits = bisect.commits_between(repo, good, bad)
     progress = progress_printer(quiet)
+    arch = arch or registry.transport("local")(registry=registry).gpu_arch()  # NoGpuError (one line) without a GPU
     if arch is None:
-        arch = registry.transport("local")(registry=registry).gpu_arch()  # NoGpuError (one line) without a GPU
+        raise WfbenchError("this host's GPU architecture is unknown; give it with --arch sm_XX")
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     results_dir = results_dir or Path("wfbench-results") / f"bisect-{stamp}"
     results_dir.mkdir(parents=True, exist_ok=True)

@@ -17,6 +17,8 @@ from wfbench_core.cli.common import (
 from wfbench_core.cli.sweep import given_sizes, size_options, sweep_plan
 from wfbench_core.errors import CaseFailed
 
+__all__ = ["build_cmd"]  # internal, not the plugin API
+
 
 @click.command("build")
 @case_options
@@ -34,7 +36,7 @@ from wfbench_core.errors import CaseFailed
                    "'wfbench sweep --bundle'.")
 @size_options
 @click.option("--quiet", "-q", is_flag=True)
-def build(case_ids: tuple[str, ...], priorities: tuple[str, ...], warpforthc: tuple[str, ...],
+def build_cmd(case_ids: tuple[str, ...], priorities: tuple[str, ...], warpforthc: tuple[str, ...],
           warpforth: tuple[str, ...], check_cuda: bool, out_dir: Path, arch: str | None, commit: str | None,
           fail_fast: bool, with_sweep: bool, sizes: tuple[str, ...], ranges: tuple[str, ...], quiet: bool) -> None:
     """Compile WarpForth for the selected cases into a self-describing bundle folder.
@@ -43,9 +45,9 @@ def build(case_ids: tuple[str, ...], priorities: tuple[str, ...], warpforthc: tu
     others are still built; the exit code is then 1. With --sweep each case's sweep sizes are compiled too
     (a case that declares none, given no --size/--range, has no sweep in the bundle).
     """
+    from wfbench_core.compiling.bundle import read_variants
+    from wfbench_core.compiling.compile import CompileError
     from wfbench_core.run import runner
-    from wfbench_core.build.bundle import read_variants
-    from wfbench_core.build.compile import CompileError
 
     reg = load_registry()
     if (sizes or ranges) and not with_sweep:

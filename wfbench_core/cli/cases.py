@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import click
@@ -9,10 +10,12 @@ import click
 from wfbench_core.cli.common import load_registry
 from wfbench_core.review.table import render_table
 
+__all__ = ["list_cmd", "new_case_cmd"]  # internal, not the plugin API
+
 
 @click.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def list_cases(as_json: bool) -> None:
+def list_cmd(as_json: bool) -> None:
     """List installed cases: ID, version, priority, sizes and the plugin each came from."""
     reg = load_registry()
     entries = []
@@ -32,17 +35,20 @@ def list_cases(as_json: bool) -> None:
         return
     rows = [["case", "ver", "prio", "canonical size", "check size", "plugin"]]
     for e in entries:
-        fmt = lambda s: " ".join(f"{k}={v}" for k, v in s.items())  # noqa: E731
-        rows.append([e["id"], f"v{e['version']}", e["priority"], fmt(e["sizes"]["canonical"]),
-                     fmt(e["sizes"]["check"]), e["plugin"]])
+        rows.append([e["id"], f"v{e['version']}", e["priority"], _sizes(e["sizes"]["canonical"]),
+                     _sizes(e["sizes"]["check"]), e["plugin"]])
     click.echo(render_table(rows))
 
+
+
+def _sizes(sizes: Mapping[str, int]) -> str:
+    return " ".join(f"{k}={v}" for k, v in sizes.items())
 
 @click.command("new-case")
 @click.argument("name")
 @click.option("--dir", "parent", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
               show_default=True, help="Folder to create the package in.")
-def new_case(name: str, parent: Path) -> None:
+def new_case_cmd(name: str, parent: Path) -> None:
     """Scaffold a case plugin package NAME: the case, both kernel files as package data, the entry point
     and a check_case test. It installs as a wheel with its kernels (pip install PATH)."""
     from wfbench_core.discover.scaffold import new_case as scaffold

@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Optional
 
 import click
 
-from wfbench_core.review.alerts import Rules
 from wfbench_core.cli.history import history_option, result_argument, warn_problems
+from wfbench_core.review.alerts import Rules
+
+__all__ = ["check_cmd"]  # internal, not the plugin API
 
 _DEFAULT = Rules()
 
@@ -29,7 +30,7 @@ _DEFAULT = Rules()
               help="The reference is drawn from the last this many stable points.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.option("--markdown", is_flag=True, help="Markdown (a CI job summary).")
-def check_cmd(result: Optional[Path], history_dir: Path, margin: float, min_effect: Optional[float], min_points: int,
+def check_cmd(result: Path | None, history_dir: Path, margin: float, min_effect: float | None, min_points: int,
               window: int, as_json: bool, markdown: bool) -> None:
     """Judge the newest run (or RESULT) against its series' history.
 
@@ -44,8 +45,8 @@ def check_cmd(result: Optional[Path], history_dir: Path, margin: float, min_effe
     Exit codes: 0 no regression; 1 regression (a failed or missing case, or a SLOWER gap); 4 identical code
     that moved, or a changed CUDA side, and no regression; 2 bad input.
     """
-    from wfbench_core.review import alerts
     from wfbench_core.record.results import converter
+    from wfbench_core.review import alerts
 
     history, run = alerts.load_for_check(history_dir, result)
     warn_problems(history.problems)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -12,6 +13,14 @@ from wfbench_core.errors import WfbenchError
 
 if TYPE_CHECKING:
     from wfbench_core.discover.registry import Registry
+    from wfbench_core.record.request import ExecuteRequest, RunRequest
+    from wfbench_core.record.results import RunResult, TimingProtocol
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "case_options", "check_cuda_option", "execute_options", "execute_request", "finish", "load_registry",
+    "progress_printer", "protocol_from", "protocol_options", "resolve_warpforthc", "run_request", "split_opt",
+    "warpforthc_option",
+]
 
 
 def load_registry() -> Registry:
@@ -59,7 +68,7 @@ def _labelled(values: tuple[str, ...], option: str, several: bool) -> list[tuple
 def resolve_warpforthc(values: tuple[str, ...], warpforth: tuple[str, ...] = (),
                        progress: Callable[[str], None] = lambda msg: None) -> Path | dict[str, Path]:
     """One binary, or ``{label: binary}`` when several ``LABEL=…`` are given; ``--warpforth`` builds them."""
-    from wfbench_core.build.compile import find_warpforthc
+    from wfbench_core.compiling.compile import find_warpforthc
 
     several = len(values) + len(warpforth) > 1
     out: dict[str, Path] = {}
@@ -68,7 +77,7 @@ def resolve_warpforthc(values: tuple[str, ...], warpforth: tuple[str, ...] = (),
             raise WfbenchError(f"--warpforthc: label {label!r} given twice")
         out[label] = find_warpforthc(path or None)
     if warpforth:
-        from wfbench_core.build.warpforth_build import build_all
+        from wfbench_core.compiling.warpforth_build import build_all
 
         for label, built in build_all(warpforth, progress=progress).items():
             if label in out:
@@ -114,7 +123,7 @@ def protocol_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
-def protocol_from(options: dict[str, Any]) -> Any:
+def protocol_from(options: dict[str, Any]) -> TimingProtocol:
     """The :class:`TimingProtocol` of the ``protocol_*`` options (removed from ``options``)."""
     from wfbench_core.record.results import TimingProtocol
 
@@ -143,7 +152,7 @@ def execute_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
-def execute_request(case_ids: Any, options: dict[str, Any]) -> Any:
+def execute_request(case_ids: Iterable[str], options: dict[str, Any]) -> ExecuteRequest:
     """The :class:`ExecuteRequest` of the options made by :func:`execute_options` (removed from ``options``)."""
     from wfbench_core.record.request import ExecuteRequest
     from wfbench_core.record.results import MODE_AA, MODE_PAIRED
@@ -157,9 +166,9 @@ def execute_request(case_ids: Any, options: dict[str, Any]) -> Any:
 
 
 def run_request(registry: Registry, case_ids: tuple[str, ...], priorities: tuple[str, ...],
-                warpforthc: tuple[str, ...], *, warpforth: tuple[str, ...] = (), execute: Any = None,
+                warpforthc: tuple[str, ...], *, warpforth: tuple[str, ...] = (), execute: ExecuteRequest | None = None,
                 commit: str | None = None, check_cuda: bool = True, transport: str = "local",
-                transport_opts: tuple[str, ...] = (), progress: Callable[[str], None] = lambda msg: None) -> Any:
+                transport_opts: tuple[str, ...] = (), progress: Callable[[str], None] = lambda msg: None) -> RunRequest:
     """The :class:`RunRequest` of the command line: cases selected, compilers resolved (or built), options
     parsed. Cases are selected first, so a bad case name costs no compiler build."""
     import attrs
@@ -184,11 +193,11 @@ def split_opt(text: str) -> tuple[str, str]:
     return key.strip().replace("-", "_"), value
 
 
-def finish(result: Any, out: Path | None, as_json: bool, *, ceiling: bool = False) -> None:
+def finish(result: RunResult, out: Path | None, as_json: bool, *, ceiling: bool = False) -> None:
     """Print the result (the file is already written); exit 1 when a case failed or could not run."""
     from wfbench_core.errors import CaseFailed
-    from wfbench_core.review.report import render
     from wfbench_core.record.results import FAILING, dumps
+    from wfbench_core.review.report import render
 
     if as_json:
         click.echo(dumps(result), nl=False)

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Optional
 
 import click
 
 from wfbench_core.cli.history import HISTORY_ENV, result_argument
 from wfbench_core.errors import WfbenchError
 from wfbench_core.review.verdicts import DEFAULT_MARGIN
+
+__all__ = ["compare_cmd"]  # internal, not the plugin API
 
 
 @click.command("compare")
@@ -33,9 +34,9 @@ from wfbench_core.review.verdicts import DEFAULT_MARGIN
               envvar=HISTORY_ENV, show_envvar=True,
               help="History whose runs of each case measure what processes and boards add between two runs "
                    "[none: stated defaults].")
-def compare_cmd(base: Path, head: Optional[Path], base_label: Optional[str], head_label: Optional[str],
-                margin: float, min_effect: Optional[float], markdown: bool, as_json: bool, fail_on_regression: bool,
-                history_dir: Optional[Path]) -> None:
+def compare_cmd(base: Path, head: Path | None, base_label: str | None, head_label: str | None,
+                margin: float, min_effect: float | None, markdown: bool, as_json: bool, fail_on_regression: bool,
+                history_dir: Path | None) -> None:
     """Per case change of the gap and of each side's time, BASE.json HEAD.json or one base/head run.
 
     Each case is SAME (the gap change's 95% interval lies within the margin), SLOWER or FASTER (it lies beyond
@@ -43,8 +44,8 @@ def compare_cmd(base: Path, head: Optional[Path], base_label: Optional[str], hea
     "baseline changed". Between two runs the interval also carries what a fresh process and another board
     add (from --history, a --repeat run, or stated defaults).
     """
-    from wfbench_core.review import compare
     from wfbench_core.record.results import converter, load_result
+    from wfbench_core.review import compare, compare_table
 
     settings = compare.Settings(margin=margin, min_effect=min_effect)
     if head is None:
@@ -65,8 +66,8 @@ def compare_cmd(base: Path, head: Optional[Path], base_label: Optional[str], hea
         data["regressions"] = [c.case_id for c in cmp.regressions]
         click.echo(json.dumps(data, indent=1))
     elif markdown:
-        click.echo(compare.render_markdown(cmp), nl=False)
+        click.echo(compare_table.render_markdown(cmp), nl=False)
     else:
-        click.echo(compare.render_text(cmp))
+        click.echo(compare_table.render_text(cmp))
     if fail_on_regression and cmp.regressions:
         sys.exit(1)

@@ -6,6 +6,8 @@ import click
 
 from wfbench_core.cli.common import case_options, load_registry
 
+__all__ = ["coverage_cmd"]  # internal, not the plugin API
+
 
 @click.command("coverage")
 @case_options
@@ -22,7 +24,7 @@ def coverage_cmd(case_ids: tuple[str, ...], priorities: tuple[str, ...], warpfor
                  fail_on_uncovered: bool, as_json: bool) -> None:
     """For every word family of WarpForth's language reference: the cases that use it and the words no case
     uses; words the reference does not list; with --probe, the words a warpforthc rejects."""
-    from wfbench_core.build import coverage, coverage_table
+    from wfbench_core.compiling import coverage, coverage_table
 
     reg = load_registry()
     cases = reg.select(case_ids, priorities=priorities)
@@ -32,8 +34,8 @@ def coverage_cmd(case_ids: tuple[str, ...], priorities: tuple[str, ...], warpfor
                               coverage.load_excuses(language), origins)
     verdicts, binary = None, ""
     if warpforthc or probe:
-        from wfbench_core.build.compile import find_warpforthc
-        from wfbench_core.build.coverage_probe import probe as run_probe
+        from wfbench_core.compiling.compile import find_warpforthc
+        from wfbench_core.compiling.coverage_probe import probe as run_probe
 
         path = find_warpforthc(warpforthc)
         binary = str(path)

@@ -12,6 +12,8 @@ from wfbench_core.cli.common import case_options, load_registry, progress_printe
 from wfbench_core.errors import CaseFailed, NoGpuError, WfbenchError
 from wfbench_core.record.results import TIMING_EVENTS, TIMING_MODES, TimingProtocol, load_result
 
+__all__ = ["crosscheck_cmd"]  # internal, not the plugin API
+
 
 @click.command("crosscheck")
 @click.argument("bundle", type=click.Path(exists=True, file_okay=False, path_type=Path))
@@ -33,11 +35,12 @@ from wfbench_core.record.results import TIMING_EVENTS, TIMING_MODES, TimingProto
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON instead of tables.")
 @click.option("--cuda-compiler", type=click.Choice(["auto", "nvcc", "nvrtc"]), default="auto", show_default=True)
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
-def crosscheck_cmd(bundle, case_ids, priorities, against, modes, small, samples, tolerance, nvbench_json, as_json,
-                   cuda_compiler, quiet) -> None:  # type: ignore[no-untyped-def]
+def crosscheck_cmd(bundle: Path, case_ids: tuple[str, ...], priorities: tuple[str, ...], against: Path | None,
+                   modes: tuple[str, ...], small: bool, samples: int, tolerance: float, nvbench_json: Path | None,
+                   as_json: bool, cuda_compiler: str, quiet: bool) -> None:
     """Time BUNDLE's kernels with nvbench (cuda-bench) and report per-kernel and gap agreement."""
-    from wfbench_core.run import crosscheck as xc
-    from wfbench_core.run.executor import validate
+    from wfbench_core.compiling.prepare import validate
+    from wfbench_core.studies import crosscheck as xc
 
     reg = load_registry()
     if priorities and not case_ids:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import click
 
 from wfbench_core.cli.history import history_option, warn_problems
 from wfbench_core.errors import WfbenchError
+
+__all__ = ["dashboard_cmd"]  # internal, not the plugin API
 
 
 @click.command("dashboard")
@@ -25,8 +26,8 @@ from wfbench_core.errors import WfbenchError
 @click.option("--headline-gpu", default=None, metavar="NAME",
               help="GPU whose canonical series the headline follows, as results name it (e.g. 'NVIDIA H200') "
                    "[the GPU of the newest canonical run].")
-def dashboard_cmd(history_dir: Path, out: Path, title: Optional[str], png: Optional[Path], dark: bool,
-                  chromium: Optional[str], headline_gpu: Optional[str]) -> None:
+def dashboard_cmd(history_dir: Path, out: Path, title: str | None, png: Path | None, dark: bool,
+                  chromium: str | None, headline_gpu: str | None) -> None:
     """Write the static dashboard of a history (works from file://, no network)."""
     from wfbench_core.dashboard import build_site, screenshot
     from wfbench_core.review.history import History

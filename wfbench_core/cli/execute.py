@@ -9,8 +9,17 @@ from typing import Any
 import attrs
 import click
 
-from wfbench_core.cli.common import case_options, execute_options, execute_request, finish, load_registry, progress_printer
+from wfbench_core.cli.common import (
+    case_options,
+    execute_options,
+    execute_request,
+    finish,
+    load_registry,
+    progress_printer,
+)
 from wfbench_core.errors import NoGpuError, WfbenchError
+
+__all__ = ["execute_cmd"]  # internal, not the plugin API
 
 
 @click.command("execute")
@@ -27,8 +36,9 @@ from wfbench_core.errors import NoGpuError, WfbenchError
 def execute_cmd(bundle: Path, case_ids: tuple[str, ...], priorities: tuple[str, ...], request_file: Path | None,
                 out: Path | None, as_json: bool, validate_only: bool, quiet: bool, **options: Any) -> None:
     """Execute a bundle on this host's GPU (what every transport runs on the GPU host)."""
-    from wfbench_core.run.executor import execute, validate
+    from wfbench_core.compiling.prepare import validate
     from wfbench_core.record.request import ExecuteRequest
+    from wfbench_core.run.executor import execute
 
     reg = load_registry()
     if request_file is not None:
@@ -46,8 +56,8 @@ def execute_cmd(bundle: Path, case_ids: tuple[str, ...], priorities: tuple[str, 
             raise WfbenchError(f"bundle {bundle} holds no case of priority {', '.join(priorities)}")
         request = attrs.evolve(request, case_ids=ids)
     if validate_only:
-        ids = validate(bundle, reg, request.case_ids)
-        click.echo(json.dumps({"valid": True, "cases": ids}) if as_json else f"bundle ok: {', '.join(ids)}")
+        valid = validate(bundle, reg, request.case_ids)
+        click.echo(json.dumps({"valid": True, "cases": valid}) if as_json else f"bundle ok: {', '.join(valid)}")
         return
     try:
         result = execute(bundle, registry=reg, request=request, progress=progress_printer(quiet), out=out)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 import click
@@ -10,12 +12,22 @@ import click
 from wfbench_core.cli.common import load_registry, progress_printer
 from wfbench_core.errors import WfbenchError
 
+if TYPE_CHECKING:
+    from wfbench_core.case import Case
+    from wfbench_core.gpu.child import Recipe
+    from wfbench_core.record.results import CaseResult, RunResult
+    from wfbench_core.review.explain import SideReport
 
-def _wf_sides(case, bundle: Path | None, wf_ptx: Path | None, warpforthc: str | None, arch: str,
-              progress) -> tuple[dict[str, str], list[str]]:  # type: ignore[no-untyped-def]
+    Progress = Callable[[str], None]
+
+__all__ = ["explain_cmd"]  # internal, not the plugin API
+
+
+def _wf_sides(case: Case, bundle: Path | None, wf_ptx: Path | None, warpforthc: str | None, arch: str,
+              progress: Progress) -> tuple[dict[str, str], list[str]]:
     """``({label: PTX}, provenance lines)`` of the WarpForth side, from exactly one source."""
     if wf_ptx is not None:
-        from wfbench_core.build.compile import ptx_problem
+        from wfbench_core.compiling.compile import ptx_problem
         from wfbench_core.record.fsutil import read_text
 
         ptx = read_text(wf_ptx, "PTX text")
@@ -24,20 +36,20 @@ def _wf_sides(case, bundle: Path | None, wf_ptx: Path | None, warpforthc: str | 
             raise WfbenchError(f"{wf_ptx}: {why}; give the WarpForth PTX of case {case.id}")
         return {"": ptx}, [f"WarpForth PTX: {wf_ptx.name}."]
     if bundle is not None:
-        from wfbench_core.build.bundle import load_case_files, read_variants
+        from wfbench_core.compiling.bundle import load_case_files, read_variants
 
         out, lines = {}, []
         for label, (manifest, folder) in read_variants(bundle).items():
             entry = next((e for e in manifest.cases if e.id == case.id), None)
             if entry is None:
-                why = manifest.failures.get(case.id)
+                failure = manifest.failures.get(case.id)
                 raise WfbenchError(f"case {case.id!r} is not in bundle {folder}"
-                                   + (f" ({why})" if why else "; build it with 'wfbench build -c " + case.id + "'"))
+                                   + (f" ({failure})" if failure else "; build it with 'wfbench build -c " + case.id + "'"))
             out[label] = load_case_files(folder, entry, case)["canonical"].wf_ptx
             lines.append(f"WarpForth PTX{f' ({label})' if label else ''}: bundle {bundle.name}, warpforthc "
                          f"{manifest.warpforthc.version}.")
         return out, lines
-    from wfbench_core.build.compile import compile_warpforth, find_warpforthc, warpforthc_info
+    from wfbench_core.compiling.compile import compile_warpforth, find_warpforthc, warpforthc_info
 
     binary = find_warpforthc(warpforthc)
     progress(f"compiling {case.id} with {binary}")
@@ -46,7 +58,8 @@ def _wf_sides(case, bundle: Path | None, wf_ptx: Path | None, warpforthc: str | 
     return {"": compiled.ptx}, [f"WarpForth PTX: warpforthc {warpforthc_info(binary).version}."]
 
 
-def _profiled(reports, case, ncu: str | None, recipe, progress):  # type: ignore[no-untyped-def]
+def _profiled(reports: list[SideReport], case: Case, ncu: str | None, recipe: Recipe | None, progress: Progress
+              ) -> list[SideReport]:
     """The reports with each side profiled by Nsight Compute (the launcher loads the plugins of ``recipe``)."""
     from wfbench_core.gpu.profile import profile_side
 
@@ -59,7 +72,8 @@ def _profiled(reports, case, ncu: str | None, recipe, progress):  # type: ignore
     return profiled
 
 
-def _with_diagnostics(run, result_path: Path, case, label: str, reports):  # type: ignore[no-untyped-def]
+def _with_diagnostics(run: RunResult, result_path: Path, case: Case, label: str, reports: list[SideReport]
+                      ) -> tuple[RunResult, CaseResult]:
     """The run with the diagnostics (and profiles) of ``case`` in it, and its updated CaseResult; the run's file is
     never changed (a stored result is write-once)."""
     try:
@@ -73,7 +87,8 @@ def _with_diagnostics(run, result_path: Path, case, label: str, reports):  # typ
     return attrs.evolve(run, cases=tuple(updated if c is result else c for c in run.cases)), updated
 
 
-def _save(run, out: Path, result_path: Path, timed, explained_ptx: str, progress):  # type: ignore[no-untyped-def]
+def _save(run: RunResult, out: Path, result_path: Path, timed: CaseResult, explained_ptx: str, progress: Progress
+          ) -> None:
     """Write ``run`` to the new file ``out`` (never over an existing one), warning when the WarpForth PTX explained
     is not the PTX the run timed (``timed``: the case's result)."""
     from wfbench_core.case import sha256_text
@@ -116,13 +131,13 @@ def _save(run, out: Path, result_path: Path, timed, explained_ptx: str, progress
               help="Add the case's library ceiling: its routine, what it does differently, tensor-core use, its "
                    "kernels' names and, with --result, its time and 'WarpForth time / ceiling time'.")
 @click.option("--quiet", "-q", is_flag=True)
-def explain(case_id: str, bundle: Path | None, wf_ptx: Path | None, warpforthc: str | None, arch: str | None,
+def explain_cmd(case_id: str, bundle: Path | None, wf_ptx: Path | None, warpforthc: str | None, arch: str | None,
             cuda_compiler: str, profile: bool, ncu: str | None, result_path: Path | None, save_result: Path | None,
             out: Path | None, loop_lines: int, ceiling: bool, quiet: bool) -> None:
     """Explain CASE's gap: static diagnostics of both sides (ptxas, SASS mix, occupancy), the largest SASS
     differences, each side's hottest loop, and with --profile Nsight Compute metrics. Markdown output."""
-    from wfbench_core.build import compile as comp
-    from wfbench_core.build.diagnostics import arch_limits
+    from wfbench_core.compiling import compile as comp
+    from wfbench_core.compiling.diagnostics import arch_limits
     from wfbench_core.review.explain import ExplainedSide, analyse, render_markdown
 
     if bundle is not None and wf_ptx is not None:
@@ -180,7 +195,7 @@ def _arch(arch: str | None, profile: bool, bundle: Path | None) -> str:
 
         arch = Device().arch()  # NoGpuError (one line) without a GPU
     if arch is None and bundle is not None:
-        from wfbench_core.build.bundle import read_manifest
+        from wfbench_core.compiling.bundle import read_manifest
 
         arch = read_manifest(bundle).arch or None
     return arch or "sm_90"

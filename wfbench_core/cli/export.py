@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 import click
 
 from wfbench_core.cli.history import result_argument
+
+__all__ = ["export_cmd"]  # internal, not the plugin API
 
 
 @click.command("export")
@@ -18,11 +19,11 @@ from wfbench_core.cli.history import result_argument
 @click.option("--out", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Output file [stdout].")
 @click.option("--label", default=None, help="In a base/head run: which compiler label to export.")
-def export_cmd(result: Path, fmt: str, out: Optional[Path], label: Optional[str]) -> None:
+def export_cmd(result: Path, fmt: str, out: Path | None, label: str | None) -> None:
     """Convert a result for github-action-benchmark (customSmallerIsBetter)."""
-    from wfbench_core.review.export import github_action_benchmark
     from wfbench_core.record.fsutil import atomic_write
     from wfbench_core.record.results import load_result
+    from wfbench_core.review.export import github_action_benchmark
 
     entries = github_action_benchmark(load_result(result), label=label, where=str(result))
     if not any(e["name"].startswith("suite/") for e in entries):

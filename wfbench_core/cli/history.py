@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +12,13 @@ import click
 from wfbench_core.errors import WfbenchError
 from wfbench_core.review.history import DEFAULT_DIR, HISTORY_ENV
 
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "HISTORY_ENV", "history_add_cmd", "history_cmd", "history_list_cmd", "history_option", "history_reindex_cmd",
+    "result_argument", "warn_problems",
+]
 
-def history_option(f: Any) -> Any:
+
+def history_option(f: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--history", "history_dir", type=click.Path(file_okay=False, path_type=Path),
                         default=DEFAULT_DIR, envvar=HISTORY_ENV, show_default=True, show_envvar=True,
                         help="History directory.")(f)
@@ -23,22 +29,22 @@ def warn_problems(problems: list[Any]) -> None:
         click.echo(f"wfbench: warning: {p}", err=True)
 
 
-def result_argument(name: str, *, required: bool = True) -> Any:
+def result_argument(name: str, *, required: bool = True) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """A result file argument (read with results.load_result, the one result loader)."""
     return click.argument(name, required=required, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 
 
 @click.group("history")
-def history_group() -> None:
+def history_cmd() -> None:
     """The history store: append-only run files and the series they form."""
 
 
-@history_group.command("add")
+@history_cmd.command("add")
 @click.argument("results", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @history_option
 @click.option("--allow-incomplete", is_flag=True,
               help="Also store a run that stopped before its end (the cases it finished); never a failed case.")
-def history_add(results: tuple[Path, ...], history_dir: Path, allow_incomplete: bool) -> None:
+def history_add_cmd(results: tuple[Path, ...], history_dir: Path, allow_incomplete: bool) -> None:
     """Store result files, each whole.
 
     A run with a FAILED or ERROR case is refused, and so is an incomplete run: nothing is written then.
@@ -78,15 +84,15 @@ def history_add(results: tuple[Path, ...], history_dir: Path, allow_incomplete: 
                 click.echo(f"  new series {sid}: {key.describe()}")
 
 
-@history_group.command("list")
+@history_cmd.command("list")
 @history_option
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (full keys and points).")
 @click.option("--verbose", "-v", is_flag=True, help="Show every key field.")
-def history_list(history_dir: Path, as_json: bool, verbose: bool) -> None:
+def history_list_cmd(history_dir: Path, as_json: bool, verbose: bool) -> None:
     """List the series: key, point counts and the latest gap."""
+    from wfbench_core.record.results import converter
     from wfbench_core.review.history import History
     from wfbench_core.review.table import render_table
-    from wfbench_core.record.results import converter
 
     h = History.open(history_dir)
     warn_problems(h.problems)
@@ -118,9 +124,9 @@ def history_list(history_dir: Path, as_json: bool, verbose: bool) -> None:
     click.echo(f"\n{len(index.series)} series from {len(index.runs)} runs in {history_dir}")
 
 
-@history_group.command("reindex")
+@history_cmd.command("reindex")
 @history_option
-def history_reindex(history_dir: Path) -> None:
+def history_reindex_cmd(history_dir: Path) -> None:
     """Rebuild index.json from the run files (after a merge, or if it was damaged)."""
     from wfbench_core.review.history import History, reindex
 

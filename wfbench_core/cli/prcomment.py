@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import click
 
 from wfbench_core.cli.common import load_registry, progress_printer
 from wfbench_core.cli.history import result_argument
+
+__all__ = ["pr_comment_cmd"]  # internal, not the plugin API
 
 
 @click.command("pr-comment")
@@ -24,17 +25,17 @@ from wfbench_core.cli.history import result_argument
 @click.option("--out", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the comment here instead of printing it.")
 @click.option("--quiet", "-q", is_flag=True)
-def pr_comment(result: Path, bundle: Path, base_label: Optional[str], head_label: Optional[str],
-               arch: Optional[str], artifacts: tuple[str, ...], run_url: str, out: Optional[Path],
+def pr_comment_cmd(result: Path, bundle: Path, base_label: str | None, head_label: str | None,
+               arch: str | None, artifacts: tuple[str, ...], run_url: str, out: Path | None,
                quiet: bool) -> None:
     """The pull-request comment of the base/head run RESULT: verdict table, head against base of every case
     whose verdict is not SAME, artifact links. Its first line is a hidden marker, so a workflow can find the
     comment and update it."""
-    from wfbench_core.review import prcomment
-    from wfbench_core.review.case_verdict import SAME, base_head
-    from wfbench_core.build.diagnostics import arch_limits
+    from wfbench_core.compiling.diagnostics import arch_limits
     from wfbench_core.errors import WfbenchError
     from wfbench_core.record.results import load_result
+    from wfbench_core.review import prcomment
+    from wfbench_core.review.case_verdict import SAME, base_head
 
     links = [prcomment.parse_artifact(a) for a in artifacts]
     run = load_result(result)

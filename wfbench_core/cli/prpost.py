@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Optional
 
 import click
+
+__all__ = ["pr_post_cmd"]  # internal, not the plugin API
 
 
 @click.command("pr-post")
@@ -20,7 +21,7 @@ import click
               show_default="$GITHUB_API_URL or https://api.github.com", help="GitHub's REST API.")
 @click.option("--server-url", default=lambda: os.environ.get("GITHUB_SERVER_URL", "https://github.com"),
               show_default="$GITHUB_SERVER_URL or https://github.com", help="Where the artifact links point.")
-def pr_post(comment: Path, repo: str, number: int, run_id: Optional[str], api_url: str, server_url: str) -> None:
+def pr_post_cmd(comment: Path, repo: str, number: int, run_id: str | None, api_url: str, server_url: str) -> None:
     """Post COMMENT (made by pr-comment) on a pull request, or rewrite the comment posted before: one comment
     per pull request, found by its hidden marker. The token comes from GITHUB_TOKEN or GH_TOKEN."""
     from wfbench_core.review import prpost

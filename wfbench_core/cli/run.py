@@ -22,6 +22,8 @@ from wfbench_core.cli.common import (
 )
 from wfbench_core.errors import NoGpuError, WfbenchError
 
+__all__ = ["NO_LOCAL_GPU_HINT", "run_cmd"]  # internal, not the plugin API
+
 
 def _default_out() -> Path:
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
@@ -49,7 +51,7 @@ NO_LOCAL_GPU_HINT = "run it where the GPU is: --transport ssh or --transport vas
               help="Execute this bundle ('wfbench build') instead of compiling here: no warpforthc runs, so the "
                    "process holding the transport's credentials runs no compiler.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
-def run(case_ids: tuple[str, ...], priorities: tuple[str, ...], warpforthc: tuple[str, ...],
+def run_cmd(case_ids: tuple[str, ...], priorities: tuple[str, ...], warpforthc: tuple[str, ...],
         warpforth: tuple[str, ...], check_cuda: bool, transport: str, transport_opts: tuple[str, ...],
         max_cost: float | None, out: Path | None, as_json: bool, commit: str | None, bundle: Path | None,
         quiet: bool, **options: Any) -> None:
@@ -75,7 +77,7 @@ def run(case_ids: tuple[str, ...], priorities: tuple[str, ...], warpforthc: tupl
     transport_options: dict[str, Any] = dict(request.transport_options)
     transport_class = reg.transport(transport)
     if max_cost is not None:
-        if "max_cost" not in (getattr(transport_class, "OPTIONS", None) or {}):
+        if "max_cost" not in transport_class.OPTIONS:
             raise WfbenchError(f"--max-cost applies to transports that rent machines; {transport!r} does not")
         transport_options["max_cost"] = str(max_cost)
     progress = progress_printer(quiet)
@@ -100,7 +102,7 @@ def _prebuilt_request(reg: Any, bundle: Path, case_ids: tuple[str, ...], priorit
     is rented; cases as selected (every case of the bundle, its compile failures included, by default)."""
     import attrs
 
-    from wfbench_core.run.executor import validate
+    from wfbench_core.compiling.prepare import validate
     from wfbench_core.record.request import RunRequest
 
     if warpforthc or commit:

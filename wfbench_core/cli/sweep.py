@@ -6,13 +6,19 @@ from __future__ import annotations
 import datetime as _dt
 import re
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 import click
 
 from wfbench_core.cli.common import load_registry, progress_printer, protocol_from, protocol_options, warpforthc_option
 from wfbench_core.errors import CaseFailed, NoGpuError, WfbenchError
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "MAX_POINTS", "given_sizes", "parse_range", "parse_size", "render_sweep", "size_options", "sweep_cmd",
+    "sweep_plan",
+]
 
 _VALUE = re.compile(r"^\s*(?:(\d[\d_]*)|2\^(\d+))\s*$")
 _RANGE = re.compile(r"^\s*([A-Za-z_]\w*)=([^.]+)\.\.([^:]+)(?::(\d+))?\s*$")
@@ -111,8 +117,8 @@ def sweep_plan(cases: list[Any], given: list[dict[str, int]], *, strict: bool) -
               help="Deadline of every wait on the GPU [default: max(10 s, 50 x the expected time)].")
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 def sweep_cmd(case_ids: tuple[str, ...], sizes: tuple[str, ...], ranges: tuple[str, ...], warpforthc: tuple[str, ...],
-              warpforth: tuple[str, ...], bundle: Optional[Path], out_dir: Path, plot_format: str,
-              history_dir: Optional[Path], events_only: bool, cuda_compiler: str, case_timeout: Optional[float],
+              warpforth: tuple[str, ...], bundle: Path | None, out_dir: Path, plot_format: str,
+              history_dir: Path | None, events_only: bool, cuda_compiler: str, case_timeout: float | None,
               quiet: bool, **options: Any) -> None:
     """Time CASE over a range of sizes on this machine's GPU: gap against size as JSON and a plot.
 
@@ -169,7 +175,7 @@ def _build(reg: Any, cases: list[Any], given: list[dict[str, int]], warpforthc: 
         raise CaseFailed("; ".join(manifest.failures.values()))
 
 
-def _report(results: list[Any], path: Callable[[str], Path], plot_format: str, history_dir: Optional[Path]) -> None:
+def _report(results: list[Any], path: Callable[[str], Path], plot_format: str, history_dir: Path | None) -> None:
     """Each sweep's table, file and plot; stored in the history when asked; exit 1 when a point failed."""
     from wfbench_core.review.sweep_plot import plot_sweep
     from wfbench_core.review.sweeps import add_sweep

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import click
 
 from wfbench_core.cli.common import warpforthc_option
 from wfbench_core.errors import WfbenchError
+
+__all__ = ["compilers_cmd", "toolchain_cmd"]  # internal, not the plugin API
 
 
 @click.command("toolchain")
@@ -16,13 +17,13 @@ from wfbench_core.errors import WfbenchError
 @click.option("--packages", is_flag=True,
               help="Print only the Debian/Ubuntu packages of the recipe, for the LLVM version WARPFORTH's CI uses "
                    "(for apt-get install in CI).")
-def toolchain(warpforth: Optional[Path], packages: bool) -> None:
+def toolchain_cmd(warpforth: Path | None, packages: bool) -> None:
     """The toolchain --warpforth builds warpforthc with: cmake, ninja, a C++ compiler, MLIR, ccache.
 
     WARPFORTH (a checkout) names the LLVM version its CI uses, for the packages to install.
     Exit 0 when everything needed is here, 2 (with the packages to install) when not.
     """
-    from wfbench_core.build import warpforth_build as wb
+    from wfbench_core.compiling import warpforth_build as wb
 
     llvm = None
     if warpforth is not None:
@@ -46,7 +47,7 @@ def toolchain(warpforth: Optional[Path], packages: bool) -> None:
 @click.command("compilers")
 @warpforthc_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
-def compilers(warpforthc: tuple[str, ...], warpforth: tuple[str, ...], quiet: bool) -> None:
+def compilers_cmd(warpforthc: tuple[str, ...], warpforth: tuple[str, ...], quiet: bool) -> None:
     """The warpforthc binaries that build and run would use with these options, built first where
     --warpforth asks for it: one line each, LABEL=PATH (PATH alone for one compiler), ready to
     be given back as --warpforthc."""

@@ -15,23 +15,29 @@ from __future__ import annotations
 import datetime as _dt
 import html
 import json
-import math
 from collections import Counter
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any
 
 from wfbench_core import __version__
-from wfbench_core.dashboard.browser import BROWSER_ENV, BROWSER_NAMES, find_browser, screenshot  # noqa: F401
+from wfbench_core.dashboard.browser import BROWSER_ENV, BROWSER_NAMES, find_browser, screenshot
 from wfbench_core.dashboard.models import ceiling_rows, gpu_matrix
+from wfbench_core.dashboard.newest_run import diagnostics
 from wfbench_core.dashboard.steps import change_marks
 from wfbench_core.dashboard.sweeps import sweep_cards
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.fsutil import atomic_write
-from wfbench_core.review.history import History, git_links, point_order, utc_sortable
-from wfbench_core.review.evidence import aa_run_floor
-from wfbench_core.review.series import STABLE, Point, Series, SeriesKey
 from wfbench_core.record.results import MODE_AA
+from wfbench_core.review.evidence import aa_run_floor
+from wfbench_core.review.history import History, git_links, point_order, utc_sortable
+from wfbench_core.review.series import STABLE, Point, Series, SeriesKey
+
+__all__ = [  # internal: the names the rest of wfbench uses (README: Layout)
+    "BROWSER_ENV", "BROWSER_NAMES", "build_data", "build_site", "diagnostics", "find_browser", "render_page",
+    "screenshot", "x_labels",
+]
 
 ASSETS = ("chart.umd.js", "LICENSE-chart.js.md", "app.js", "style.css")
 
@@ -47,7 +53,7 @@ def kind_of(key: SeriesKey) -> str:
     return KIND_BASEHEAD if key.compiler_label else KIND_CANONICAL
 
 
-def _utc(created: str) -> Optional[_dt.datetime]:
+def _utc(created: str) -> _dt.datetime | None:
     try:
         when = _dt.datetime.fromisoformat(created.replace("Z", "+00:00"))
     except ValueError:
@@ -135,14 +141,14 @@ def _by_run(members: Sequence[Series]) -> dict[str, list[tuple[Series, Point]]]:
     return dict(sorted(runs.items(), key=lambda kv: point_order(kv[1][0][1])))
 
 
-def _verdict_cells(v: Optional[Any]) -> dict[str, Any]:
+def _verdict_cells(v: Any | None) -> dict[str, Any]:
     """The Δ cell of a judged change (a wfbench_core.review.verdicts.Verdict): the change, the verdict and its label."""
     if v is None:
         return {"change": None, "verdict": None, "verdict_label": None}
     return {"change": v.change, "verdict": v.verdict, "verdict_label": v.label}
 
 
-def _case_rows(entries: Sequence[tuple[Series, Point]], history: Optional[History] = None) -> list[dict[str, Any]]:
+def _case_rows(entries: Sequence[tuple[Series, Point]], history: History | None = None) -> list[dict[str, Any]]:
     """One row per case of one run; with ``history``, its change against the series' reference and the verdict,
     by the rule ``wfbench check`` applies."""
     from wfbench_core.review.alerts import verdict_of
@@ -161,14 +167,14 @@ def _case_rows(entries: Sequence[tuple[Series, Point]], history: Optional[Histor
     return rows
 
 
-def geomean_set(rows: Sequence[dict[str, Any]]) -> tuple[Optional[float], list[str]]:
+def geomean_set(rows: Sequence[dict[str, Any]]) -> tuple[float | None, list[str]]:
     """The headline statistic of one run: the geometric mean of its P0 gaps, and that case set.
 
     The mean is withheld (None) unless every P0 case of the run is stable: an unstable member never
     shrinks the set silently. A run without some P0 case has a smaller set, and a mean over another set is
     never compared with this one.
     """
-    from wfbench_core.record.stats import SetMember, suite_geomean
+    from wfbench_core.stats import SetMember, suite_geomean
 
     p0 = sorted((r for r in rows if r["priority"] == "P0"), key=lambda r: (r["case"], r["version"]))
     names = [f"{r['case']} v{r['version']}" for r in p0]
@@ -186,7 +192,7 @@ def _platform_facts(k: SeriesKey) -> dict[str, Any]:
     return {"gpu": k.gpu_name, "cc": k.compute_capability, "cuda": _cuda_text(k)}
 
 
-def _canonical_summary(members: Sequence[Series], history: Optional[History] = None) -> dict[str, Any]:
+def _canonical_summary(members: Sequence[Series], history: History | None = None) -> dict[str, Any]:
     """A canonical platform's newest run: per-case gaps, the geomean and its case set, and its trend."""
     runs = _by_run(members)
     order = list(runs)
@@ -216,7 +222,7 @@ def _canonical_summary(members: Sequence[Series], history: Optional[History] = N
     }
 
 
-def _judged(history: Optional[History], run: str) -> dict[str, Any]:
+def _judged(history: History | None, run: str) -> dict[str, Any]:
     """The verdict on each case of a stored base/head run, by ``wfbench compare``'s rule ({} when not one)."""
     from wfbench_core.review.compare import compare_labels
 
@@ -229,7 +235,7 @@ def _judged(history: Optional[History], run: str) -> dict[str, Any]:
     return {c.case_id: c.verdict for c in cmp.cases if c.verdict is not None}
 
 
-def _comparisons(members: Sequence[Series], history: Optional[History] = None) -> list[dict[str, Any]]:
+def _comparisons(members: Sequence[Series], history: History | None = None) -> list[dict[str, Any]]:
     """Base/head runs of one platform, newest first: the labelled builds side by side, case by case, with the
     verdict on each head against its base."""
     out = []
@@ -275,99 +281,6 @@ def _floor(members: Sequence[Series]) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------------------------------------
-# diagnostics of the newest canonical run (optional fields: shown only where a result carries them)
-
-DIAG_KEYS = ("registers", "occupancy")  # diag_wf / diag_cuda scalars (SideDiagnostics) shown as they are
-
-
-def _num(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
-def _range(v: Any) -> Optional[list[float]]:
-    """A number or a list of numbers as [min, max]; None for anything else."""
-    if _num(v):
-        return [v, v]
-    if isinstance(v, (list, tuple)) and v and all(_num(x) for x in v):
-        return [min(v), max(v)]
-    return None
-
-
-def _side_diag(case: dict[str, Any], side: str, copy_gbps: Any, fp64_peak: Any = None) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    kattrs = case.get(f"attrs_{side}")
-    if isinstance(kattrs, dict):
-        out.update({k: kattrs[k] for k in ("registers", "local_bytes", "shared_bytes") if _num(kattrs.get(k))})
-    diag = case.get(f"diag_{side}")
-    if isinstance(diag, dict):
-        out.update({k: diag[k] for k in DIAG_KEYS if _num(diag.get(k))})
-        if _num(diag.get("spill_stores")) and _num(diag.get("spill_loads")):
-            out["spill_bytes"] = diag["spill_stores"] + diag["spill_loads"]
-        mix = diag.get("mix")
-        if isinstance(mix, dict) and mix and all(isinstance(k, str) and _num(v) for k, v in mix.items()):
-            out["mix"] = {k: v for k, v in mix.items() if k != "predicated"}  # a tag, not a class
-    timing = case.get("timing")
-    gbps = timing.get(f"gbps_{side}") if isinstance(timing, dict) else None
-    if _num(gbps) and _num(copy_gbps) and copy_gbps > 0 and case.get("metric", "bandwidth") == "bandwidth":
-        out["copy_pct"] = gbps / copy_gbps
-    gflops = timing.get(f"gflops_{side}") if isinstance(timing, dict) else None
-    if _num(gflops) and _num(fp64_peak) and fp64_peak > 0 and case.get("metric") == "compute":
-        out["roofline"] = gflops / fp64_peak  # share of the f64 add/multiply peak measured in the same run
-    return out
-
-
-def _nvml(raw: Any) -> dict[str, Any]:
-    """What NVML saw while a case was timed (``timing.nvml``, an NvmlSummary), as ranges and reasons."""
-    if not isinstance(raw, dict) or not _num(raw.get("n")) or not raw["n"]:
-        return {}
-    out: dict[str, Any] = {}
-    for key, lo, hi in (("sm_clock_mhz", "sm_mhz_min", "sm_mhz_max"), ("power_w", "power_w_median", "power_w_max"),
-                        ("temperature_c", "temp_c_max", "temp_c_max")):
-        if _num(raw.get(lo)) and _num(raw.get(hi)) and raw[hi]:
-            out[key] = [raw[lo], raw[hi]]
-    reasons = raw.get("reasons")
-    if isinstance(reasons, (list, tuple)) and all(isinstance(r, str) for r in reasons):
-        out["throttle"] = list(reasons)
-    return out
-
-
-def diagnostics(raw: dict[str, Any], rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Per case of one run (the rows shown), what both kernels look like and what the GPU did while timed.
-
-    Reads, per case: ``attrs_wf``/``attrs_cuda`` (``registers``, ``local_bytes``, ``shared_bytes``),
-    ``diag_wf``/``diag_cuda`` (:class:`~wfbench_core.record.results.SideDiagnostics`: ``registers``, ``spill_stores``
-    + ``spill_loads``, ``occupancy``, ``mix`` {class: count}), ``timing.gbps_wf``/``gbps_cuda`` against
-    ``environment.copy_gbps`` and ``timing.gflops_wf``/``gflops_cuda`` against
-    ``environment.fp64_peak_gflops`` (the roofline), ``timing.clocks_sm_mhz`` and ``timing.nvml``
-    (:class:`~wfbench_core.record.results.NvmlSummary`: SM clock, power and temperature ranges, throttle
-    ``reasons``). Anything absent or of another shape is left out; a case with nothing to show has no entry.
-    """
-    env = raw.get("environment") if isinstance(raw.get("environment"), dict) else {}
-    copy_gbps = env.get("copy_gbps")
-    raw_cases = {(c.get("id"), c.get("version"), c.get("compiler_label", "")): c
-                 for c in raw.get("cases") or [] if isinstance(c, dict)}
-    cases = []
-    for r in rows:
-        case = raw_cases.get((r["case"], r["version"], r["label"]))
-        if case is None:
-            continue
-        peak = env.get("fp64_peak_gflops")
-        wf, cuda = _side_diag(case, "wf", copy_gbps, peak), _side_diag(case, "cuda", copy_gbps, peak)
-        nvml: dict[str, Any] = {}
-        timing = case.get("timing") if isinstance(case.get("timing"), dict) else {}
-        clocks = _range(timing.get("clocks_sm_mhz"))
-        if clocks:
-            nvml["sm_clock_mhz"] = clocks
-        nvml.update(_nvml(timing.get("nvml")))
-        if wf or cuda or nvml:
-            cases.append({"case": r["case"], "version": r["version"], "label": r["label"], "wf": wf, "cuda": cuda,
-                          "nvml": nvml})
-    gpu = {k: env[k] for k in ("sm_clock_mhz", "max_sm_clock_mhz", "mem_clock_mhz", "max_mem_clock_mhz",
-                               "power_limit_w", "temperature_c", "copy_gbps") if _num(env.get(k)) and env[k]}
-    return {"cases": cases, "gpu": gpu}
-
-
-# --------------------------------------------------------------------------------------------------------
 # the page's data
 
 
@@ -397,7 +310,7 @@ def _series_groups(grouped: Sequence[tuple[str, Sequence[Series]]]) -> tuple[lis
     return groups, out_series
 
 
-def _headline_first(canonical: list[list[Series]], headline_gpu: Optional[str], root: Path) -> list[list[Series]]:
+def _headline_first(canonical: list[list[Series]], headline_gpu: str | None, root: Path) -> list[list[Series]]:
     """The canonical platforms with the one of ``headline_gpu`` first (when named)."""
     if headline_gpu is None:
         return canonical
@@ -410,7 +323,7 @@ def _headline_first(canonical: list[list[Series]], headline_gpu: Optional[str], 
 
 
 def build_data(history: History, *, title: str = "WarpForth vs CUDA",
-               headline_gpu: Optional[str] = None) -> dict[str, Any]:
+               headline_gpu: str | None = None) -> dict[str, Any]:
     """Everything the page shows, as plain JSON-able data.
 
     ``headline_gpu`` (an NVML name as results record it, e.g. ``NVIDIA H200``) picks the GPU whose canonical
@@ -480,8 +393,8 @@ def render_page(data: dict[str, Any]) -> str:
             .replace("{{data}}", _embed(data)))
 
 
-def build_site(history: History, out: str | Path, *, title: Optional[str] = None,
-               headline_gpu: Optional[str] = None) -> Path:
+def build_site(history: History, out: str | Path, *, title: str | None = None,
+               headline_gpu: str | None = None) -> Path:
     """Write the site into ``out`` (created if needed); returns the path of index.html."""
     out = Path(out)
     if out.exists() and not out.is_dir():

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Optional
 
 from wfbench_core.errors import WfbenchError
+
+__all__ = ["BROWSER_ENV", "BROWSER_NAMES", "find_browser", "screenshot"]  # internal, not the plugin API
 
 BROWSER_ENV = "WFBENCH_CHROMIUM"
 # Debian's Chromium, then Google Chrome (preinstalled on GitHub's Ubuntu runners, where the apt package
@@ -14,7 +15,7 @@ BROWSER_ENV = "WFBENCH_CHROMIUM"
 BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome-stable", "google-chrome")
 
 
-def _browser_version(path: str) -> Optional[str]:
+def _browser_version(path: str) -> str | None:
     """``path --version`` when it runs and names a Chromium or Chrome; None for a stub or anything else."""
     import subprocess
 
@@ -26,7 +27,7 @@ def _browser_version(path: str) -> Optional[str]:
     return text if res.returncode == 0 and ("Chromium" in text or "Chrome" in text) else None
 
 
-def find_browser(explicit: Optional[str] = None) -> tuple[str, str]:
+def find_browser(explicit: str | None = None) -> tuple[str, str]:
     """A Chromium-family browser to drive headless, as (path, version line).
 
     ``explicit`` or ``$WFBENCH_CHROMIUM`` when given (it must work); otherwise the first of
@@ -44,20 +45,20 @@ def find_browser(explicit: Optional[str] = None) -> tuple[str, str]:
         return path, version
     tried = []
     for name in BROWSER_NAMES:
-        path = shutil.which(name)
-        if path is None:
+        found = shutil.which(name)
+        if found is None:
             continue
-        version = _browser_version(path)
+        version = _browser_version(found)
         if version is not None:
-            return path, version
-        tried.append(path)
+            return found, version
+        tried.append(found)
     stubs = f" ({', '.join(tried)} did not run: a snap stub?)" if tried else ""
     raise WfbenchError(f"no Chromium or Chrome found{stubs}; install one (Debian: apt-get install chromium; "
                        f"Ubuntu: Google Chrome) or name it with --chromium PATH / ${BROWSER_ENV}")
 
 
 def screenshot(index: Path, png: Path, *, width: int = 1280, dark: bool = False,
-               chromium: Optional[str] = None) -> list[str]:
+               chromium: str | None = None) -> list[str]:
     """Open the page in headless Chromium or Chrome, save a full-page PNG; returns console errors, if any."""
     try:
         from playwright.sync_api import Error as PlaywrightError

@@ -3,7 +3,10 @@ case side by side, so one case's gap can be read across models."""
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["gpu_matrix"]  # internal, not the plugin API
 
 
 def _column_names(summaries: Sequence[dict[str, Any]]) -> list[str]:
@@ -12,7 +15,7 @@ def _column_names(summaries: Sequence[dict[str, Any]]) -> list[str]:
     return [s["gpu"] if models.count(s["gpu"]) == 1 else f"{s['gpu']} ({s['cuda']})" for s in summaries]
 
 
-def gpu_matrix(summaries: Sequence[dict[str, Any]]) -> Optional[dict[str, Any]]:
+def gpu_matrix(summaries: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     """Columns: the canonical platforms (headline first), each with its newest run; rows: every case of those
     runs, with its gap and status per column (None where a model's newest run does not have the case).
     None with fewer than two models: there is nothing to set side by side."""

@@ -7,6 +7,8 @@ from typing import Any
 from wfbench_core.record.results import MODE_AA
 from wfbench_core.review.series import Series
 
+__all__ = ["change_marks"]  # internal, not the plugin API
+
 
 def change_marks(s: Series) -> list[dict[str, Any]]:
     """Each step at the index of its first point after the step among all the series' points (what the chart

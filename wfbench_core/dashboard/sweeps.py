@@ -12,6 +12,8 @@ from typing import Any
 from wfbench_core.record.sweep_record import SweepPoint, SweepResult
 from wfbench_core.review.sweeps import newest_sweeps
 
+__all__ = ["sweep_card", "sweep_cards"]  # internal, not the plugin API
+
 
 def _point(p: SweepPoint, axis: str) -> dict[str, Any]:
     t = p.result.timing

@@ -10,11 +10,18 @@ on :data:`sys.meta_path`), :mod:`importlib.metadata` answers instead.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import re
 import sys
-from typing import Any, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import importlib.metadata
+
+__all__ = ["EntryPoint", "find"]  # internal, not the plugin API
 
 #: the form of an entry point's value: ``module``, ``module:attr.attr``, either with ``[extras]``
 _VALUE = re.compile(r"(?P<module>[\w.]+)\s*(:\s*(?P<attr>[\w.]+)\s*)?((?P<extras>\[.*\])\s*)?$")
@@ -23,7 +30,7 @@ _VALUE = re.compile(r"(?P<module>[\w.]+)\s*(:\s*(?P<attr>[\w.]+)\s*)?((?P<extras
 class EntryPoint:
     """One entry point: ``name = value`` in a group, and the distribution that declares it."""
 
-    __slots__ = ("name", "value", "_distribution", "_read_name")
+    __slots__ = ("_distribution", "_read_name", "name", "value")
 
     def __init__(self, name: str, value: str, distribution: Callable[[], str]) -> None:
         self.name = name
@@ -62,7 +69,7 @@ def find(group: str, path: Sequence[str] | None = None) -> list[EntryPoint]:
         text = _read(folder, "entry_points.txt")
         for section, name, value in _pairs(text or ""):
             if section == group:
-                found.append(EntryPoint(name, value, lambda folder=folder: _name_of(folder)))
+                found.append(EntryPoint(name, value, functools.partial(_name_of, folder)))
     return found
 
 
@@ -128,6 +135,10 @@ def _name_of(folder: str) -> str:
 def _from_importlib(group: str, path: Sequence[str] | None) -> list[EntryPoint]:
     import importlib.metadata
 
-    dists = importlib.metadata.distributions(**({} if path is None else {"path": list(path)}))
-    return [EntryPoint(ep.name, ep.value, lambda dist=dist: dist.metadata["Name"] or "")
+    dists = importlib.metadata.distributions() if path is None else importlib.metadata.distributions(path=list(path))
+    return [EntryPoint(ep.name, ep.value, functools.partial(_metadata_name, dist))
             for dist in dists for ep in dist.entry_points if ep.group == group]
+
+
+def _metadata_name(dist: importlib.metadata.Distribution) -> str:
+    return dist.metadata["Name"] or ""

@@ -9,14 +9,18 @@ from __future__ import annotations
 import importlib
 import os
 import warnings
+import weakref
+from collections.abc import Iterable
 from types import ModuleType
-from typing import Iterable
 
 import pluggy
 
 from wfbench_core import hookspecs
 from wfbench_core.discover import entry_points
 from wfbench_core.record.origin import PluginOrigin
+
+# internal to wfbench, not the plugin API (README: Layout)
+__all__ = ["DISABLE_ENV", "GROUP", "PLUGINS_ENV", "PluginLoadWarning", "get_plugin_manager", "plugin_origin"]
 
 GROUP = "wfbench"
 DISABLE_ENV = "WFBENCH_DISABLE_PLUGIN_AUTOLOAD"
@@ -51,7 +55,7 @@ def get_plugin_manager(
             name = plugin
             try:
                 plugin = importlib.import_module(plugin)
-            except Exception as exc:  # noqa: BLE001 - a broken plugin must not take the others down
+            except Exception as exc:  # a broken plugin must not take the others down
                 warnings.warn(
                     f"wfbench plugin {name!r} failed to import and was skipped: {type(exc).__name__}: {exc}",
                     PluginLoadWarning,
@@ -71,7 +75,7 @@ def _load_entry_points(pm: pluggy.PluginManager) -> None:
             continue
         try:
             plugin = ep.load()
-        except Exception as exc:  # noqa: BLE001 - a broken plugin must not take the others down
+        except Exception as exc:  # a broken plugin must not take the others down
             warnings.warn(
                 f"wfbench plugin {ep.name!r} (from {ep.distribution}) failed to import and was "
                 f"skipped: {type(exc).__name__}: {exc}",
@@ -83,10 +87,12 @@ def _load_entry_points(pm: pluggy.PluginManager) -> None:
         origins[ep.name] = ep.distribution
 
 
+#: per plugin manager, the distribution of each plugin it loaded from an entry point
+_ORIGINS: weakref.WeakKeyDictionary[pluggy.PluginManager, dict[str, str]] = weakref.WeakKeyDictionary()
+
+
 def _origins(pm: pluggy.PluginManager) -> dict[str, str]:
-    if not hasattr(pm, "wfbench_origins"):
-        pm.wfbench_origins = {}  # type: ignore[attr-defined]
-    return pm.wfbench_origins  # type: ignore[attr-defined,no-any-return]
+    return _ORIGINS.setdefault(pm, {})
 
 
 def plugin_origin(pm: pluggy.PluginManager, plugin: object) -> PluginOrigin:

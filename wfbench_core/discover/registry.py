@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import pluggy
 
 from wfbench_core.case import Case
+from wfbench_core.discover.plugins import get_plugin_manager, plugin_origin
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.origin import PluginOrigin
-from wfbench_core.discover.plugins import get_plugin_manager, plugin_origin
+
+if TYPE_CHECKING:  # the contracts load the result schema: listing transports needs neither
+    from wfbench_core.contracts import Timer, Transport
+    from wfbench_core.record.results import TimingProtocol
+
+__all__ = ["DuplicateError", "Registered", "Registry"]  # internal, not the plugin API
 
 
 class DuplicateError(WfbenchError):
@@ -50,7 +57,7 @@ class Registry:
         names = tuple(p for p in plugins if isinstance(p, str))
         reg = cls(pm, recipe=(autoload, names) if len(names) == len(plugins) else None)
         reg._collect("wfbench_register_cases", reg.cases, "case", _check_case)
-        reg._collect("wfbench_register_transports", reg.transports, "transport", None)
+        reg._collect("wfbench_register_transports", reg.transports, "transport", _check_transport)
         reg._collect("wfbench_register_ceilings", reg.ceilings, "ceiling of case", _check_ceiling)
         return reg
 
@@ -61,7 +68,7 @@ class Registry:
 
             def register(name_or_value: Any, value: Any = None, *, _origin: PluginOrigin = origin) -> None:
                 if value is None:
-                    value, name = name_or_value, getattr(name_or_value, "id", None)
+                    value, name = name_or_value, str(getattr(name_or_value, "id", ""))
                 else:
                     name = name_or_value
                 entry = Registered(name, value, _origin)
@@ -80,7 +87,8 @@ class Registry:
 
     def case(self, case_id: str) -> Case:
         try:
-            return self.cases[case_id].value  # type: ignore[no-any-return]
+            case: Case = self.cases[case_id].value
+            return case
         except KeyError:
             known = ", ".join(sorted(self.cases)) or "(none: is wfbench installed with its built-in cases?)"
             raise WfbenchError(f"unknown case {case_id!r}; known cases: {known}") from None
@@ -106,15 +114,16 @@ class Registry:
         entry = self.ceilings.get(case_id)
         return None if entry is None else entry.value
 
-    def transport(self, name: str) -> Any:
+    def transport(self, name: str) -> type[Transport]:
         try:
-            return self.transports[name].value
+            transport: type[Transport] = self.transports[name].value
+            return transport
         except KeyError:
             known = ", ".join(sorted(self.transports)) or "(none)"
             raise WfbenchError(f"unknown transport {name!r}; known transports: {known}") from None
 
-    def make_timer(self, protocol: Any) -> Any:
-        timer = self.pm.hook.wfbench_make_timer(protocol=protocol)
+    def make_timer(self, protocol: TimingProtocol) -> Timer:
+        timer: Timer | None = self.pm.hook.wfbench_make_timer(protocol=protocol)
         if timer is None:
             raise WfbenchError("no timer plugin is installed; reinstall wfbench (it ships the default timer)")
         return timer
@@ -131,3 +140,10 @@ def _check_ceiling(value: Any, plugin: str) -> None:
     if not isinstance(value, (Ceiling, NoCeiling)):
         raise WfbenchError(f"plugin {plugin} registered a ceiling that is a {type(value).__name__}, not a "
                            f"wfbench_core.ceiling.Ceiling or NoCeiling")
+
+
+def _check_transport(value: Any, origin: str) -> None:
+    options = getattr(value, "OPTIONS", None)
+    if not isinstance(options, Mapping) or not all(isinstance(k, str) for k in options):
+        raise WfbenchError(f"plugin {origin} registered transport {value!r} without an OPTIONS mapping "
+                           f"(option name -> help); declare OPTIONS = {{}} when it takes no options")

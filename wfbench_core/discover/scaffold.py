@@ -14,6 +14,8 @@ from pathlib import Path
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.fsutil import atomic_write
 
+__all__ = ["CUDA", "FORTH", "MODULE", "PYPROJECT", "README", "TEST", "new_case"]  # internal, not the plugin API
+
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
 
 PYPROJECT = """\
@@ -49,19 +51,24 @@ multiply the same way (WarpForth emits mul.rn; the CUDA side is built with -fmad
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Callable
+
 from wfbench_core import hookimpl
-from wfbench_core.case import Case, Launch, Param, Tolerance, Work, resource_text
+from wfbench_core.case import Arrays, Case, Launch, Param, Sizes, Tolerance, Work, resource_text
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
-def _launch(s):  # type: ignore[no-untyped-def]
+def _launch(s: Sizes) -> Launch:
     return Launch(grid=s["blocks"], block=256)
 
 
-def _inputs(s, rng):  # type: ignore[no-untyped-def]
+def _inputs(s: Sizes, rng: np.random.Generator) -> Arrays:
     return {"A": 1.5, "X": rng.standard_normal(s["N"]), "N": s["N"]}
 
 
-def _reference(inp, s):  # type: ignore[no-untyped-def]
+def _reference(inp: Arrays, s: Sizes) -> Arrays:
     return {"Y": inp["A"] * inp["X"]}
 
 
@@ -89,7 +96,7 @@ CASE = Case(
 
 
 @hookimpl
-def wfbench_register_cases(register):  # type: ignore[no-untyped-def]
+def wfbench_register_cases(register: Callable[[Case], None]) -> None:
     register(CASE)
 '''
 

@@ -13,15 +13,19 @@ Nothing here imports the library: ``Ceiling.prepare`` does, and an ImportError t
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Optional
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
 from wfbench_core.case import Case
 from wfbench_core.ceiling import LABEL, Ceiling, CeilingCall
 from wfbench_core.contracts import CeilingMeasured
-from wfbench_core.gpu.correctness import Checked, compare, poison_value
+from wfbench_core.gpu.comparison import compare, poison_value
+from wfbench_core.gpu.correctness import Checked
 from wfbench_core.gpu.device import Device
+
+__all__ = ["CeilingLaunchers", "check_ceiling", "failed_line"]  # internal, not the plugin API
 
 
 class CeilingLaunchers:
@@ -46,7 +50,7 @@ class CeilingLaunchers:
             out[name] = buf
         return out
 
-    def make(self, inputs: Mapping[str, Any], outputs: Optional[Mapping[str, Any]] = None) -> Callable[[], None]:
+    def make(self, inputs: Mapping[str, Any], outputs: Mapping[str, Any] | None = None) -> Callable[[], None]:
         """One run of the routine on the device's stream, reading ``inputs`` (the case's input buffers)."""
         outs = self.outputs(inputs) if outputs is None else outputs
         self.device.synchronize()  # the outputs are filled before the library is handed their addresses
@@ -80,7 +84,7 @@ def check_ceiling(device: Device, case: Case, ceiling: Ceiling, checked: Checked
         got = device.read(outs)
     except ImportError as exc:
         return CeilingMeasured(problem=f"{ceiling.library} ceiling not measured: {exc}", status=CEILING_MISSING), None
-    except Exception as exc:  # noqa: BLE001 - the library's error: the ceiling's own line, the case stands
+    except Exception as exc:
         return CeilingMeasured(problem=f"{ceiling.library} ceiling ({ceiling.routine}) raised "
                                       f"{type(exc).__name__}: {exc}", status=CEILING_ERROR), None
     want = ceiling.expect(checked.inputs, checked.want, case.sizes["canonical"])

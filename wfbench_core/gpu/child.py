@@ -9,7 +9,7 @@ Every child started here
   (``PR_SET_PDEATHSIG``, set between fork and exec). A launcher that compute-sanitizer or ncu starts is not
   our direct child: it asks for the same signal itself (:func:`die_with_parent`), so the chain
   executor -> worker -> compute-sanitizer -> launcher ends together;
-- gets this process's environment without its secrets (:func:`wfbench_core.record.childenv.child_env`) and the
+- gets this process's environment without its secrets (:func:`wfbench_core.host.childenv.child_env`) and the
   plugin set one way, through that environment (:func:`plugin_env`: ``PYTHONPATH``, ``WFBENCH_PLUGINS``,
   ``WFBENCH_DISABLE_PLUGIN_AUTOLOAD``), so ``Registry.load()`` in the child finds what the parent found;
 - passes its standard error on to ours and keeps its last lines, so a child that dies can say why
@@ -29,12 +29,18 @@ import subprocess
 import sys
 import threading
 import time
-from typing import IO, Any, Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
+from typing import IO, Any
 
 import attrs
 
 from wfbench_core.discover.plugins import DISABLE_ENV, PLUGINS_ENV
-from wfbench_core.record.childenv import child_env
+from wfbench_core.host.childenv import child_env
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "PR_SET_PDEATHSIG", "REASON_LINES", "TAIL_LINES", "Child", "Finished", "Lines", "Recipe", "die_with_parent",
+    "plugin_env", "run",
+]
 
 PR_SET_PDEATHSIG = 1
 #: how many of a child's last standard-error lines are kept for its end reason
@@ -43,10 +49,10 @@ TAIL_LINES = 20
 REASON_LINES = 3
 
 #: how another process loads the same plugins: ``(autoload, module names)`` (:attr:`Registry.recipe`)
-Recipe = tuple[Optional[bool], tuple[str, ...]]
+Recipe = tuple[bool | None, tuple[str, ...]]
 
 
-def plugin_env(recipe: Recipe | None = None, base: Optional[dict[str, str]] = None) -> dict[str, str]:
+def plugin_env(recipe: Recipe | None = None, base: dict[str, str] | None = None) -> dict[str, str]:
     """The environment of a child that loads the plugins this process loaded.
 
     ``PYTHONPATH`` is this process's import path (plugins named by module import there too); the recipe's
@@ -65,13 +71,13 @@ def plugin_env(recipe: Recipe | None = None, base: Optional[dict[str, str]] = No
     return env
 
 
-def _prctl() -> Optional[Callable[..., int]]:
+def _prctl() -> Callable[..., int] | None:
     if not sys.platform.startswith("linux"):
         return None
     try:
         import ctypes
 
-        return ctypes.CDLL(None, use_errno=True).prctl  # type: ignore[no-any-return]
+        return ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):  # pragma: no cover - a libc without prctl
         return None
 
@@ -105,7 +111,7 @@ def die_with_parent() -> None:
 class _Drain:
     """Reads a child's pipe on a thread: passes each line on (when asked) and keeps the last ones."""
 
-    def __init__(self, stream: IO[bytes], echo: Optional[Callable[[str], None]], keep: Optional[int]) -> None:
+    def __init__(self, stream: IO[bytes], echo: Callable[[str], None] | None, keep: int | None) -> None:
         self.lines: collections.deque[str] = collections.deque(maxlen=keep)
         self._stream, self._echo = stream, echo
         self._thread = threading.Thread(target=self._run, name="wfbench-child-output", daemon=True)
@@ -138,7 +144,7 @@ class Child:
 
     def __init__(self, argv: Sequence[str], *, recipe: Recipe | None = None, stdin: Any = subprocess.DEVNULL,
                  stdout: Any = subprocess.DEVNULL, pass_fds: Sequence[int] = (), echo: bool = True,
-                 keep: Optional[int] = TAIL_LINES) -> None:
+                 keep: int | None = TAIL_LINES) -> None:
         self.argv = list(argv)
         self.proc = subprocess.Popen(self.argv, stdin=stdin, stdout=stdout, stderr=subprocess.PIPE,
                                      pass_fds=tuple(pass_fds), env=plugin_env(recipe),
@@ -153,7 +159,7 @@ class Child:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def wait(self, timeout: Optional[float] = None) -> Optional[int]:
+    def wait(self, timeout: float | None = None) -> int | None:
         """The exit status, or None if it still runs after ``timeout`` seconds."""
         try:
             return self.proc.wait(timeout=timeout)
@@ -191,7 +197,7 @@ class Child:
 class Finished:
     """A child run to its end, or to its deadline (``returncode`` None: the group was killed)."""
 
-    returncode: Optional[int]
+    returncode: int | None
     stdout: str
     stderr: str
 
@@ -214,7 +220,7 @@ class Lines:
         self.fd = fd
         self.buf = b""
 
-    def next(self, timeout: float) -> Optional[bytes]:
+    def next(self, timeout: float) -> bytes | None:
         """The next line; None at the end of the pipe; :class:`TimeoutError` after ``timeout`` seconds."""
         end = time.monotonic() + timeout
         while b"\n" not in self.buf:

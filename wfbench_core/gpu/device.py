@@ -5,7 +5,7 @@ the profiler's and the sanitizer's launchers, the nvbench cross-check) does it t
 
 - **context and stream**: numba-cuda's context and one explicit stream, which cuda.core's launches share;
 - **module load**: PTX to a :class:`Kernel` (a CUDA error is a classified
-  :class:`~wfbench_core.build.faults.KernelFault`, see :meth:`Device.faults`);
+  :class:`~wfbench_core.compiling.faults.KernelFault`, see :meth:`Device.faults`);
 - **arguments and launch**: a case's parameters as kernel arguments, launches on the stream (or on another
   library's stream, for nvbench), CUDA graphs captured from launches and replayed;
 - **memory**: device buffers, mapped host memory, copies in both directions, memset, prompt frees;
@@ -24,14 +24,18 @@ import ctypes
 import os
 import platform
 import socket
-from typing import Any, Callable, Iterator, Mapping, Optional
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
 import attrs
 import numpy as np
 
+from wfbench_core.compiling.faults import LOAD_FAILURE, OUT_OF_RESOURCES, Fault, KernelFault, classify, launch_limits
 from wfbench_core.errors import NoGpuError, WfbenchError
-from wfbench_core.build.faults import LOAD_FAILURE, OUT_OF_RESOURCES, Fault, KernelFault, classify, launch_limits
 from wfbench_core.record.results import Environment, KernelAttrs, sm_arch
+
+# internal to wfbench, not the plugin API (README: Layout)
+__all__ = ["Device", "Driver", "Kernel", "gpu_unavailable_reason", "jit_errors", "jit_log"]
 
 _SCALAR_TYPES = {"i32": ctypes.c_int32, "i64": ctypes.c_int64, "f32": ctypes.c_float, "f64": ctypes.c_double}
 
@@ -45,7 +49,7 @@ def gpu_unavailable_reason() -> str | None:
     try:
         if not cuda.is_available():
             return "no NVIDIA GPU or CUDA driver found on this machine"  # each command adds where to go instead
-    except Exception as exc:  # noqa: BLE001 - any driver failure means no GPU for us
+    except Exception as exc:  # any driver failure means no GPU for us
         return f"the CUDA driver is not usable here ({type(exc).__name__}: {exc})"
     return None
 
@@ -64,10 +68,10 @@ class Driver:
     launch_stream: Any
     wrap_stream: Callable[[int], Any] = lambda handle: handle
     jit_log: Callable[[str, str], str] = lambda ptx, arch: ""  # what the JIT says about PTX that did not load
-    memset: Optional[Callable[[Any, int, Any], None]] = None  # (buffer, byte, stream); None: numba-cuda's
+    memset: Callable[[Any, int, Any], None] | None = None  # (buffer, byte, stream); None: numba-cuda's
 
     @classmethod
-    def open(cls) -> "Driver":
+    def open(cls) -> Driver:
         reason = gpu_unavailable_reason()
         if reason:
             raise NoGpuError(reason)
@@ -76,7 +80,7 @@ class Driver:
         try:
             from cuda.core import LaunchConfig, Stream, launch
         except ImportError:  # cuda-core < 0.4
-            from cuda.core.experimental import LaunchConfig, Stream, launch  # type: ignore[no-redef]
+            from cuda.core.experimental import LaunchConfig, Stream, launch
         stream = cuda.stream()
         # cuda.core launches go to the same stream numba's events are recorded on (numba owns it)
         return cls(cuda, cuda.current_context(), stream, launch, LaunchConfig, Stream.from_handle(int(stream.handle)),
@@ -101,7 +105,7 @@ class Kernel:
 class Device:
     """One GPU context and stream (see the module docstring)."""
 
-    def __init__(self, driver: Optional[Driver] = None) -> None:
+    def __init__(self, driver: Driver | None = None) -> None:
         self._driver = driver
 
     @property
@@ -110,7 +114,7 @@ class Device:
             self._driver = Driver.open()  # NoGpuError: one line saying why not
         return self._driver
 
-    def open(self) -> "Device":
+    def open(self) -> Device:
         """Open the driver now (a missing GPU is a :class:`NoGpuError` here rather than at first use)."""
         _ = self._d
         return self
@@ -143,7 +147,7 @@ class Device:
         dev = self._d.context.device
         try:
             return f"{int(dev.PCI_DOMAIN_ID):08x}:{int(dev.PCI_BUS_ID):02x}:{int(dev.PCI_DEVICE_ID):02x}.0"
-        except Exception:  # noqa: BLE001
+        except Exception:
             return None
 
     def environment(self) -> Environment:
@@ -172,14 +176,14 @@ class Device:
         the JIT's own words where the PTX did not load (cuda.core loads a module lazily: at its first kernel)."""
         try:
             module = self._d.context.create_module_ptx(ptx)
-        except Exception as exc:  # noqa: BLE001 - only CUDA errors are converted; anything else propagates
+        except Exception as exc:  # only CUDA errors are converted; anything else propagates
             fault = classify(exc)
             if fault is None:
                 raise
             raise KernelFault(case_id, config, label, self._load_fault(fault, ptx, kernel), "load") from None
         try:
             fn = module.get_function(kernel)
-        except Exception as exc:  # noqa: BLE001 - name the side and kernel, keep the driver's words
+        except Exception as exc:  # name the side and kernel, keep the driver's words
             fault = attrs.evolve(classify(exc) or Fault(LOAD_FAILURE, False), kind=LOAD_FAILURE)
             raise KernelFault(case_id, config, label, self._load_fault(fault, ptx, kernel), "load") from None
         return Kernel(kernel, module, fn)
@@ -192,20 +196,20 @@ class Device:
             return fault
         try:
             log = jit_errors(self._d.jit_log(ptx, self.arch()))
-        except Exception:  # noqa: BLE001 - the JIT's words are a courtesy; the class stands without them
+        except Exception:  # the JIT's words are a courtesy; the class stands without them
             log = ""
         detail = f"the JIT says: {log}" if log else f"kernel {kernel!r}: the driver did not load its PTX (no JIT log)"
         return attrs.evolve(fault, detail=detail)
 
     @contextlib.contextmanager
-    def faults(self, case_id: str, config: str, label: str, action: str, kernel: Optional[Kernel] = None,
+    def faults(self, case_id: str, config: str, label: str, action: str, kernel: Kernel | None = None,
                geometry: Any = None) -> Iterator[None]:
         """Turn a CUDA error inside the block into a classified :class:`KernelFault` (one line)."""
         try:
             yield
         except KernelFault:
             raise
-        except Exception as exc:  # noqa: BLE001 - only CUDA errors are converted; anything else propagates
+        except Exception as exc:  # only CUDA errors are converted; anything else propagates
             fault = classify(exc)
             if fault is None:
                 raise
@@ -223,7 +227,7 @@ class Device:
                                  registers=a.registers, static_shared=a.shared_bytes, max_threads=a.max_threads,
                                  max_shared_per_block=self._attr("MAX_SHARED_MEMORY_PER_BLOCK"),
                                  max_registers_per_block=self._attr("MAX_REGISTERS_PER_BLOCK"))
-        except Exception:  # noqa: BLE001 - the detail is a courtesy; the class stands without it
+        except Exception:  # the detail is a courtesy; the class stands without it
             return ""
 
     # -- arguments and launches --------------------------------------------------------------------
@@ -394,7 +398,7 @@ def jit_log(ptx: str, arch: str) -> str:
             cu.cuModuleUnload(module)
             return ""
         log = errors.split(b"\0", 1)[0].decode(errors="replace").strip()
-    except Exception:  # noqa: BLE001 - this binding would not take the buffers: the linker's log instead
+    except Exception:  # this binding would not take the buffers: the linker's log instead
         pass
     return log or _linker_log(ptx, arch)
 
@@ -403,12 +407,12 @@ def _linker_log(ptx: str, arch: str) -> str:
     try:
         from cuda.core import Linker, LinkerOptions, ObjectCode
     except ImportError:  # cuda-core < 0.4
-        from cuda.core.experimental import Linker, LinkerOptions, ObjectCode  # type: ignore[no-redef]
+        from cuda.core.experimental import Linker, LinkerOptions, ObjectCode
     linker = Linker(ObjectCode.from_ptx(ptx), options=LinkerOptions(arch=arch))
     failure = ""
     try:
         linker.link("cubin")
-    except Exception as exc:  # noqa: BLE001 - the failure is expected; its log is what is wanted
+    except Exception as exc:  # the failure is expected; its log is what is wanted
         failure = str(exc)
     try:
         return str(linker.get_error_log() or "").strip() or failure
@@ -434,7 +438,7 @@ def _dist_version(name: str) -> str:
         from importlib.metadata import version
 
         return version(name)
-    except Exception:  # noqa: BLE001
+    except Exception:
         return ""
 
 

@@ -40,23 +40,23 @@ from __future__ import annotations
 import ctypes
 import math
 import time
-from typing import Any, Callable, Mapping, Optional, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import attrs
 import numpy as np
 
-from wfbench_core.gpu import watchdog
 from wfbench_core.case import Case
 from wfbench_core.ceiling import LABEL as CEILING
+from wfbench_core.errors import WfbenchError
+from wfbench_core.gpu import watchdog
 from wfbench_core.gpu.correctness import TimedBuffers
 from wfbench_core.gpu.device import Device, Kernel
-# the helper kernels' PTX (empty kernel, gate, clock probe): re-exported under the names the timer used
-from wfbench_core.gpu.helper_kernels import (  # noqa: F401
-    CLOCK_KERNEL, CLOCK_PTX, EMPTY, EMPTY_PTX, GATE_KERNEL, GATE_PTX)
-from wfbench_core.errors import WfbenchError
-from wfbench_core.record.results import TIMING_COLD_L2, TIMING_EVENTS, TIMING_GRAPH
+from wfbench_core.gpu.helper_kernels import CLOCK_KERNEL, CLOCK_PTX, EMPTY, EMPTY_PTX, GATE_KERNEL, GATE_PTX
 from wfbench_core.gpu.sampling import buffer_sets
+from wfbench_core.record.results import TIMING_COLD_L2, TIMING_GRAPH
 
+__all__ = ["CudaRounds", "TimingSetup"]  # internal: the names the rest of wfbench uses
 GRAPH_CHUNK = 256  # launches per captured graph (a multiple of every rotation); a sample replays it
 COLD_MAX_LAUNCHES = 256  # cold-L2 samples: each launch has its own events and flush
 GATE_TIMEOUT_NS = 200_000_000  # the gate opens by itself after 0.2 s (the host never set the flag)
@@ -66,7 +66,6 @@ LEAD_MS = 2.0  # the untimed lead-in before the start event: at most this much G
 GATE_MAX_RETAKES = 3  # a host that keeps missing the gate is an error, not an endless loop
 FLOOR_LAUNCHES = 1024  # launches of the empty kernel per round of the launch floor (the mode may cap them)
 FLOOR_ROUNDS = 5  # rounds of the launch floor after one untimed one; the floor is their median
-
 
 @attrs.frozen
 class TimingSetup:
@@ -79,7 +78,7 @@ class TimingSetup:
     want: Mapping[str, np.ndarray]
     # side label -> each output as the correctness phase checked it: the timed buffers are verified against
     # these after every placement (none: not verified, as in ``wfbench crosscheck``)
-    good: Optional[Mapping[str, Mapping[str, np.ndarray]]] = None
+    good: Mapping[str, Mapping[str, np.ndarray]] | None = None
     ceiling: Any = None  # --ceiling: its launcher maker (gpu.ceiling_side.CeilingLaunchers), one more side
 
 
@@ -256,22 +255,22 @@ class CudaRounds:
         self._gated(enqueue, ev[len(order) - 1][1], what, self._expected_s(order, launches))  # the round's last event
         return self._seen({label: device.elapsed_ms(*ev[i]) for i, label in enumerate(order)}, launches)
 
-    def sm_mhz(self) -> Optional[float]:
+    def sm_mhz(self) -> float | None:
         """The mean SM clock between the last round's two probes (SM cycles per ns); None where a probe did not
         write (no block ran on SM 0) or the timer did not move."""
         self.device.synchronize()  # the closing probe is queued after the round's last event
         return self._between(0, len(self._order))
 
-    def side_mhz(self) -> Optional[dict[str, float]]:
+    def side_mhz(self) -> dict[str, float] | None:
         """Each side's mean SM clock in the last round (from the probe before it to the probe after it); None in
         cold-l2 mode (its probes bracket each launch) or where a probe did not write."""
         if self.mode == TIMING_COLD_L2:
             return None
         self.device.synchronize()
-        out = {label: self._between(i, i + 1) for i, label in enumerate(self._order)}
-        return None if any(v is None for v in out.values()) else out  # type: ignore[return-value]
+        out = {label: mhz for i, label in enumerate(self._order) if (mhz := self._between(i, i + 1)) is not None}
+        return out if len(out) == len(self._order) else None
 
-    def _between(self, a: int, b: int) -> Optional[float]:
+    def _between(self, a: int, b: int) -> float | None:
         """SM cycles per ns between probes ``a`` and ``b`` of the last round, in MHz."""
         s = [int(x) for x in self._stamps]
         ns0, cyc0, ns1, cyc1 = s[2 * a], s[2 * a + 1], s[2 * b], s[2 * b + 1]
@@ -312,7 +311,7 @@ class CudaRounds:
 
     def launch_floor_us(self) -> float:
         """Per-launch time of an empty kernel, timed as the sides are (this mode, behind the gate), in us."""
-        from wfbench_core.record.stats import median
+        from wfbench_core.stats import median
 
         launches = self.fit(FLOOR_LAUNCHES)
         self.round([EMPTY], launches)  # untimed: the graph is captured, the launch path is warm
@@ -365,14 +364,13 @@ class CudaRounds:
         return ms
 
     def _cold_side(self, label: str, launches: int) -> float:
-        """A cold-L2 sample, launch by launch as nvbench's cold measurement: the flush, then the host waits for
-        it (the GPU idle, the flush's writes done), then behind the gate the start event, the launch and the
-        end event, queued whole before the gate opens; the sum of the launches' own times. So each start event
-        is stamped when the GPU reaches it with its launch already queued behind it, and nothing of the flush
-        is inside the timed span: neither the launch latency nor the flush's tail. As nvbench's, each launch
-        is bracketed by the clock probe (one block per SM) before its start event and after its end event:
-        what the GPU does around a kernel of a few us moves its timed span (an empty kernel read 0.22 us
-        less without them on the H200)."""
+        """A cold-L2 sample, launch by launch as nvbench's cold measurement: the flush, then the host waits for it (the
+        GPU idle, the flush's writes done), then behind the gate the start event, the launch and the end event, queued
+        whole before the gate opens; the sum of the launches' own times. So each start event is stamped when the GPU
+        reaches it with its launch already queued behind it, and nothing of the flush is inside the timed span: neither
+        the launch latency nor the flush's tail. As nvbench's, each launch is bracketed by the clock probe (one block
+        per SM) before its start event and after its end event: what the GPU does around a kernel of a few us moves its
+        timed span (an empty kernel read 0.22 us less without them on the H200)."""
         device = self.device
         if self._flush_buf is None:
             if device.l2_bytes <= 0:
@@ -428,7 +426,7 @@ class CudaRounds:
 
             try:
                 self._graphs[key] = self.device.capture(enqueue)
-            except Exception as exc:  # noqa: BLE001 - only a library call may fail to capture; a kernel raises
+            except Exception as exc:
                 if label != CEILING:
                     raise
                 self.capture_note = f"capturing {self.setup.ceiling.ceiling.routine} failed ({exc}); timed with events"

@@ -1,6 +1,10 @@
 """The PTX of the timer's own helper kernels (:mod:`wfbench_core.gpu.gpu_rounds` runs them): the empty kernel of
 the launch floor, the gate every round starts behind and the clock probe that brackets each side."""
 
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "CLOCK_KERNEL", "CLOCK_PTX", "EMPTY", "EMPTY_PTX", "GATE_KERNEL", "GATE_PTX",
+]
+
 EMPTY = "wfbench_empty"  # the empty kernel's label in the rounds (the launch floor)
 EMPTY_PTX = """\
 .version 7.5

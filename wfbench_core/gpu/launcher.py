@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 import attrs
 
 from wfbench_core.errors import WfbenchError
+
+__all__ = ["LaunchSpec", "command", "serve"]  # internal, not the plugin API
 
 
 @attrs.frozen

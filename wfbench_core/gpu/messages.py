@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import TYPE_CHECKING, Optional, Union
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -24,6 +24,11 @@ from wfbench_core.record.results import CaseResult, CompilerInfo, Environment, c
 
 if TYPE_CHECKING:
     import cattrs
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "TAG", "Arm", "CaseError", "Disarm", "Exit", "Fatal", "Init", "Message", "ProgressLine", "Ready", "Reply",
+    "Request", "Results", "RunCase", "RunPoint", "decode", "encode", "fatal_error",
+]
 
 # -- executor -> worker ------------------------------------------------------------------------------
 
@@ -37,8 +42,8 @@ class Init:
     request: ExecuteRequest
     copy: bool = False
     prefetch: tuple[str, ...] = ()
-    copy_gbps: Optional[float] = None
-    fp64_peak_gflops: Optional[float] = None
+    copy_gbps: float | None = None
+    fp64_peak_gflops: float | None = None
 
 
 @attrs.frozen
@@ -115,14 +120,14 @@ class Disarm:
     """The wait ended: the quiet limit applies again."""
 
 
-Request = Union[Init, RunCase, RunPoint, Exit]
-Reply = Union[Ready, Results, CaseError, Fatal, ProgressLine, Arm, Disarm]
-Message = Union[Init, RunCase, RunPoint, Exit, Ready, Results, CaseError, Fatal, ProgressLine, Arm, Disarm]
+Request = Init | RunCase | RunPoint | Exit
+Reply = Ready | Results | CaseError | Fatal | ProgressLine | Arm | Disarm
+Message = Init | RunCase | RunPoint | Exit | Ready | Results | CaseError | Fatal | ProgressLine | Arm | Disarm
 TAG = "kind"
 
 
 @functools.lru_cache(maxsize=1)
-def _converter() -> "cattrs.Converter":
+def _converter() -> cattrs.Converter:
     """The one converter, taught the tagged union of these messages (once)."""
     from cattrs.strategies import configure_tagged_union
 
@@ -139,8 +144,9 @@ def encode(message: Message) -> str:
 def decode(line: str | bytes) -> Message:
     """The message of one line; :class:`WfbenchError` for anything else."""
     try:
-        return _converter().structure(json.loads(line), Message)  # type: ignore[no-any-return]
-    except Exception as exc:  # noqa: BLE001 - JSON and cattrs errors alike: the other side speaks another protocol
+        message: Message = _converter().structure(json.loads(line), Message)  # type: ignore[arg-type]  # a union is no type[T]
+        return message
+    except Exception as exc:  # JSON and cattrs errors alike: the other side speaks another protocol
         text = line.decode(errors="replace") if isinstance(line, bytes) else line
         raise WfbenchError(f"not a worker message ({type(exc).__name__}): {text[:120]!r}; are both sides the same "
                            "wfbench version?") from None

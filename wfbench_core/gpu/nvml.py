@@ -13,12 +13,18 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Iterable, Optional, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import attrs
 
 from wfbench_core.record.results import CaseResult, Environment, NvmlSummary
-from wfbench_core.record.stats import median
+from wfbench_core.stats import median
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "HEALTHY_FRACTION", "PERIOD_S", "POWER_REASONS", "REASON_BITS", "THERMAL_REASONS", "NvmlSampler", "Reading",
+    "describe", "facts", "host_health", "mark_host", "reason_names", "summarize", "throttled",
+]
 
 PERIOD_S = 0.1
 
@@ -43,11 +49,11 @@ HEALTHY_FRACTION = 0.95  # memory clock under load and enforced power limit: at 
 @attrs.frozen
 class Reading:
     t: float  # seconds, monotonic
-    sm_mhz: Optional[int] = None
-    mem_mhz: Optional[int] = None
-    power_w: Optional[float] = None
-    temp_c: Optional[int] = None
-    reasons: Optional[int] = None  # bit mask of REASON_BITS
+    sm_mhz: int | None = None
+    mem_mhz: int | None = None
+    power_w: float | None = None
+    temp_c: int | None = None
+    reasons: int | None = None  # bit mask of REASON_BITS
 
 
 def reason_names(mask: int) -> tuple[str, ...]:
@@ -63,7 +69,7 @@ def reason_names(mask: int) -> tuple[str, ...]:
     return tuple(names)
 
 
-def summarize(readings: Sequence[Reading]) -> Optional[NvmlSummary]:
+def summarize(readings: Sequence[Reading]) -> NvmlSummary | None:
     """One case's readings as a summary; None when NVML gave nothing."""
     if not readings:
         return None
@@ -83,10 +89,10 @@ def summarize(readings: Sequence[Reading]) -> Optional[NvmlSummary]:
     return NvmlSummary(
         n=len(readings),
         sm_mhz_min=int(min(sm, default=0.0)),
-        sm_mhz_median=int(round(mid(sm))),
+        sm_mhz_median=round(mid(sm)),
         sm_mhz_max=int(max(sm, default=0.0)),
         mem_mhz_min=int(min(mem, default=0.0)),
-        mem_mhz_median=int(round(mid(mem))),
+        mem_mhz_median=round(mid(mem)),
         power_w_median=round(mid(power), 1),
         power_w_max=round(max(power, default=0.0), 1),
         temp_c_max=int(max(temp, default=0.0)),
@@ -96,12 +102,12 @@ def summarize(readings: Sequence[Reading]) -> Optional[NvmlSummary]:
     )
 
 
-def throttled(summary: Optional[NvmlSummary]) -> bool:
+def throttled(summary: NvmlSummary | None) -> bool:
     """A power or thermal throttle event during the case's timing."""
     return bool(summary and (summary.power_throttled or summary.thermal_throttled))
 
 
-def host_health(env: Environment, summaries: Iterable[Optional[NvmlSummary]]) -> tuple[bool, str]:
+def host_health(env: Environment, summaries: Iterable[NvmlSummary | None]) -> tuple[bool, str]:
     """(depressed, why): memory clock under load or enforced power limit below the board's healthy band."""
     why = []
     if env.default_power_limit_w and env.power_limit_w and \
@@ -123,7 +129,7 @@ def mark_host(env: Environment, cases: Iterable[CaseResult]) -> Environment:
     return attrs.evolve(env, depressed_host=depressed, depressed_why=why)
 
 
-def describe(summary: Optional[NvmlSummary]) -> str:
+def describe(summary: NvmlSummary | None) -> str:
     """One short line for tables: SM and memory clock range, power, temperature, throttle reasons."""
     if summary is None:
         return "-"
@@ -136,13 +142,13 @@ def describe(summary: Optional[NvmlSummary]) -> str:
 class NvmlSampler:
     """Reads NVML on a daemon thread every ``period_s`` between ``start()`` and ``stop()``."""
 
-    def __init__(self, bus_id: Optional[str], period_s: float = PERIOD_S) -> None:
+    def __init__(self, bus_id: str | None, period_s: float = PERIOD_S) -> None:
         self.period_s = period_s
         self.handle: Any = None
         self.why_not = ""
         self._readings: list[Reading] = []
         self._stop = threading.Event()
-        self._thread: Optional[threading.Thread] = None
+        self._thread: threading.Thread | None = None
         try:
             import pynvml
 
@@ -150,7 +156,7 @@ class NvmlSampler:
             self._nvml = pynvml
             self.handle = pynvml.nvmlDeviceGetHandleByPciBusId(bus_id) if bus_id else \
                 pynvml.nvmlDeviceGetHandleByIndex(0)
-        except Exception as exc:  # noqa: BLE001 - NVML is metadata: timing goes on without it
+        except Exception as exc:  # NVML is metadata: timing goes on without it
             self.why_not = f"NVML not readable ({type(exc).__name__}: {exc})"
             self.handle = None
 
@@ -161,7 +167,7 @@ class NvmlSampler:
         def get(fn: Any) -> Any:
             try:
                 return fn()
-            except Exception:  # noqa: BLE001 - each value is optional
+            except Exception:  # each value is optional
                 return None
 
         reasons_fn = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
@@ -182,7 +188,7 @@ class NvmlSampler:
             if self._stop.wait(self.period_s):
                 return
 
-    def start(self) -> "NvmlSampler":
+    def start(self) -> NvmlSampler:
         if self.handle is not None and self._thread is None:
             self._readings = []
             self._stop.clear()
@@ -200,7 +206,7 @@ class NvmlSampler:
         return list(self._readings)
 
 
-def facts(bus_id: Optional[str]) -> dict[str, Any]:
+def facts(bus_id: str | None) -> dict[str, Any]:
     """GPU facts from NVML; any that cannot be read are left out."""
     try:
         import pynvml
@@ -209,13 +215,13 @@ def facts(bus_id: Optional[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     try:
         pynvml.nvmlInit()
-    except Exception:  # noqa: BLE001
+    except Exception:
         return {}
     try:
         h = pynvml.nvmlDeviceGetHandleByPciBusId(bus_id) if bus_id else pynvml.nvmlDeviceGetHandleByIndex(0)
-    except Exception:  # noqa: BLE001
+    except Exception:
         h = pynvml.nvmlDeviceGetHandleByIndex(0)
-    reads = {
+    reads: dict[str, Callable[[], Any]] = {
         "gpu_uuid": lambda: pynvml.nvmlDeviceGetUUID(h),
         "driver_version": lambda: pynvml.nvmlSystemGetDriverVersion(),
         "sm_clock_mhz": lambda: pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM),
@@ -231,12 +237,12 @@ def facts(bus_id: Optional[str]) -> dict[str, Any]:
         try:
             value = read()
             out[key] = value.decode() if isinstance(value, bytes) else value
-        except Exception:  # noqa: BLE001 - each fact is optional
+        except Exception:  # each fact is optional
             pass
     try:
         v = pynvml.nvmlSystemGetCudaDriverVersion()
         out["cuda_driver_version"] = f"{v // 1000}.{(v % 1000) // 10}"
-    except Exception:  # noqa: BLE001
+    except Exception:
         pass
     for k in ("sm_clock_mhz", "mem_clock_mhz", "max_sm_clock_mhz", "max_mem_clock_mhz", "temperature_c",
               "memory_bytes"):

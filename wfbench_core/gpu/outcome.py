@@ -9,24 +9,51 @@
 - :func:`merge_repeats`: one result per case from the passes of ``--repeat``, their records pooled
   (:func:`pool`, one rule per field of the record).
 
-The statistics come from :mod:`wfbench_core.record.stats`.
+The statistics come from :mod:`wfbench_core.stats`.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from wfbench_core.gpu.plausibility import (Yardsticks, ceiling_implausible, implausible, launch_bound,
-                                           launch_bound_note)
-from wfbench_core.record.results import (ERROR, FAILED, FAILING, IMPLAUSIBLE, OK, UNSTABLE, CaseResult, CompileRecord, Sampled,
-                                  Timing)
+from wfbench_core.gpu.plausibility import (
+    Yardsticks,
+    ceiling_implausible,
+    implausible,
+    launch_bound,
+    launch_bound_note,
+)
+from wfbench_core.record.results import (
+    ERROR,
+    FAILED,
+    FAILING,
+    IMPLAUSIBLE,
+    OK,
+    UNSTABLE,
+    CaseResult,
+    CompileRecord,
+    Sampled,
+    Timing,
+)
 from wfbench_core.record.timing_record import sampled_of, sampling_fields
+
+if TYPE_CHECKING:
+    from wfbench_core.ceiling import Ceiling
+    from wfbench_core.contracts import Measurement
+    from wfbench_core.record.results import CeilingResult
+
+# internal to wfbench, not the plugin API (README: Layout)
+__all__ = [
+    "POOL", "case_result", "ceiling_result", "error_result", "measured", "merge_repeats", "pool", "timed_status",
+    "timing_of",
+]
 
 
 def case_result(case: Any, *, mode: str, plugin: str, compiler_label: str = "",
-                compile_wf: Optional[CompileRecord] = None) -> CaseResult:
+                compile_wf: CompileRecord | None = None) -> CaseResult:
     """A case about to be checked and timed: its identity, work and sources; ERROR until it gets further."""
     from wfbench_core.gpu.plausibility import default_flop_type
 
@@ -49,7 +76,7 @@ def error_result(case_id: str, case: Any, plugin: str, label: str, mode: str, wh
 
 
 def measured(base: CaseResult, m: Any, side: str, *, unstable_noise: float,
-             yardsticks: Optional[Yardsticks] = None) -> CaseResult:
+             yardsticks: Yardsticks | None = None) -> CaseResult:
     """``base`` with what the timer measured of WarpForth side ``side`` against ``"cuda"``: its checks, kernel
     attributes and costs, then FAILED (with the first failed check's line), IMPLAUSIBLE (faster than the run's
     yardsticks allow: the figure, no timing) or timed."""
@@ -72,8 +99,8 @@ def measured(base: CaseResult, m: Any, side: str, *, unstable_noise: float,
     return attrs.evolve(base, **fields)
 
 
-def ceiling_result(ceiling: Any, m: Any, case: CaseResult, side: str, *,
-                   yardsticks: Optional[Yardsticks] = None) -> Any:
+def ceiling_result(ceiling: Ceiling | None, m: Measurement | None, case: CaseResult, side: str, *,
+                   yardsticks: Yardsticks | None = None) -> CeilingResult | None:
     """The stored record of the case's library ceiling from what the timer measured (None: none was asked).
 
     Its own status: missing, error or failed (its own line; the case's status and gap stand), implausible
@@ -81,10 +108,10 @@ def ceiling_result(ceiling: Any, m: Any, case: CaseResult, side: str, *,
     time`` over the same rounds' medians. The case's ``timing`` is not read or changed."""
     from wfbench_core.ceiling import LABEL, library_version, ratio
     from wfbench_core.record.results import CEILING_ERROR, CEILING_IMPLAUSIBLE, CEILING_OK, CeilingResult
-    from wfbench_core.record.stats import pair_ratios, percentiles, rate, summarize
+    from wfbench_core.stats import pair_ratios, percentiles, rate, summarize
 
-    got = getattr(m, "ceiling", None)
-    if ceiling is None or got is None:
+    got = m.ceiling if m is not None else None
+    if ceiling is None or m is None or got is None:
         return None
     check = next(iter(got.checks), None)
     record = CeilingResult(library=ceiling.library, routine=ceiling.routine, package=ceiling.package,
@@ -93,12 +120,13 @@ def ceiling_result(ceiling: Any, m: Any, case: CaseResult, side: str, *,
                            flop_type=ceiling.flop_type or case.work_flop_type, timing_mode=got.timing_mode,
                            capture_note=got.capture_note, max_abs_err=check.max_abs_err if check else 0.0,
                            max_rel_err=check.max_rel_err if check else 0.0)
-    samples = m.sampled.samples_us.get(LABEL) if m.sampled is not None else None
-    if got.problem or not samples or case.timing is None:
+    sampled = m.sampled
+    samples = sampled.samples_us.get(LABEL) if sampled is not None else None
+    if got.problem or sampled is None or not samples or case.timing is None:
         why = got.problem or f"{case.id}: the {ceiling.library} ceiling was not timed (the case was not)"
         return attrs.evolve(record, status=got.status or CEILING_ERROR, message=why)
     stats = summarize(samples)
-    wf = m.sampled.samples_us[side]
+    wf = sampled.samples_us[side]
     ratios = pair_ratios(wf, samples)
     lo, hi = percentiles(ratios, [5, 95]) if ratios is not None else (None, None)
     record = attrs.evolve(record, status=CEILING_OK, stats=stats, ratio=ratio(case.timing.warpforth.median_us,
@@ -116,7 +144,7 @@ def timing_of(sampled: Sampled, side: str, *, work_bytes: int, work_flops: int, 
               repeat_gaps: tuple[float, ...] = ()) -> Timing:
     """The stored timing of side ``side`` against ``reference``: the record's every field, and the statistics."""
     from wfbench_core.gpu.nvml import throttled
-    from wfbench_core.record.stats import paired_statistics, rate
+    from wfbench_core.stats import paired_statistics, rate
 
     wf, cu = sampled.samples_us[side], sampled.samples_us[reference]
     where = sampled.placement_of or (0,) * len(wf)
@@ -137,7 +165,7 @@ def timed_status(sampled: Sampled, side: str, *, work_bytes: int, work_flops: in
 
     Used for one worker's measurement and for the samples of ``--repeat`` processes put together.
     """
-    from wfbench_core.record.stats import is_unstable
+    from wfbench_core.stats import is_unstable
 
     timing = timing_of(sampled, side, work_bytes=work_bytes, work_flops=work_flops, repeat_gaps=repeat_gaps)
     wf, cu = timing.warpforth, timing.cuda
@@ -170,10 +198,10 @@ def _joined(values: Sequence[tuple[Any, ...]]) -> tuple[Any, ...]:
 
 
 def _numbered_on(values: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
-    """Placements of pass k numbered from k x :data:`~wfbench_core.record.stats.PROCESS_STRIDE` on: the passes'
+    """Placements of pass k numbered from k x :data:`~wfbench_core.stats.PROCESS_STRIDE` on: the passes'
     placements stay apart, and the gap's interval resamples processes, then placements
-    (:func:`wfbench_core.record.stats.run_gap_interval`)."""
-    from wfbench_core.record.stats import PROCESS_STRIDE
+    (:func:`wfbench_core.stats.run_gap_interval`)."""
+    from wfbench_core.stats import PROCESS_STRIDE
 
     return tuple(k * PROCESS_STRIDE + w for k, where in enumerate(values) for w in where)
 
@@ -185,9 +213,9 @@ def _throttled_first(values: Sequence[Any]) -> Any:
     return next((v for v in values if throttled(v)), values[0])
 
 
-def _median_known(values: Sequence[Optional[float]]) -> Optional[float]:
+def _median_known(values: Sequence[float | None]) -> float | None:
     """The median of the passes' values that were measured (None when none was)."""
-    from wfbench_core.record.stats import median
+    from wfbench_core.stats import median
 
     known = [v for v in values if v is not None]
     return median(known) if known else None

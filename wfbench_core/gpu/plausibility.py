@@ -45,15 +45,58 @@ replays the launches as a CUDA graph without the launch path.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.results import TIMING_EVENTS, Timing
+
 # the rule itself is in wfbench_core.record.yardsticks, so that every result read back is judged by it too
-from wfbench_core.record.yardsticks import (  # noqa: F401 - the gate's names, re-exported
-    BF16, F16, F32, F64, F64_NO_FMA, FLOP_TYPES, MARGIN, TENSOR_F64, TENSOR_PER_VECTOR, Yardsticks,
-    default_flop_type, flop_peak, implausible, implausible_result, must_move_bytes, sides_implausible,
-    ceiling_implausible)
+from wfbench_core.record.yardsticks import (  # the gate's names, re-exported
+    BF16,
+    F16,
+    F32,
+    F64,
+    F64_NO_FMA,
+    FLOP_TYPES,
+    MARGIN,
+    TENSOR_F64,
+    TENSOR_PER_VECTOR,
+    Yardsticks,
+    ceiling_implausible,
+    default_flop_type,
+    flop_peak,
+    implausible,
+    implausible_result,
+    must_move_bytes,
+    sides_implausible,
+)
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "BF16",
+    "F16",
+    "F32",
+    "F64",
+    "F64_NO_FMA",
+    "FLOP_TYPES",
+    "LAUNCH_BOUND_FACTOR",
+    "LAUNCH_SPREAD_LIMIT",
+    "MARGIN",
+    "TENSOR_F64",
+    "TENSOR_PER_VECTOR",
+    "InconsistentLaunches",
+    "Yardsticks",
+    "ceiling_implausible",
+    "default_flop_type",
+    "flop_peak",
+    "implausible",
+    "implausible_result",
+    "inconsistent_launches",
+    "launch_bound",
+    "launch_bound_note",
+    "launch_bound_sides",
+    "must_move_bytes",
+    "sides_implausible",
+]
 
 LAUNCH_BOUND_FACTOR = 2.0  # events mode: per-launch time within this factor of the launch floor
 # a side's per-launch time relative to the reference's in the same rounds may spread this much (clocks ramping

@@ -19,17 +19,24 @@ import re
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
+from typing import Any
 
-from wfbench_core.build.cudatools import require_tool
 from wfbench_core.case import CaseKey
-from wfbench_core.record.childenv import child_env
+from wfbench_core.compiling.cudatools import require_tool
+from wfbench_core.errors import WfbenchError
 from wfbench_core.gpu import child
 from wfbench_core.gpu.child import Recipe
 from wfbench_core.gpu.launcher import LaunchSpec, command, serve
-from wfbench_core.errors import WfbenchError
+from wfbench_core.host.childenv import child_env
 from wfbench_core.record.results import KernelProfile
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "CLOCK_CONTROL", "EXTRA_METRICS", "LAUNCHES", "LOCAL_METRICS", "METRICS", "NCU_TIMEOUT_S", "SECTIONS",
+    "ProfileError", "launch", "ncu_command", "ncu_errors", "ncu_version", "parse_raw_csv", "profile_side",
+    "to_profile", "top_stalls",
+]
 
 NCU_TIMEOUT_S = 600
 #: Launches the launcher makes; ncu profiles only the last one.
@@ -121,11 +128,11 @@ def to_profile(row: Mapping[str, tuple[str, str]], *, ncu_version: str = "") -> 
 
     duration = None
     for name in ("gpu__time_duration.sum", "gpu__time_duration.avg"):
-        if name in row and _number(row[name][1]) is not None:
+        if name in row and (number := _number(row[name][1])) is not None:
             unit = row[name][0].strip().lower()
             if unit not in _TIME_UNITS:
                 raise ProfileError(f"ncu reported {name} in unknown unit {row[name][0]!r}")
-            duration = _number(row[name][1]) * _TIME_UNITS[unit]  # type: ignore[operator]
+            duration = number * _TIME_UNITS[unit]
             break
     if duration is None:
         raise ProfileError("ncu output has no kernel duration (gpu__time_duration); was the kernel profiled?")
@@ -143,9 +150,9 @@ def to_profile(row: Mapping[str, tuple[str, str]], *, ncu_version: str = "") -> 
     reads, writes = nbytes("dram__bytes_read.sum"), nbytes("dram__bytes_write.sum")
     inst, regs = value("smsp__inst_executed.sum"), value("launch__registers_per_thread")
     local = {field: round(v) if (v := nbytes(metric)) is not None else None for field, metric in LOCAL_METRICS.items()}
+    percents: dict[str, Any] = {field: value(metric) for field, metric in METRICS.items()}
     return KernelProfile(
-        ncu_version=ncu_version, duration_us=duration,
-        **{field: value(metric) for field, metric in METRICS.items()},
+        ncu_version=ncu_version, duration_us=duration, **percents,
         instructions=int(inst) if inst is not None else None,
         registers=int(regs) if regs is not None else None,
         dram_bytes=int(reads + writes) if reads is not None and writes is not None else None,
@@ -208,8 +215,8 @@ def _last_lines(text: str, n: int = 2) -> str:
 
 def launch(case_id: str, ptx: str, kernel: str, launches: int = LAUNCHES) -> None:
     """Load ``ptx`` and launch ``kernel`` on the case's canonical inputs ``launches`` times, then synchronise."""
-    from wfbench_core.gpu.device import Device
     from wfbench_core.discover.registry import Registry
+    from wfbench_core.gpu.device import Device
 
     case = Registry.load().case(case_id)  # the plugins its environment names
     device = Device().open()

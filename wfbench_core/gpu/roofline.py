@@ -10,7 +10,8 @@ On a GPU whose f64 units issue one DMUL or DADD per lane per clock this is half 
 from __future__ import annotations
 
 import ctypes
-from typing import TYPE_CHECKING, Callable, Optional
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -18,6 +19,12 @@ from wfbench_core.record.results import CaseResult, CompilerInfo, Environment
 
 if TYPE_CHECKING:
     from wfbench_core.gpu.device import Device
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "BLOCK", "BLOCKS_PER_SM", "CHAINS", "COPY_REPEATS", "FLOPS_PER_ITER", "FP64_CASE_ID", "ITERS", "KERNEL",
+    "SOURCE", "TIMED_LAUNCHES", "Roofline", "format_roofline", "measure_copy_gbps", "measure_fp64_peak",
+    "roofline",
+]
 
 KERNEL = "wfbench_fp64_peak"
 FP64_CASE_ID = "fp64-peak"  # the micro-kernel's name in compiles (the worker compiles it ahead)
@@ -70,12 +77,12 @@ def measure_copy_gbps(device: Device, *, warmup_s: float) -> float:
     """Device-to-device copy bandwidth in GB/s (bytes read + written, 1 GiB each way), the memory yardstick."""
     import numpy as np
 
-    from wfbench_core.record.stats import median
+    from wfbench_core.stats import median
 
     nbytes = 1 << 30
-    src, dst = device.empty(nbytes // 8, np.float64), device.empty(nbytes // 8, np.float64)
-    times = _busy_then_timed(device, lambda: device.copy_in(dst, src), warmup_s, COPY_REPEATS, per=10)
-    del src, dst
+    src_dst = [device.empty(nbytes // 8, np.float64), device.empty(nbytes // 8, np.float64)]
+    times = _busy_then_timed(device, lambda: device.copy_in(src_dst[1], src_dst[0]), warmup_s, COPY_REPEATS, per=10)
+    src_dst.clear()  # both buffers freed before the device lets go of its pool
     device.release()
     return 2 * nbytes / (median(times) * 1e-3) / 1e9
 
@@ -88,9 +95,9 @@ def measure_fp64_peak(device: Device, *, warmup_s: float = 1.0, compiler: Compil
     """
     import numpy as np
 
-    from wfbench_core.build.compile import compile_cuda, cuda_compiler
+    from wfbench_core.compiling.compile import compile_cuda, cuda_compiler
     from wfbench_core.errors import WfbenchError
-    from wfbench_core.record.stats import median
+    from wfbench_core.stats import median
 
     ptx = compile_cuda(SOURCE, case_id=FP64_CASE_ID, arch=device.arch(), compiler=compiler or cuda_compiler()).ptx
     kernel = device.load(ptx, KERNEL, case_id=FP64_CASE_ID, label=FP64_CASE_ID)
@@ -111,13 +118,13 @@ def measure_fp64_peak(device: Device, *, warmup_s: float = 1.0, compiler: Compil
 class Roofline:
     """Each side's rate as a fraction of the run's yardsticks (None where a rate or a yardstick is missing)."""
 
-    copy_wf: Optional[float] = None  # GB/s / device-to-device copy GB/s
-    copy_cuda: Optional[float] = None
-    fp64_wf: Optional[float] = None  # GFLOP/s / measured f64 add/multiply peak
-    fp64_cuda: Optional[float] = None
+    copy_wf: float | None = None  # GB/s / device-to-device copy GB/s
+    copy_cuda: float | None = None
+    fp64_wf: float | None = None  # GFLOP/s / measured f64 add/multiply peak
+    fp64_cuda: float | None = None
 
 
-def _share(rate: Optional[float], peak: Optional[float]) -> Optional[float]:
+def _share(rate: float | None, peak: float | None) -> float | None:
     return rate / peak if rate is not None and peak else None
 
 
@@ -130,7 +137,7 @@ def roofline(case: CaseResult, env: Environment) -> Roofline:
                     _share(t.gflops_wf, env.fp64_peak_gflops), _share(t.gflops_cuda, env.fp64_peak_gflops))
 
 
-def _pct(x: Optional[float]) -> str:
+def _pct(x: float | None) -> str:
     return "-" if x is None else f"{x * 100:.0f}"
 
 
@@ -145,7 +152,3 @@ def format_roofline(r: Roofline, metric: str = "bandwidth") -> str:
         parts.reverse()
     return " ".join(parts) or "-"
 
-
-def as_dict(r: Roofline) -> dict[str, Optional[float]]:
-    """For JSON views (dashboard, explain): plain fractions."""
-    return attrs.asdict(r)

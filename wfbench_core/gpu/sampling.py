@@ -34,7 +34,7 @@ Rules, each written once here:
   clock is below :data:`CLOCK_FLOOR` of the highest of this case's pairs so far is the dipped one, re-taken
   the same way. Every kept pair's clock is recorded (``pair_sm_mhz``).
 - **Adaptive stopping**: after each block, from ``min_samples`` pairs on, sampling stops once every
-  WarpForth side's gap interval (:func:`wfbench_core.record.stats.gap_interval`) is narrower than
+  WarpForth side's gap interval (:func:`wfbench_core.stats.gap_interval`) is narrower than
   ``target_halfwidth``, or ``case_budget_s`` of sampling is spent; never beyond ``samples`` pairs.
 """
 
@@ -42,7 +42,9 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Callable, Mapping, Optional, Protocol as TypingProtocol, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol as TypingProtocol
+from typing import cast
 
 import numpy as np
 
@@ -50,6 +52,13 @@ from wfbench_core.ceiling import LABEL as CEILING
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.results import TimingProtocol
 from wfbench_core.record.timing_record import Sampled
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "CLOCK_FLOOR", "CLOCK_RETAKE_SHARE", "MAX_SHORT_RETAKES", "PLACEMENT_MAX_OFFSET", "PLACEMENT_STEP",
+    "ROTATION_MEMORY_SHARE", "SAMPLE_MARGIN", "STOP_BUDGET", "STOP_SAMPLES", "STOP_TARGET", "WARMUP_STEP_MS",
+    "WARMUP_WALL_FACTOR", "Rounds", "buffer_sets", "clocks_match", "dipped", "launches_for", "max_clock_retakes",
+    "placement_blocks", "placement_offsets", "round_order", "sample_case", "stop_reason", "zero_offsets",
+]
 
 SAMPLE_MARGIN = 1.10  # calibrate for 10 % above min_sample_ms: clocks and placements move per-launch time
 MAX_SHORT_RETAKES = 8  # a case whose samples keep coming in short is an error, not an endless loop
@@ -87,7 +96,7 @@ class Rounds(TypingProtocol):
         """Check the placement's outputs: every buffer set's as the timed launches left them, then one set's after
         a launch of each side into re-poisoned outputs; a wrong output raises (naming the placement)."""
 
-    def sm_mhz(self) -> Optional[float]:
+    def sm_mhz(self) -> float | None:
         """The mean SM clock over the span of the last round, in MHz; None where it could not be measured."""
 
     # optional: ``side_mhz() -> Optional[dict[str, float]]``, each side's own mean SM clock in the last round
@@ -164,7 +173,7 @@ def stop_reason(samples_us: Mapping[str, Sequence[float]], placement_of: Sequenc
     if n < protocol.min_samples:
         return ""
     if protocol.target_halfwidth > 0:
-        from wfbench_core.record.stats import gap_interval, relative_halfwidth
+        from wfbench_core.stats import gap_interval, relative_halfwidth
 
         widths = []
         for label, values in samples_us.items():
@@ -188,7 +197,7 @@ def sample_case(rounds: Rounds, labels: Sequence[str], protocol: TimingProtocol,
     """
     labels = list(labels)
     if seed is None:
-        seed = int(np.random.SeedSequence().entropy) & ((1 << 63) - 1)  # fresh per run, recorded
+        seed = int(cast(int, np.random.SeedSequence().entropy)) & ((1 << 63) - 1)  # fresh per run, recorded
 
     def place(p: int) -> None:
         if protocol.placements == 1:

@@ -14,7 +14,7 @@ the launch). A finding is the sanitizer's first report line, e.g.
 ``Invalid __global__ write of size 4 bytes``; the case is then FAILED with that line.
 
 compute-sanitizer ships with the CUDA toolkit; it is looked up where every CUDA tool is
-(:mod:`wfbench_core.build.cudatools`; ``$WFBENCH_COMPUTE_SANITIZER`` names it).
+(:mod:`wfbench_core.compiling.cudatools`; ``$WFBENCH_COMPUTE_SANITIZER`` names it).
 The child finds the case through the installed plugins (the same environment as the parent's).
 """
 
@@ -23,17 +23,22 @@ from __future__ import annotations
 import re
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional, Sequence
 
 import attrs
 
 from wfbench_core.case import Case, CaseKey
+from wfbench_core.compiling.cudatools import require_tool
+from wfbench_core.compiling.faults import HANG, Fault, KernelFault, side_name
 from wfbench_core.errors import WfbenchError
-from wfbench_core.build.cudatools import require_tool
 from wfbench_core.gpu import child
 from wfbench_core.gpu.launcher import LaunchSpec, command, serve
-from wfbench_core.build.faults import HANG, Fault, KernelFault, side_name
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "DEFAULT_TIMEOUT_S", "ERROR_EXITCODE", "PREFIX", "SanitizerFinding", "first_report", "launch_once",
+    "sanitize_case", "tools_for", "uses_shared_memory",
+]
 
 ERROR_EXITCODE = 86  # what compute-sanitizer exits with when it reported an error
 DEFAULT_TIMEOUT_S = 300.0  # kernels run 10-100x slower under the sanitizer; a check-size launch is short
@@ -69,7 +74,7 @@ _NOT_A_REPORT = re.compile(r"^(COMPUTE-SANITIZER|ERROR SUMMARY|RACECHECK SUMMARY
                            r"Target application returned)", re.IGNORECASE)
 
 
-def first_report(log: str) -> Optional[str]:
+def first_report(log: str) -> str | None:
     """The first report line of a compute-sanitizer log ("Invalid __global__ write of size 8 bytes"), or None.
 
     Report lines start with ``=========`` and one space; their details are indented further, and the
@@ -95,7 +100,7 @@ def first_report(log: str) -> Optional[str]:
 
 def sanitize_case(case: Case, side: str, ptx: str, kernel: str, *, config: str = "check",
                   tools: Sequence[str] | None = None, sanitizer: Path | None = None,
-                  timeout_s: float = DEFAULT_TIMEOUT_S) -> Optional[SanitizerFinding]:
+                  timeout_s: float = DEFAULT_TIMEOUT_S) -> SanitizerFinding | None:
     """Run one side of a case once under compute-sanitizer; its first finding, or None when clean.
 
     The plugins reach the launcher through this process's environment (:func:`wfbench_core.gpu.child.plugin_env`).

@@ -22,7 +22,7 @@ Protocol for one case (every side's PTX is loaded into the same context):
    and each side is launched once more and compared with the reference again.
 
 Every CUDA error while loading, launching or waiting is raised as a classified
-:class:`~wfbench_core.build.faults.KernelFault` (class, side, configuration, and whether the context is dead).
+:class:`~wfbench_core.compiling.faults.KernelFault` (class, side, configuration, and whether the context is dead).
 Compile, module load/JIT, input generation, allocation and copies are timed apart (``Costs``).
 This module imports numba/cuda.core lazily: importing it needs no GPU.
 """
@@ -30,25 +30,38 @@ This module imports numba/cuda.core lazily: importing it needs no GPU.
 from __future__ import annotations
 
 import time
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import attrs
 
 from wfbench_core.case import CONFIGS, Case
+from wfbench_core.compiling.faults import KernelFault, as_kernel_fault
 from wfbench_core.contracts import Measurement, Side
-from wfbench_core.gpu.correctness import Checked, Checker, WrongOnTimedBuffers, describe_check, describe_failures
-from wfbench_core.gpu.device import Device
 from wfbench_core.errors import WfbenchError
-from wfbench_core.build.faults import KernelFault, as_kernel_fault
+from wfbench_core.gpu.comparison import describe_check, describe_failures
+from wfbench_core.gpu.correctness import Checked, Checker, WrongOnTimedBuffers
+from wfbench_core.gpu.device import Device
 from wfbench_core.gpu.plausibility import InconsistentLaunches
-from wfbench_core.record.results import TIMING_EVENTS, TIMING_MODES, Check, CompilerInfo, Costs, Environment, KernelAttrs, TimingProtocol
+from wfbench_core.record.results import (
+    TIMING_EVENTS,
+    TIMING_MODES,
+    Check,
+    CompilerInfo,
+    Costs,
+    Environment,
+    KernelAttrs,
+    TimingProtocol,
+)
 from wfbench_core.record.timing_record import Sampled
+
+__all__ = ["CudaEventTimer"]  # internal, not the plugin API
 
 
 class CudaEventTimer:
     """The built-in timer (replace it through the ``wfbench_make_timer`` hook)."""
 
-    def __init__(self, protocol: TimingProtocol, device: Optional[Device] = None) -> None:
+    def __init__(self, protocol: TimingProtocol, device: Device | None = None) -> None:
         self.protocol = protocol
         self.device = device or Device()
         self._warm = False  # the copy yardstick has just kept the GPU busy for warmup_s (nothing ran since)
@@ -131,7 +144,7 @@ class CudaEventTimer:
             raise
         except WfbenchError as exc:
             raise WfbenchError(f"{case.id}: {exc}") from None
-        except Exception as exc:  # noqa: BLE001 - a CUDA error while the sides are interleaved
+        except Exception as exc:  # a CUDA error while the sides are interleaved
             fault = as_kernel_fault(exc, case_id=case.id, config="canonical", side="", action="timing")
             if fault is None:
                 raise

@@ -14,7 +14,11 @@ the one home of these rules.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable, Iterator, Optional
+from collections.abc import Callable, Iterator
+from typing import Any
+
+# internal to wfbench, not the plugin API (README: Layout)
+__all__ = ["FACTOR", "FLOOR_S", "QUIET_FLOOR_S", "arm", "deadline_for", "disarm", "guard", "install", "quiet_limit_s"]
 
 FLOOR_S = 10.0
 FACTOR = 50.0
@@ -22,8 +26,8 @@ FACTOR = 50.0
 #: side, computing references); a timer that guards none of its waits is held to this alone
 QUIET_FLOOR_S = 240.0
 
-_sink: Optional[Callable[[Any], None]] = None
-_fixed_s: Optional[float] = None
+_sink: Callable[[Any], None] | None = None
+_fixed_s: float | None = None
 
 
 def deadline_for(expected_s: float) -> float:
@@ -38,14 +42,14 @@ def quiet_limit_s(max_case_s: float) -> float:
     return max(QUIET_FLOOR_S, 2.0 * max_case_s)
 
 
-def install(sink: Optional[Callable[[Any], None]], fixed_s: Optional[float] = None) -> None:
+def install(sink: Callable[[Any], None] | None, fixed_s: float | None = None) -> None:
     """Send :class:`~wfbench_core.gpu.messages.Arm` / ``Disarm`` messages to ``sink`` (the worker's channel to
     its supervisor); None: nowhere."""
     global _sink, _fixed_s
     _sink, _fixed_s = sink, fixed_s
 
 
-def arm(what: str, expected_s: float = 0.0, *, deadline_s: Optional[float] = None) -> None:
+def arm(what: str, expected_s: float = 0.0, *, deadline_s: float | None = None) -> None:
     """Announce a wait expected to take ``expected_s`` (or with an explicit deadline of its own)."""
     if _sink is not None:
         from wfbench_core.gpu.messages import Arm
@@ -61,7 +65,7 @@ def disarm() -> None:
 
 
 @contextlib.contextmanager
-def guard(what: str, expected_s: float = 0.0, *, deadline_s: Optional[float] = None) -> Iterator[None]:
+def guard(what: str, expected_s: float = 0.0, *, deadline_s: float | None = None) -> Iterator[None]:
     """``with guard("wf launch", 0.002): stream.synchronize()`` — the wait has a deadline."""
     arm(what, expected_s, deadline_s=deadline_s)
     try:

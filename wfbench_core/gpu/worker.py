@@ -27,33 +27,50 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, Any, Sequence
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 import attrs
 
-from wfbench_core.gpu import messages as msg
-from wfbench_core.gpu import watchdog
 from wfbench_core.case import CONFIGS, CaseKey
 from wfbench_core.errors import WfbenchError
+from wfbench_core.gpu import messages as msg
+from wfbench_core.gpu import watchdog
 from wfbench_core.gpu.outcome import case_result, ceiling_result, measured
 from wfbench_core.gpu.plausibility import Yardsticks
-from wfbench_core.record.results import FAILED, MODE_AA, CaseResult, CompilerInfo, sm_arch
+from wfbench_core.record.request import ExecuteRequest
+from wfbench_core.record.results import FAILED, MODE_AA, CaseResult, CompilerInfo, TimingProtocol, sm_arch
+
+if TYPE_CHECKING:
+    from wfbench_core.case import Case
+    from wfbench_core.ceiling import Ceiling
+    from wfbench_core.contracts import Measurement, Side, Timer
+
+__all__ = ["Output", "Worker", "main", "measure_apart", "ptx_twins", "run_case"]  # internal, not the plugin API
+
+
+class Output(Protocol):
+    """Where a worker writes its reply lines: a text stream, or anything with its ``write`` and ``flush``."""
+
+    def write(self, text: str, /) -> object: ...
+
+    def flush(self) -> object: ...
 
 
 class Worker:
-    def __init__(self, out: IO[str]) -> None:
+    def __init__(self, out: Output) -> None:
         self.out = out
         self.registry: Any = None
-        self.timer: Any = None
-        self.request: Any = None
+        self.timer: Timer | None = None
+        self.request = ExecuteRequest()  # the run's, from its Init message
         self.bundle = Path()
         self.cuda: CompilerInfo | None = None
         self.arch = ""
         self.plan: dict[str, dict[str, Any]] | None = None  # the bundle matched with the plugins, once
         self.loaded: dict[str, dict[str, Any]] = {}  # cases whose files are read (for the CUDA compile ahead)
         self.yardsticks = Yardsticks()  # what the run's cases are judged by (wfbench_core.gpu.plausibility)
-        self.timers: dict[str, Any] = {}  # timing mode -> timer, for sweep points timed in another mode
+        self.timers: dict[str, Timer] = {}  # timing mode -> timer, for sweep points timed in another mode
         self.swept: dict[str, list[Any]] = {}  # case -> its sweep points, (case at the size, files), once read
 
     def send(self, message: msg.Reply) -> None:
@@ -64,7 +81,7 @@ class Worker:
         self.send(msg.ProgressLine(line))
 
     def init(self, init: msg.Init) -> msg.Ready:
-        from wfbench_core.build.compile import cuda_compiler
+        from wfbench_core.compiling.compile import cuda_compiler
         from wfbench_core.discover.registry import Registry
 
         self.request = init.request
@@ -76,7 +93,7 @@ class Worker:
         self.arch = sm_arch(environment.compute_capability)
         self.cuda = cuda_compiler(self.request.cuda_compiler)
         if self.request.sanitize:
-            from wfbench_core.build.cudatools import require_tool
+            from wfbench_core.compiling.cudatools import require_tool
 
             require_tool("compute-sanitizer", why="--sanitize runs it")
         self._prefetch(list(init.prefetch), fp64_peak=init.copy and hasattr(self.timer, "fp64_peak_gflops"))
@@ -91,7 +108,7 @@ class Worker:
     def _prefetch(self, case_ids: list[str], fp64_peak: bool = False) -> None:
         """Start compiling the CUDA side of ``case_ids`` (both configurations) ahead of their turn, and first
         the f64 peak micro-kernel where this worker measures the yardsticks (it compiles while the copy runs)."""
-        from wfbench_core.build.compile import prefetch_cuda
+        from wfbench_core.compiling.compile import prefetch_cuda
 
         sources: list[tuple[Any, str]] = []
         if fp64_peak:
@@ -110,7 +127,7 @@ class Worker:
     def _variants(self, case_id: str) -> dict[str, Any]:
         """``{label: Prepared}`` of a case with its files loaded, from this worker's one match of the bundle."""
         if self.plan is None:
-            from wfbench_core.build.prepare import prepare_all
+            from wfbench_core.compiling.prepare import prepare_all
 
             self.plan = prepare_all(self.bundle, self.registry, load=False)[1]
         if case_id not in self.loaded:
@@ -127,7 +144,8 @@ class Worker:
             return None
         try:
             with watchdog.guard("the f64 peak micro-kernel", 0.2):
-                return measure(self.cuda)
+                peak: float | None = measure(self.cuda)
+                return peak
         except WfbenchError as exc:
             self.progress(f"f64 peak not measured: {exc}")
             return None
@@ -135,7 +153,8 @@ class Worker:
     def case(self, case_id: str) -> msg.Results:
         variants = self._variants(case_id)
         self.loaded.pop(case_id)  # each case runs once per worker: its files need not stay
-        return msg.Results(tuple(run_case(variants, timer=self.timer, protocol=self.request.protocol,
+        protocol = self.request.protocol
+        return msg.Results(tuple(run_case(variants, timer=self._timer(protocol), protocol=protocol,
                                           cuda=self.cuda, arch=self.arch, mode=self.request.mode,
                                           sanitize=self.request.sanitize, progress=self.progress,
                                           yardsticks=self.yardsticks, ceiling=self._ceiling(case_id))))
@@ -150,8 +169,8 @@ class Worker:
     def point(self, request: msg.RunPoint) -> msg.Results:
         """One size of a case's sweep: the case's check files and the point's canonical ones, timed as a case is
         (correctness first), in the timing mode asked for; no static diagnostics."""
-        from wfbench_core.build.bundle import load_sweep_point
-        from wfbench_core.build.prepare import Prepared
+        from wfbench_core.compiling.bundle import load_sweep_point
+        from wfbench_core.compiling.prepare import Prepared
 
         variants = {}
         for label, prep in self._variants(request.case_id).items():  # kept loaded for the sweep's next points
@@ -174,15 +193,15 @@ class Worker:
 
     def _prefetch_points(self, prep: Any, points: list[Any]) -> None:
         """Start compiling the CUDA side of every point of a sweep (and its check size once) ahead."""
-        from wfbench_core.build.compile import prefetch_cuda
+        from wfbench_core.compiling.compile import prefetch_cuda
 
         sources = [(prep.case.key("check"), prep.files["check"].cuda_source)]
         sources += [(at.key("canonical"), files.cuda_source) for at, files in points]
         prefetch_cuda(sources, arch=self.arch, compiler=self.cuda)
 
-    def _timer(self, protocol: Any) -> Any:
+    def _timer(self, protocol: TimingProtocol) -> Timer:
         """The timer of ``protocol``'s timing mode: the run's own, or one made for that mode once."""
-        if protocol.timing_mode == self.request.protocol.timing_mode:
+        if protocol.timing_mode == self.request.protocol.timing_mode and self.timer is not None:
             return self.timer
         if protocol.timing_mode not in self.timers:
             self.timers[protocol.timing_mode] = self.registry.make_timer(protocol)
@@ -198,7 +217,7 @@ class Worker:
             if not self.handle(request):
                 return
 
-    def handle(self, request: msg.Request) -> bool:
+    def handle(self, request: msg.Message) -> bool:
         """Answer one request; False when this worker must end (asked to, or unusable)."""
         is_case = isinstance(request, (msg.RunCase, msg.RunPoint))
         try:
@@ -217,7 +236,7 @@ class Worker:
             else:
                 self.send(msg.Fatal(str(exc), exc.exit_code))
                 return False
-        except Exception as exc:  # noqa: BLE001 - a plugin's bug: one line, and this process is replaced
+        except Exception as exc:  # a plugin's bug: one line, and this process is replaced
             what = f"{type(exc).__name__}: {exc}"
             if is_case:
                 self.send(msg.CaseError(f"the timer raised {what}", restart=True))
@@ -239,9 +258,10 @@ def _wf_label(label: str) -> str:
     return f"wf:{label}" if label else "wf"
 
 
-def run_case(variants: dict[str, Any], *, timer: Any, protocol: Any, cuda: Any, arch: str,
-             mode: str, sanitize: bool = False, progress: Any = lambda line: None,
-             yardsticks: Any = None, ceiling: Any = None, diagnose: bool = True) -> list[CaseResult]:
+def run_case(variants: dict[str, Any], *, timer: Timer, protocol: TimingProtocol, cuda: Any, arch: str,
+             mode: str, sanitize: bool = False, progress: Callable[[str], None] = lambda line: None,
+             yardsticks: Yardsticks | None = None, ceiling: Ceiling | None = None,
+             diagnose: bool = True) -> list[CaseResult]:
     """Check and time one case: every WarpForth variant (one, or base and head) against the CUDA side.
 
     A variant whose PTX is byte-identical to an earlier one's is not checked or timed again (:func:`ptx_twins`): its
@@ -257,8 +277,8 @@ def run_case(variants: dict[str, Any], *, timer: Any, protocol: Any, cuda: Any, 
                                 compile_wf=prep.files["canonical"].compile_wf)
              for label, prep in variants.items()}
 
-    def all_(**changes: object) -> list[CaseResult]:
-        return [attrs.evolve(b, **changes) for b in bases.values()]  # type: ignore[arg-type]
+    def all_(**changes: Any) -> list[CaseResult]:
+        return [attrs.evolve(b, **changes) for b in bases.values()]
 
     try:
         cuda_ptx, record, compile_s = _compile_cuda_side(some, arch, cuda)
@@ -290,14 +310,17 @@ def run_case(variants: dict[str, Any], *, timer: Any, protocol: Any, cuda: Any, 
                     protocol, yardsticks, ceiling) for label, base in bases.items()]
 
 
-def _result(base: CaseResult, m: Any, broken: dict[str, Any], prep: Any, twin: str | None, label: str, diag: Any,
-            compile_s: float, protocol: Any, yardsticks: Any, ceiling: Any) -> CaseResult:
+def _result(base: CaseResult, m: Measurement | None, broken: dict[str, Any], prep: Any, twin: str | None,
+            label: str, diag: Any, compile_s: float, protocol: TimingProtocol, yardsticks: Yardsticks | None,
+            ceiling: Ceiling | None) -> CaseResult:
     """One WarpForth variant's result from the case's measurement, or its own failed one where it failed alone
     (its diagnostics, costs, ceiling, twin)."""
     if diag is not None:
         base = attrs.evolve(base, diag_wf=diag[0], diag_cuda=diag[1])
     side = _wf_label(twin or label)
     mine = broken.get(side, m)
+    if mine is None:  # measure_apart gives no measurement only when every side is in broken
+        raise WfbenchError(f"{base.id}: no measurement of {side}")
     costs = attrs.evolve(mine.costs, compile_cuda_s=compile_s,
                          compile_wf_s=sum(prep.files[c].compile_wf.wall_s for c in CONFIGS))
     result = measured(attrs.evolve(base, costs=costs), mine, side, unstable_noise=protocol.unstable_noise,
@@ -339,8 +362,8 @@ def _alone(labels: set[str], sides: Sequence[Any]) -> bool:
     return bool(labels) and labels < wf
 
 
-def measure_apart(timer: Any, case: Any, sides: list[Any], progress: Any = lambda line: None,
-                  ceiling: Any = None) -> tuple[Any, dict[str, Any]]:
+def measure_apart(timer: Timer, case: Case, sides: list[Side], progress: Callable[[str], None] = lambda line: None,
+                  ceiling: Ceiling | None = None) -> tuple[Measurement | None, dict[str, Measurement]]:
     """The timer's measurement of ``sides``; where only some WarpForth sides fail (their own checks, or a fault
     of theirs that left the GPU context usable) they are left out and the others are measured again, so a head
     compiler that breaks a case costs the head, not the base: the base keeps its timing and status.
@@ -350,7 +373,7 @@ def measure_apart(timer: Any, case: Any, sides: list[Any], progress: Any = lambd
     failure of the CUDA side, of every WarpForth side, or one no side is named by (a cross check only) is the
     measurement as the timer gave it, failed for all. ``ceiling``: the case's library ceiling, measured as a
     third side in the same rounds (``--ceiling``)."""
-    from wfbench_core.build.faults import KernelFault, side_name
+    from wfbench_core.compiling.faults import KernelFault, side_name
     from wfbench_core.contracts import Measurement
     from wfbench_core.gpu.plausibility import InconsistentLaunches
     from wfbench_core.record.results import Costs
@@ -382,7 +405,7 @@ def measure_apart(timer: Any, case: Any, sides: list[Any], progress: Any = lambd
 def _blamed(case: Any, m: Any, sides: Sequence[Any]) -> dict[str, Any]:
     """The WarpForth sides a failed measurement's own checks name (reference, idempotence, timed buffers),
     each with its failed measurement, when they fail alone (:func:`_alone`); else none."""
-    from wfbench_core.gpu.correctness import describe_failures
+    from wfbench_core.gpu.comparison import describe_failures
 
     failed = [c for c in m.checks if not c.passed]
     own = {c.side for c in failed if "~" not in c.side}
@@ -428,7 +451,7 @@ def _sides(case: Any, variants: dict[str, Any], cuda_ptx: dict[str, str], mode: 
 
 def _compile_cuda_side(prep: Any, arch: str, cuda: Any) -> tuple[dict[str, str], Any, float]:
     """The CUDA side's PTX of every configuration, the canonical compile's record and the compiles' wall time."""
-    from wfbench_core.build.compile import compile_cuda
+    from wfbench_core.compiling.compile import compile_cuda
 
     ptx: dict[str, str] = {}
     record, wall_s = None, 0.0
@@ -446,7 +469,7 @@ def _diagnose_in_background(case: Any, variants: dict[str, Any], cuda_ptx: str, 
     """Start ptxas/cuobjdump for every WarpForth variant against the CUDA side; ``{label: future}``."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from wfbench_core.build.diagnostics import diagnose_case
+    from wfbench_core.compiling.diagnostics import diagnose_case
 
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="wfbench-diagnostics")
     futures = {label: pool.submit(diagnose_case, case, wf_ptx=prep.files["canonical"].wf_ptx, cuda_ptx=cuda_ptx,

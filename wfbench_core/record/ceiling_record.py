@@ -7,11 +7,14 @@ canonical gap, the P0 geomean, the export's named set and base/head verdicts rea
 
 from __future__ import annotations
 
-from typing import Optional
-
 import attrs
 
 from wfbench_core.record.timing_record import SideStats
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "CEILING_ERROR", "CEILING_FAILED", "CEILING_IMPLAUSIBLE", "CEILING_MISSING", "CEILING_OK", "CEILING_STATUSES",
+    "CeilingResult",
+]
 
 # a ceiling's own status (the case's status is the canonical one, and a ceiling never changes it)
 CEILING_OK = "ok"
@@ -39,14 +42,14 @@ class CeilingResult:
     message: str = ""
     tensor_cores: str = ""
     flop_type: str = ""  # the arithmetic the plausibility gate judged it by (wfbench_core.record.yardsticks)
-    stats: Optional[SideStats] = None
-    ratio: Optional[float] = None
-    ratio_lo: Optional[float] = None  # 5th and 95th percentiles of the per-pair ratios
-    ratio_hi: Optional[float] = None
+    stats: SideStats | None = None
+    ratio: float | None = None
+    ratio_lo: float | None = None  # 5th and 95th percentiles of the per-pair ratios
+    ratio_hi: float | None = None
     timing_mode: str = ""
     capture_note: str = ""
-    gbps: Optional[float] = None
-    gflops: Optional[float] = None
+    gbps: float | None = None
+    gflops: float | None = None
     max_abs_err: float = 0.0  # of its check against the case's numpy reference
     max_rel_err: float = 0.0
 

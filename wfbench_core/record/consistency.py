@@ -6,7 +6,7 @@ run files through it) all refuse the same results, each with one line. A timed c
 
 - **its summary is its samples'**: each side's median, p95, MAD and noise, the gap, the noise of the pair
   ratios, the placement noise and the gap's interval are made again from the raw samples with the functions
-  the timer used (:func:`wfbench_core.record.stats.paired_statistics`), and must agree within a relative
+  the timer used (:func:`wfbench_core.stats.paired_statistics`), and must agree within a relative
   :data:`TOLERANCE`. A statistic the result does not hold (an older wfbench did not compute it) is not
   compared; one it holds is;
 - **no absurd figure**: no per-launch time longer than the protocol lets a whole case take
@@ -18,10 +18,12 @@ run files through it) all refuse the same results, each with one line. A timed c
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from wfbench_core.record.results import CaseResult, RunResult, Timing
+    from wfbench_core.record.schema import CaseResult, RunResult, Timing
+
+__all__ = ["TOLERANCE", "case_problem", "problem", "summary_problem"]  # internal, not the plugin API
 
 #: relative disagreement allowed between a stored statistic and the same statistic made again from the
 #: samples (the same functions on the same numbers agree to the last bit; this leaves room for another
@@ -32,7 +34,7 @@ _SIDE_FIELDS = ("median_us", "p95_us", "mad_us", "noise")
 _TIMING_FIELDS = ("gap", "pair_ratio_noise", "within_placement_noise", "between_placement_noise", "gap_lo", "gap_hi")
 
 
-def _differs(stored: Optional[float], made: Optional[float]) -> bool:
+def _differs(stored: float | None, made: float | None) -> bool:
     if stored is None:
         return False  # not recorded (an older wfbench): nothing to contradict
     if made is None:
@@ -40,13 +42,13 @@ def _differs(stored: Optional[float], made: Optional[float]) -> bool:
     return abs(stored - made) > TOLERANCE * max(abs(made), abs(stored))
 
 
-def _shown(value: Optional[float]) -> str:
+def _shown(value: float | None) -> str:
     return "none" if value is None else f"{value:.6g}"
 
 
 def summary_problem(t: Timing) -> str:
     """Which stored statistic of ``t`` its samples do not give ("" when all agree)."""
-    from wfbench_core.record.stats import paired_statistics
+    from wfbench_core.stats import paired_statistics
 
     where = t.placement_of or (0,) * len(t.warpforth.samples_us)
     made = paired_statistics(t.warpforth.samples_us, t.cuda.samples_us, where)

@@ -15,12 +15,17 @@ import contextlib
 import errno
 import json
 import os
-import tempfile
 import secrets
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from wfbench_core.errors import WfbenchError
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "atomic_write", "create_exclusive", "decode_text", "make_temp_dir", "not_a", "os_error_line", "parse_json",
+    "read_bytes", "read_json", "read_text", "symlink_loop_line",
+]
 
 
 def _write_temp(path: Path, data: bytes) -> Path:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import attrs
 
+__all__ = ["PluginOrigin"]  # internal, not the plugin API
+
 
 @attrs.frozen
 class PluginOrigin:

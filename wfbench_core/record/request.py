@@ -8,12 +8,13 @@ ship it as JSON through the one converter (``wfbench execute BUNDLE --request FI
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import attrs
 
 from wfbench_core.record.origin import PluginOrigin
 from wfbench_core.record.results import MODE_PAIRED, TimingProtocol, dumps, loads
+
+__all__ = ["CaseRef", "ExecuteRequest", "RunRequest"]  # internal, not the plugin API
 
 
 @attrs.frozen
@@ -25,7 +26,7 @@ class ExecuteRequest:
     mode: str = MODE_PAIRED
     cuda_compiler: str = "auto"  # "auto" | "nvcc" | "nvrtc"
     #: a fixed deadline for every wait on the GPU, in seconds; None: derived from the case (watchdog)
-    case_timeout_s: Optional[float] = None
+    case_timeout_s: float | None = None
     sanitize: bool = False  # compute-sanitizer on the check configuration of each side
     repeat: int = 1  # fresh worker processes, one after another, each running every case
     ceiling: bool = False  # also time each case's library ceiling, where one is declared (wfbench_core.ceiling)
@@ -34,8 +35,9 @@ class ExecuteRequest:
         return dumps(self)
 
     @classmethod
-    def from_json(cls, text: str, where: str = "request") -> "ExecuteRequest":
-        return loads(text, cls, where=where)  # type: ignore[no-any-return]
+    def from_json(cls, text: str, where: str = "request") -> ExecuteRequest:
+        request: ExecuteRequest = loads(text, cls, where=where)
+        return request
 
 
 @attrs.frozen
@@ -56,7 +58,7 @@ class RunRequest:
     compilers: dict[str, Path] = attrs.Factory(dict)
     transport: str = "local"
     transport_options: dict[str, str] = attrs.Factory(dict)
-    commit: Optional[str] = None
+    commit: str | None = None
     check_cuda: bool = True  # also compile the CUDA side at build time when nvcc is here
 
     @property

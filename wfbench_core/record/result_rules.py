@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import datetime
 import math
-from typing import TYPE_CHECKING, Any, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from wfbench_core.record.status import STATUSES
 
 if TYPE_CHECKING:
-    from wfbench_core.record.results import CaseResult, RunResult, SideStats, Timing
+    from wfbench_core.record.schema import CaseResult, RunResult, SideStats, Timing
+
+__all__ = ["UPGRADES", "case_problem", "index_problem", "problem"]  # internal, not the plugin API
 
 # how a result of an older schema is read: version -> function that rewrites its JSON to the next version
 # (2: Timing.warmup_s, the measured busy time of the warm-up, became warmup_busy_s, apart from the setting;
@@ -28,7 +31,7 @@ if TYPE_CHECKING:
 # 6: the library ceiling of a case (CaseResult.ceiling), which older runs did not time)
 
 
-def _from_1(raw: dict) -> dict:
+def _from_1(raw: dict[str, Any]) -> dict[str, Any]:
     """Schema 1 -> 2: the measured warm-up time is named ``warmup_busy_s``; a protocol from before placements
     and adaptive stopping reads as what it did: one placement, every sample taken."""
     cases = []
@@ -46,7 +49,7 @@ def _from_1(raw: dict) -> dict:
     return {**raw, "cases": cases, "schema_version": 2}
 
 
-def _from_2(raw: dict) -> dict:
+def _from_2(raw: dict[str, Any]) -> dict[str, Any]:
     """Schema 2 -> 3: a run from before buffer rotation used one buffer set per placement."""
     protocol = raw.get("protocol")
     if isinstance(protocol, dict) and "rotation" not in protocol:
@@ -54,17 +57,17 @@ def _from_2(raw: dict) -> dict:
     return {**raw, "schema_version": 3}
 
 
-def _from_3(raw: dict) -> dict:
+def _from_3(raw: dict[str, Any]) -> dict[str, Any]:
     """Schema 3 -> 4: the fields schema 4 added (launch floor, checks of the timed buffers) read as not measured."""
     return {**raw, "schema_version": 4}
 
 
-def _from_4(raw: dict) -> dict:
+def _from_4(raw: dict[str, Any]) -> dict[str, Any]:
     """Schema 4 -> 5: the stack-tax fields schema 5 added (stack addressing, local traffic) read as not counted."""
     return {**raw, "schema_version": 5}
 
 
-def _from_5(raw: dict) -> dict:
+def _from_5(raw: dict[str, Any]) -> dict[str, Any]:
     """Schema 5 -> 6: a run from before library ceilings has none (``CaseResult.ceiling`` reads as None)."""
     return {**raw, "schema_version": 6}
 

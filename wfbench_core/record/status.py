@@ -1,5 +1,7 @@
 """The status of a case in a run (part of the result schema, :mod:`wfbench_core.record.results`)."""
 
+__all__ = ["ERROR", "FAILED", "FAILING", "IMPLAUSIBLE", "OK", "STATUSES", "UNSTABLE"]  # internal, not the plugin API
+
 OK = "ok"  # correct, timed, stable
 UNSTABLE = "unstable"  # correct and timed, but MAD/median above the threshold on a side
 FAILED = "failed"  # a correctness check failed: not timed

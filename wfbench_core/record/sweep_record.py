@@ -6,7 +6,7 @@ one result loader (:func:`wfbench_core.record.results.parse_result`) refuses it,
 
 Each :class:`SweepPoint` holds the :class:`~wfbench_core.record.results.CaseResult` of the case at that size,
 made by the same worker, checks and timing protocol as a run's (its checks, every raw paired sample and the
-statistics of :mod:`wfbench_core.record.stats`), the timing mode it was timed in, and which side was
+statistics of :mod:`wfbench_core.stats`), the timing mode it was timed in, and which side was
 launch-bound in events mode (:mod:`wfbench_core.gpu.plausibility`); where the events timing was launch-bound and
 the point was timed again in graph mode, the events timing is kept beside it.
 """
@@ -14,12 +14,25 @@ the point was timed again in graph mode, the events timing is kept beside it.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import attrs
 
-from wfbench_core.record.results import (FAILING, CaseResult, CompilerInfo, Environment, Source, Timing, TimingProtocol,
-                                         dumps, structure)
+from wfbench_core.record.results import (
+    FAILING,
+    CaseResult,
+    CompilerInfo,
+    Environment,
+    Source,
+    Timing,
+    TimingProtocol,
+    dumps,
+    structure,
+)
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "SWEEP", "SWEEP_KIND", "SWEEP_SCHEMA", "SweepPoint", "SweepResult", "is_sweep", "load_sweep", "parse_sweep",
+    "sweep_problem", "write_sweep",
+]
 
 SWEEP_SCHEMA = 1
 SWEEP_KIND = "sweep"
@@ -34,7 +47,7 @@ class SweepPoint:
     result: CaseResult  # the case at these sizes: checks, timing (timing.timing_mode: how it was timed), status
     launch_bound_wf: bool = False  # in events mode, the side's per-launch time was near the launch floor
     launch_bound_cuda: bool = False
-    events: Optional[Timing] = None  # the events-mode timing a graph-mode one replaced (launch-bound there)
+    events: Timing | None = None  # the events-mode timing a graph-mode one replaced (launch-bound there)
 
     @property
     def timing_mode(self) -> str:

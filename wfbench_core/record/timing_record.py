@@ -11,24 +11,28 @@ fields plus the statistics made from the samples. No field is copied by hand fro
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from collections.abc import Mapping
+from typing import Any
 
 import attrs
 
 # how a sample is timed (TimingProtocol.timing_mode)
-from wfbench_core.case import TIMING_COLD_L2, TIMING_EVENTS, TIMING_GRAPH, TIMING_MODES  # noqa: F401 - re-exported
+from wfbench_core.case import TIMING_COLD_L2, TIMING_EVENTS, TIMING_GRAPH, TIMING_MODES
+from wfbench_core.stats.summary import SideStats
 
-
-@attrs.frozen
-class SideStats:
-    """Per-launch kernel time of one side, in microseconds, and the raw per-sample values."""
-
-    median_us: float
-    p95_us: float
-    mad_us: float
-    noise: float  # MAD / median
-    n: int
-    samples_us: tuple[float, ...]
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "TIMING_COLD_L2",
+    "TIMING_EVENTS",
+    "TIMING_GRAPH",
+    "TIMING_MODES",
+    "NvmlSummary",
+    "Sampled",
+    "Sampling",
+    "SideStats",
+    "Timing",
+    "sampled_of",
+    "sampling_fields",
+]
 
 
 @attrs.frozen
@@ -64,9 +68,9 @@ class Sampling:
     short_retakes: int = 0  # rounds re-taken because a sample came in under min_sample_ms
     buffer_sets: int = 1  # buffer sets each placement's launches rotated over (see TimingProtocol.rotation)
     gate_retakes: int = 0  # rounds re-taken because the host did not release the start gate in time
-    nvml: Optional[NvmlSummary] = None
+    nvml: NvmlSummary | None = None
     # per-launch time of an empty kernel, timed the same way in the same process (None: not measured)
-    launch_floor_us: Optional[float] = None
+    launch_floor_us: float | None = None
     placement_checks: int = 0  # verifying launches on the timed buffers (every placement and side)
     # the mean SM clock (MHz) over each kept pair, measured in-band (empty: not measured, or not for every pair)
     pair_sm_mhz: tuple[float, ...] = ()
@@ -90,19 +94,19 @@ class Timing(Sampling):
     warpforth: SideStats
     cuda: SideStats
     gap: float  # median WarpForth / median CUDA
-    gbps_wf: Optional[float] = None
-    gbps_cuda: Optional[float] = None
-    gflops_wf: Optional[float] = None
-    gflops_cuda: Optional[float] = None
+    gbps_wf: float | None = None
+    gbps_cuda: float | None = None
+    gflops_wf: float | None = None
+    gflops_cuda: float | None = None
     # MAD/median of the per-pair ratios WarpForth/CUDA: what pairing leaves of the noise, since a clock dip
     # that slows both samples of a pair cancels in their ratio
-    pair_ratio_noise: Optional[float] = None
+    pair_ratio_noise: float | None = None
     # placement-aware sampling: the pairs were spread over this many fresh buffer placements
     placements: int = 1
-    within_placement_noise: Optional[float] = None  # median over placements of the pair ratios' MAD/median
-    between_placement_noise: Optional[float] = None  # standard deviation of log per-placement gaps
-    gap_lo: Optional[float] = None  # 95 % interval of the gap over placements (see gap_interval)
-    gap_hi: Optional[float] = None
+    within_placement_noise: float | None = None  # median over placements of the pair ratios' MAD/median
+    between_placement_noise: float | None = None  # standard deviation of log per-placement gaps
+    gap_lo: float | None = None  # 95 % interval of the gap over placements (see gap_interval)
+    gap_hi: float | None = None
     gap_interval: str = ""  # how gap_lo/gap_hi were made
     throttled: bool = False  # power or thermal throttling during timing: kept, marked, out of trends
     # events mode, a side's per-launch time within LAUNCH_BOUND_FACTOR of the launch floor: what was measured

@@ -8,11 +8,17 @@ result back (:mod:`wfbench_core.record.consistency`) apply the same one.
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import attrs
 
 from wfbench_core.record.timing_record import Timing
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "F32_PER_F64", "FLOP_TYPES", "HALF_PER_F32", "MARGIN", "TENSOR_PER_VECTOR", "Yardsticks", "default_flop_type",
+    "flop_peak", "implausible", "implausible_result", "must_move_bytes",
+]
 
 F64, F64_NO_FMA, F32, F16, BF16 = "f64", "f64-no-fma", "f32", "f16", "bf16"
 TENSOR_F64, TENSOR_TF32, TENSOR_F16, TENSOR_BF16, TENSOR_FP8 = (
@@ -35,13 +41,13 @@ MARGIN = 0.25  # a side may beat a yardstick by this much (measurement noise, th
 class Yardsticks:
     """What the run measured to judge its cases by (None where it was not measured)."""
 
-    copy_gbps: Optional[float] = None
-    fp64_peak_gflops: Optional[float] = None
+    copy_gbps: float | None = None
+    fp64_peak_gflops: float | None = None
     l2_bytes: int = 0
     compute_capability: str = ""  # "9.0": which known ratios scale the f64 peak to the other types' peaks
 
     @classmethod
-    def of(cls, environment: Any) -> "Yardsticks":
+    def of(cls, environment: Any) -> Yardsticks:
         """The yardsticks a run measured, as its result file records them (``RunResult.environment``): the
         gate judges a stored result by the same functions as a fresh one."""
         return cls(copy_gbps=environment.copy_gbps, fp64_peak_gflops=environment.fp64_peak_gflops,
@@ -57,7 +63,7 @@ def default_flop_type(float_dtypes: Sequence[str]) -> str:
     return ""
 
 
-def flop_peak(flop_type: str, yardsticks: Yardsticks) -> Optional[tuple[float, str]]:
+def flop_peak(flop_type: str, yardsticks: Yardsticks) -> tuple[float, str] | None:
     """The peak GFLOP/s of ``flop_type`` on the run's GPU and how it was reached; None where it cannot be said
     (no f64 peak measured, no or an unknown type)."""
     p64 = yardsticks.fp64_peak_gflops
@@ -79,7 +85,7 @@ def flop_peak(flop_type: str, yardsticks: Yardsticks) -> Optional[tuple[float, s
     return k * ratio * fma, f"{2 * k * ratio}x {measured}: {where}" + (f", {flop_type} at most {k}x f32" if k > 1 else "")
 
 
-def must_move_bytes(work_bytes: int, *, l2_bytes: int, buffer_sets: int) -> Optional[int]:
+def must_move_bytes(work_bytes: int, *, l2_bytes: int, buffer_sets: int) -> int | None:
     """Bytes a launch must move from DRAM at least (None where the L2 size is unknown)."""
     if l2_bytes <= 0:
         return None

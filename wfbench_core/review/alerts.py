@@ -20,18 +20,24 @@ than ``min_points`` stable points before it).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Any
 
 import attrs
 
-from wfbench_core.review import evidence, verdicts
-from wfbench_core.record import stats
-from wfbench_core.review.changepoints import ChangePoint, new_change_points
 from wfbench_core.errors import WfbenchError
+from wfbench_core.record.results import ERROR, FAILED, RunResult, load_result
+from wfbench_core.review import evidence, verdicts
+from wfbench_core.review.changepoints import ChangePoint, new_change_points
 from wfbench_core.review.history import History, point_order, utc_sortable
 from wfbench_core.review.series import Point, Series, SeriesKey, point_of, series_key
-from wfbench_core.record.results import ERROR, FAILED, RunResult, load_result
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "EXIT_DRIFT", "EXIT_OK", "EXIT_REGRESSION", "FAILED_CASE", "HEADER", "INSUFFICIENT", "MISSING", "NEW_SERIES",
+    "UNSTABLE", "VERDICT_ORDER", "CheckReport", "Finding", "Rules", "check", "judge", "load_for_check", "mark",
+    "missing_cases", "reference_points", "render_markdown", "render_text", "summary_line", "verdict_of",
+]
 
 # exit codes of `wfbench check` (documented in docs/history.md)
 EXIT_OK = 0
@@ -52,7 +58,7 @@ class Rules:
     """Settings of ``wfbench check``."""
 
     margin: float = verdicts.DEFAULT_MARGIN  # the stated default; a wider A/A floor on the board replaces it
-    min_effect: Optional[float] = None  # SLOWER / FASTER need the interval beyond this (default: the margin)
+    min_effect: float | None = None  # SLOWER / FASTER need the interval beyond this (default: the margin)
     min_points: int = 1  # stable points a series needs before it is judged
     window: int = 20  # the reference is drawn from the last this many stable points
 
@@ -66,12 +72,12 @@ class Finding:
     verdict: str  # a verdict of wfbench_core.review.verdicts, or failed / missing / unstable / insufficient / new-series
     message: str
     stable_points: int  # stable points of the series before the new one
-    value_gap: Optional[float] = None  # the new point, judged or not (None: the case was not timed)
-    value_wf_us: Optional[float] = None
-    value_cuda_us: Optional[float] = None
-    reference_gap: Optional[float] = None  # geometric mean of the reference points
+    value_gap: float | None = None  # the new point, judged or not (None: the case was not timed)
+    value_wf_us: float | None = None
+    value_cuda_us: float | None = None
+    reference_gap: float | None = None  # geometric mean of the reference points
     reference_runs: int = 0
-    judged: Optional[verdicts.Verdict] = None
+    judged: verdicts.Verdict | None = None
 
     @property
     def exit_code(self) -> int:
@@ -114,8 +120,8 @@ def reference_points(series: Series, point: Point, rules: Rules = Rules()) -> tu
     return stable, [p for p in stable if p.code == newest.code and p.cuda_code == newest.cuda_code]
 
 
-def verdict_of(series: Series, point: Point, history: Optional[History], rules: Rules = Rules()
-               ) -> tuple[Optional[verdicts.Verdict], list[Point]]:
+def verdict_of(series: Series, point: Point, history: History | None, rules: Rules = Rules()
+               ) -> tuple[verdicts.Verdict | None, list[Point]]:
     """The verdict on ``point`` against its reference (None when there is none), and the reference."""
     _, ref = reference_points(series, point, rules)
     if not ref or point.gap <= 0:
@@ -139,16 +145,16 @@ def verdict_of(series: Series, point: Point, history: Optional[History], rules: 
     return v, ref
 
 
-def judge(series: Series, point: Point, rules: Rules = Rules(), history: Optional[History] = None) -> Finding:
+def judge(series: Series, point: Point, rules: Rules = Rules(), history: History | None = None) -> Finding:
     """The finding for ``point`` (a point of ``series``, stored or not) against the points before it."""
     key = series.key
     stable, _ = reference_points(series, point, rules)
 
-    def finding(verdict: str, message: str, **more: object) -> Finding:
+    def finding(verdict: str, message: str, **more: Any) -> Finding:
         return Finding(case_id=key.case_id, case_version=key.case_version, compiler_label=key.compiler_label,
                        series_id=series.id, verdict=verdict, message=message, stable_points=len(stable),
                        value_gap=point.gap, value_wf_us=point.wf.median_us, value_cuda_us=point.cuda.median_us,
-                       **more)  # type: ignore[arg-type]
+                       **more)
 
     if not point.stable:
         return finding(UNSTABLE, f"{point.standing[1]}; not judged, and left out of trends")
@@ -201,7 +207,7 @@ def missing_cases(history: History, keys: Iterable[SeriesKey], created: str, run
     return out
 
 
-def check(history: History, result: Optional[RunResult] = None, *, run_name: str = "",
+def check(history: History, result: RunResult | None = None, *, run_name: str = "",
           rules: Rules = Rules()) -> CheckReport:
     """Judge every case of ``result`` (default: the newest run in ``history``) against its series."""
     notes: list[str] = []
@@ -243,7 +249,7 @@ def check(history: History, result: Optional[RunResult] = None, *, run_name: str
                        change_points=steps)
 
 
-def _stored_as(history: History, result: RunResult) -> Optional[str]:
+def _stored_as(history: History, result: RunResult) -> str | None:
     """The history file holding ``result`` if it was already added (then it is not counted twice)."""
     for entry in history.runs.values():
         if entry.created == result.created and entry.gpu_name == result.environment.gpu_name \
@@ -273,9 +279,12 @@ def _cells(f: Finding) -> list[str]:
     gap = "-" if f.value_gap is None else (f"{f.reference_gap:.3f}x -> {f.value_gap:.3f}x" if f.reference_gap
                                            else f"{f.value_gap:.3f}x")
     change = "-" if v is None else f"{v.change * 100:+.2f}% [{v.lo * 100:+.2f}, {v.hi * 100:+.2f}]"
-    us = (lambda x: "-" if x is None else f"{x:.2f}")
-    return [name, mark(f), gap, change, us(f.value_wf_us), us(f.value_cuda_us), str(f.reference_runs),
+    return [name, mark(f), gap, change, _us(f.value_wf_us), _us(f.value_cuda_us), str(f.reference_runs),
             str(f.stable_points)]
+
+
+def _us(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"
 
 
 HEADER = ["case", "verdict", "gap", "change [95% CI]", "WF us", "CUDA us", "reference", "history"]
@@ -332,6 +341,6 @@ def render_markdown(report: CheckReport) -> str:
     return "\n".join(out) + "\n"
 
 
-def load_for_check(history_dir: Path, run_path: Optional[Path]) -> tuple[History, Optional[RunResult]]:
+def load_for_check(history_dir: Path, run_path: Path | None) -> tuple[History, RunResult | None]:
     run = load_result(run_path) if run_path is not None else None  # a bad file is reported before anything else
     return History.open(history_dir, must_exist=run_path is None), run

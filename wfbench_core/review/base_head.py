@@ -12,6 +12,8 @@ import attrs
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.results import RunResult
 
+__all__ = ["labels", "one_compiler"]  # internal, not the plugin API
+
 
 def labels(result: RunResult) -> list[str]:
     """The compiler labels of a base/head run (empty for a run of one compiler)."""

@@ -9,10 +9,10 @@ changed": no verdict on WarpForth), are AMBIGUOUS here: the run cannot say.
 
 from __future__ import annotations
 
-from typing import Optional
-
 from wfbench_core.record.results import RunResult
 from wfbench_core.review import compare, verdicts
+
+__all__ = ["REGRESSIONS", "VERDICTS", "base_head", "case_verdict"]  # internal, not the plugin API
 
 SAME, SLOWER, FASTER, AMBIGUOUS = (v.upper() for v in (verdicts.SAME, verdicts.SLOWER, verdicts.FASTER,
                                                        verdicts.AMBIGUOUS))
@@ -30,8 +30,8 @@ def case_verdict(c: compare.CaseComparison) -> str:
     return c.verdict.verdict.upper()
 
 
-def base_head(result: RunResult, *, name: str = "result", base_label: Optional[str] = None,
-              head_label: Optional[str] = None) -> tuple[compare.RunComparison, dict[str, str]]:
+def base_head(result: RunResult, *, name: str = "result", base_label: str | None = None,
+              head_label: str | None = None) -> tuple[compare.RunComparison, dict[str, str]]:
     """One base/head run compared, and every case's verdict (``{case id: verdict}``)."""
     cmp = compare.compare_labels(result, base_label, head_label, name=name)
     return cmp, {c.case_id: case_verdict(c) for c in cmp.cases}

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
+
+__all__ = ["ceiling_markdown"]  # internal, not the plugin API
 
 
-def ceiling_markdown(case: Any, declared: Any, result: Optional[Any] = None) -> str:
+def ceiling_markdown(case: Any, declared: Any, result: Any | None = None) -> str:
     """What the case's ceiling is (library, routine, what it does differently, tensor-core use, the kernel names
     its profile is matched by) and, from a stored result, its time and ``WarpForth time / ceiling time``; or why
     the case has none."""
@@ -23,7 +25,7 @@ def ceiling_markdown(case: Any, declared: Any, result: Optional[Any] = None) -> 
               "- tolerances: " + "; ".join(f"{name}: rtol {t.rtol:g}, atol {t.atol:g} ({t.why})"
                                            for name, t in declared.tolerances.items())]
     k = getattr(result, "ceiling", None) if result is not None else None
-    if k is None:
+    if result is None or k is None:
         lines.append("- measured: not in the given result (run it with `wfbench run --ceiling`, then `--result`)")
     elif k.timed and k.stats is not None and result.timing is not None:
         t = result.timing

@@ -18,6 +18,8 @@ from wfbench_core.ceiling import series_name
 from wfbench_core.record.results import CaseResult, RunResult, converter
 from wfbench_core.review.series import protocol_tag, timing_mode
 
+__all__ = ["CeilingSeriesKey", "ceiling_key", "ceiling_points"]  # internal, not the plugin API
+
 
 @attrs.frozen
 class CeilingSeriesKey:

@@ -24,16 +24,20 @@ runs: the newest point alone is judged by ``wfbench check``'s own alert.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import pairwise
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import TYPE_CHECKING
 
 import attrs
 
-from wfbench_core.record import stats
+from wfbench_core import stats
 from wfbench_core.review.series import Point, Series
 
 if TYPE_CHECKING:  # numpy loads when a series is first searched, not when check or the CLI is imported
     import numpy as np
+
+# internal to wfbench, not the plugin API (README: Layout)
+__all__ = ["ChangePoint", "Settings", "Split", "best_split", "change_points", "e_divisive", "new_change_points"]
 
 
 @attrs.frozen
@@ -157,7 +161,7 @@ def _seed(series_id: str) -> int:
 
 
 def change_points(series: Series, settings: Settings = Settings(), *,
-                  points: Optional[Sequence[Point]] = None) -> list[ChangePoint]:
+                  points: Sequence[Point] | None = None) -> list[ChangePoint]:
     """The steps of a series' gap worth reporting (at least ``min_change``), oldest first. ``points`` (the
     series' stable points by default) limits the search, e.g. to the points before a run."""
     given = list(points if points is not None else series.stable_points)

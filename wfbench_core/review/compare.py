@@ -5,7 +5,7 @@ Two inputs are accepted: two result files (``BASE.json HEAD.json``), or one resu
 against the same CUDA samples. The second is the reliable one: same GPU, same process, interleaved.
 
 The change of the gap (head / base) gets a 95 % interval that resamples what is independent, as the gap's
-own interval does (:func:`wfbench_core.record.stats.gap_interval`): whole placements (whole processes first in a
+own interval does (:func:`wfbench_core.stats.gap_interval`): whole placements (whole processes first in a
 ``--repeat`` run), never single pairs. In a base/head run the two builds were timed in the same rounds, so the
 (base, head, CUDA) rows of each placement are resampled together. Between two runs each run's interval is its
 own, and what two separate runs do not share is added as variance components: a fresh process each, and each
@@ -19,18 +19,24 @@ Cases are compared only when their fingerprints are equal, on one GPU model.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Optional, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from wfbench_core.review import evidence, pairing, verdicts
-from wfbench_core.record import stats
-from wfbench_core.build.code_identity import code_identity, sass_note
+from wfbench_core import stats
+from wfbench_core.compiling.code_identity import code_identity, sass_note
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.results import UNSTABLE, CaseResult, CompileRecord, RunResult, Timing
+from wfbench_core.review import evidence, pairing, verdicts
 
 if TYPE_CHECKING:  # pragma: no cover
     from wfbench_core.review.history import History
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "SHARED", "CaseComparison", "Change", "RunComparison", "Settings", "baseline_change", "compare_labels",
+    "compare_runs", "labels_of", "split_labels",
+]
 
 SHARED = "same samples"
 
@@ -38,7 +44,7 @@ SHARED = "same samples"
 @attrs.frozen
 class Settings:
     margin: float = verdicts.DEFAULT_MARGIN  # the stated default; a wider measured A/A floor replaces it
-    min_effect: Optional[float] = None  # SLOWER / FASTER need the interval beyond this (default: the margin)
+    min_effect: float | None = None  # SLOWER / FASTER need the interval beyond this (default: the margin)
 
 
 @attrs.frozen
@@ -66,11 +72,11 @@ class CaseComparison:
     reason: str = ""  # why not compared
     base_status: str = ""
     head_status: str = ""
-    gap: Optional[Change] = None
-    warpforth: Optional[Change] = None
-    cuda: Optional[Change] = None
-    verdict: Optional[verdicts.Verdict] = None  # the verdict on the gap's change
-    sass: str = ""  # what the two WarpForth kernels' code says (wfbench_core.build.code_identity.sass_note)
+    gap: Change | None = None
+    warpforth: Change | None = None
+    cuda: Change | None = None
+    verdict: verdicts.Verdict | None = None  # the verdict on the gap's change
+    sass: str = ""  # what the two WarpForth kernels' code says (wfbench_core.compiling.code_identity.sass_note)
     broken: str = ""  # "head" or "base": that side alone failed, the other was timed (wfbench_core.review.pairing)
 
     @property
@@ -134,7 +140,7 @@ def _side_change(b: Sequence[float], h: Sequence[float], wb: Sequence[int], wh: 
     return _change(est, mb, mh)
 
 
-def _gap_in_run(b: Timing, h: Timing) -> Optional[stats.LogEstimate]:
+def _gap_in_run(b: Timing, h: Timing) -> stats.LogEstimate | None:
     """The change of the gap of two builds timed in the same rounds of one run."""
     est = stats.change_in_run(b.warpforth.samples_us, h.warpforth.samples_us, b.cuda.samples_us,
                               h.cuda.samples_us, _where(b))
@@ -146,7 +152,7 @@ def _processes(t: Timing) -> int:
 
 
 def _gap_between_runs(b: Timing, h: Timing, comps: evidence.Components, other_board: bool
-                      ) -> Optional[stats.LogEstimate]:
+                      ) -> stats.LogEstimate | None:
     """The change of the gap between two runs: each run's own interval, a fresh process for each run that is
     one process, and each board's own effect when the boards differ."""
     eb = stats.gap_estimate(b.warpforth.samples_us, b.cuda.samples_us, _where(b))
@@ -194,7 +200,7 @@ def _timed_once(b: CaseResult, h: CaseResult) -> bool:
     return (b.timing.timed_with or b.compiler_label) == (h.timing.timed_with or h.compiler_label)
 
 
-def _same_ptx(a: Optional[CompileRecord], b: Optional[CompileRecord]) -> bool:
+def _same_ptx(a: CompileRecord | None, b: CompileRecord | None) -> bool:
     return a is not None and b is not None and bool(a.ptx_sha256) and a.ptx_sha256 == b.ptx_sha256
 
 
@@ -221,13 +227,13 @@ def _qualifiers(b: CaseResult, h: CaseResult) -> list[str]:
     return out
 
 
-def _case(b: CaseResult, h: CaseResult, est: Optional[stats.LogEstimate], margin: verdicts.Margin, *,
+def _case(b: CaseResult, h: CaseResult, est: stats.LogEstimate | None, margin: verdicts.Margin, *,
           same_run: bool, baseline: str = "", qualifiers: Sequence[str] = ()) -> CaseComparison:
     assert b.timing is not None and h.timing is not None
-    head = dict(case_id=b.id, version=b.version, base_status=b.status, head_status=h.status)
+    head: dict[str, Any] = dict(case_id=b.id, version=b.version, base_status=b.status, head_status=h.status)
     if est is None:
         return CaseComparison(compared=False, reason="fewer than two placements on a side: no interval",
-                              **head)  # type: ignore[arg-type]
+                              **head)
     v = verdicts.judge(est, margin, identical_code=_same_code(b, h), baseline_changed=bool(baseline),
                        qualifiers=list(qualifiers) + _qualifiers(b, h))
     tb, th = b.timing, h.timing
@@ -238,7 +244,7 @@ def _case(b: CaseResult, h: CaseResult, est: Optional[stats.LogEstimate], margin
         warpforth=_side_change(tb.warpforth.samples_us, th.warpforth.samples_us, wb, wh, same_run),
         cuda=_side_change(tb.cuda.samples_us, th.cuda.samples_us, wb, wh, same_run),
         reason=f"baseline changed: {baseline}" if baseline else "",
-        **head,  # type: ignore[arg-type]
+        **head,
     )
 
 
@@ -259,13 +265,13 @@ def labels_of(result: RunResult) -> list[str]:
     return seen
 
 
-def split_labels(result: RunResult, base_label: Optional[str] = None,
-                 head_label: Optional[str] = None, *, where: str = "result") -> tuple[str, str]:
+def split_labels(result: RunResult, base_label: str | None = None,
+                 head_label: str | None = None, *, where: str = "result") -> tuple[str, str]:
     """Which compiler labels of a base/head run are base and head: each one asked for, else ``base`` / ``head``
     where the run has it, else the other of a run's two labels."""
     labels = labels_of(result)
 
-    def other(given: Optional[str]) -> Optional[str]:
+    def other(given: str | None) -> str | None:
         rest = [x for x in labels if x != given]
         return rest[0] if len(rest) == 1 else None
 
@@ -286,7 +292,7 @@ def _ordered(cases: list[CaseComparison]) -> tuple[CaseComparison, ...]:
     return tuple(sorted(cases, key=lambda c: c.case_id))
 
 
-def compare_labels(result: RunResult, base_label: Optional[str] = None, head_label: Optional[str] = None, *,
+def compare_labels(result: RunResult, base_label: str | None = None, head_label: str | None = None, *,
                    name: str = "result", settings: Settings = Settings()) -> RunComparison:
     """One base/head run: the two compiler labels against the same CUDA samples, in the same rounds.
 
@@ -295,7 +301,7 @@ def compare_labels(result: RunResult, base_label: Optional[str] = None, head_lab
     bmap = {c.id: c for c in result.cases if c.compiler_label == bl}
     hmap = {c.id: c for c in result.cases if c.compiler_label == hl}
     pairs, cases = pairing.matched(bmap, hmap, "no {side} result", CaseComparison)
-    estimates = [(b, h, _gap_in_run(b.timing, h.timing)) for b, h in pairs]  # type: ignore[arg-type]
+    estimates = [(b, h, _gap_in_run(b.timing, h.timing) if b.timing and h.timing else None) for b, h in pairs]
     # a kernel timed once for both labels reads no change by construction: it measures nothing of the method;
     # a noisy or throttled case reads its own circumstances, not the method's
     same = [math.exp(e.value) - 1.0 for b, h, e in estimates
@@ -314,7 +320,7 @@ def compare_labels(result: RunResult, base_label: Optional[str] = None, head_lab
                       platform=_platform(result), same_run=True, notes=(), cases=_ordered(cases), settings=settings)
 
 
-def _run_notes(base: RunResult, head: RunResult, history: Optional["History"]) -> list[str]:
+def _run_notes(base: RunResult, head: RunResult, history: History | None) -> list[str]:
     notes = []
     ub, uh = base.environment.gpu_uuid, head.environment.gpu_uuid
     if ub and uh and ub != uh:
@@ -329,7 +335,7 @@ def _run_notes(base: RunResult, head: RunResult, history: Optional["History"]) -
 
 
 def compare_runs(base: RunResult, head: RunResult, *, base_name: str = "base", head_name: str = "head",
-                 settings: Settings = Settings(), history: Optional["History"] = None) -> RunComparison:
+                 settings: Settings = Settings(), history: History | None = None) -> RunComparison:
     """Two separate runs, matched by case ID (compiler label "" on both sides)."""
     for r, name in ((base, base_name), (head, head_name)):
         if labels_of(r):
@@ -337,10 +343,10 @@ def compare_runs(base: RunResult, head: RunResult, *, base_name: str = "base", h
     if (base.environment.gpu_name, base.environment.compute_capability) != \
             (head.environment.gpu_name, head.environment.compute_capability):
         why = f"different GPU models ({_platform(base)} vs {_platform(head)}): the gap itself moves with the GPU"
-        cases = tuple(CaseComparison(case_id=c.id, version=c.version, compared=False, reason=why)
-                      for c in head.cases)
+        refused = tuple(CaseComparison(case_id=c.id, version=c.version, compared=False, reason=why)
+                        for c in head.cases)
         return RunComparison(base_name, head_name, base.warpforthc.version, head.warpforthc.version, _platform(head),
-                          False, (why,), cases, settings)
+                          False, (why,), refused, settings)
     pairs, cases = pairing.matched({c.id: c for c in base.cases}, {c.id: c for c in head.cases}, "not in {side}",
                                    CaseComparison)
     cases += [_run_pair(base, head, b, h, settings, history) for b, h in pairs]
@@ -350,7 +356,7 @@ def compare_runs(base: RunResult, head: RunResult, *, base_name: str = "base", h
 
 
 def _run_pair(base: RunResult, head: RunResult, b: CaseResult, h: CaseResult, s: Settings,
-              history: Optional["History"]) -> CaseComparison:
+              history: History | None) -> CaseComparison:
     from wfbench_core.review.series import point_of, series_key
 
     ub, uh = base.environment.gpu_uuid, head.environment.gpu_uuid
@@ -367,112 +373,5 @@ def _run_pair(base: RunResult, head: RunResult, b: CaseResult, h: CaseResult, s:
     floor, where = evidence.board_aa_floor(history, key, uh)
     margin = verdicts.margin_of(floor, where, default=s.margin, min_effect=s.min_effect)
     quals = [verdicts.OTHER_BOARD if ub and uh else verdicts.UNKNOWN_BOARD] if other else []
-    est = _gap_between_runs(b.timing, h.timing, comps, other)  # type: ignore[arg-type]
+    est = _gap_between_runs(b.timing, h.timing, comps, other) if b.timing and h.timing else None
     return _case(b, h, est, margin, same_run=False, baseline=baseline_change(base, head, b, h), qualifiers=quals)
-
-
-# --------------------------------------------------------------------------------------------------------
-# rendering
-
-
-def pct(c: Change) -> str:
-    if c.shared:
-        return "shared"
-    if math.isnan(c.ci_low):
-        return f"{c.percent:+.2f}%"
-    return f"{c.percent:+.2f}% [{(c.ci_low - 1) * 100:+.2f}, {(c.ci_high - 1) * 100:+.2f}]"
-
-
-def verdict_cell(c: CaseComparison, bold: bool = False) -> str:
-    if c.broken:
-        word = verdicts.BROKEN_WORDS[c.broken]
-        return f"**{word}**" if bold and c.broken == pairing.HEAD else word
-    if not c.compared or c.verdict is None:
-        return "not compared"
-    text = c.verdict.label
-    if bold and c.verdict.verdict in (verdicts.SLOWER, verdicts.FASTER):
-        text = f"**{text}**"
-    return text
-
-
-def _rows(cmp: RunComparison, bold: bool) -> list[list[str]]:
-    rows = []
-    for c in cmp.cases:
-        name = f"{c.case_id} v{c.version}"
-        if not c.compared or c.gap is None or c.warpforth is None or c.cuda is None:
-            rows.append([name, "-", "-", "-", "-", "-", "-", verdict_cell(c, bold)])
-            continue
-        rows.append([
-            name, f"{c.gap.base:.3f}x -> {c.gap.head:.3f}x", pct(c.gap),
-            f"{c.warpforth.base:.2f} -> {c.warpforth.head:.2f}", pct(c.warpforth),
-            f"{c.cuda.base:.2f} -> {c.cuda.head:.2f}", pct(c.cuda), verdict_cell(c, bold),
-        ])
-    return rows
-
-
-HEADER = ["case", "gap", "gap change [95% CI]", "WF us", "WF change [CI]", "CUDA us", "CUDA change [CI]", "verdict"]
-
-
-def _footer(cmp: RunComparison) -> list[str]:
-    judged = [c for c in cmp.cases if c.verdict is not None]
-    margins = {c.verdict.margin_basis: c for c in judged}  # type: ignore[union-attr]
-    lines = []
-    if judged:
-        first = judged[0].verdict
-        assert first is not None
-        lines.append(verdicts.rule_text(verdicts.Margin(first.margin, first.min_effect, first.margin_basis)))
-        if len(margins) > 1:
-            lines += [f"{c.case_id}: margin {c.verdict.margin:.2%} ({c.verdict.margin_basis})"  # type: ignore[union-attr]
-                      for c in judged[1:] if c.verdict.margin_basis != first.margin_basis]  # type: ignore[union-attr]
-    bases = {c.gap.basis for c in judged if c.gap}
-    if len(bases) == 1:
-        lines.append(f"gap change interval: {bases.pop()}")
-    else:
-        lines += [f"{c.case_id}: gap change interval: {c.gap.basis}" for c in judged if c.gap]
-    if not cmp.same_run:
-        lines.append("WF and CUDA time intervals: each run's own samples only (boards and processes move absolute "
-                     "times by more than the gap)")
-    for c in cmp.cases:
-        if c.sass:
-            lines.append(f"{c.case_id}: {c.sass}" + (f" {c.case_id}" if c.sass.endswith("wfbench explain") else ""))
-        if c.reason:
-            lines.append(f"{c.case_id}: {verdict_cell(c) + ': ' if c.broken else '' if c.compared else 'not compared: '}"
-                         f"{c.reason}")
-    lines += [f"note: {n}" for n in cmp.notes]
-    return lines
-
-
-def _title(cmp: RunComparison) -> str:
-    how = "one interleaved base/head run" if cmp.same_run else "two runs"
-    return (f"{cmp.base_name} (warpforthc {cmp.base_compiler}) -> {cmp.head_name} (warpforthc "
-            f"{cmp.head_compiler}); {cmp.platform}; {how}")
-
-
-def summary(cmp: RunComparison) -> str:
-    """``6 compared: 1 SLOWER, 5 SAME``."""
-    counts: dict[str, int] = {}
-    for c in cmp.cases:
-        key = verdicts.BROKEN_WORDS[c.broken] if c.broken else c.verdict.verdict if c.verdict else "not compared"
-        counts[key] = counts.get(key, 0) + 1
-    order = [verdicts.BROKEN_WORDS[pairing.HEAD], *verdicts.VERDICTS, verdicts.BROKEN_WORDS[pairing.BASE],
-             verdicts.BASELINE_CHANGED, "not compared"]
-    parts = [f"{n} {k.upper() if k in verdicts.VERDICTS else k}" for k, n in
-             sorted(counts.items(), key=lambda kv: order.index(kv[0]))]
-    return f"{len(cmp.cases)} case(s): " + ", ".join(parts)
-
-
-def render_text(cmp: RunComparison) -> str:
-    from wfbench_core.review.table import render_table
-
-    return "\n".join([_title(cmp), "", render_table([HEADER] + _rows(cmp, bold=False)), ""] + _footer(cmp)
-                     + [summary(cmp)])
-
-
-def render_markdown(cmp: RunComparison) -> str:
-    out = ["### wfbench compare", "", _title(cmp).replace(" -> ", " → "), "", f"**{summary(cmp)}**", "",
-           "| " + " | ".join(HEADER) + " |", "|---|" + "---:|" * (len(HEADER) - 2) + "---|"]
-    for row in _rows(cmp, bold=True):
-        out.append("| " + " | ".join(cell.replace(" -> ", " → ") for cell in row) + " |")
-    out.append("")
-    out += [f"- {line}" for line in _footer(cmp)]
-    return "\n".join(out) + "\n"

@@ -13,23 +13,31 @@ and where too few were measured, into the stated defaults.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Iterable, Optional, Sequence
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import attrs
 
-from wfbench_core.record import stats
+from wfbench_core import stats
 from wfbench_core.record.results import MODE_AA, MODE_PAIRED
 from wfbench_core.review.series import Point, SeriesKey
 
 if TYPE_CHECKING:  # pragma: no cover
     from wfbench_core.review.history import History
 
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "DEFAULT_BOARD_SD", "DEFAULT_PROCESS_SD", "MIN_COMPONENT_DF", "ONE_PLACEMENT_BOARD_SD",
+    "ONE_PLACEMENT_PROCESS_SD", "Components", "Observation", "aa_run_floor", "board_aa_floor",
+    "change_against_reference", "components", "family", "family_points", "observations", "repeat_observations",
+    "variance_components",
+]
+
 
 # Stated defaults of the components until measured (docs/history.md, "Verdicts"): what a fresh process on one
 # board, and another board of one GPU model beyond that, move a gap by (standard deviations, log terms). Runs
 # timed at a single placement (the protocol before placements; placement_of not recorded) moved far more.
 DEFAULT_PROCESS_SD = 0.001
-DEFAULT_BOARD_SD = 0.003
+DEFAULT_BOARD_SD = 0.0021  # measured: docs/history.md, "Between two runs" (docs/results/boards)
 ONE_PLACEMENT_PROCESS_SD = 0.003
 ONE_PLACEMENT_BOARD_SD = 0.02
 MIN_COMPONENT_DF = 3  # a measured variance component replaces its default from this many degrees of freedom
@@ -76,6 +84,20 @@ def _mean_squares(obs: Sequence[Observation]) -> tuple[float, int, float, int, f
         dfb += len(groups) - 1
         n0_sum += total - sum(len(ys) ** 2 for ys in groups) / total
     return (ssw / dfw if dfw else 0.0), dfw, (ssb / dfb if dfb else 0.0), dfb, (n0_sum / dfb if dfb else 1.0)
+
+
+def between_boards(obs: Sequence[Observation], level: float = 0.95) -> tuple[float, int, float, float]:
+    """What boards alone differ by, from one process per board and code (the measurement behind
+    :data:`DEFAULT_BOARD_SD`): the pooled between-board standard deviation of the log gap, its degrees of
+    freedom and its ``level`` interval (chi-square). It holds the process component too, as a new board does."""
+    from scipy import stats as sps
+
+    _, _, msb, dfb, _ = _mean_squares(obs)
+    if not dfb:
+        return 0.0, 0, 0.0, math.inf
+    ss = msb * dfb
+    lo, hi = (math.sqrt(ss / sps.chi2.ppf(q, dfb)) for q in (0.5 + level / 2.0, 0.5 - level / 2.0))
+    return math.sqrt(msb), dfb, lo, hi
 
 
 def _trusted(var: float, df: float, default_sd: float, min_df: int) -> bool:
@@ -150,7 +172,7 @@ def family(key: SeriesKey) -> SeriesKey:
     return attrs.evolve(key, compiler_label="")
 
 
-def family_points(history: Optional["History"], key: SeriesKey, *, skip_runs: Iterable[str] = ()) -> list[Point]:
+def family_points(history: History | None, key: SeriesKey, *, skip_runs: Iterable[str] = ()) -> list[Point]:
     """Every stable point of the family of ``key`` in ``history``, less the runs named in ``skip_runs`` (files or
     creation times)."""
     if history is None:
@@ -186,7 +208,7 @@ def components(points: Sequence[Point], extra: Sequence[Observation] = (), *, on
     return variance_components(observations(points) + list(extra), process_sd=sds[0], board_sd=sds[1])
 
 
-def board_aa_floor(history: Optional["History"], key: SeriesKey, board: str) -> tuple[Optional[float], str]:
+def board_aa_floor(history: History | None, key: SeriesKey, board: str) -> tuple[float | None, str]:
     """The A/A floor on ``board``: how far the newest A/A run there (CUDA against itself) in which ``key``'s case
     is stable read from 1.000x at most, over its stable cases (:func:`aa_run_floor`); (None, "") when the history
     has none."""
@@ -202,7 +224,7 @@ def board_aa_floor(history: Optional["History"], key: SeriesKey, board: str) -> 
     return aa_run_floor(run), f"A/A run {newest.created} on this board"
 
 
-def aa_run_floor(points: Sequence["Point"]) -> Optional[float]:
+def aa_run_floor(points: Sequence[Point]) -> float | None:
     """The floor of one A/A run: the farthest any of its stable cases reads from 1.000x. The one figure of an
     A/A run, in ``check``'s margin and on the dashboard."""
     from wfbench_core.review.verdicts import aa_floor

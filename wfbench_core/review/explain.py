@@ -7,15 +7,14 @@ variant is set against the same CUDA side, compiled here with the project's own 
 
 from __future__ import annotations
 
-from typing import Mapping, Optional, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import attrs
 
-from wfbench_core.review import markdown as md
 from wfbench_core.case import Case
-from wfbench_core.build import stack_tax
-from wfbench_core.build.code_identity import IDENTICAL_NOTE, identical
-from wfbench_core.build.diagnostics import (
+from wfbench_core.compiling import stack_tax
+from wfbench_core.compiling.code_identity import identical
+from wfbench_core.compiling.diagnostics import (
     Instr,
     Loop,
     assemble,
@@ -25,8 +24,14 @@ from wfbench_core.build.diagnostics import (
     mix_differences,
     summarize,
 )
-from wfbench_core.record.results import CaseResult, Environment, KernelProfile, SideDiagnostics
 from wfbench_core.gpu.roofline import format_roofline, roofline
+from wfbench_core.record.results import CaseResult, Environment, KernelProfile, SideDiagnostics
+from wfbench_core.review import markdown as md
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "CLASS_HELP", "LOOP_LINES", "WF_PREFIX", "ExplainedSide", "SideReport", "analyse", "findings", "head_vs_base",
+    "profile_findings", "render_markdown",
+]
 
 LOOP_LINES = 60
 
@@ -57,8 +62,8 @@ class ExplainedSide:
 class SideReport:
     side: ExplainedSide
     diag: SideDiagnostics
-    loop: Optional[Loop]
-    profile: Optional[KernelProfile] = None
+    loop: Loop | None
+    profile: KernelProfile | None = None
     sass: tuple[Instr, ...] = ()
 
 
@@ -84,7 +89,7 @@ def _sum(mix: Mapping[str, int], prefix: str) -> int:
 
 
 def findings(wf: SideDiagnostics, cuda: SideDiagnostics, wf_label: str = "WarpForth",
-             wf_profile: Optional[KernelProfile] = None, cuda_profile: Optional[KernelProfile] = None) -> list[str]:
+             wf_profile: KernelProfile | None = None, cuda_profile: KernelProfile | None = None) -> list[str]:
     """Plain sentences about the differences that usually matter, most important first (the runtime-stack
     tax of each side, with its local traffic when profiled, first)."""
     out: list[str] = []
@@ -155,7 +160,7 @@ def profile_findings(wf: KernelProfile, cuda: KernelProfile, wf_label: str = "Wa
 def _static_rows(reports: Sequence[SideReport]) -> list[list[str]]:
     rows = [["", *[r.side.label for r in reports]]]
 
-    def row(name: str, fn) -> None:  # type: ignore[no-untyped-def]
+    def row(name: str, fn: Callable[[SideDiagnostics], str]) -> None:
         rows.append([name, *[fn(r.diag) for r in reports]])
 
     row("registers / thread", lambda d: str(d.registers))
@@ -177,10 +182,10 @@ def _profile_rows(reports: Sequence[SideReport]) -> list[list[str]]:
 
     rows = [["Nsight Compute", *[r.side.label for r in reports]]]
 
-    def f(x: Optional[float], spec: str = ".1f", suffix: str = "") -> str:
+    def f(x: float | None, spec: str = ".1f", suffix: str = "") -> str:
         return "-" if x is None else format(x, spec) + suffix
 
-    def row(name: str, fn) -> None:  # type: ignore[no-untyped-def]
+    def row(name: str, fn: Callable[[KernelProfile], str]) -> None:
         rows.append([name, *[fn(r.profile) if r.profile else "-" for r in reports]])
 
     row("duration (us)", lambda p: f(p.duration_us, ".2f"))

@@ -11,7 +11,7 @@ are strings, ``value`` a number. Per stable, correct case:
 
 and ``suite/v<suite version>/geomean-gap/P0/set-<case set>``: the geometric mean of the P0 gaps, published
 only when every P0 case of the run is correct and stable; ``<case set>`` names the set (IDs and versions,
-:func:`wfbench_core.record.stats.case_set_id`), so a geomean over another set is another series and never continues
+:func:`wfbench_core.stats.case_set_id`), so a geomean over another set is another series and never continues
 this one.
 
 A run that must not become history (a failed or error case, an incomplete run) is not exported either. A run
@@ -25,13 +25,15 @@ measured. The action keys its charts by name only: give each GPU model its own a
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from typing import Any
 
-from wfbench_core.record import stats
+from wfbench_core import stats
 from wfbench_core.errors import WfbenchError
+from wfbench_core.record.results import MODE_AA, MODE_PAIRED, OK, CaseResult, RunResult
 from wfbench_core.review.history import refusal
 from wfbench_core.review.series import protocol_tag, timing_mode
-from wfbench_core.record.results import MODE_AA, MODE_PAIRED, OK, CaseResult, RunResult
+
+__all__ = ["FORMATS", "GAP_UNIT", "TIME_UNIT", "github_action_benchmark"]  # internal, not the plugin API
 
 FORMATS = ("github-action-benchmark",)
 GAP_UNIT = "x CUDA"
@@ -87,7 +89,7 @@ def _num(x: float, digits: int = 4) -> float:
     return float(f"{x:.{digits}g}") if math.isfinite(x) else x
 
 
-def github_action_benchmark(result: RunResult, *, label: Optional[str] = None, where: str = "result") \
+def github_action_benchmark(result: RunResult, *, label: str | None = None, where: str = "result") \
         -> list[dict[str, Any]]:
     """The ``customSmallerIsBetter`` entries of one run (stable, correct cases only)."""
     if result.mode == MODE_AA or any(c.mode == MODE_AA for c in result.cases):

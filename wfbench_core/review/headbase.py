@@ -8,20 +8,38 @@ side by side, and with profiles the Nsight Compute metric deltas. Identical SASS
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Optional, Sequence
+from typing import TYPE_CHECKING
 
 import attrs
 
-from wfbench_core.review import markdown as md
-from wfbench_core.build import stack_tax
-from wfbench_core.build.code_identity import IDENTICAL_NOTE, identical
-from wfbench_core.build.diagnostics import Instr, Loop, assemble, summarize
+from wfbench_core.compiling import stack_tax
+from wfbench_core.compiling.code_identity import IDENTICAL_NOTE, identical
+from wfbench_core.compiling.diagnostics import Instr, Loop, assemble, summarize
 from wfbench_core.record.results import KernelProfile, SideDiagnostics
-from wfbench_core.review.sassdiff import ADDED, CHANGED, MOVED, REMOVED, RENAMED, LoopPair, Placed, Row, SassDiff, diff, where
+from wfbench_core.review import markdown as md
+from wfbench_core.review.sassdiff import (
+    ADDED,
+    CHANGED,
+    MOVED,
+    REMOVED,
+    RENAMED,
+    LoopPair,
+    Placed,
+    Row,
+    SassDiff,
+    diff,
+    where,
+)
 
 if TYPE_CHECKING:
     from wfbench_core.case import Case
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "LOOP_ROWS", "MAX_LISTED", "Variant", "bundle_ptx", "explain_bundle", "pick", "profile_rows", "render",
+    "resource_rows", "variant",
+]
 
 MAX_LISTED = 12  # changed instructions named one by one; the regions below show every one
 LOOP_ROWS = 60  # rows of a changed loop shown side by side
@@ -34,7 +52,7 @@ class Variant:
     label: str  # "base", "head"
     diag: SideDiagnostics
     sass: tuple[Instr, ...]
-    profile: Optional[KernelProfile] = None
+    profile: KernelProfile | None = None
 
 
 def pick(labels: Sequence[str]) -> tuple[str, str]:
@@ -78,13 +96,13 @@ def resource_rows(base: SideDiagnostics, head: SideDiagnostics) -> list[list[str
     return rows
 
 
-def _pct_points(a: Optional[float], b: Optional[float]) -> list[str]:
+def _pct_points(a: float | None, b: float | None) -> list[str]:
     if a is None or b is None:
         return ["-" if a is None else f"{a:.1f}%", "-" if b is None else f"{b:.1f}%", "-"]
     return [f"{a:.1f}%", f"{b:.1f}%", f"{b - a:+.1f} pp"]
 
 
-def _relative(a: Optional[float], b: Optional[float], spec: str) -> list[str]:
+def _relative(a: float | None, b: float | None, spec: str) -> list[str]:
     if a is None or b is None:
         return ["-" if a is None else format(a, spec), "-" if b is None else format(b, spec), "-"]
     change = f"{(b / a - 1) * 100:+.2f}%" if a else "-"
@@ -116,7 +134,7 @@ def profile_rows(base: KernelProfile, head: KernelProfile, stalls: int = 4) -> l
 # rendering
 
 
-def _addr(i: Optional[Instr]) -> str:
+def _addr(i: Instr | None) -> str:
     return f"0x{i.address:04x}" if i is not None else "-"
 
 
@@ -138,13 +156,15 @@ def _sentence(p: Placed, base: str, head: str) -> str:
 
 
 def _diff_line(r: Row) -> list[str]:
+    base = f"/*{r.base.address:04x}*/ {r.base.text}" if r.base is not None else ""
+    head = f"/*{r.head.address:04x}*/ {r.head.text}" if r.head is not None else ""
     if r.kind in (CHANGED, MOVED):
-        return [f"- /*{r.base.address:04x}*/ {r.base.text}", f"+ /*{r.head.address:04x}*/ {r.head.text}"]  # type: ignore[union-attr]
+        return [f"- {base}", f"+ {head}"]
     if r.kind == REMOVED:
-        return [f"- /*{r.base.address:04x}*/ {r.base.text}"]  # type: ignore[union-attr]
+        return [f"- {base}"]
     if r.kind == ADDED:
-        return [f"+ /*{r.head.address:04x}*/ {r.head.text}"]  # type: ignore[union-attr]
-    return [f"  /*{r.head.address:04x}*/ {r.head.text}"]  # type: ignore[union-attr]
+        return [f"+ {head}"]
+    return [f"  {head}"]
 
 
 def _hunk_title(rows: Sequence[Row], d: SassDiff, base: str, head: str) -> str:
@@ -161,7 +181,7 @@ def _counts(count: Callable[[str], int]) -> str:
             f"{count(MOVED)} moved")
 
 
-def _span(lp: Optional[Loop]) -> str:
+def _span(lp: Loop | None) -> str:
     return f"0x{lp.start:04x}-0x{lp.end:04x}" if lp is not None else "none"
 
 
@@ -198,7 +218,7 @@ def _loop_lines(d: SassDiff, base: str, head: str, rows_shown: int) -> list[str]
 
 
 def render(base: Variant, head: Variant, *, context: int = 3, loop_rows: int = LOOP_ROWS,
-           title: Optional[str] = "#### Head against base") -> list[str]:
+           title: str | None = "#### Head against base") -> list[str]:
     """The head-against-base section (under ``title`` unless None): one line when the SASS is identical."""
     names = f"{base.label} and {head.label}"
     if identical(base.diag, head.diag):
@@ -236,7 +256,7 @@ def render(base: Variant, head: Variant, *, context: int = 3, loop_rows: int = L
 # from a base/head bundle (no CUDA side needed)
 
 
-def variant(case: "Case", label: str, ptx: str, arch: str) -> Variant:
+def variant(case: Case, label: str, ptx: str, arch: str) -> Variant:
     """Assemble one compiler's PTX of ``case`` for ``arch`` at the canonical launch."""
     launch = case.launch(case.sizes["canonical"])
     threads = launch.block[0] * launch.block[1] * launch.block[2]
@@ -244,9 +264,9 @@ def variant(case: "Case", label: str, ptx: str, arch: str) -> Variant:
     return Variant(label, summarize(a, case.wf_kernel, arch, threads, launch.shared_bytes), a.sass)
 
 
-def bundle_ptx(case: "Case", bundle: Path) -> dict[str, str]:
+def bundle_ptx(case: Case, bundle: Path) -> dict[str, str]:
     """``{label: canonical WarpForth PTX}`` of ``case`` in a bundle (one entry "" for a plain bundle)."""
-    from wfbench_core.build.bundle import load_case_files, read_variants
+    from wfbench_core.compiling.bundle import load_case_files, read_variants
     from wfbench_core.errors import WfbenchError
 
     out = {}
@@ -260,7 +280,7 @@ def bundle_ptx(case: "Case", bundle: Path) -> dict[str, str]:
     return out
 
 
-def explain_bundle(case: "Case", bundle: Path, arch: str, *, context: int = 3, title: Optional[str] = None,
+def explain_bundle(case: Case, bundle: Path, arch: str, *, context: int = 3, title: str | None = None,
                    progress: Callable[[str], None] = lambda msg: None) -> list[str]:
     """The head-against-base section of ``case`` from a base/head bundle (ptxas and cuobjdump, no GPU)."""
     from wfbench_core.errors import WfbenchError

@@ -26,8 +26,8 @@ import datetime as _dt
 import hashlib
 import json
 import re
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Iterator, Optional, Sequence
 
 import attrs
 
@@ -36,6 +36,12 @@ from wfbench_core.record.fsutil import atomic_write, create_exclusive, read_json
 from wfbench_core.record.result_rules import index_problem
 from wfbench_core.record.results import FAILING, RunResult, TimingProtocol, converter, dumps, parse_result
 from wfbench_core.review.series import Point, Series, SeriesKey, case_name, points_from_run
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "DEFAULT_DIR", "HISTORY_ENV", "INDEX_FILE", "INDEX_VERSION", "LOCK_FILE", "LOCK_WAIT_S", "RUNS_DIR", "RUN_NAME",
+    "AddOutcome", "History", "Index", "Problem", "RunEntry", "add_run", "git_links", "point_order",
+    "protocol_defaults", "refusal", "reindex", "utc_sortable",
+]
 
 HISTORY_ENV = "WFBENCH_HISTORY"
 DEFAULT_DIR = "wfbench-history"
@@ -113,7 +119,7 @@ class AddOutcome:
     series: tuple[tuple[str, SeriesKey, bool], ...]  # (series id, key, new series?) per stored case
 
 
-def refusal(result: RunResult, *, allow_incomplete: bool = False) -> Optional[str]:
+def refusal(result: RunResult, *, allow_incomplete: bool = False) -> str | None:
     """Why this run must not become history, or None: nothing of a failed run is stored."""
     bad = [c for c in result.cases if c.status in FAILING]
     if bad:
@@ -203,7 +209,7 @@ class History:
     # ---- reading
 
     @classmethod
-    def open(cls, root: str | Path, *, rebuild: bool = False, must_exist: bool = True) -> "History":
+    def open(cls, root: str | Path, *, rebuild: bool = False, must_exist: bool = True) -> History:
         """Read the history at ``root``; ``rebuild`` ignores the index and parses every run file."""
         root = Path(root)
         if not root.exists():
@@ -268,7 +274,7 @@ class History:
             found.add(rel)
         return found
 
-    def _read_index(self) -> Optional[Index]:
+    def _read_index(self) -> Index | None:
         path = self.root / INDEX_FILE
         if not path.exists():
             return None
@@ -286,7 +292,7 @@ class History:
                                          "('wfbench history reindex' rewrites it)"))
             return None
 
-    def _parse(self, rel: str) -> Optional[tuple[RunEntry, RunResult]]:
+    def _parse(self, rel: str) -> tuple[RunEntry, RunResult] | None:
         path = self.root / rel
         try:
             data = path.read_bytes()
@@ -322,7 +328,7 @@ class History:
                               key=lambda s: (s.key.case_id, s.key.case_version, s.key.gpu_name, s.key.mode, s.id)))
         return Index(index_version=INDEX_VERSION, runs=runs, series=series, protocol_defaults=protocol_defaults())
 
-    def newest_run(self) -> Optional[RunEntry]:
+    def newest_run(self) -> RunEntry | None:
         if not self.runs:
             return None
         return max(self.runs.values(), key=lambda e: (utc_sortable(e.created), e.file))
@@ -330,7 +336,7 @@ class History:
     def points_of_run(self, rel: str) -> list[tuple[Series, Point]]:
         return [(s, p) for s in self.series.values() for p in s.points if p.run == rel]
 
-    def find_series(self, key: SeriesKey) -> Optional[Series]:
+    def find_series(self, key: SeriesKey) -> Series | None:
         return self.series.get(key.id)
 
     # ---- writing
@@ -394,7 +400,7 @@ def _merge(h: History, new: Sequence[tuple[SeriesKey, Point]]) -> None:
         h.series[key.id] = Series(key.id, key, tuple(sorted(pts, key=point_order)))
 
 
-def _same_run(h: History, stored: RunResult, rel: str) -> Optional[str]:
+def _same_run(h: History, stored: RunResult, rel: str) -> str | None:
     """The stored file that already holds this run, if any (same content, or same GPU at the same time)."""
     if rel in h.runs:
         return rel
@@ -433,7 +439,7 @@ def git_links(point: Point) -> tuple[str, str]:
     return commit_url, run_url
 
 
-def _validation_error() -> type:
+def _validation_error() -> type[Exception]:
     import cattrs
 
     return cattrs.BaseValidationError

@@ -6,7 +6,9 @@ Markdown through these functions, so a table or a code block looks the same wher
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
+
+__all__ = ["bullets", "cell", "code", "code_block", "details", "table"]  # internal, not the plugin API
 
 
 def cell(text: str) -> str:

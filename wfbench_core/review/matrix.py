@@ -13,14 +13,19 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Callable, Mapping, Optional, Sequence
 
 import attrs
 
 from wfbench_core.errors import WfbenchError
 from wfbench_core.review import markdown as md
 from wfbench_core.review.case_verdict import BROKEN, REGRESSIONS, SAME, SLOWER, VERDICTS
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "COMMENT_PART", "RESULT_NAME", "RUN_LOG", "Leg", "ModelOutcome", "comment", "exit_status", "legs_of", "merge",
+    "newest_artifact", "outcome", "plan", "result_artifact", "summary", "table",
+]
 
 RESULT_NAME = "wfbench-run.json"  # in each model's artifact, as the action writes it
 RUN_LOG = "run.log"  # the benchmark step's stderr: why a model has no result
@@ -133,7 +138,7 @@ def _why_no_result(folder: Path) -> str:
     return (errors or [ln for ln in lines if ln] or ["see the log of its benchmark step"])[-1]
 
 
-def outcome(leg: Leg, folder: Optional[Path]) -> ModelOutcome:
+def outcome(leg: Leg, folder: Path | None) -> ModelOutcome:
     """One model's outcome from its downloaded artifact folder (None when the job never uploaded one)."""
     from wfbench_core.record.results import ERROR, FAILED, load_result
     from wfbench_core.review.base_head import labels
@@ -166,7 +171,7 @@ def outcome(leg: Leg, folder: Optional[Path]) -> ModelOutcome:
                         storable=not failed, part=part)
 
 
-def newest_artifact(artifacts: Path, gpu: str) -> Optional[Path]:
+def newest_artifact(artifacts: Path, gpu: str) -> Path | None:
     """The model's artifact of the newest run attempt among the downloaded ones (a re-run of a failed job
     uploads a new one; a job that was not re-run keeps its first)."""
     pattern = re.compile(re.escape(result_artifact(gpu, "")) + r"(\d+)")
@@ -224,7 +229,7 @@ def exit_status(outcomes: Sequence[ModelOutcome]) -> int:
     return INCOMPLETE if any(o.problem for o in outcomes) else 0
 
 
-def comment(outcomes: Sequence[ModelOutcome], *, limit: Optional[int] = None) -> str:
+def comment(outcomes: Sequence[ModelOutcome], *, limit: int | None = None) -> str:
     """The one pull-request comment of the whole matrix: the merged table, then each model's own part (its
     verdict table and the head-against-base explanation of every case that is not SAME), headings one level
     down. A part over its share of GitHub's limit keeps its verdict table only."""

@@ -9,9 +9,12 @@ broken), reported with the base's message and never counted as a regression.
 
 from __future__ import annotations
 
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 from wfbench_core.record.results import FAILING, CaseResult
+
+__all__ = ["T", "failed_alone", "matched", "refusal"]  # internal, not the plugin API
 
 T = TypeVar("T")
 HEAD, BASE = "head", "base"

@@ -12,19 +12,25 @@ command that prints it.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING
 
 import attrs
 
-from wfbench_core.review import compare
+from wfbench_core.errors import WfbenchError
+from wfbench_core.review import compare, compare_table
 from wfbench_core.review import markdown as md
 from wfbench_core.review.case_verdict import BROKEN, SAME, VERDICTS
-from wfbench_core.errors import WfbenchError
 
 if TYPE_CHECKING:
     from wfbench_core.discover.registry import Registry
     from wfbench_core.record.results import CompilerInfo, RunResult
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "LIMIT", "MARGIN", "MARKER", "Artifact", "arch_of", "broken_lines", "build", "compiler_mismatches",
+    "explain_cases", "parse_artifact", "summary", "verdict_table",
+]
 
 #: The first line of the comment; the workflow finds the comment to update by it. Never change it.
 MARKER = "<!-- wfbench:pr-comment -->"
@@ -86,7 +92,7 @@ def build(cmp: compare.RunComparison, verdicts: Mapping[str, str], explanations:
             f"{cmp.base_name} (warpforthc {cmp.base_compiler}) → {cmp.head_name} (warpforthc {cmp.head_compiler}); "
             f"{cmp.platform}" + (f"; [the run]({run_url})" if run_url else ""), "",
             f"**{summary(verdicts)}**", "", *broken_lines(cmp, verdicts)] + verdict_table(cmp, verdicts)
-    tail = ["", *md.details("Full comparison (wfbench compare)", compare.render_markdown(cmp).splitlines())]
+    tail = ["", *md.details("Full comparison (wfbench compare)", compare_table.render_markdown(cmp).splitlines())]
     if artifacts:
         tail += ["", "### Artifacts", "", *md.bullets(f"[{a.name}]({a.url})" for a in artifacts)]
     body: list[str] = []
@@ -103,7 +109,7 @@ def build(cmp: compare.RunComparison, verdicts: Mapping[str, str], explanations:
     return "\n".join(head + body + tail) + "\n"
 
 
-def explain_cases(registry: "Registry", bundle: Path, case_ids: Sequence[str], arch: str, *,
+def explain_cases(registry: Registry, bundle: Path, case_ids: Sequence[str], arch: str, *,
                   progress: Callable[[str], None] = lambda msg: None) -> dict[str, list[str]]:
     """Head against base of each case from the bundle; a case that cannot be explained gets one line why
     (it never costs the others, nor the comment)."""
@@ -118,17 +124,17 @@ def explain_cases(registry: "Registry", bundle: Path, case_ids: Sequence[str], a
     return out
 
 
-def _same_compiler(a: "CompilerInfo", b: "CompilerInfo") -> bool:
+def _same_compiler(a: CompilerInfo, b: CompilerInfo) -> bool:
     """One warpforthc build: the binary's hash where both record it, else its version, commit and tree."""
     if a.binary_sha256 and b.binary_sha256:
         return a.binary_sha256 == b.binary_sha256
     return (a.version, a.git_commit, a.source_id) == (b.version, b.git_commit, b.source_id)
 
 
-def compiler_mismatches(run: "RunResult", bundle: Path, where: str) -> list[str]:
+def compiler_mismatches(run: RunResult, bundle: Path, where: str) -> list[str]:
     """One line for each label whose warpforthc in ``bundle`` is not the one ``run`` was timed with: the comment
     would explain other PTX than the PTX timed."""
-    from wfbench_core.build.bundle import read_manifest
+    from wfbench_core.compiling.bundle import read_manifest
 
     manifest = read_manifest(bundle)
     out = []
@@ -142,7 +148,7 @@ def compiler_mismatches(run: "RunResult", bundle: Path, where: str) -> list[str]
     return out
 
 
-def arch_of(compute_capability: str) -> Optional[str]:
+def arch_of(compute_capability: str) -> str | None:
     """``sm_90`` of ``9.0``; None when unknown."""
     major, _, minor = compute_capability.partition(".")
     return f"sm_{major}{minor}" if major.isdigit() and minor.isdigit() else None

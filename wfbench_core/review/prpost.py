@@ -18,13 +18,15 @@ import json
 import re
 import urllib.error
 import urllib.request
-from typing import Any, Optional
+from typing import Any
 
 import attrs
 
 from wfbench_core.errors import WfbenchError
 from wfbench_core.review import markdown as md
 from wfbench_core.review.prcomment import LIMIT, MARKER
+
+__all__ = ["API_VERSION", "BOT", "GitHub", "Posted", "post", "with_artifacts"]  # internal, not the plugin API
 
 BOT = "github-actions[bot]"  # the author of comments made with a workflow's GITHUB_TOKEN
 API_VERSION = "2022-11-28"
@@ -47,7 +49,7 @@ class GitHub:
             raise WfbenchError("no token: set GITHUB_TOKEN (or GH_TOKEN) to the job's token")
         self.api, self.repo, self.token, self.timeout = api_url.rstrip("/"), repo, token, timeout
 
-    def call(self, method: str, path: str, body: Optional[dict[str, Any]] = None) -> tuple[Any, dict[str, str]]:
+    def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[Any, dict[str, str]]:
         url = path if path.startswith(("http://", "https://")) else f"{self.api}/repos/{self.repo}{path}"
         req = urllib.request.Request(url, method=method, data=None if body is None else json.dumps(body).encode(),
                                      headers={"Authorization": f"Bearer {self.token}",
@@ -69,11 +71,11 @@ class GitHub:
             reason = getattr(exc, "reason", exc)
             raise WfbenchError(f"GitHub: {method} {url.split('?')[0]}: {reason}") from None
 
-    def pages(self, path: str, key: Optional[str] = None) -> list[Any]:
+    def pages(self, path: str, key: str | None = None) -> list[Any]:
         """Every item of a paged list (``per_page=100``, following ``Link: <…>; rel="next"``); ``key`` names
         the list in an object reply (``artifacts``)."""
         items: list[Any] = []
-        url: Optional[str] = f"{path}{'&' if '?' in path else '?'}per_page=100"
+        url: str | None = f"{path}{'&' if '?' in path else '?'}per_page=100"
         while url:
             data, headers = self.call("GET", url)
             page = (data or {}).get(key, []) if key else data

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
-
 from wfbench_core.record.results import CaseResult, RunResult
-from wfbench_core.review.table import render_table  # noqa: F401 - also the table of the run's report
+from wfbench_core.review.table import render_table  # also the table of the run's report
+
+# internal to wfbench, not the plugin API (README: Layout)
+__all__ = ["base_head_notes", "footer", "nvml_notes", "render", "render_table", "table_rows"]
 
 
 def _fmt(value: float | None, spec: str) -> str:
@@ -17,9 +18,9 @@ def _name(c: CaseResult) -> str:
 
 
 def table_rows(result: RunResult) -> list[list[str]]:
-    from wfbench_core.build.diagnostics import compact
+    from wfbench_core.compiling.diagnostics import compact
     from wfbench_core.gpu.roofline import format_roofline, roofline
-    from wfbench_core.record.stats import spread
+    from wfbench_core.stats import spread
 
     rows = [["case", "WF us", "CUDA us", "gap", "noise", "WF GB/s|GF/s", "CUDA GB/s|GF/s", "roofline wf/cu",
              "static wf/cu", "status"]]
@@ -72,7 +73,8 @@ def footer(result: RunResult) -> str:
 def base_head_notes(result: RunResult) -> list[str]:
     """For a base/head run: per case, the verdict on each head against the base (``wfbench compare``'s rule),
     the change of the gap with its interval, and what the two builds' code says."""
-    from wfbench_core.review.compare import compare_labels, labels_of, pct, verdict_cell
+    from wfbench_core.review.compare import compare_labels, labels_of
+    from wfbench_core.review.compare_table import pct, verdict_cell
 
     labels = labels_of(result)
     if len(labels) < 2:

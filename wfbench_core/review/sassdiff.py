@@ -10,7 +10,7 @@ then one instruction: ``moved`` when their normalised lines are equal (ptxas sch
 ``changed`` when their opcode is. Lines equal once normalised but not in their text are ``renamed``
 (register allocation only) and counted, not shown as changes.
 
-Loops are the backward branches of :func:`wfbench_core.build.diagnostics.loops`; a base loop and a head loop are
+Loops are the backward branches of :func:`wfbench_core.compiling.diagnostics.loops`; a base loop and a head loop are
 the same loop when their backward branches (else their heads) align. Every change is placed: inside which
 loop, or before, between or after the loops.
 """
@@ -19,11 +19,16 @@ from __future__ import annotations
 
 import difflib
 import re
-from typing import Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
 
 import attrs
 
-from wfbench_core.build.diagnostics import Instr, Loop, code_of, loops
+from wfbench_core.compiling.diagnostics import Instr, Loop, code_of, loops
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "CHANGES", "CONTEXT", "NEARBY", "LoopPair", "Placed", "Row", "SassDiff", "align", "diff", "loop_name",
+    "normalize", "where",
+]
 
 SAME, RENAMED, MOVED, CHANGED, REMOVED, ADDED = "same", "renamed", "moved", "changed", "removed", "added"
 CHANGES = (MOVED, CHANGED, REMOVED, ADDED)
@@ -52,8 +57,8 @@ class Row:
     """One line of the alignment: a base instruction, a head instruction, or both."""
 
     kind: str  # SAME | RENAMED | MOVED | CHANGED | REMOVED | ADDED
-    base: Optional[Instr]
-    head: Optional[Instr]
+    base: Instr | None
+    head: Instr | None
 
     @property
     def changed(self) -> bool:
@@ -64,8 +69,8 @@ class Row:
 class LoopPair:
     """One loop in base and head (either is None when the loop exists on one side only) and its changes."""
 
-    base: Optional[Loop]
-    head: Optional[Loop]
+    base: Loop | None
+    head: Loop | None
     rows: tuple[Row, ...]
 
     def count(self, kind: str) -> int:
@@ -84,8 +89,8 @@ class Placed:
     index: int  # position in its side's code (1-based)
     of: int  # instructions in that side's code
     where: str
-    after: Optional[Instr]  # the instruction before it on its side
-    before: Optional[Instr]  # and after it
+    after: Instr | None  # the instruction before it on its side
+    before: Instr | None  # and after it
 
 
 @attrs.frozen
@@ -156,7 +161,7 @@ def align(base: Sequence[Instr], head: Sequence[Instr]) -> list[Row]:
 def _pair_nearby(rows: list[Row], key: Callable[[Instr], str], kind: str) -> list[Row]:
     """Join each removed row with the nearest added row (at most :data:`NEARBY` rows away) of the same
     ``key`` into one row of ``kind``, placed where the head has it."""
-    out: list[Optional[Row]] = list(rows)
+    out: list[Row | None] = list(rows)
     for n, r in enumerate(rows):
         if r.kind != REMOVED or out[n] is None:
             continue
@@ -181,18 +186,18 @@ def _pair_loops(rows: Sequence[Row], base: Sequence[Instr], head: Sequence[Instr
             del head_loops[(match.start, match.end)]
         out.append(LoopPair(lp, match, _rows_in(rows, lp, match)))
     out += [LoopPair(None, hl, _rows_in(rows, None, hl)) for hl in head_loops.values()]
-    return sorted(out, key=lambda p: (p.head or p.base).start)  # type: ignore[union-attr]
+    return sorted(out, key=lambda p: p.head.start if p.head else p.base.start if p.base else 0)
 
 
-def _rows_in(rows: Sequence[Row], base: Optional[Loop], head: Optional[Loop]) -> tuple[Row, ...]:
-    def inside(i: Optional[Instr], lp: Optional[Loop]) -> bool:
+def _rows_in(rows: Sequence[Row], base: Loop | None, head: Loop | None) -> tuple[Row, ...]:
+    def inside(i: Instr | None, lp: Loop | None) -> bool:
         return i is not None and lp is not None and lp.start <= i.address <= lp.end
 
     return tuple(r for r in rows if inside(r.base, base) or inside(r.head, head))
 
 
 def diff(base: Sequence[Instr], head: Sequence[Instr]) -> SassDiff:
-    """Align two kernels' SASS (the instructions of :func:`wfbench_core.build.diagnostics.parse_sass`)."""
+    """Align two kernels' SASS (the instructions of :func:`wfbench_core.compiling.diagnostics.parse_sass`)."""
     rows = align(base, head)
     return SassDiff(tuple(code_of(base)), tuple(code_of(head)), tuple(rows), tuple(_pair_loops(rows, base, head)))
 

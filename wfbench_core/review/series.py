@@ -15,10 +15,15 @@ import json
 
 import attrs
 
-from wfbench_core.record import stats
-from wfbench_core.build.code_identity import code_identity
+from wfbench_core import stats
+from wfbench_core.compiling.code_identity import code_identity
 from wfbench_core.record.results import OK, CaseResult, RunResult, SideStats, TimingProtocol, converter
 from wfbench_core.review.throttle import judge_throttle
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "PROTOCOL_NOT_IN_KEY", "Point", "Series", "SeriesKey", "SideSummary", "case_name", "point_of",
+    "points_from_run", "protocol_tag", "series_key", "standing", "timing_mode",
+]
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -129,7 +134,7 @@ class Point:
     sass_sha256: str = ""  # its machine code (static diagnostics): equal SASS, equal kernel
     throttled: bool = False  # throttled while timed, and the throttle rule leaves it out (wfbench_core.review.throttle)
     depressed_host: bool = False  # the run's memory clock or power sat below the board's healthy band
-    code_sha256: str = ""  # the WarpForth kernel's code identity: SASS and resources (wfbench_core.build.code_identity)
+    code_sha256: str = ""  # the WarpForth kernel's code identity: SASS and resources (wfbench_core.compiling.code_identity)
     cuda_code_sha256: str = ""  # the CUDA kernel's
     cuda_ptx_sha256: str = ""
     repeat_gaps: tuple[float, ...] = ()  # a --repeat run: the gap of each fresh process

@@ -18,6 +18,8 @@ from wfbench_core.gpu.plausibility import LAUNCH_BOUND_FACTOR
 from wfbench_core.record.results import TIMING_GRAPH
 from wfbench_core.record.sweep_record import SweepResult
 
+__all__ = ["FORMATS", "plot_sweep"]  # internal, not the plugin API
+
 FORMATS = (".png", ".svg")
 
 
@@ -44,13 +46,14 @@ def plot_sweep(sweep: SweepResult, path: str | Path) -> Path:
         if not pts:
             continue
         xs = [p.sizes[axis] for p in pts]
-        gaps = [p.result.timing.gap for p in pts]  # type: ignore[union-attr]
-        lo = [g - (p.result.timing.gap_lo or g) for g, p in zip(gaps, pts)]  # type: ignore[union-attr]
-        hi = [(p.result.timing.gap_hi or g) - g for g, p in zip(gaps, pts)]  # type: ignore[union-attr]
+        timings = [p.result.timing for p in pts if p.result.timing is not None]
+        gaps = [t.gap for t in timings]
+        lo = [t.gap - (t.gap_lo or t.gap) for t in timings]
+        hi = [(t.gap_hi or t.gap) - t.gap for t in timings]
         gap_ax.errorbar(xs, gaps, yerr=[lo, hi], fmt=marker, color="C0", capsize=3,
                         label="graph mode (launch-bound in events mode)" if graph else "events mode")
     if timed:
-        gap_ax.plot([p.sizes[axis] for p in timed], [p.result.timing.gap for p in timed],  # type: ignore[union-attr]
+        gap_ax.plot([p.sizes[axis] for p in timed], [p.result.timing.gap for p in timed if p.result.timing],
                     color="C0", alpha=0.4)
     gap_ax.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
     gap_ax.set_ylabel("gap (WarpForth / CUDA)")

@@ -13,7 +13,6 @@ incomplete one, is refused whole, as a failed run is.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import attrs
 
@@ -22,6 +21,9 @@ from wfbench_core.record.fsutil import create_exclusive
 from wfbench_core.record.results import dumps
 from wfbench_core.record.sweep_record import SweepResult, parse_sweep
 from wfbench_core.review.history import RUN_NAME, Problem, _content_hash, _locked, _stamp, utc_sortable
+
+# internal to wfbench, not the plugin API (README: Layout)
+__all__ = ["SWEEPS_DIR", "StoredSweep", "add_sweep", "newest_sweeps", "stored_sweeps", "sweep_refusal"]
 
 SWEEPS_DIR = "sweeps"
 
@@ -32,7 +34,7 @@ class StoredSweep:
     sweep: SweepResult
 
 
-def sweep_refusal(sweep: SweepResult) -> Optional[str]:
+def sweep_refusal(sweep: SweepResult) -> str | None:
     """Why this sweep must not be stored, or None."""
     bad = sweep.failed
     if bad:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
+
+__all__ = ["render_table"]  # internal, not the plugin API
 
 
 def render_table(rows: Sequence[Sequence[str]]) -> str:

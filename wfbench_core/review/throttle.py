@@ -30,7 +30,7 @@ case leaves only when its gap moved; with fewer matched pairs, clean samples cou
 * with fewer than :data:`MIN_CLEAN` clean pairs, or fewer clean than dipped, clean samples could not be had:
   the case leaves the trends;
 * otherwise the gap of the dipped pairs (median WarpForth / median CUDA) against that of the clean pairs:
-  when the 95 % interval of that difference (placements resampled, :func:`wfbench_core.record.stats.cluster_estimate`)
+  when the 95 % interval of that difference (placements resampled, :func:`wfbench_core.stats.cluster_estimate`)
   excludes zero, the gap moved with the clock and the case leaves the trends; when it does not, the case stays.
 
 The NVML readings carry no timestamps in a result, so their spread over pairs is an approximation (placement
@@ -40,11 +40,19 @@ changes between blocks take time that no sample holds); the per-pair clock repla
 from __future__ import annotations
 
 import math
-from typing import Optional
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import attrs
 
 from wfbench_core.record.results import Timing
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from wfbench_core.stats import LogEstimate
+
+__all__ = ["MIN_CLEAN", "ThrottleCall", "judge_throttle", "pair_clocks"]  # internal, not the plugin API
 
 MIN_CLEAN = 10  # pairs: fewer clean ones, and the case's clean gap cannot be had
 
@@ -57,12 +65,12 @@ class ThrottleCall:
     why: str
     dipped: int = 0
     clean: int = 0
-    moved: Optional[float] = None  # the dipped pairs' gap over the clean pairs', minus 1
-    moved_lo: Optional[float] = None
-    moved_hi: Optional[float] = None
+    moved: float | None = None  # the dipped pairs' gap over the clean pairs', minus 1
+    moved_lo: float | None = None
+    moved_hi: float | None = None
 
 
-def pair_clocks(t: Timing) -> Optional[list[float]]:
+def pair_clocks(t: Timing) -> list[float] | None:
     """Each pair's SM clock: its own, measured in-band, where recorded; else the lowest NVML reading during its
     share of the sampling time; None without either."""
     from wfbench_core.gpu.nvml import PERIOD_S
@@ -70,18 +78,18 @@ def pair_clocks(t: Timing) -> Optional[list[float]]:
     n = len(t.warpforth.samples_us)
     if n and len(t.pair_sm_mhz) == n:
         return list(t.pair_sm_mhz)
-    warm = int(round(t.warmup_busy_s / PERIOD_S))
+    warm = round(t.warmup_busy_s / PERIOD_S)
     readings = list(t.clocks_sm_mhz[warm:]) if len(t.clocks_sm_mhz) > warm else list(t.clocks_sm_mhz)
     if not readings or not n:
         return None
-    out = []
+    out: list[float] = []
     for i in range(n):
         lo, hi = i * len(readings) // n, (i + 1) * len(readings) // n
         out.append(min(readings[lo:max(hi, lo + 1)]))
     return out
 
 
-def _by_sides(t: Timing) -> Optional[ThrottleCall]:
+def _by_sides(t: Timing) -> ThrottleCall | None:
     """The rule by each pair's sides' clocks (matching or not), where they were recorded for every pair."""
     from wfbench_core.gpu.sampling import clocks_match
 
@@ -107,7 +115,8 @@ def judge_throttle(t: Timing) -> ThrottleCall:
     by_sides = _by_sides(t)
     if by_sides is not None:
         return by_sides
-    from wfbench_core.gpu.sampling import CLOCK_FLOOR, dipped as is_dipped
+    from wfbench_core.gpu.sampling import CLOCK_FLOOR
+    from wfbench_core.gpu.sampling import dipped as is_dipped
 
     clocks = pair_clocks(t)
     if clocks is None:
@@ -138,10 +147,10 @@ def _moved(t: Timing, dipped: list[bool], these: str, others: str) -> ThrottleCa
                         n_dip, n_clean, moved, lo, hi)
 
 
-def _dipped_against_clean(t: Timing, dipped: list[bool]):  # type: ignore[no-untyped-def]
+def _dipped_against_clean(t: Timing, dipped: list[bool]) -> LogEstimate | None:
     import numpy as np
 
-    from wfbench_core.record import stats
+    from wfbench_core import stats
 
     wf, cu = np.asarray(t.warpforth.samples_us), np.asarray(t.cuda.samples_us)
     mask = np.asarray(dipped)
@@ -149,9 +158,9 @@ def _dipped_against_clean(t: Timing, dipped: list[bool]):  # type: ignore[no-unt
     cols = [np.where(mask, wf, np.nan), np.where(mask, cu, np.nan), np.where(mask, np.nan, wf),
             np.where(mask, np.nan, cu)]
 
-    def stat(m):  # type: ignore[no-untyped-def]
+    def stat(m: Sequence[np.ndarray]) -> np.ndarray:
         d = np.log(stats.row_medians(m[0]) / stats.row_medians(m[1]))
         c = np.log(stats.row_medians(m[2]) / stats.row_medians(m[3]))
-        return d - c
+        return np.asarray(d - c)
 
     return stats.cluster_estimate(cols, where, stat)

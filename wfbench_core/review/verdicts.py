@@ -3,7 +3,7 @@ dashboard and the job-summary / pull-request text.
 
 A change of the gap (head / base, or a new run against its series) is judged by its 95 % interval, which
 carries every level of variation the two measurements do not share (placements, processes, boards; see
-:mod:`wfbench_core.record.stats`), against a **margin**:
+:mod:`wfbench_core.stats`), against a **margin**:
 
 * **SAME**: the whole interval lies within +/- margin (equivalent within the stated margin);
 * **SLOWER** / **FASTER**: the whole interval lies beyond +min_effect / -min_effect;
@@ -25,11 +25,17 @@ BROKEN, a regression before any statistics (:mod:`wfbench_core.review.pairing`).
 from __future__ import annotations
 
 import math
-from typing import Iterable, Optional, Sequence
+from collections.abc import Iterable, Sequence
 
 import attrs
 
-from wfbench_core.record.stats import LogEstimate
+from wfbench_core.stats import LogEstimate
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "AMBIGUOUS", "BASELINE_CHANGED", "BROKEN_WORDS", "DEFAULT_MARGIN", "FASTER", "IDENTICAL_CODE", "LEVEL", "MOVED",
+    "NOISY", "OTHER_BOARD", "SAME", "SLOWER", "THROTTLED", "TIMED_ONCE", "UNKNOWN_BOARD", "VERDICTS", "Margin",
+    "Verdict", "aa_floor", "judge", "margin_of", "rule", "rule_text", "same_run_floor",
+]
 
 SAME = "same"
 SLOWER = "slower"
@@ -63,8 +69,8 @@ class Margin:
     basis: str
 
 
-def margin_of(aa_floor: Optional[float] = None, aa_basis: str = "", *, default: float = DEFAULT_MARGIN,
-              min_effect: Optional[float] = None) -> Margin:
+def margin_of(aa_floor: float | None = None, aa_basis: str = "", *, default: float = DEFAULT_MARGIN,
+              min_effect: float | None = None) -> Margin:
     """The margin: the measured A/A floor where there is one and it is wider than ``default``, else the
     default; the minimum effect is the margin, or ``min_effect`` when that is wider."""
     if aa_floor is not None and aa_floor > default:
@@ -79,14 +85,14 @@ def margin_of(aa_floor: Optional[float] = None, aa_basis: str = "", *, default: 
     return Margin(margin=margin, min_effect=effect, basis=basis)
 
 
-def aa_floor(changes: Iterable[float]) -> Optional[float]:
+def aa_floor(changes: Iterable[float]) -> float | None:
     """The A/A floor of a set of relative changes of identical code (or of gaps of a kernel against itself,
     minus 1): the farthest any of them reads from zero; None when there are none."""
     values = [abs(c) for c in changes if math.isfinite(c)]
     return max(values) if values else None
 
 
-def same_run_floor(changes: Iterable[float]) -> Optional[float]:
+def same_run_floor(changes: Iterable[float]) -> float | None:
     """The same-run A/A floor of the relative changes of identical code timed twice: the second-largest distance
     from zero, so that at least two cases must read as far (one odd case moves its own reading, not the margin
     of every case); None with fewer than two."""

@@ -9,32 +9,31 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional
-
-import attrs
+from typing import TYPE_CHECKING, Any
 
 from wfbench_core import SUITE_VERSION, __version__
+from wfbench_core.compiling.bundle import utcnow
+from wfbench_core.compiling.prepare import Prepared, prepare_all
+from wfbench_core.discover.registry import Registry
+from wfbench_core.errors import WfbenchError
 from wfbench_core.gpu import messages as msg
 from wfbench_core.gpu import watchdog
 from wfbench_core.gpu.child import Child, Lines
-from wfbench_core.build.bundle import BundleManifest, utcnow
-from wfbench_core.build.prepare import Prepared, prepare_all
-from wfbench_core.case import Case
-from wfbench_core.record.childenv import child_env
-from wfbench_core.errors import WfbenchError
 from wfbench_core.gpu.nvml import mark_host
-from wfbench_core.gpu.outcome import error_result as _error_result, merge_repeats
-from wfbench_core.discover.registry import Registry
+from wfbench_core.gpu.outcome import error_result as _error_result
+from wfbench_core.gpu.outcome import merge_repeats
 from wfbench_core.record.request import ExecuteRequest
-from wfbench_core.record.results import ERROR, MODE_AA, SCHEMA_VERSION, CaseResult, RunResult, Source, write_result
+from wfbench_core.record.results import ERROR, MODE_AA, SCHEMA_VERSION, CaseResult, RunResult, write_result
+
+if TYPE_CHECKING:
+    from wfbench_core.gpu.worker import Worker
+
+# internal to wfbench, not the plugin API (README: Layout)
+__all__ = ["InProcess", "Progress", "Supervisor", "execute"]
 
 Progress = Callable[[str], None]
-
-
-def validate(bundle: Path, registry: Registry, case_ids: Iterable[str] = ()) -> list[str]:
-    """Check a bundle against the installed cases without touching a GPU; returns the case IDs."""
-    return list(prepare_all(bundle, registry, case_ids)[1])
 
 
 def execute(
@@ -43,7 +42,7 @@ def execute(
     registry: Registry,
     request: ExecuteRequest = ExecuteRequest(),
     progress: Progress = lambda msg: None,
-    out: Optional[Path] = None,
+    out: Path | None = None,
 ) -> RunResult:
     """Run every case of the bundle (or ``request.case_ids``) on this host's GPU and return the result.
 
@@ -88,7 +87,7 @@ class _Run:
     """One execution's state: the bundle's plan, the results so far, the result file kept up to date."""
 
     def __init__(self, bundle: Path, registry: Registry, request: ExecuteRequest, progress: Progress,
-                 out: Optional[Path]) -> None:
+                 out: Path | None) -> None:
         self.t_start = time.perf_counter()
         self.registry, self.request, self.progress, self.out = registry, request, progress, out
         self.case_ids = list(request.case_ids)
@@ -179,12 +178,12 @@ class Supervisor:
         self.request = request
         self.progress = progress
         self.registry = registry
-        self.child: Optional[Child] = None
-        self.replies: Optional[Lines] = None
+        self.child: Child | None = None
+        self.replies: Lines | None = None
         self.quiet_limit_s = watchdog.quiet_limit_s(request.protocol.max_case_s)
         self.upcoming: list[str] = []  # the cases still to run in this pass: a new worker compiles their CUDA ahead
         #: what the run's first worker measured (Init's yardstick fields): later ones judge cases by it
-        self.yardsticks: dict[str, Optional[float]] = {}
+        self.yardsticks: dict[str, float | None] = {}
 
     # -- process handling -------------------------------------------------------------------------
 
@@ -279,13 +278,14 @@ class Supervisor:
             raise WfbenchError(f"the GPU worker did not start: {lost}") from None
         if isinstance(ready, msg.CaseError):  # pragma: no cover - a worker answers Init with Ready or Fatal
             raise WfbenchError(f"the GPU worker did not start: {ready.message}")
+        assert isinstance(ready, msg.Ready)
         if copy:
             env = ready.environment
             self.yardsticks = {"copy_gbps": env.copy_gbps, "fp64_peak_gflops": env.fp64_peak_gflops}
         return ready
 
     def run_case(self, case_id: str, variants: dict[str, Prepared],
-                 request: Optional[msg.Request] = None) -> list[CaseResult]:
+                 request: msg.Request | None = None) -> list[CaseResult]:
         """Check and time a case (or what ``request`` asks of it: a sweep point) in the worker; ``variants`` name
         the results of a case that could not be."""
         if not self._alive():
@@ -318,12 +318,14 @@ class InProcess(Supervisor):
         from wfbench_core.gpu.worker import Worker
 
         self.queue: list[msg.Message] = []
-        self.worker = Worker(_Collect(self.queue))
+        self.worker: Worker | None = Worker(_Collect(self.queue))
         self.worker.registry = self.registry
         self.child = None
 
     def _send(self, message: msg.Request) -> None:
-        self.worker.handle(msg.decode(msg.encode(message)))  # type: ignore[arg-type]
+        if self.worker is None:
+            raise _Lost("the in-process timer was let go")
+        self.worker.handle(msg.decode(msg.encode(message)))
 
     def _await(self, *kinds: type) -> msg.Message:
         while self.queue:
@@ -377,41 +379,3 @@ def _one_line(r: CaseResult) -> str:
     t = r.timing
     return (f"{name}: WF {t.warpforth.median_us:.2f} us, CUDA {t.cuda.median_us:.2f} us, gap {t.gap:.3f}x, "
             f"noise {max(t.warpforth.noise, t.cuda.noise):.2%} [{r.status}]")
-
-
-def detect_source(commit: str | None = None, warpforthc: Path | None = None, label: str = "") -> Source:
-    """Commit and CI run of what is benchmarked: the flag, CI variables, or the warpforthc build tree.
-
-    ``WFBENCH_COMMIT`` and ``WFBENCH_REPO`` (``owner/name`` or a URL) name the benchmarked WarpForth tree
-    when wfbench runs in another repository's CI; the CI run itself comes from ``GITHUB_*``.
-    """
-    env = os.environ
-    ci_repo = env.get("GITHUB_REPOSITORY", "")
-    server = env.get("GITHUB_SERVER_URL", "https://github.com")
-    run_id = env.get("GITHUB_RUN_ID", "")
-    if not commit and env.get("WFBENCH_COMMIT"):
-        commit = env["WFBENCH_COMMIT"]
-    from wfbench_core.build.warpforth_build import read_provenance  # a warpforthc wfbench built (--warpforth)
-
-    built = read_provenance(Path(warpforthc)) if warpforthc is not None else None
-    dirty = bool(built.get("git_dirty")) if built and (not commit or commit == built.get("git_commit")) else False
-    if not commit and built:
-        commit = str(built.get("git_commit", ""))
-    if not commit and warpforthc is not None:
-        try:
-            commit = subprocess.run(["git", "-C", str(Path(warpforthc).parent), "rev-parse", "HEAD"],
-                                    capture_output=True, text=True, timeout=10, check=False,
-                                    env=child_env()).stdout.strip()
-        except OSError:
-            commit = ""
-    repo = env.get("WFBENCH_REPO", "") or ci_repo
-    if repo and "://" not in repo:
-        repo = f"{server}/{repo}"
-    return Source(
-        git_commit=commit or "",
-        git_repo=repo,
-        ci_run_id=run_id,
-        ci_run_url=f"{server}/{ci_repo}/actions/runs/{run_id}" if ci_repo and run_id else "",
-        label=label,
-        git_dirty=dirty,
-    )

@@ -19,13 +19,13 @@ from typing import Any
 import attrs
 
 from wfbench_core import SUITE_VERSION, __version__
-from wfbench_core.build.bundle import BundleManifest, read_variants
 from wfbench_core.case import CaseKey
+from wfbench_core.compiling.bundle import BundleManifest, read_variants
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.request import ExecuteRequest
 from wfbench_core.record.results import SCHEMA_VERSION, CaseResult, RunResult
 
-__all__ = ["ForgedResult", "check_returned", "expected_cases"]
+__all__ = ["ForgedResult", "check_returned", "expected_cases"]  # internal, not the plugin API
 
 
 class ForgedResult(WfbenchError):

@@ -7,14 +7,17 @@ its compiler resolved, its source detected and its bundle built the same way who
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 import attrs
 
-from wfbench_core.build.bundle import BundleManifest, build_bundle
+from wfbench_core.compiling.bundle import BundleManifest, build_bundle
 from wfbench_core.record.request import RunRequest
 from wfbench_core.record.results import CompilerInfo, RunResult, write_result
+
+__all__ = ["Progress", "build", "compiler_arg", "run"]  # internal, not the plugin API
 
 Progress = Callable[[str], None]
 
@@ -26,20 +29,20 @@ def compiler_arg(request: RunRequest) -> Path | dict[str, Path]:
     return dict(request.compilers)
 
 
-def _cuda_checker(enabled: bool) -> Optional[CompilerInfo]:
+def _cuda_checker(enabled: bool) -> CompilerInfo | None:
     """The nvcc to check CUDA sources with at build time, or None (not asked for, or no nvcc here)."""
-    from wfbench_core.build.compile import cuda_compiler, find_nvcc
+    from wfbench_core.compiling.compile import cuda_compiler, find_nvcc
 
     return cuda_compiler("nvcc") if enabled and find_nvcc() is not None else None
 
 
-def build(request: RunRequest, registry: Any, out_dir: Path, *, arch: Optional[str] = None,
+def build(request: RunRequest, registry: Any, out_dir: Path, *, arch: str | None = None,
           progress: Progress = lambda msg: None, keep_going: bool = True,
-          sweeps: Optional[dict[str, list[dict[str, int]]]] = None) -> BundleManifest:
-    """Compile the request's cases into a bundle folder (see :mod:`wfbench_core.build.bundle`); with
+          sweeps: dict[str, list[dict[str, int]]] | None = None) -> BundleManifest:
+    """Compile the request's cases into a bundle folder (see :mod:`wfbench_core.compiling.bundle`); with
     ``request.check_cuda`` the CUDA sources are also compiled here, to fail before anything is shipped.
     ``sweeps`` (case id -> sizes) adds those sweep points (``wfbench sweep --bundle``)."""
-    from wfbench_core.run.executor import detect_source
+    from wfbench_core.compiling.provenance import detect_source
 
     cases = [registry.cases[ref.id].value for ref in request.cases]
     # the tree under test: the head compiler's in a base/head run
@@ -51,7 +54,7 @@ def build(request: RunRequest, registry: Any, out_dir: Path, *, arch: Optional[s
 
 
 def run(request: RunRequest, registry: Any, transport: Any, *, progress: Progress = lambda msg: None,
-        out: Optional[Path] = None, bundle: Optional[Path] = None) -> RunResult:
+        out: Path | None = None, bundle: Path | None = None) -> RunResult:
     """Build the bundle here, execute it on ``transport``, return the result (also written to ``out``).
 
     With ``bundle`` (made earlier by ``wfbench build``) nothing is compiled here: no warpforthc runs in the

@@ -15,15 +15,16 @@ events timing is kept beside it.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING
 
 import attrs
 
 from wfbench_core import SUITE_VERSION, __version__
-from wfbench_core.build.bundle import BundleManifest, utcnow
-from wfbench_core.build.prepare import Prepared, prepare_all
 from wfbench_core.case import Case
+from wfbench_core.compiling.bundle import BundleManifest, utcnow
+from wfbench_core.compiling.prepare import Prepared, prepare_all
 from wfbench_core.errors import WfbenchError
 from wfbench_core.gpu import messages as msg
 from wfbench_core.gpu.nvml import mark_host
@@ -32,6 +33,11 @@ from wfbench_core.record.request import ExecuteRequest
 from wfbench_core.record.results import TIMING_EVENTS, TIMING_GRAPH, CaseResult
 from wfbench_core.record.sweep_record import SWEEP_KIND, SWEEP_SCHEMA, SweepPoint, SweepResult, write_sweep
 from wfbench_core.run.executor import InProcess, Supervisor
+
+if TYPE_CHECKING:
+    from wfbench_core.discover.registry import Registry
+
+__all__ = ["Progress", "plan", "sweep", "sweep_axis"]  # internal, not the plugin API
 
 Progress = Callable[[str], None]
 
@@ -45,13 +51,13 @@ def sweep_axis(case: Case, points: Sequence[Mapping[str, int]]) -> str:
     return (varying or order)[0]
 
 
-def plan(bundle: Path, registry: object, case_ids: Iterable[str], given: Optional[Sequence[Mapping[str, int]]] = None
+def plan(bundle: Path, registry: Registry, case_ids: Iterable[str], given: Sequence[Mapping[str, int]] | None = None
          ) -> tuple[BundleManifest, dict[str, list[int]], dict[str, Prepared]]:
     """The bundle's manifest, the points of each case to time (indices into its sweep in the bundle: those of
     ``given`` sizes, completed as the case completes them, else all) and each case's plan; checked against the
     installed cases, no GPU needed."""
     case_ids = list(case_ids)
-    manifests, by_case = prepare_all(bundle, registry, case_ids, load=False)  # type: ignore[arg-type]
+    manifests, by_case = prepare_all(bundle, registry, case_ids, load=False)
     if len(manifests) > 1:
         raise WfbenchError(f"{bundle} is a base/head bundle; a sweep times one warpforthc: build one with "
                            f"'wfbench build --sweep --warpforthc PATH'")
@@ -82,9 +88,9 @@ def _sizes_text(sizes: Mapping[str, int]) -> str:
     return ",".join(f"{k}={v}" for k, v in sizes.items())
 
 
-def sweep(bundle: Path, *, registry: object, case_ids: Sequence[str], request: ExecuteRequest = ExecuteRequest(),
-          progress: Progress = lambda line: None, out: Optional[Callable[[str], Path]] = None,
-          given: Optional[Sequence[Mapping[str, int]]] = None, graph_where_launch_bound: bool = True
+def sweep(bundle: Path, *, registry: Registry, case_ids: Sequence[str], request: ExecuteRequest = ExecuteRequest(),
+          progress: Progress = lambda line: None, out: Callable[[str], Path] | None = None,
+          given: Sequence[Mapping[str, int]] | None = None, graph_where_launch_bound: bool = True
           ) -> list[SweepResult]:
     """Sweep every case of ``case_ids`` over the sizes the bundle holds for it (or those of them ``given``), in
     one worker; one :class:`SweepResult` per case. With ``out`` (case id -> path), each sweep's file is rewritten
@@ -92,9 +98,9 @@ def sweep(bundle: Path, *, registry: object, case_ids: Sequence[str], request: E
     manifest, indices, plans = plan(bundle, registry, case_ids, given)
     t_start = time.perf_counter()
     if getattr(registry, "recipe", None) is None:
-        supervisor: Supervisor = InProcess(bundle, request, progress, registry)  # type: ignore[arg-type]
+        supervisor: Supervisor = InProcess(bundle, request, progress, registry)
     else:
-        supervisor = Supervisor(bundle, request, progress, registry)  # type: ignore[arg-type]
+        supervisor = Supervisor(bundle, request, progress, registry)
     results = []
     try:
         supervisor.upcoming = []  # the worker compiles a sweep's CUDA ahead at its first point, not the case's own
@@ -106,7 +112,7 @@ def sweep(bundle: Path, *, registry: object, case_ids: Sequence[str], request: E
             head = SweepResult(
                 kind=SWEEP_KIND, sweep_schema=SWEEP_SCHEMA, wfbench_version=__version__, suite_version=SUITE_VERSION,
                 created=utcnow(), case_id=cid, case_version=prep.case.version, fingerprint=prep.case.fingerprint(),
-                axis=sweep_axis(prep.case, [prep.entry.sweep[i].sizes for i in indices[cid]]),  # type: ignore[union-attr]
+                axis=sweep_axis(prep.case, [prep.entry.sweep[i].sizes for i in indices[cid]] if prep.entry else []),
                 protocol=request.protocol, environment=env, warpforthc=manifest.warpforthc, cuda_compiler=ready.cuda,
                 points=(), source=manifest.source, complete=False)
             results.append(_sweep_case(supervisor, prep, indices[cid], head, request, progress,
@@ -117,7 +123,7 @@ def sweep(bundle: Path, *, registry: object, case_ids: Sequence[str], request: E
 
 
 def _sweep_case(supervisor: Supervisor, prep: Prepared, indices: list[int], head: SweepResult,
-                request: ExecuteRequest, progress: Progress, path: Optional[Path], graph: bool,
+                request: ExecuteRequest, progress: Progress, path: Path | None, graph: bool,
                 t_start: float) -> SweepResult:
     """The points ``indices`` of one case's sweep, in that order; the file rewritten after each."""
     cid = prep.case.id

@@ -27,9 +27,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from typing import Optional
 
 from wfbench_core.record.results import SideDiagnostics
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "IDENTICAL_NOTE", "code_identity", "differences", "identical", "max_threads", "parse_data", "parse_nv_info",
+    "parse_res_usage", "sass_note",
+]
 
 IDENTICAL_NOTE = "identical code (SASS and resources): any difference is noise"
 _RESOURCE = re.compile(r"\b([A-Z]+(?:\[\d+\])?):(\d+)")
@@ -109,7 +113,7 @@ def _facts(d: SideDiagnostics) -> dict[str, object]:
     }
 
 
-def code_identity(d: Optional[SideDiagnostics]) -> str:
+def code_identity(d: SideDiagnostics | None) -> str:
     """SHA-256 of the kernel's SASS with its resources and launch attributes; "" when not diagnosed."""
     if d is None or not d.sass_sha256:
         return ""
@@ -117,7 +121,7 @@ def code_identity(d: Optional[SideDiagnostics]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def identical(a: Optional[SideDiagnostics], b: Optional[SideDiagnostics]) -> bool:
+def identical(a: SideDiagnostics | None, b: SideDiagnostics | None) -> bool:
     """Whether two kernels (two sides, two compilers, two runs) are identical code for the same architecture."""
     ia, ib = code_identity(a), code_identity(b)
     return bool(ia) and ia == ib
@@ -144,7 +148,7 @@ def differences(a: SideDiagnostics, b: SideDiagnostics) -> list[str]:
     return out
 
 
-def sass_note(a: Optional[SideDiagnostics], b: Optional[SideDiagnostics]) -> str:
+def sass_note(a: SideDiagnostics | None, b: SideDiagnostics | None) -> str:
     """For compare, check and base/head runs: what two WarpForth builds of one case (or two runs) say about
     their code. :data:`IDENTICAL_NOTE` when identical, ``code differs (SASS; static shared 1024 -> 49152):
     see wfbench explain`` when not, "" when either side was not diagnosed or the architectures differ."""

@@ -22,6 +22,9 @@ from pathlib import Path
 
 from wfbench_core.errors import WfbenchError
 
+# internal to wfbench, not the plugin API (README: Layout)
+__all__ = ["ENV", "INSTALL_HINT", "WHEEL", "candidates", "find_tool", "require_tool", "require_tools", "toolkit_roots"]
+
 #: Environment variable that names each tool's binary (checked before the search).
 ENV = {"nvcc": "WFBENCH_NVCC", "ptxas": "WFBENCH_PTXAS", "cuobjdump": "WFBENCH_CUOBJDUMP",
        "nvdisasm": "NVDISASM_PATH", "ncu": "WFBENCH_NCU", "compute-sanitizer": "WFBENCH_COMPUTE_SANITIZER"}

@@ -22,19 +22,32 @@ import datetime as _dt
 import json
 import os
 import shutil
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Optional
 
 import attrs
 
 from wfbench_core import SUITE_VERSION, __version__
 from wfbench_core.case import CONFIGS, Case, CaseKey, sha256_text
-from wfbench_core.build.compile import (CompileError, Compiled, compile_cuda, compile_warpforth, ptx_problem,
-                                        warpforthc_info)
+from wfbench_core.compiling.compile import (
+    Compiled,
+    CompileError,
+    compile_cuda,
+    compile_warpforth,
+    ptx_problem,
+    warpforthc_info,
+)
+from wfbench_core.compiling.faults import CompileFault, compile_failure
 from wfbench_core.errors import WfbenchError
-from wfbench_core.build.faults import CompileFault, compile_failure
 from wfbench_core.record.fsutil import atomic_write, make_temp_dir, read_json, read_text
 from wfbench_core.record.results import CompileRecord, CompilerInfo, Source, converter, structure
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "BUNDLE_SCHEMA", "MANIFEST", "MANIFEST_WHAT", "BundleCase", "BundleConfig", "BundleManifest",
+    "BundleSweepPoint", "LoadedConfig", "build_bundle", "load_case_files", "load_sweep_point", "read_manifest",
+    "read_variants", "shipped_files", "sweep_config", "sweep_name", "utcnow", "write_case", "write_manifest",
+    "write_sweep",
+]
 
 BUNDLE_SCHEMA = 1
 MANIFEST = "manifest.json"
@@ -375,7 +388,7 @@ def load_sweep_point(bundle: Path, entry: BundleCase, case: Case, index: int) ->
     return at, _load_config(bundle, entry.id, sweep_config(point.sizes), point.config, at)
 
 
-def _load_config(bundle: Path, case_id: str, config: str, bc: BundleConfig, case: Optional[Case]) -> LoadedConfig:
+def _load_config(bundle: Path, case_id: str, config: str, bc: BundleConfig, case: Case | None) -> LoadedConfig:
     ptx = _bundle_file(bundle, bc.wf_ptx, case_id, "WarpForth PTX text")
     cu = _bundle_file(bundle, bc.cuda_source, case_id, "CUDA source text")
     for rel, text, digest in ((bc.wf_ptx, ptx, bc.wf_ptx_sha256), (bc.cuda_source, cu, bc.cuda_source_sha256)):
@@ -388,7 +401,7 @@ def _load_config(bundle: Path, case_id: str, config: str, bc: BundleConfig, case
     return LoadedConfig(ptx, cu, bc.compile_wf)
 
 
-def load_case_files(bundle: Path, entry: BundleCase, case: Optional[Case]) -> dict[str, LoadedConfig]:
+def load_case_files(bundle: Path, entry: BundleCase, case: Case | None) -> dict[str, LoadedConfig]:
     """Read a case's files, verifying hashes and that the installed case matches the one built."""
     if case is not None and case.fingerprint() != entry.fingerprint:
         raise WfbenchError(

@@ -5,7 +5,7 @@ The language is WarpForth's own reference (``docs/language.md`` at a pinned comm
 case needs to use are excused, with the reason, in ``coverage_excuses.json``.
 
 Each case's WarpForth source, rendered at its canonical sizes, is read as warpforthc reads it
-(:mod:`wfbench_core.build.forth_lexer`). A token is the case's own name (a param or shared buffer of its
+(:mod:`wfbench_core.compiling.forth_lexer`). A token is the case's own name (a param or shared buffer of its
 header, a user word it defines, a local of the definition it is in), a literal, a word of the language, or a
 word the reference does not list, which is reported with its position.
 """
@@ -13,14 +13,20 @@ word the reference does not list, which is reported with its position.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Iterable, Iterator, Mapping
 
 import attrs
 
-from wfbench_core.build.forth_lexer import CONTROL_WORDS, ForthSyntaxError, Program, Token, parse
 from wfbench_core.case import Case
+from wfbench_core.compiling.forth_lexer import CONTROL_WORDS, ForthSyntaxError, Program, Token, parse
 from wfbench_core.errors import WfbenchError
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "EXCUSES_FILE", "LANGUAGE_FILE", "LITERALS", "CaseSourceError", "CaseWords", "CoverageMap", "Family",
+    "FamilyRow", "Language", "UncoveredError", "Unknown", "case_sources", "case_words", "coverage_map",
+    "load_excuses", "load_language",
+]
 
 LANGUAGE_FILE = Path(__file__).with_name("warpforth_language.json")
 EXCUSES_FILE = Path(__file__).with_name("coverage_excuses.json")

@@ -23,13 +23,18 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator, Optional
 
 import attrs
 
 from wfbench_core.errors import WfbenchError
-from wfbench_core.record.childenv import child_env
+from wfbench_core.host.childenv import child_env
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "GENERATED_MARKERS", "GIT_TIMEOUT_S", "Snapshot", "SourceSpec", "git", "home_checkout", "iter_labels",
+    "materialize", "parse_spec", "release", "snapshot", "toplevel",
+]
 
 GIT_TIMEOUT_S = 600
 #: files that mark a folder as generated, not source: its untracked contents are never part of the tree
@@ -42,7 +47,7 @@ class SourceSpec:
     """One ``--warpforth`` value, parsed."""
 
     text: str
-    path: Optional[Path] = None  # a local checkout (PATH, PATH@REF, or the home checkout of a REF)
+    path: Path | None = None  # a local checkout (PATH, PATH@REF, or the home checkout of a REF)
     url: str = ""
     ref: str = ""  # "": the working tree of ``path``, or the default branch of ``url``
 
@@ -67,7 +72,7 @@ def _split_url(text: str) -> tuple[str, str]:
     return text, ""
 
 
-def parse_spec(text: str, home: Optional[Path]) -> SourceSpec:
+def parse_spec(text: str, home: Path | None) -> SourceSpec:
     """A ``--warpforth`` value without its label; ``home`` is the checkout a bare REF belongs to."""
     if not text:
         raise WfbenchError("--warpforth: empty value; give PATH, PATH@REF, URL[@REF] or a ref")
@@ -85,7 +90,7 @@ def parse_spec(text: str, home: Optional[Path]) -> SourceSpec:
     return SourceSpec(text, path=home, ref=text)
 
 
-def git(repo: Path, *args: str, what: str = "", env: Optional[dict[str, str]] = None) -> str:
+def git(repo: Path, *args: str, what: str = "", env: dict[str, str] | None = None) -> str:
     """``git -C repo ARGS``' output; a failure is one line naming what was being done."""
     try:
         proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=False,
@@ -100,7 +105,7 @@ def git(repo: Path, *args: str, what: str = "", env: Optional[dict[str, str]] = 
     return proc.stdout
 
 
-def toplevel(folder: Path) -> Optional[Path]:
+def toplevel(folder: Path) -> Path | None:
     """The checkout ``folder`` is in, or None."""
     try:
         out = subprocess.run(["git", "-C", str(folder), "rev-parse", "--show-toplevel"], capture_output=True,
@@ -125,7 +130,7 @@ class Snapshot:
     def short(self) -> str:
         return self.commit[:12] + ("+dirty" if self.dirty else "")
 
-    def read(self, relpath: str) -> Optional[str]:
+    def read(self, relpath: str) -> str | None:
         """One file of the tree (None when absent)."""
         if self.dirty:
             p = self.git_dir / relpath
@@ -244,7 +249,7 @@ def release(snap: Snapshot, dest: Path) -> None:
             pass
 
 
-def home_checkout(values: list[str]) -> Optional[Path]:
+def home_checkout(values: list[str]) -> Path | None:
     """The checkout a bare REF belongs to: the first value that is a folder, else the current folder's."""
     for text in values:
         before = text.rpartition("@")[0] if not Path(text).expanduser().is_dir() else text

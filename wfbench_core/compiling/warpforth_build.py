@@ -2,7 +2,7 @@
 
 The recipe is WarpForth's CI: ``cmake -G Ninja -DCMAKE_BUILD_TYPE=Release -DMLIR_DIR=…`` against the
 MLIR found here, then only the ``warpforthc`` target. It runs on a scratch copy of the tree (see
-:mod:`wfbench_core.build.warpforth_source`), where two changes are made and recorded, never in the user's tree:
+:mod:`wfbench_core.compiling.warpforth_source`), where two changes are made and recorded, never in the user's tree:
 
 - ``warpforth-runner`` is left out of ``tools/CMakeLists.txt`` (it needs the CUDA toolkit, and wfbench
   does not use it);
@@ -25,15 +25,22 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator, Optional
 
 import attrs
 
+from wfbench_core.compiling.warpforth_source import Snapshot, materialize, release
 from wfbench_core.errors import WfbenchError
-from wfbench_core.record.childenv import child_env
+from wfbench_core.host.childenv import child_env
 from wfbench_core.record.fsutil import atomic_write
-from wfbench_core.build.warpforth_source import Snapshot, materialize, release
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "BINARY", "BUILD_TIMEOUT_S", "CACHE_ENV", "CONFIGURE_TIMEOUT_S", "DEFAULT_LLVM", "EDITS", "LIBDEVICE",
+    "MLIR_ENV", "PROVENANCE", "RECIPE_VERSION", "RUNNER_LINE", "Built", "Progress", "SourceEdit", "Toolchain",
+    "build", "build_all", "cache_key", "cache_root", "ci_llvm_version", "configure_argv", "find_mlir",
+    "find_toolchain", "packages", "prepare_tree", "read_provenance",
+]
 
 RECIPE_VERSION = 1  # bump when the recipe below changes what it builds: old cache entries are then not used
 CACHE_ENV = "WFBENCH_CACHE_DIR"
@@ -78,7 +85,7 @@ class Toolchain:
     mlir_version: str
     cxx: str
     cxx_version: str
-    ccache: Optional[str] = None
+    ccache: str | None = None
 
     @property
     def mlir_major(self) -> int:
@@ -93,14 +100,14 @@ class Toolchain:
         return f"MLIR {self.mlir_version} ({self.mlir_dir}), {self.cxx_version}"
 
 
-def ci_llvm_version(ci_yml: Optional[str]) -> Optional[str]:
+def ci_llvm_version(ci_yml: str | None) -> str | None:
     """The ``LLVM_VERSION`` WarpForth's CI workflow installs (its ``env:``), or None."""
     found = sorted(set(re.findall(r"""^[ \t]*LLVM_VERSION:[ \t]*["']?(\d+)["']?[ \t]*(?:#.*)?$""", ci_yml or "",
                                   re.M)))
     return found[0] if len(found) == 1 else None
 
 
-def packages(llvm: Optional[str] = None) -> list[str]:
+def packages(llvm: str | None = None) -> list[str]:
     """Debian/Ubuntu packages of the recipe (LLVM/MLIR from apt.llvm.org for versions Debian lacks)."""
     v = llvm or DEFAULT_LLVM
     return ["cmake", "ninja-build", "g++", f"llvm-{v}-dev", f"libmlir-{v}-dev", f"mlir-{v}-tools"]
@@ -116,7 +123,7 @@ def _mlir_version(mlir_dir: Path) -> str:
     return m.group(1) if m else "unknown"
 
 
-def find_mlir() -> Optional[Path]:
+def find_mlir() -> Path | None:
     """``$WFBENCH_MLIR_DIR``, else the newest ``/usr/lib/llvm-N/lib/cmake/mlir``, else Homebrew's."""
     given = os.environ.get(MLIR_ENV)
     if given:
@@ -138,7 +145,7 @@ def _version_line(tool: str) -> str:
     return (out.strip().splitlines() or [tool])[0].strip()
 
 
-def find_toolchain(llvm_hint: Optional[str] = None) -> Toolchain:
+def find_toolchain(llvm_hint: str | None = None) -> Toolchain:
     """What the recipe needs, or one line naming the packages to install."""
     cmake, ninja = shutil.which("cmake"), shutil.which("ninja") or shutil.which("ninja-build")
     cxx = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
@@ -183,7 +190,7 @@ class Built:
     cached: bool
 
 
-def read_provenance(binary: Path) -> Optional[dict[str, object]]:
+def read_provenance(binary: Path) -> dict[str, object] | None:
     """What wfbench recorded next to a warpforthc it built (None for any other binary)."""
     p = Path(binary).with_name(PROVENANCE)
     try:
@@ -237,7 +244,7 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def build(snap: Snapshot, *, label: str = "", toolchain: Optional[Toolchain] = None,
+def build(snap: Snapshot, *, label: str = "", toolchain: Toolchain | None = None,
           progress: Progress = lambda msg: None) -> Built:
     """warpforthc of ``snap``: from the cache, else built there by the recipe (minutes)."""
     tc = toolchain or find_toolchain(ci_llvm_version(snap.read(".github/workflows/ci.yml")))
@@ -366,7 +373,7 @@ def build_all(values: tuple[str, ...], *, progress: Progress = lambda msg: None)
     """
     import tempfile
 
-    from wfbench_core.build.warpforth_source import home_checkout, iter_labels, parse_spec, snapshot
+    from wfbench_core.compiling.warpforth_source import home_checkout, iter_labels, parse_spec, snapshot
 
     pairs = list(iter_labels(values))
     home = home_checkout([text for _, text in pairs])

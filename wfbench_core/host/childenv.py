@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Mapping, Optional
+from collections.abc import Mapping
+
+__all__ = ["SECRET_NAMES", "child_env", "is_secret"]  # internal, not the plugin API
 
 #: names that hold a credential: a whole word (between underscores) of these
 _SECRET_WORD = re.compile(r"(^|_)(API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?|AUTH)(_|$)",
@@ -27,7 +29,7 @@ def is_secret(name: str) -> bool:
     return name.upper() in SECRET_NAMES or bool(_SECRET_WORD.search(name))
 
 
-def child_env(extra: Optional[Mapping[str, str]] = None) -> dict[str, str]:
+def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """This process's environment without its secrets, plus ``extra``: the ``env`` of every child process."""
     env = {name: value for name, value in os.environ.items() if not is_secret(name)}
     env.update(extra or {})

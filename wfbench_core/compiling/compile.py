@@ -14,16 +14,23 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
+from typing import SupportsInt
 
 import attrs
 
-from wfbench_core.build.cudatools import find_tool, require_tool
 from wfbench_core.case import CaseKey, sha256_text
-from wfbench_core.record.childenv import child_env
+from wfbench_core.compiling.cudatools import find_tool, require_tool
 from wfbench_core.errors import WfbenchError
+from wfbench_core.host.childenv import child_env
 from wfbench_core.record.results import CompileRecord, CompilerInfo
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "COMPILE_TIMEOUT_S", "NVCC_FLAGS", "NVRTC_FLAGS", "PREFETCH_WORKERS", "WARPFORTHC_ENV", "CompileError",
+    "Compiled", "compile_cuda", "compile_warpforth", "cuda_compiler", "find_nvcc", "find_warpforthc",
+    "nvcc_version", "nvrtc_version", "prefetch_cuda", "ptx_problem", "ptx_target", "ptxas_check", "warpforthc_info",
+]
 
 WARPFORTHC_ENV = "WFBENCH_WARPFORTHC"
 NVCC_FLAGS = ("-O3", "-fmad=false", "-std=c++17")
@@ -110,7 +117,7 @@ def warpforthc_info(binary: Path) -> CompilerInfo:
     digest = sha256_text(binary.read_bytes())
     if version == "unknown" or version.startswith("llvm-"):
         version = f"build-{digest[:12]}"
-    from wfbench_core.build.warpforth_build import read_provenance
+    from wfbench_core.compiling.warpforth_build import read_provenance
 
     built = read_provenance(binary) or {}
     return CompilerInfo(kind="warpforthc", version=version, llvm_version=llvm, arch_flag=arch,
@@ -155,7 +162,7 @@ def compile_warpforth(source: str, *, binary: Path, case_id: CaseKey | str, arch
 
 
 def find_nvcc() -> Path | None:
-    """nvcc, found where every CUDA tool is (:mod:`wfbench_core.build.cudatools`); None when absent."""
+    """nvcc, found where every CUDA tool is (:mod:`wfbench_core.compiling.cudatools`); None when absent."""
     return find_tool("nvcc")
 
 
@@ -173,7 +180,7 @@ def nvrtc_version() -> str | None:
         return None
     try:
         err, major, minor = nvrtc.nvrtcVersion()
-    except Exception:  # noqa: BLE001 - the library itself may be missing behind the bindings
+    except Exception:  # the library itself may be missing behind the bindings
         return None
     return f"{major}.{minor}" if int(err) == 0 else None
 
@@ -209,15 +216,15 @@ def compile_cuda(source: str, *, case_id: CaseKey | str, arch: str, compiler: Co
 
 
 # compiles started ahead: (case_id, source, arch, flags) -> Future of Compiled
-_PREFETCHED: dict[tuple[CaseKey | str, str, str, tuple[str, ...]], "concurrent.futures.Future[Compiled]"] = {}
+_PREFETCHED: dict[tuple[CaseKey | str, str, str, tuple[str, ...]], concurrent.futures.Future[Compiled]] = {}
 PREFETCH_WORKERS = 8  # nvcc processes at once
 
 
-def prefetch_cuda(sources: Iterable[tuple[CaseKey | str, str]], *, arch: str, compiler: CompilerInfo) -> int:
+def prefetch_cuda(sources: Iterable[tuple[CaseKey | str, str]], *, arch: str, compiler: CompilerInfo | None) -> int:
     """Start compiling ``(case_id, source)`` pairs now, in parallel, so that :func:`compile_cuda` later finds
     them done; returns how many were started. Only nvcc (each compile its own process, the GPU idle meanwhile
     or busy with other work); NVRTC compiles in this process and stays on demand."""
-    if compiler.kind != "nvcc" or find_nvcc() is None:
+    if compiler is None or compiler.kind != "nvcc" or find_nvcc() is None:
         return 0
     todo = [(cid, src) for cid, src in sources if (cid, src, arch, compiler.flags) not in _PREFETCHED]
     if not todo:
@@ -280,9 +287,9 @@ def _compile_nvrtc(source: str, *, case_id: CaseKey | str, arch: str, flags: tup
                                        ptx_target(ptx), wall))
 
 
-def _nvrtc_ok(err: object, case_id: CaseKey | str, step: str) -> None:
-    if int(err) != 0:  # type: ignore[call-overload]
-        raise CompileError(f"{case_id}: NVRTC {step} failed with error {int(err)}")  # type: ignore[call-overload]
+def _nvrtc_ok(err: SupportsInt, case_id: CaseKey | str, step: str) -> None:
+    if int(err) != 0:
+        raise CompileError(f"{case_id}: NVRTC {step} failed with error {int(err)}")
 
 
 def ptxas_check(ptx: str, *, arch: str, case_id: CaseKey | str) -> str:

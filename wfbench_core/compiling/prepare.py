@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable, Optional
 
 import attrs
 
-from wfbench_core.build.bundle import (
+from wfbench_core.case import Case
+from wfbench_core.compiling.bundle import (
     BundleCase,
     BundleManifest,
     LoadedConfig,
@@ -15,9 +16,10 @@ from wfbench_core.build.bundle import (
     read_manifest,
     read_variants,
 )
-from wfbench_core.case import Case
 from wfbench_core.discover.registry import Registry
 from wfbench_core.errors import WfbenchError
+
+__all__ = ["Prepared", "prepare", "prepare_all"]  # internal, not the plugin API
 
 
 @attrs.frozen
@@ -27,8 +29,8 @@ class Prepared:
     case: Case
     plugin: str
     files: dict[str, LoadedConfig]
-    entry: Optional[BundleCase] = attrs.field(default=None, eq=False, repr=False)
-    folder: Optional[Path] = attrs.field(default=None, eq=False, repr=False)
+    entry: BundleCase | None = attrs.field(default=None, eq=False, repr=False)
+    folder: Path | None = attrs.field(default=None, eq=False, repr=False)
 
     def loaded(self) -> Prepared:
         """With the case's files read and verified (hashes, fingerprint): no second match with the plugins."""
@@ -77,3 +79,8 @@ def prepare_all(bundle: Path, registry: Registry, case_ids: Iterable[str] = (), 
         for p in prepared:
             by_case.setdefault(p.case.id, {})[label] = p
     return manifests, by_case
+
+
+def validate(bundle: Path, registry: Registry, case_ids: Iterable[str] = ()) -> list[str]:
+    """Check a bundle against the installed cases without touching a GPU; returns the case IDs."""
+    return list(prepare_all(bundle, registry, case_ids)[1])

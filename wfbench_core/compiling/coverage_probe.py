@@ -9,8 +9,10 @@ warpforthc's own message (``unknown word: …``), which is what the probe report
 from __future__ import annotations
 
 import concurrent.futures
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
+
+__all__ = ["HEADER", "SNIPPETS", "WORKERS", "probe", "probe_source"]  # internal, not the plugin API
 
 HEADER = "\\! kernel probe\n\\! param A i64[4]\n"
 _NEST3 = "4 0 DO 4 0 DO 4 0 DO {} LOOP LOOP LOOP"
@@ -35,7 +37,7 @@ def probe_source(word: str) -> str:
 
 
 def _verdict(word: str, binary: Path) -> str:
-    from wfbench_core.build.compile import CompileError, compile_warpforth
+    from wfbench_core.compiling.compile import CompileError, compile_warpforth
 
     try:
         compile_warpforth(probe_source(word), binary=binary, case_id="probe")

@@ -9,11 +9,14 @@ so that listing the transports loads nothing more.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import attrs
 
 from wfbench_core.errors import WfbenchError
+
+__all__ = ["Option", "describe_options", "parse_options"]  # internal, not the plugin API
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")

@@ -28,14 +28,20 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any
 
 import attrs
 
-from wfbench_core.review.case_verdict import SLOWER
 from wfbench_core.errors import WfbenchError
-from wfbench_core.record.childenv import child_env
+from wfbench_core.host.childenv import child_env
+from wfbench_core.review.case_verdict import SLOWER
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "BUILD_TIMEOUT_S", "BUILT", "Bisection", "Outcome", "Progress", "Step", "bundle_explainer", "command_builder",
+    "commits_between", "gpu_judge", "max_runs", "render_markdown", "resolve", "search", "subject",
+]
 
 Progress = Callable[[str], None]
 BUILD_TIMEOUT_S = 3600
@@ -48,7 +54,7 @@ class Outcome:
 
     verdict: str  # SAME | SLOWER | FASTER | AMBIGUOUS
     table: str = ""  # the run's verdict table (Markdown)
-    result: Optional[Path] = None  # the run's result file, when kept
+    result: Path | None = None  # the run's result file, when kept
 
 
 @attrs.frozen
@@ -64,8 +70,8 @@ class Bisection:
     bad: str
     commits: tuple[str, ...]  # after GOOD up to BAD, oldest first
     steps: tuple[Step, ...]  # the base/head runs, in the order they ran
-    first_slower: Optional[str] = None
-    parent: Optional[str] = None  # the commit before it (GOOD or a commit between)
+    first_slower: str | None = None
+    parent: str | None = None  # the commit before it (GOOD or a commit between)
     explanation: tuple[str, ...] = ()
 
     @property
@@ -83,7 +89,7 @@ def max_runs(n_commits: int) -> int:
 
 
 def search(good: str, commits: Sequence[str], *, build: Callable[[str], Path],
-           judge: Callable[[Path, Path], Outcome], explain: Optional[Callable[[Path, Path], list[str]]] = None,
+           judge: Callable[[Path, Path], Outcome], explain: Callable[[Path, Path], list[str]] | None = None,
            progress: Progress = lambda msg: None) -> Bisection:
     """The first of ``commits`` (after ``good``, oldest first, the last one BAD) whose head is SLOWER than
     ``good``'s."""
@@ -144,7 +150,7 @@ def resolve(repo: Path, rev: str) -> str:
     return found
 
 
-def _try_git(repo: Path, *args: str) -> Optional[str]:
+def _try_git(repo: Path, *args: str) -> str | None:
     try:
         return _git(repo, *args)
     except WfbenchError:
@@ -211,18 +217,18 @@ def command_builder(repo: Path, cache: Path, command: str, binary: str, *,
 # one base/head run on this machine's GPU
 
 
-def gpu_judge(registry: Any, case_id: str, *, execute: Any, arch: Optional[str], out_dir: Path,
+def gpu_judge(registry: Any, case_id: str, *, execute: Any, arch: str | None, out_dir: Path,
               progress: Progress = lambda msg: None) -> Callable[[Path, Path], Outcome]:
     """``judge(base, head)``: build the case's base/head bundle with the two compilers and execute it here
     (the executor's supervised worker, as the local transport does); the verdict comes from
     :func:`wfbench_core.review.case_verdict.base_head`. Each run's result is kept in ``out_dir``."""
     import attrs as _attrs
 
-    from wfbench_core.review import compare
-    from wfbench_core.run import runner
-    from wfbench_core.review.case_verdict import base_head
-    from wfbench_core.run.executor import execute as run_bundle
     from wfbench_core.record.request import RunRequest
+    from wfbench_core.review import compare_table
+    from wfbench_core.review.case_verdict import base_head
+    from wfbench_core.run import runner
+    from wfbench_core.run.executor import execute as run_bundle
 
     case = registry.case(case_id)
     count = [0]
@@ -237,7 +243,7 @@ def gpu_judge(registry: Any, case_id: str, *, execute: Any, arch: Optional[str],
             result = run_bundle(Path(tmp) / "bundle", registry=registry, request=request.execute,
                                 progress=progress, out=out)
         cmp, verdicts = base_head(result, name=out.name)
-        return Outcome(verdicts.get(case_id, "AMBIGUOUS"), compare.render_markdown(cmp), out)
+        return Outcome(verdicts.get(case_id, "AMBIGUOUS"), compare_table.render_markdown(cmp), out)
 
     return judge
 
@@ -245,7 +251,7 @@ def gpu_judge(registry: Any, case_id: str, *, execute: Any, arch: Optional[str],
 def bundle_explainer(registry: Any, case_id: str, arch: str) -> Callable[[Path, Path], list[str]]:
     """``explain(base, head)``: head against base of the case, from a base/head bundle the two compilers build
     here (ptxas and cuobjdump; no GPU)."""
-    from wfbench_core.build.bundle import build_bundle
+    from wfbench_core.compiling.bundle import build_bundle
     from wfbench_core.review.headbase import explain_bundle
 
     case = registry.case(case_id)
@@ -265,7 +271,7 @@ def bundle_explainer(registry: Any, case_id: str, arch: str) -> Callable[[Path, 
 # the report
 
 
-def render_markdown(b: Bisection, case_id: str, *, subjects: Optional[dict[str, str]] = None) -> str:
+def render_markdown(b: Bisection, case_id: str, *, subjects: dict[str, str] | None = None) -> str:
     """The search in Markdown: every run's verdict, then the first SLOWER commit with its verdict table and
     its head-against-base explanation (or why the search stopped)."""
     from wfbench_core.review import markdown as md

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
-from wfbench_core.build.coverage import CoverageMap, FamilyRow
+from wfbench_core.compiling.coverage import CoverageMap, FamilyRow
+
+__all__ = ["HEADER", "NONE", "as_json", "render", "supported", "table"]  # internal, not the plugin API
 
 HEADER = ("family", "words used", "cases", "words no case uses")
 NONE = "(none)"  # an empty cell ("-" is a word)

@@ -30,13 +30,19 @@ numba-cuda raises ``CudaAPIError`` whose ``code`` is the driver's ``CUresult``; 
 from __future__ import annotations
 
 import re
-from typing import Optional
 
 import attrs
 
-from wfbench_core.build.compile import CompileError
 from wfbench_core.case import CaseKey
+from wfbench_core.compiling.compile import CompileError
 from wfbench_core.errors import WfbenchError
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "CLASSES", "COMPILE_FAILURE", "CUDA_ERROR", "HANG", "ILLEGAL_ADDRESS", "LOAD_FAILURE", "MISALIGNED_ADDRESS",
+    "OUT_OF_MEMORY", "OUT_OF_RESOURCES", "SIDE_NAMES", "TRAP", "CompileFault", "Fault", "KernelFault",
+    "as_kernel_fault", "classify", "classify_code", "compile_failure", "first_error_line", "hang", "launch_limits",
+    "side_name",
+]
 
 ILLEGAL_ADDRESS = "illegal address"
 MISALIGNED_ADDRESS = "misaligned address"
@@ -88,7 +94,7 @@ class Fault:
 
     kind: str
     sticky: bool
-    code: Optional[int] = None  # CUresult value, when the driver gave one
+    code: int | None = None  # CUresult value, when the driver gave one
     name: str = ""  # CUresult name, e.g. CUDA_ERROR_ILLEGAL_ADDRESS, or the compiler's words
     detail: str = ""  # what else is known (the resource over its limit, the deadline, ...)
 
@@ -115,7 +121,7 @@ def classify_code(code: int | str) -> Fault:
     return Fault(CUDA_ERROR, True, value, f"CUresult {value}")
 
 
-def classify(exc: BaseException) -> Optional[Fault]:
+def classify(exc: BaseException) -> Fault | None:
     """The :class:`Fault` behind a driver exception, or None when ``exc`` carries no CUDA error.
 
     Reads numba-cuda's ``CudaAPIError.code`` (a ``CUresult`` enum member or an int) and, for cuda.core's
@@ -173,7 +179,7 @@ class KernelFault(WfbenchError):
 
 
 def as_kernel_fault(exc: BaseException, *, case_id: str, config: str, side: str,
-                    action: str = "") -> Optional[KernelFault]:
+                    action: str = "") -> KernelFault | None:
     """Wrap a driver exception as a :class:`KernelFault`, or None when it is not a CUDA error."""
     if isinstance(exc, KernelFault):
         return exc

@@ -23,11 +23,16 @@ from __future__ import annotations
 
 import bisect
 import re
-from typing import Iterator
+from collections.abc import Iterator
 
 import attrs
 
 from wfbench_core.errors import WfbenchError
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "CONTROL_WORDS", "WHITESPACE", "Definition", "ForthSyntaxError", "Program", "Token", "classify", "parse",
+    "read_header", "tokenize", "upper",
+]
 
 WHITESPACE = " \t\r\n"
 #: the words WarpForth's parser handles itself, before any name lookup (a local or user word cannot shadow them)

@@ -8,7 +8,7 @@ drop becomes a local store or load. This module is the one place where that cost
 - **stack frame**: the bytes of local memory per thread that ``ptxas -v`` reports (``N bytes stack frame``),
   with its spill stores and loads (:class:`~wfbench_core.record.results.SideDiagnostics`);
 - **local loads and stores**: the ``LDL`` and ``STL`` instructions of the SASS, by width in bits (the mix's
-  ``ldl.W`` / ``stl.W`` classes, :func:`wfbench_core.build.diagnostics.classify`), in the whole kernel and in
+  ``ldl.W`` / ``stl.W`` classes, :func:`wfbench_core.compiling.diagnostics.classify`), in the whole kernel and in
   its innermost loop;
 - **stack addressing**: the other instructions that form an address in the stack (:func:`addresses_stack`):
   they read the stack pointer ``R1`` (not counting the frame set-up, which writes it) or the local window
@@ -24,11 +24,17 @@ these through :func:`tax_of`.
 from __future__ import annotations
 
 import re
-from typing import Optional, Sequence
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
 import attrs
 
 from wfbench_core.record.results import KernelProfile, SideDiagnostics
+
+__all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "LOCAL_WINDOW", "STACK_POINTER", "StackTax", "addresses_stack", "by_width", "cell", "change", "delta_rows",
+    "rows", "sentence", "size", "stack_addressing", "tax_of",
+]
 
 #: The stack pointer: the ABI keeps it in R1 (set up from ``c[0x0][0x28]`` at the kernel's entry).
 STACK_POINTER = "R1"
@@ -50,9 +56,17 @@ def addresses_stack(opcode: str, operands: str) -> bool:
     return bool(_SP.search(operands)) or any(w in operands for w in LOCAL_WINDOW)
 
 
-def stack_addressing(instrs: Sequence[object]) -> int:
+class _Instruction(Protocol):  # wfbench_core.compiling.diagnostics.Instr, which imports this module
+    @property
+    def opcode(self) -> str: ...
+
+    @property
+    def operands(self) -> str: ...
+
+
+def stack_addressing(instrs: Sequence[_Instruction]) -> int:
     """How many of ``instrs`` (SASS instructions, padding dropped) form a stack address."""
-    return sum(1 for i in instrs if addresses_stack(i.opcode, i.operands))  # type: ignore[attr-defined]
+    return sum(1 for i in instrs if addresses_stack(i.opcode, i.operands))
 
 
 def _widths(mix: dict[str, int], cls: str) -> tuple[tuple[int, int], ...]:
@@ -75,9 +89,9 @@ class StackTax:
     stores: tuple[tuple[int, int], ...]  # STL
     loop_loads: int  # LDL in the innermost loop
     loop_stores: int
-    addressing: Optional[int]  # stack-addressing instructions; None: the result predates the count
-    load_bytes: Optional[int] = None  # local traffic through L1 (Nsight Compute); None: not profiled
-    store_bytes: Optional[int] = None
+    addressing: int | None  # stack-addressing instructions; None: the result predates the count
+    load_bytes: int | None = None  # local traffic through L1 (Nsight Compute); None: not profiled
+    store_bytes: int | None = None
 
     @property
     def ldl(self) -> int:
@@ -88,7 +102,7 @@ class StackTax:
         return sum(n for _, n in self.stores)
 
     @property
-    def traffic(self) -> Optional[int]:
+    def traffic(self) -> int | None:
         """Local bytes loaded and stored (Nsight Compute), None when not profiled."""
         if self.load_bytes is None or self.store_bytes is None:
             return None
@@ -100,7 +114,7 @@ class StackTax:
         return bool(self.frame or self.ldl or self.stl or self.spill_stores or self.spill_loads or self.traffic)
 
 
-def tax_of(diag: SideDiagnostics, profile: Optional[KernelProfile] = None) -> StackTax:
+def tax_of(diag: SideDiagnostics, profile: KernelProfile | None = None) -> StackTax:
     """The stack tax of one side from its stored diagnostics (and profile)."""
     return StackTax(
         frame=diag.stack_frame, spill_stores=diag.spill_stores, spill_loads=diag.spill_loads,
@@ -117,7 +131,7 @@ def tax_of(diag: SideDiagnostics, profile: Optional[KernelProfile] = None) -> St
 # words
 
 
-def size(n: Optional[int]) -> str:
+def size(n: int | None) -> str:
     """Bytes as a short figure in decimal units (as Nsight Compute counts them): ``0``, ``640 B``, ``1.2 MB``."""
     if n is None:
         return "-"
@@ -168,7 +182,7 @@ def sentence(label: str, t: StackTax) -> str:
 def rows(taxes: Sequence[StackTax]) -> list[list[str]]:
     """Rows of the static table, one column per side (the label row is the caller's)."""
 
-    def row(name: str, fn) -> list[str]:  # type: ignore[no-untyped-def]
+    def row(name: str, fn: Callable[[StackTax], str]) -> list[str]:
         return [name, *[fn(t) for t in taxes]]
 
     out = [row("local stores (STL)", lambda t: f"{t.stl}" + (f" ({by_width(t.stores, 'STL')})" if t.stl else "")),
@@ -180,7 +194,8 @@ def rows(taxes: Sequence[StackTax]) -> list[list[str]]:
     return out
 
 
-def _arrow(name: str, a: Optional[int], b: Optional[int], fmt=str, unit: str = "") -> str:  # type: ignore[no-untyped-def]
+def _arrow(name: str, a: int | None, b: int | None, fmt: Callable[[int | None], str] = str,
+           unit: str = "") -> str:
     return f"{name} {fmt(a)} → {fmt(b)}{unit}"
 
 
@@ -194,10 +209,10 @@ def change(base: StackTax, head: StackTax) -> str:
                        ("spill loads", base.spill_loads, head.spill_loads)):
         if a != b:
             parts.append(_arrow(name, a, b, unit=" B"))
-    for name, a, b in (("STL", base.stl, head.stl), ("LDL", base.ldl, head.ldl),
+    for name, x, y in (("STL", base.stl, head.stl), ("LDL", base.ldl, head.ldl),
                        ("stack addressing", base.addressing, head.addressing)):
-        if a != b and a is not None and b is not None:
-            parts.append(_arrow(name, a, b))
+        if x != y and x is not None and y is not None:
+            parts.append(_arrow(name, x, y))
     if base.traffic is not None and head.traffic is not None and base.traffic != head.traffic:
         parts.append(_arrow("local traffic", base.traffic, head.traffic, size))
     return ", ".join(parts)
@@ -206,7 +221,7 @@ def change(base: StackTax, head: StackTax) -> str:
 def delta_rows(base: StackTax, head: StackTax) -> list[list[str]]:
     """Head-against-base rows (base, head, change) of the LDL/STL counts, stack addressing and local traffic."""
 
-    def signed(a: Optional[int], b: Optional[int]) -> str:
+    def signed(a: int | None, b: int | None) -> str:
         return "-" if a is None or b is None else ("=" if a == b else f"{b - a:+d}")
 
     out = [["local stores (STL)", str(base.stl), str(head.stl), signed(base.stl, head.stl)],
