@@ -12,6 +12,9 @@ Loaded into the executor's worker process through ``WFBENCH_PLUGINS=fake_gpu`` (
 - ``launch``: a launch fails with a sticky CUDA error (a WfbenchError, as the real timer raises);
 - ``barriers``: a correct measurement whose times come from the code: each ``bar.sync`` in a side's canonical
   PTX costs 2 %, and every sample jitters by 0.1 % (seeded), so a compiler that adds a barrier is slower.
+- ``FAKE_GPU_CEILING`` (``--ceiling``): unset, a declared ceiling whose library is not installed here is
+  missing, as the real timer says; ``ok``: the ceiling is checked and timed at 1 us per launch; ``failed``:
+  its check fails (the line the real timer writes).
 - ``sized``: a correct measurement whose times follow the case's canonical work (a sweep point's sizes): a kernel
   takes 1 us plus its bytes at 3 TB/s (CUDA; WarpForth 10 % longer); in events mode a launch costs at least the
   launch floor of 2.5 us, in graph mode 0.8 us (what ``launch_floor_us`` then says).
@@ -76,7 +79,7 @@ class FakeTimer:
     def copy_gbps(self) -> None:
         return None
 
-    def measure(self, case, sides, *, reference_label):  # type: ignore[no-untyped-def]
+    def measure(self, case, sides, *, reference_label, ceiling=None):  # type: ignore[no-untyped-def]
         from wfbench_core.contracts import Measurement
 
         ahead = os.environ.get("FAKE_GPU_PREFETCH")
@@ -131,12 +134,35 @@ class FakeTimer:
             samples = _costed(sides, n, float(cost))
         else:
             samples = {s.label: (3.0 if s.label.startswith("wf") else 2.0,) * n for s in sides}
+        measured_ceiling = _ceiling(ceiling, samples, n)
         sampled = Sampled(samples_us=samples, order=tuple(sides[i % len(sides)].label for i in range(n)),
                           launch_floor_us=floor, timing_mode=self.protocol.timing_mode,
                           launches_per_sample=1, placement_of=tuple(i // 2 for i in range(n)) if cost or what == "barriers" else ())
         return Measurement(
             passed=True, message="", checks=(check,), kernel_attrs={s.label: KernelAttrs(16, 0, 0, 1024) for s in sides},
-            costs=Costs(), sampled=sampled)
+            costs=Costs(), sampled=sampled, ceiling=measured_ceiling)
+
+
+def _ceiling(ceiling, samples, n):  # type: ignore[no-untyped-def]
+    """The ceiling as FAKE_GPU_CEILING says (see the module docstring); its samples are added to ``samples``."""
+    if ceiling is None:
+        return None
+    from wfbench_core.ceiling import LABEL, missing
+    from wfbench_core.contracts import CeilingMeasured
+    from wfbench_core.gpu.ceiling_side import failed_line
+
+    how = os.environ.get("FAKE_GPU_CEILING", "")
+    output = next(iter(ceiling.tolerances))
+    if not how:
+        why = missing(ceiling)
+        if why:
+            return CeilingMeasured(problem=why, status="missing")
+    if how == "failed":
+        bad = Check("canonical", LABEL, "reference", output, False, 0.5, 0.25, 3, 100)
+        return CeilingMeasured(checks=(bad,), problem=failed_line(ceiling, bad), status="failed")
+    samples[LABEL] = (1.0,) * n
+    return CeilingMeasured(checks=(Check("canonical", LABEL, "reference", output, True, 0.0, 0.0, 0, 100),),
+                           timing_mode="events")
 
 
 def _take_host_arrays(timer, case) -> None:  # type: ignore[no-untyped-def]

@@ -890,6 +890,30 @@ def test_the_change_column_shows_the_verdict_check_and_compare_give(browser: Any
         page.close()
 
 
+def test_library_ceilings_in_their_own_section_in_the_browser(browser: Any, tmp_path: Path) -> None:
+    """A run with a ceiling: its own section with the series name and the ratio; the headline's gap is the same."""
+    from wfbench_core.record.results import CEILING_OK, CeilingResult, SideStats
+
+    run = synth_run(0)
+    axpy = run.case("axpy_f64")
+    us = axpy.timing.warpforth.median_us / 4
+    ceiling = CeilingResult(library="cuBLAS", routine="cublasDaxpy", package="cupy-cuda13x", library_version="14.0.1",
+                            status=CEILING_OK, stats=SideStats(us, us, 0.0, 0.0, 1, (us,)), ratio=4.0)
+    add_run(tmp_path / "h", attrs.evolve(run, cases=tuple(attrs.evolve(c, ceiling=ceiling) if c.id == "axpy_f64"
+                                                          else c for c in run.cases)))
+    page, errors, _ = _open(browser, build_site(History.open(tmp_path / "h"), tmp_path / "site"))
+    try:
+        card = page.locator("article.ceilings")
+        assert page.locator("h2", has_text="Library ceilings (never part of the gap)").count() == 1
+        row = card.locator("tbody tr")
+        assert row.count() == 1 and row.locator("td").first.inner_text() == "axpy_f64/v1/ceiling"
+        assert "4.00×" in row.inner_text() and "cupy-cuda13x 14.0.1" in row.inner_text()
+        assert "ceiling" not in page.locator("#headline").inner_text().lower()
+        assert not errors, errors
+    finally:
+        page.close()
+
+
 def synth_sweep(run: RunResult, case_id: str = "axpy_f64", created: str = "") -> Any:
     """A sweep of ``case_id`` made from a run's result of it: 4096 elements timed in graph mode (both sides
     launch-bound in events mode, that timing kept beside it), 2^20 in events mode."""

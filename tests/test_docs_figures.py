@@ -119,7 +119,32 @@ def test_the_stack_tax_block_renders_from_the_result_it_names(tmp_path: Path) ->
     write_result(bare, tmp_path / "bare.json")
     with pytest.raises(SystemExit, match="no case has static diagnostics"):
         t.stack_tax_table(str(tmp_path / "bare.json"))
-    assert json.loads((tmp_path / "taxed.json").read_text())["schema_version"] == 5
+    assert json.loads((tmp_path / "taxed.json").read_text())["schema_version"] == 6
+
+
+def test_the_ceiling_block_renders_the_ratio_columns_from_the_result_it_names(tmp_path: Path) -> None:
+    """A run with --ceiling renders its table with the ceiling's columns, as `wfbench run --ceiling` prints
+    it; a run without ceilings is refused for that kind of block."""
+    import attrs
+
+    from wfbench_core.ceiling import RATIO_NAME
+    from wfbench_core.record.results import CEILING_OK, CeilingResult, SideStats, load_result, write_result
+    from wfbench_core.review.report import render
+
+    t = tool()
+    src = "docs/results/h200-suite17.json"
+    with pytest.raises(SystemExit, match="ceiling-table needs a run with --ceiling; .* has no library ceiling"):
+        t.ceiling_table(src)
+    run = load_result(ROOT / src)
+    c = run.case("axpy_f64")
+    us = c.timing.warpforth.median_us * 1.25  # slower than WarpForth: the case runs near the copy bandwidth
+    k = CeilingResult(library="cuBLAS", routine="cublasDaxpy", package="cupy-cuda13x", library_version="14.2.0",
+                      status=CEILING_OK, stats=SideStats(us, us, 0.0, 0.0, 3, (us, us, us)), ratio=0.8)
+    withk = attrs.evolve(run, cases=tuple(attrs.evolve(x, ceiling=k) if x.id == c.id else x for x in run.cases))
+    write_result(withk, tmp_path / "ceiling.json")
+    out = t.ceiling_table(str(tmp_path / "ceiling.json"))
+    assert RATIO_NAME in out and "0.80" in out and render(withk, ceiling=True) in out
+    assert render(withk, ceiling=True) != render(withk)
 
 
 def test_the_default_board_component_is_what_the_stored_board_runs_support() -> None:

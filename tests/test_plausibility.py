@@ -145,7 +145,7 @@ def test_results_of_schema_3_still_load_and_schema_4_round_trips() -> None:
     raw = as_schema_3(json.loads(dumps(current)))
     assert "launch_floor_us" not in json.dumps(raw)
     run = parse_result(json.dumps({**raw, "schema_version": 3}))
-    assert SCHEMA_VERSION == 5 and run.schema_version == 5 and run == current
+    assert SCHEMA_VERSION == 6 and run.schema_version == 6 and run == current
     t = next(c.timing for c in run.cases if c.timing is not None)
     assert t.launch_floor_us is None and t.placement_checks == 0 and not t.launch_bound
     assert parse_result(dumps(run)) == run

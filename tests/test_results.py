@@ -37,7 +37,7 @@ def test_schema_1_results_are_read_with_the_measured_warm_up_renamed() -> None:
     raw = json.loads((FIXTURES / "h200-aa.json").read_text())
     assert raw["schema_version"] == 1 and "warmup_s" in raw["cases"][0]["timing"]
     result = load_result(FIXTURES / "h200-aa.json")
-    assert result.schema_version == SCHEMA_VERSION == 5
+    assert result.schema_version == SCHEMA_VERSION == 6
     assert result.cases[0].timing.warmup_busy_s == raw["cases"][0]["timing"]["warmup_s"]
     assert result.protocol.warmup_s == raw["protocol"]["warmup_s"]  # the setting keeps its name
     # from before placements, adaptive stopping and rotation: it reads as what it did, not as today's defaults
@@ -154,7 +154,7 @@ def test_the_one_loader_refuses_what_is_not_a_result(tmp_path: Path, name: str) 
 
 def test_other_schema_versions_are_named() -> None:
     with pytest.raises(WfbenchError, match=r"^x.json: a wfbench result of schema version 99; this wfbench reads "
-                                           r"versions 1 to 5; use the wfbench version that wrote it$"):
+                                           r"versions 1 to 6; use the wfbench version that wrote it$"):
         loads(_with(schema_version=99).decode(), where="x.json")
 
 

@@ -225,7 +225,7 @@ def test_results_of_schema_4_read_with_the_stack_fields_not_counted() -> None:
     from wfbench_core.record.results import SCHEMA_VERSION, dumps, parse_result
 
     run = load_result(ROOT / "docs" / "results" / "h200-suite.json")
-    assert SCHEMA_VERSION == 5 and run.schema_version == 5
+    assert run.schema_version == SCHEMA_VERSION  # read up to the current schema, whatever it added
     d = run.cases[0].diag_wf
     assert d is not None and d.stack_addressing is None and st.tax_of(d).addressing is None
     counted = attrs.evolve(run, cases=(attrs.evolve(run.cases[0], diag_wf=attrs.evolve(d, stack_addressing=3),

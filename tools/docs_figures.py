@@ -13,6 +13,8 @@ A figure block is written in the Markdown as
 where PATH is a result file in the repository (relative to its root) and KIND one of:
 
 - ``suite-table``: the run's table exactly as ``wfbench run`` prints it, with the GPU, the date and the wall time;
+- ``ceiling-table``: a run with ``--ceiling``: its table exactly as ``wfbench run --ceiling`` prints it, the
+  library ceiling's time and ``WarpForth time / ceiling time`` beside each case's two sides (docs/ceiling.md);
 - ``aa-position``: an A/A run's position effect per case: within each pair, the first side's sample minus the
   second's (:func:`wfbench_core.stats.position_effect`), with its 95 % interval and how many pairs had the
   first side slower.
@@ -73,6 +75,19 @@ def suite_table(src: str) -> str:
     head = (f"A run of the whole suite on an {env.gpu_name}, stored in `{src}` ({_when(result)}, result schema "
             f"{raw['schema_version']}; `wall_s` {result.wall_s:.1f} s):")  # type: ignore[attr-defined]
     return f"{head}\n\n```\n{render(result)}\n```\n"
+
+
+def ceiling_table(src: str) -> str:
+    """The run's table with its library ceilings' columns, as ``wfbench run --ceiling`` prints it."""
+    from wfbench_core.review.report import render
+
+    result, raw = _stored(src)
+    if not any(c.ceiling is not None for c in result.cases):  # type: ignore[attr-defined]
+        raise SystemExit(f"docs_figures: ceiling-table needs a run with --ceiling; {src} has no library ceiling")
+    env = result.environment  # type: ignore[attr-defined]
+    head = (f"A run with `--ceiling` on an {env.gpu_name}, stored in `{src}` ({_when(result)}, result schema "
+            f"{raw['schema_version']}; `wall_s` {result.wall_s:.1f} s):")  # type: ignore[attr-defined]
+    return f"{head}\n\n```\n{render(result, ceiling=True)}\n```\n"
 
 
 def aa_position(src: str) -> str:
@@ -219,7 +234,8 @@ def sweep_table(src: str) -> str:
     return f"{head}\n\n```\n{render_sweep(sweep)}\n```\n"
 
 
-RENDERERS: dict[str, Callable[[str], str]] = {"board-component": board_component, "suite-table": suite_table, "aa-position": aa_position,
+RENDERERS: dict[str, Callable[[str], str]] = {"board-component": board_component, "suite-table": suite_table,
+                                              "ceiling-table": ceiling_table, "aa-position": aa_position,
                                               "power-table": power_table, "stack-tax": stack_tax_table,
                                               "sweep-table": sweep_table}
 

@@ -59,9 +59,22 @@ class Measurement:
     kernel_attrs: Mapping[str, KernelAttrs]
     costs: Costs
     sampled: Sampled | None = None  # None when a check failed (the case is not timed)
+    ceiling: CeilingMeasured | None = None  # asked for with --ceiling (a timer may ignore it: None)
     # why the side cannot have run as timed, found before its samples (its launches do not do the same work):
     # the side is IMPLAUSIBLE with this line (wfbench_core.gpu.plausibility)
     implausible: str = ""
+
+
+@attrs.frozen
+class CeilingMeasured:
+    """What the timer observed of a case's library ceiling (``--ceiling``): its check, and why it was not timed
+    ("" when it was: its samples are ``sampled.samples_us["ceiling"]``, taken in the same rounds)."""
+
+    checks: tuple[Check, ...] = ()
+    problem: str = ""
+    status: str = ""  # a CEILING_* status of wfbench_core.record.results when it was not timed
+    timing_mode: str = ""  # how its launches were timed (events where graph capture was not possible)
+    capture_note: str = ""
 
 
 class Timer(TypingProtocol):

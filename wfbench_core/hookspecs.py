@@ -14,6 +14,7 @@ import pluggy
 
 if TYPE_CHECKING:
     from wfbench_core.case import Case
+    from wfbench_core.ceiling import Ceiling, NoCeiling
     from wfbench_core.contracts import Timer, Transport
     from wfbench_core.record.results import TimingProtocol
 
@@ -59,4 +60,14 @@ def wfbench_make_timer(protocol: TimingProtocol) -> Timer | None:
     :param protocol: the :class:`wfbench_core.record.results.TimingProtocol` settings (warm-up, sample length,
         count).
     :returns: an object with the :class:`wfbench_core.contracts.Timer` interface.
+    """
+
+
+@hookspec
+def wfbench_register_ceilings(register: Callable[[str, Ceiling | NoCeiling], None]) -> None:
+    """Register library ceilings by calling ``register(case_id, ceiling)`` once per case.
+
+    :param register: call it with a case ID and a :class:`wfbench_core.ceiling.Ceiling` (the library routine
+        timed beside the case with ``--ceiling``) or a :class:`wfbench_core.ceiling.NoCeiling` (why the case has
+        none); a case ID offered by two plugins is refused with both plugin names.
     """

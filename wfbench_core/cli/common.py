@@ -145,6 +145,10 @@ def execute_options(f: Callable[..., Any]) -> Callable[..., Any]:
                      help="Run every case in K fresh processes; the table shows the spread of the gap.")(f)
     f = click.option("--cuda-compiler", type=click.Choice(["auto", "nvcc", "nvrtc"]), default="auto",
                      show_default=True)(f)
+    f = click.option("--ceiling", is_flag=True,
+                     help="Also time each case's library ceiling (cuBLAS, CUB; pip install 'wfbench[ceiling]' on the "
+                          "GPU host) in the same rounds, and show 'WarpForth time / ceiling time' in the table. Never "
+                          "part of the gap (docs/ceiling.md).")(f)
     return f
 
 
@@ -157,6 +161,7 @@ def execute_request(case_ids: Iterable[str], options: dict[str, Any]) -> Execute
         case_ids=tuple(case_ids), protocol=protocol_from(options),
         mode=MODE_AA if options.pop("aa") else MODE_PAIRED, cuda_compiler=options.pop("cuda_compiler"),
         case_timeout_s=options.pop("case_timeout"), repeat=options.pop("repeat"), sanitize=options.pop("sanitize"),
+        ceiling=options.pop("ceiling"),
     )
 
 
@@ -188,7 +193,7 @@ def split_opt(text: str) -> tuple[str, str]:
     return key.strip().replace("-", "_"), value
 
 
-def finish(result: RunResult, out: Path | None, as_json: bool) -> None:
+def finish(result: RunResult, out: Path | None, as_json: bool, *, ceiling: bool = False) -> None:
     """Print the result (the file is already written); exit 1 when a case failed or could not run."""
     from wfbench_core.errors import CaseFailed
     from wfbench_core.record.results import FAILING, dumps
@@ -197,7 +202,7 @@ def finish(result: RunResult, out: Path | None, as_json: bool) -> None:
     if as_json:
         click.echo(dumps(result), nl=False)
     else:
-        click.echo(render(result))
+        click.echo(render(result, ceiling=ceiling))
         if out is not None:
             click.echo(f"result: {out}")
     bad = [c.id for c in result.cases if c.status in FAILING]

@@ -64,4 +64,4 @@ def execute_cmd(bundle: Path, case_ids: tuple[str, ...], priorities: tuple[str, 
     except NoGpuError as exc:
         raise exc.with_hint("copy the bundle to a GPU host and execute it there (or let 'wfbench run "
                             "--transport ssh|vast' ship it)") from None
-    finish(result, out, as_json)
+    finish(result, out, as_json, ceiling=request.ceiling)

@@ -127,10 +127,13 @@ def _save(run: RunResult, out: Path, result_path: Path, timed: CaseResult, expla
               help="Write the Markdown report here instead of printing it.")
 @click.option("--loop-lines", type=click.IntRange(1, 10_000), default=60, show_default=True,
               help="Most SASS lines shown of each hottest loop.")
+@click.option("--ceiling", is_flag=True,
+              help="Add the case's library ceiling: its routine, what it does differently, tensor-core use, its "
+                   "kernels' names and, with --result, its time and 'WarpForth time / ceiling time'.")
 @click.option("--quiet", "-q", is_flag=True)
 def explain_cmd(case_id: str, bundle: Path | None, wf_ptx: Path | None, warpforthc: str | None, arch: str | None,
             cuda_compiler: str, profile: bool, ncu: str | None, result_path: Path | None, save_result: Path | None,
-            out: Path | None, loop_lines: int, quiet: bool) -> None:
+            out: Path | None, loop_lines: int, ceiling: bool, quiet: bool) -> None:
     """Explain CASE's gap: static diagnostics of both sides (ptxas, SASS mix, occupancy), the largest SASS
     differences, each side's hottest loop, and with --profile Nsight Compute metrics. Markdown output."""
     from wfbench_core.compiling import compile as comp
@@ -172,6 +175,10 @@ def explain_cmd(case_id: str, bundle: Path | None, wf_ptx: Path | None, warpfort
             _save(updated_run, save_result, result_path, run.case(case.id, label), wf[label], progress)
     text = render_markdown(case, reports, arch=arch, provenance=provenance, result=result, environment=environment,
                            loop_lines=loop_lines)
+    if ceiling:
+        from wfbench_core.review.ceiling_explain import ceiling_markdown
+
+        text += ceiling_markdown(case, reg.ceiling(case.id), result)
     if out is not None:
         from wfbench_core.record.fsutil import atomic_write
 

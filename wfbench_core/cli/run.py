@@ -92,7 +92,7 @@ def run_cmd(case_ids: tuple[str, ...], priorities: tuple[str, ...], warpforthc: 
         raise exc.with_hint(NO_LOCAL_GPU_HINT) from None
     finally:
         t.close()
-    finish(result, out, as_json)
+    finish(result, out, as_json, ceiling=request.execute.ceiling)
 
 
 def _prebuilt_request(reg: Any, bundle: Path, case_ids: tuple[str, ...], priorities: tuple[str, ...],

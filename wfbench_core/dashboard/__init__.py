@@ -23,7 +23,7 @@ from typing import Any
 
 from wfbench_core import __version__
 from wfbench_core.dashboard.browser import BROWSER_ENV, BROWSER_NAMES, find_browser, screenshot
-from wfbench_core.dashboard.models import gpu_matrix
+from wfbench_core.dashboard.models import ceiling_rows, gpu_matrix
 from wfbench_core.dashboard.newest_run import diagnostics
 from wfbench_core.dashboard.steps import change_marks
 from wfbench_core.dashboard.sweeps import sweep_cards
@@ -346,6 +346,7 @@ def build_data(history: History, *, title: str = "WarpForth vs CUDA",
         except (OSError, ValueError):
             raw = {}
         headline["diagnostics"] = diagnostics(raw if isinstance(raw, dict) else {}, headline["cases"])
+        headline["ceilings"] = ceiling_rows(raw)  # their own section: never in the headline's gap or geomean
 
     basehead: dict[tuple[str, ...], list[Series]] = {}
     for m in platforms.values():

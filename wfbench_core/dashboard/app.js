@@ -382,6 +382,32 @@
     ]);
   }
 
+  function renderCeilings(rows) {
+    var body = rows.map(function (r) {
+      return el("tr", { class: r.status === "ok" ? "ok" : "failed" }, [
+        el("td", { text: r.series }),
+        el("td", { text: r.library + " " + r.routine + " (" + r.version + ")" + (r.tensor_cores ? " · tensor cores: " + r.tensor_cores : "") }),
+        el("td", { class: "num", text: r.wf === null || r.wf === undefined ? "–" : fmtUs(r.wf) }),
+        el("td", { class: "num", text: r.cuda === null || r.cuda === undefined ? "–" : fmtUs(r.cuda) }),
+        el("td", { class: "num", text: r.ceiling === null || r.ceiling === undefined ? "–" : fmtUs(r.ceiling) }),
+        el("td", { class: "num", text: r.ratio === null || r.ratio === undefined ? "–" : r.ratio.toFixed(2) + "×" }),
+        el("td", { text: r.status + (r.message ? ": " + r.message : "") }),
+      ]);
+    });
+    return el("article", { class: "card section-card ceilings" }, [
+      el("div", { class: "section-head" }, [
+        el("div", { class: "eyebrow", text: "Library ceilings · the headline run" }),
+        el("p", { class: "explain", text: "How far each case is from NVIDIA's library code for the same operation " +
+          "(cuBLAS, CUB), timed in the same rounds. WarpForth time / ceiling time: above 1, the library is faster. " +
+          "Its own series; never part of the gap, the geomean or a verdict." })]),
+      el("div", { class: "table-scroll" }, [el("table", { class: "cases" }, [
+        el("thead", null, [el("tr", null, ["series", "library", "WarpForth µs", "CUDA µs", "ceiling µs",
+          "WarpForth time / ceiling time", "status"].map(function (t, i) {
+          return el("th", { class: i >= 2 && i <= 5 ? "num" : null, text: t }); }))]),
+        el("tbody", null, body)])]),
+    ]);
+  }
+
   function renderFloor(f) {
     var rows = f.rows.map(function (r) {
       return el("tr", { class: standingOf(r) === "stable" ? "ok" : "unstable", dataset: { standing: standingOf(r) } }, [
@@ -867,6 +893,10 @@
         "history yet: nothing to headline. The base/head and A/A runs it has are below." }));
     }
     var more = document.getElementById("more");
+    if (DATA.headline && DATA.headline.ceilings && DATA.headline.ceilings.length) {
+      more.appendChild(el("h2", { class: "group", text: "Library ceilings (never part of the gap)" }));
+      more.appendChild(renderCeilings(DATA.headline.ceilings));
+    }
     if (DATA.models) more.appendChild(renderModels(DATA.models));
     if (DATA.other_gpus.length) {
       more.appendChild(el("h2", { class: "group", text: "Other GPUs and toolchains (canonical series, not the headline)" }));

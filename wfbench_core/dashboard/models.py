@@ -36,3 +36,25 @@ def gpu_matrix(summaries: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
             row["gaps"][n], row["status"][n] = r["gap"], r["status"]
     ordered = sorted(rows.values(), key=lambda r: (r["priority"], r["case"], r["version"]))
     return {"columns": columns, "rows": ordered}
+
+
+def ceiling_rows(raw: Any) -> list[dict[str, Any]]:
+    """The library ceilings of the headline run (its result file's JSON): one row per case that has one, with
+    its series name, library, the three times and ``WarpForth time / ceiling time``. Shown in its own section,
+    never in the headline's gap or geomean."""
+    from wfbench_core.ceiling import series_name
+
+    rows = []
+    for c in (raw.get("cases") or []) if isinstance(raw, dict) else []:
+        k = c.get("ceiling") if isinstance(c, dict) else None
+        if not isinstance(k, dict):
+            continue
+        t = c.get("timing") or {}
+        stats = k.get("stats") or {}
+        rows.append({"series": series_name(str(c.get("id")), int(c.get("version") or 0)), "case": c.get("id"),
+                     "library": k.get("library"), "routine": k.get("routine"),
+                     "version": f"{k.get('package')} {k.get('library_version')}", "tensor_cores": k.get("tensor_cores"),
+                     "wf": (t.get("warpforth") or {}).get("median_us"), "cuda": (t.get("cuda") or {}).get("median_us"),
+                     "ceiling": stats.get("median_us"), "ratio": k.get("ratio"), "status": k.get("status"),
+                     "message": k.get("message") or k.get("capture_note") or ""})
+    return rows

@@ -45,6 +45,7 @@ class Registry:
     pm: pluggy.PluginManager
     cases: dict[str, Registered] = attrs.field(factory=dict)
     transports: dict[str, Registered] = attrs.field(factory=dict)
+    ceilings: dict[str, Registered] = attrs.field(factory=dict)  # case ID -> Ceiling or NoCeiling
     #: how another process loads the same plugins: ``(autoload, module names)``, or None when some plugin
     #: exists only in this process (an object, a conftest namespace) and cannot be loaded elsewhere
     recipe: tuple[bool | None, tuple[str, ...]] | None = None
@@ -57,6 +58,7 @@ class Registry:
         reg = cls(pm, recipe=(autoload, names) if len(names) == len(plugins) else None)
         reg._collect("wfbench_register_cases", reg.cases, "case", _check_case)
         reg._collect("wfbench_register_transports", reg.transports, "transport", _check_transport)
+        reg._collect("wfbench_register_ceilings", reg.ceilings, "ceiling of case", _check_ceiling)
         return reg
 
     def _collect(self, hook_name: str, into: dict[str, Registered], what: str, check: Any) -> None:
@@ -106,6 +108,12 @@ class Registry:
 
         return tuple(CaseRef(c.id, self.cases[c.id].origin) for c in cases)
 
+    def ceiling(self, case_id: str) -> Any:
+        """The case's :class:`~wfbench_core.ceiling.Ceiling`, its :class:`~wfbench_core.ceiling.NoCeiling`, or None
+        when no plugin declared either."""
+        entry = self.ceilings.get(case_id)
+        return None if entry is None else entry.value
+
     def transport(self, name: str) -> type[Transport]:
         try:
             transport: type[Transport] = self.transports[name].value
@@ -124,6 +132,14 @@ class Registry:
 def _check_case(value: Any, origin: str) -> None:
     if not isinstance(value, Case):
         raise WfbenchError(f"plugin {origin} registered {value!r}, which is not a wfbench_core.case.Case")
+
+
+def _check_ceiling(value: Any, plugin: str) -> None:
+    from wfbench_core.ceiling import Ceiling, NoCeiling
+
+    if not isinstance(value, (Ceiling, NoCeiling)):
+        raise WfbenchError(f"plugin {plugin} registered a ceiling that is a {type(value).__name__}, not a "
+                           f"wfbench_core.ceiling.Ceiling or NoCeiling")
 
 
 def _check_transport(value: Any, origin: str) -> None:

@@ -315,6 +315,10 @@ class Device:
     def synchronize(self) -> None:
         self._d.stream.synchronize()
 
+    def stream_handle(self) -> int:
+        """The device's stream as a CUDA stream handle (a library ceiling queues its calls on it)."""
+        return int(self._d.stream.handle)
+
     def event(self, timing: bool = True) -> Any:
         return self._d.cuda.event(timing=timing)
 

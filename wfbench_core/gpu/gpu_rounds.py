@@ -8,8 +8,9 @@
   sets, each at its own offsets, and launch j of a sample uses set j mod sets.
 - **clean rounds**: every round starts behind a *gate*, a one-thread kernel that spins on a flag in mapped
   host memory (as nvbench's blocking kernel does). Queued behind it are an untimed *lead-in* (up to
-  :data:`LEAD_MS` of launches of the side that goes last, so the first side starts on a busy GPU after the
-  other side's kernel, just as the second side does; none for kernels longer than that), the start event and
+  :data:`LEAD_MS` of launches of the case's side that goes last, never the library ceiling, so the first side
+  starts on a busy GPU after the other side's kernel, just as the second side does; none for kernels longer
+  than that), the start event and
   :data:`GATE_QUEUE_MS` of the first side's launches (at most :data:`GATE_MAX_QUEUED` launches in all); only
   then is the flag set. So the first side neither carries the host's submission latency nor waits on a host
   that falls behind (another thread holding the GIL for a few ms). The gate gives up after
@@ -46,6 +47,7 @@ import attrs
 import numpy as np
 
 from wfbench_core.case import Case
+from wfbench_core.ceiling import LABEL as CEILING
 from wfbench_core.errors import WfbenchError
 from wfbench_core.gpu import watchdog
 from wfbench_core.gpu.correctness import TimedBuffers
@@ -77,6 +79,7 @@ class TimingSetup:
     # side label -> each output as the correctness phase checked it: the timed buffers are verified against
     # these after every placement (none: not verified, as in ``wfbench crosscheck``)
     good: Mapping[str, Mapping[str, np.ndarray]] | None = None
+    ceiling: Any = None  # --ceiling: its launcher maker (gpu.ceiling_side.CeilingLaunchers), one more side
 
 
 class CudaRounds:
@@ -85,7 +88,10 @@ class CudaRounds:
     def __init__(self, device: Device, setup: TimingSetup, mode: str, *, rotation: int) -> None:
         self.device = device
         self.setup = setup
-        self.labels = list(setup.kernels)
+        self.labels = list(setup.kernels) + ([CEILING] if setup.ceiling is not None else [])
+        # graph mode: a ceiling whose library call cannot be captured is timed with events (and says so)
+        self.capture_note = "" if setup.ceiling is None or setup.ceiling.ceiling.capturable else \
+            f"{setup.ceiling.ceiling.routine} cannot be captured into a CUDA graph; timed with events"
         self.launchers: dict[str, list[Callable[[], None]]] = {}  # label -> one launcher per buffer set
         self.set_args: list[list[Any]] = []  # the kernels' arguments of each buffer set of the placement
         self.gate_retakes = 0
@@ -162,7 +168,7 @@ class CudaRounds:
         self._buffers = []
         device.release()
         keep: list[Any] = []
-        self.set_args, self._outs = [], []
+        self.set_args, self._outs, self._inputs = [], [], []
         scalars = {p.name: self.setup.inputs[p.name] for p in case.params if p.kind != "ptr"}
         for k in range(self.sets):
             bufs: dict[str, Any] = {}
@@ -175,12 +181,16 @@ class CudaRounds:
                 keep.append(raw)
                 bufs[p.name] = view
             self.set_args.append(device.args(case, bufs, scalars))
+            self._inputs.append({name: bufs[name] for name in self._master})
             self._outs.append({p.name: bufs[p.name] for p in case.outputs})
         device.synchronize()
         self._buffers, self._offsets = keep, offs
         self.launchers = {label: [device.case_launcher(kernel, case, "canonical", args) for args in self.set_args]
                           for label, kernel in self.setup.kernels.items()}
         self.launchers[EMPTY] = [self._empty] * self.sets
+        if self.setup.ceiling is not None:  # its outputs and handles are made here, outside any timed span
+            self.setup.ceiling.drop()
+            self.launchers[CEILING] = [self.setup.ceiling.make(ins) for ins in self._inputs]
 
     # -- rounds -----------------------------------------------------------------------------------
 
@@ -194,7 +204,9 @@ class CudaRounds:
         return launches
 
     def round(self, order: Sequence[str], launches: int) -> dict[str, float]:
-        self._last_writer = order[-1]
+        # the last of the case's own sides (never the library ceiling) wrote the outputs last, and is the lead-in:
+        # the first side starts after one of the case's kernels, and its clock span holds no ceiling launch
+        self._last_writer = next((label for label in reversed(order) if label != CEILING), order[-1])
         self._stamps[:] = 0
         self._order = tuple(order)
         if self.mode == TIMING_COLD_L2:
@@ -206,19 +218,19 @@ class CudaRounds:
         graphs = {}
         if self.mode == TIMING_GRAPH:  # capture and instantiate before the timed span, not inside it
             graphs = {label: self._graph(label, self._chunk(launches)) for label in order}
-        lead = self._lead(order[-1], launches)
+        lead = self._lead(self._last_writer, launches)
         queued = self._queued(order[0], launches, GATE_MAX_QUEUED - lead)
 
         def enqueue() -> None:
             self._probes[0]()  # before the lead-in, outside the timed span
-            last = self.launchers[order[-1]]
+            last = self.launchers[self._last_writer]
             for j in range(lead):  # untimed: the first side starts after the other side's kernel
                 last[j % len(last)]()
             for i, label in enumerate(order):
                 if i:
                     self._probes[i]()  # between the sides, outside both timed spans: each side's own clock
                 device.record(ev[i][0])
-                if self.mode == TIMING_GRAPH:
+                if self.mode == TIMING_GRAPH and graphs[label] is not None:
                     times = launches // self._chunk(launches)
                     self._replay(graphs[label], 1)
                     if i == 0:
@@ -400,6 +412,10 @@ class CudaRounds:
         self.device.replay(graph_exec, times)
 
     def _graph(self, label: str, chunk: int) -> Any:
+        """The instantiated graph of ``chunk`` launches of ``label``; None for a ceiling that cannot be captured
+        (its launches are then made one by one between the same events)."""
+        if label == CEILING and self.capture_note:
+            return None
         key = (label, chunk)
         if key not in self._graphs:
             gos = self.launchers[label]
@@ -408,7 +424,13 @@ class CudaRounds:
                 for j in range(chunk):
                     gos[j % len(gos)]()
 
-            self._graphs[key] = self.device.capture(enqueue)
+            try:
+                self._graphs[key] = self.device.capture(enqueue)
+            except Exception as exc:
+                if label != CEILING:
+                    raise
+                self.capture_note = f"capturing {self.setup.ceiling.ceiling.routine} failed ({exc}); timed with events"
+                return None
         return self._graphs[key][1]
 
     def _drop_graphs(self) -> None:
@@ -426,4 +448,6 @@ class CudaRounds:
         self._buffers, self._master, self._flush_buf, self._cold_events = [], {}, None, []
         self._cold_probes, self._cold_stamps = [], None
         self.launchers, self.set_args, self._offsets, self._outs, self.check = {}, [], (), [], None
+        if self.setup.ceiling is not None:
+            self.setup.ceiling.drop()
         self.device.release()

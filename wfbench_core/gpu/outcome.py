@@ -15,11 +15,17 @@ The statistics come from :mod:`wfbench_core.stats`.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from wfbench_core.gpu.plausibility import Yardsticks, implausible, launch_bound, launch_bound_note
+from wfbench_core.gpu.plausibility import (
+    Yardsticks,
+    ceiling_implausible,
+    implausible,
+    launch_bound,
+    launch_bound_note,
+)
 from wfbench_core.record.results import (
     ERROR,
     FAILED,
@@ -34,8 +40,16 @@ from wfbench_core.record.results import (
 )
 from wfbench_core.record.timing_record import sampled_of, sampling_fields
 
+if TYPE_CHECKING:
+    from wfbench_core.ceiling import Ceiling
+    from wfbench_core.contracts import Measurement
+    from wfbench_core.record.results import CeilingResult
+
 # internal to wfbench, not the plugin API (README: Layout)
-__all__ = ["POOL", "case_result", "error_result", "measured", "merge_repeats", "pool", "timed_status", "timing_of"]
+__all__ = [
+    "POOL", "case_result", "ceiling_result", "error_result", "measured", "merge_repeats", "pool", "timed_status",
+    "timing_of",
+]
 
 
 def case_result(case: Any, *, mode: str, plugin: str, compiler_label: str = "",
@@ -83,6 +97,47 @@ def measured(base: CaseResult, m: Any, side: str, *, unstable_noise: float,
         return attrs.evolve(base, status=IMPLAUSIBLE,
                             message=f"{base.key.at('canonical')} {why}: faster than this GPU can run it; not kept")
     return attrs.evolve(base, **fields)
+
+
+def ceiling_result(ceiling: Ceiling | None, m: Measurement | None, case: CaseResult, side: str, *,
+                   yardsticks: Yardsticks | None = None) -> CeilingResult | None:
+    """The stored record of the case's library ceiling from what the timer measured (None: none was asked).
+
+    Its own status: missing, error or failed (its own line; the case's status and gap stand), implausible
+    (faster than the peak of the operation it runs), or ok with its statistics and ``WarpForth time / ceiling
+    time`` over the same rounds' medians. The case's ``timing`` is not read or changed."""
+    from wfbench_core.ceiling import LABEL, library_version, ratio
+    from wfbench_core.record.results import CEILING_ERROR, CEILING_IMPLAUSIBLE, CEILING_OK, CeilingResult
+    from wfbench_core.stats import pair_ratios, percentiles, rate, summarize
+
+    got = m.ceiling if m is not None else None
+    if ceiling is None or m is None or got is None:
+        return None
+    check = next(iter(got.checks), None)
+    record = CeilingResult(library=ceiling.library, routine=ceiling.routine, package=ceiling.package,
+                           library_version=library_version(ceiling.package), status=got.status or CEILING_ERROR,
+                           message=got.problem, tensor_cores=ceiling.tensor_cores,
+                           flop_type=ceiling.flop_type or case.work_flop_type, timing_mode=got.timing_mode,
+                           capture_note=got.capture_note, max_abs_err=check.max_abs_err if check else 0.0,
+                           max_rel_err=check.max_rel_err if check else 0.0)
+    sampled = m.sampled
+    samples = sampled.samples_us.get(LABEL) if sampled is not None else None
+    if got.problem or sampled is None or not samples or case.timing is None:
+        why = got.problem or f"{case.id}: the {ceiling.library} ceiling was not timed (the case was not)"
+        return attrs.evolve(record, status=got.status or CEILING_ERROR, message=why)
+    stats = summarize(samples)
+    wf = sampled.samples_us[side]
+    ratios = pair_ratios(wf, samples)
+    lo, hi = percentiles(ratios, [5, 95]) if ratios is not None else (None, None)
+    record = attrs.evolve(record, status=CEILING_OK, stats=stats, ratio=ratio(case.timing.warpforth.median_us,
+                                                                               stats.median_us),
+                          ratio_lo=lo, ratio_hi=hi, gbps=rate(case.work_bytes, stats.median_us),
+                          gflops=rate(case.work_flops, stats.median_us))
+    why = ceiling_implausible(attrs.evolve(case, ceiling=record), yardsticks or Yardsticks())
+    if why:
+        return attrs.evolve(record, status=CEILING_IMPLAUSIBLE, stats=None, ratio=None, ratio_lo=None, ratio_hi=None,
+                            message=f"{case.id} {why}: faster than this GPU can run it; not kept")
+    return record
 
 
 def timing_of(sampled: Sampled, side: str, *, work_bytes: int, work_flops: int, reference: str = "cuda",

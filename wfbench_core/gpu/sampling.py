@@ -54,6 +54,7 @@ from typing import cast
 
 import numpy as np
 
+from wfbench_core.ceiling import LABEL as CEILING
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.results import TimingProtocol
 from wfbench_core.record.timing_record import Sampled
@@ -208,7 +209,7 @@ def stop_reason(samples_us: Mapping[str, Sequence[float]], placement_of: Sequenc
 
         widths = []
         for label, values in samples_us.items():
-            if label == reference:
+            if label in (reference, CEILING):  # the library ceiling never decides when the case's sampling stops
                 continue
             interval = gap_interval(values, samples_us[reference], placement_of)
             widths.append(math.inf if interval is None else relative_halfwidth(interval))
@@ -308,7 +309,9 @@ def _calibrate(rounds: Rounds, labels: Sequence[str], protocol: TimingProtocol, 
     probe = rounds.round(labels, k)
     for label, value in probe.items():
         seen[label].append(value / k)
-    odd = inconsistent_launches(seen, reference)
+    # the library ceiling is never what refuses a case (it never decides the case's outcome): it is judged
+    # against its operation's peak once timed (wfbench_core.record.yardsticks.ceiling_implausible)
+    odd = {label: why for label, why in inconsistent_launches(seen, reference).items() if label != CEILING}
     if odd:
         raise InconsistentLaunches(odd)
     launches = rounds.fit(launches_for(min(probe.values()) / k, protocol.min_sample_ms))
@@ -376,7 +379,8 @@ class _Pairs:
         self.clock_retakes = 0
         self.clock_limit = max_clock_retakes(protocol.samples)
         self.mhz: list[float] = []  # the SM clock of each kept pair (only while every pair's is known)
-        self.side_mhz: list[tuple[float, ...]] = []  # each kept pair's sides' clocks, in ``labels`` order
+        self.paired = [label for label in self.labels if label != CEILING]  # the ceiling is never in a pair
+        self.side_mhz: list[tuple[float, ...]] = []  # each kept pair's sides' clocks, in ``paired`` order
         self.top = 0.0  # the highest pair clock of the case so far
 
     def take(self, placement: int) -> None:
@@ -389,14 +393,15 @@ class _Pairs:
             if mhz is None:
                 break
             self.top = max(self.top, mhz)
-            ok = clocks_match(list(sides.values())) if sides else not dipped(mhz, self.top)
+            # the pair is the case's sides': a library ceiling timed in the same round never re-takes it
+            ok = clocks_match([sides[label] for label in self.paired]) if sides else not dipped(mhz, self.top)
             if ok or self.clock_retakes >= self.clock_limit:
                 break
             self.clock_retakes += 1
         if mhz is not None:
             self.mhz.append(mhz)
         if sides:
-            self.side_mhz.append(tuple(round(sides[label], 1) for label in self.labels))
+            self.side_mhz.append(tuple(round(sides[label], 1) for label in self.paired))
         for label in self.labels:
             self.samples[label].append(ms[label] * 1000.0 / self.launches)
         self.first.append(order[0])

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import attrs
 
@@ -45,6 +46,7 @@ from wfbench_core.gpu.host_prep import HostArrays, handed
 from wfbench_core.gpu.plausibility import InconsistentLaunches
 from wfbench_core.gpu.sampling import WarmCarry
 from wfbench_core.record.results import (
+    TIMING_EVENTS,
     TIMING_MODES,
     Check,
     CompilerInfo,
@@ -92,7 +94,9 @@ class CudaEventTimer:
         self._warm = False
         return measure_fp64_peak(self.device, warmup_s=warmup_s, compiler=compiler)
 
-    def measure(self, case: Case, sides: Sequence[Side], *, reference_label: str) -> Measurement:
+    def measure(self, case: Case, sides: Sequence[Side], *, reference_label: str, ceiling: Any = None) -> Measurement:
+        """Check and time ``sides``; with ``ceiling`` (a :class:`wfbench_core.ceiling.Ceiling`), the library
+        ceiling is checked after the canonical checks and timed as one more side in the same rounds."""
         self._warm = False
         self.device.open()
         costs = dict.fromkeys(("load_s", "inputs_s", "reference_s", "alloc_copy_s", "correctness_s", "timing_s",
@@ -110,9 +114,15 @@ class CudaEventTimer:
             if failed:
                 return Measurement(False, describe_failures(case, failed), tuple(checks), kattrs, Costs(**costs))
 
+        measured_ceiling, launchers = None, None
+        if ceiling is not None:
+            from wfbench_core.gpu.ceiling_side import check_ceiling
+
+            measured_ceiling, launchers = check_ceiling(self.device, case, ceiling, checked)
         t0 = time.perf_counter()
         try:
-            sampled, timed_checks, costs["placement_checks_s"] = self._time(checked, case, reference_label)
+            sampled, timed_checks, costs["placement_checks_s"], note = self._time(checked, case, reference_label,
+                                                                                 launchers)
         except WrongOnTimedBuffers as wrong:  # a timed placement's outputs are wrong: the case fails
             costs["timing_s"] = time.perf_counter() - t0
             return Measurement(False, describe_check(case, wrong.check), (*checks, wrong.check), kattrs,
@@ -122,14 +132,19 @@ class CudaEventTimer:
         checks.extend(timed_checks)
         checks.extend(checker.after_timing(case, checked))
         failed = [c for c in checks if not c.passed]
+        if measured_ceiling is not None and launchers is not None:
+            measured_ceiling = attrs.evolve(measured_ceiling, capture_note=note, timing_mode=TIMING_EVENTS if note
+                                            else sampled.timing_mode)
         return Measurement(passed=not failed, message=describe_failures(case, failed) if failed else "",
-                           checks=tuple(checks), kernel_attrs=kattrs, costs=Costs(**costs), sampled=sampled)
+                           checks=tuple(checks), kernel_attrs=kattrs, costs=Costs(**costs), sampled=sampled,
+                           ceiling=measured_ceiling)
 
-    def _time(self, checked: Checked, case: Case, reference_label: str) -> tuple[Sampled, list[Check], float]:
+    def _time(self, checked: Checked, case: Case, reference_label: str,
+              ceiling: Any = None) -> tuple[Sampled, list[Check], float, str]:
         """Warm up, calibrate and sample over placements (errors name the case): the record, the passing
         checks of the timed buffers and the wall time they took."""
         try:
-            return self._sample(checked, case, reference_label)
+            return self._sample(checked, case, reference_label, ceiling)
         except (KernelFault, WrongOnTimedBuffers, InconsistentLaunches):
             raise
         except WfbenchError as exc:
@@ -140,7 +155,8 @@ class CudaEventTimer:
                 raise
             raise fault from None
 
-    def _sample(self, checked: Checked, case: Case, reference_label: str) -> tuple[Sampled, list[Check], float]:
+    def _sample(self, checked: Checked, case: Case, reference_label: str,
+                ceiling: Any) -> tuple[Sampled, list[Check], float, str]:
         from wfbench_core.gpu import nvml
         from wfbench_core.gpu.gpu_rounds import CudaRounds, TimingSetup
         from wfbench_core.gpu.sampling import sample_case
@@ -149,11 +165,11 @@ class CudaEventTimer:
         if mode not in TIMING_MODES:
             raise WfbenchError(f"unknown timing mode {mode!r}; use one of {', '.join(TIMING_MODES)}")
         setup = TimingSetup(case=case, kernels=checked.kernels, inputs=checked.inputs, want=checked.want,
-                            good=checked.got)
+                            good=checked.got, ceiling=ceiling)
         rounds = CudaRounds(self.device, setup, mode, rotation=self.protocol.rotation)
         sampler = nvml.NvmlSampler(self.device.pci_bus_id()).start()
         try:
-            sampled = sample_case(rounds, list(setup.kernels), self.protocol, reference=reference_label,
+            sampled = sample_case(rounds, rounds.labels, self.protocol, reference=reference_label,
                                   carried_s=self.warmth.credit(self.protocol.warmup_s))
             self.warmth.ended(sampled.busy_s)
             floor_us = rounds.launch_floor_us()
@@ -167,4 +183,4 @@ class CudaEventTimer:
                                buffer_sets=rounds.sets, gate_retakes=rounds.gate_retakes, timing_mode=mode,
                                nvml=nvml.summarize(readings), launch_floor_us=floor_us, placement_checks=launches,
                                buffer_bytes=rounds.buffer_bytes)
-        return sampled, verified, check_s
+        return sampled, verified, check_s, rounds.capture_note

@@ -37,13 +37,14 @@ from wfbench_core.case import CONFIGS, CaseKey
 from wfbench_core.errors import WfbenchError
 from wfbench_core.gpu import messages as msg
 from wfbench_core.gpu import watchdog
-from wfbench_core.gpu.outcome import case_result, measured
+from wfbench_core.gpu.outcome import case_result, ceiling_result, measured
 from wfbench_core.gpu.plausibility import Yardsticks
 from wfbench_core.record.request import ExecuteRequest
 from wfbench_core.record.results import FAILED, MODE_AA, CaseResult, CompilerInfo, TimingProtocol, sm_arch
 
 if TYPE_CHECKING:
     from wfbench_core.case import Case
+    from wfbench_core.ceiling import Ceiling
     from wfbench_core.contracts import Measurement, Side, Timer
     from wfbench_core.gpu.host_prep import HostPrep
 
@@ -166,8 +167,15 @@ class Worker:
         with handing(timer, arrays):
             results = run_case(variants, timer=timer, protocol=protocol, cuda=self.cuda, arch=self.arch,
                                mode=self.request.mode, sanitize=self.request.sanitize, progress=self.progress,
-                               yardsticks=self.yardsticks)
+                               yardsticks=self.yardsticks, ceiling=self._ceiling(case_id))
         return msg.Results(tuple(self.prep.with_wait(results, wait_s) if self.prep is not None else results))
+
+    def _ceiling(self, case_id: str) -> Any:
+        """The case's declared ceiling when the run asked for ceilings (``--ceiling``), else None."""
+        from wfbench_core.ceiling import Ceiling
+
+        found = self.registry.ceiling(case_id) if getattr(self.request, "ceiling", False) else None
+        return found if isinstance(found, Ceiling) else None
 
     def point(self, request: msg.RunPoint) -> msg.Results:
         """One size of a case's sweep: the case's check files and the point's canonical ones, timed as a case is
@@ -263,7 +271,8 @@ def _wf_label(label: str) -> str:
 
 def run_case(variants: dict[str, Any], *, timer: Timer, protocol: TimingProtocol, cuda: Any, arch: str,
              mode: str, sanitize: bool = False, progress: Callable[[str], None] = lambda line: None,
-             yardsticks: Yardsticks | None = None, diagnose: bool = True) -> list[CaseResult]:
+             yardsticks: Yardsticks | None = None, ceiling: Ceiling | None = None,
+             diagnose: bool = True) -> list[CaseResult]:
     """Check and time one case: every WarpForth variant (one, or base and head) against the CUDA side.
 
     A variant whose PTX is byte-identical to an earlier one's is not checked or timed again (:func:`ptx_twins`): its
@@ -296,30 +305,39 @@ def run_case(variants: dict[str, Any], *, timer: Timer, protocol: TimingProtocol
         if sanitize:
             broken = _sanitized(case, sides)
             sides = [s for s in sides if s.label not in broken]
-        m, more = measure_apart(timer, case, sides, progress)
+        m, more = measure_apart(timer, case, sides, progress, ceiling)
     except WfbenchError as exc:
         return all_(message=str(exc))
     except _AllFailed as failed:
         return all_(status=FAILED, message=failed.message)
     broken.update(more)
+    if ceiling is not None and m is not None and m.ceiling is not None and m.ceiling.problem:
+        progress(f"{case.id}: {m.ceiling.problem}")  # one line; the canonical case goes on
 
     diags = {label: future.result() for label, future in diagnosing.items()} if diagnosing else {}
     for note in dict.fromkeys(d[2] for d in diags.values() if d[2]):
         progress(f"{case.id}: no static diagnostics: {note}")
-    out = []
-    for label, base in bases.items():
-        if label in diags:
-            base = attrs.evolve(base, diag_wf=diags[label][0], diag_cuda=diags[label][1])
-        prep = variants[label]
-        side = _wf_label(twins.get(label, label))
-        mine = broken.get(side, m)
-        if mine is None:  # measure_apart gives no measurement only when every side is in broken
-            raise WfbenchError(f"{case.id}: no measurement of {side}")
-        costs = attrs.evolve(mine.costs, compile_cuda_s=compile_s,
-                             compile_wf_s=sum(prep.files[c].compile_wf.wall_s for c in CONFIGS))
-        out.append(_twin_of(measured(attrs.evolve(base, costs=costs), mine, side,
-                                     unstable_noise=protocol.unstable_noise, yardsticks=yardsticks), twins.get(label)))
-    return out
+    return [_result(base, m, broken, variants[label], twins.get(label), label, diags.get(label), compile_s,
+                    protocol, yardsticks, ceiling) for label, base in bases.items()]
+
+
+def _result(base: CaseResult, m: Measurement | None, broken: dict[str, Any], prep: Any, twin: str | None,
+            label: str, diag: Any, compile_s: float, protocol: TimingProtocol, yardsticks: Yardsticks | None,
+            ceiling: Ceiling | None) -> CaseResult:
+    """One WarpForth variant's result from the case's measurement, or its own failed one where it failed alone
+    (its diagnostics, costs, ceiling, twin)."""
+    if diag is not None:
+        base = attrs.evolve(base, diag_wf=diag[0], diag_cuda=diag[1])
+    side = _wf_label(twin or label)
+    mine = broken.get(side, m)
+    if mine is None:  # measure_apart gives no measurement only when every side is in broken
+        raise WfbenchError(f"{base.id}: no measurement of {side}")
+    costs = attrs.evolve(mine.costs, compile_cuda_s=compile_s,
+                         compile_wf_s=sum(prep.files[c].compile_wf.wall_s for c in CONFIGS))
+    result = measured(attrs.evolve(base, costs=costs), mine, side, unstable_noise=protocol.unstable_noise,
+                      yardsticks=yardsticks)
+    result = attrs.evolve(result, ceiling=ceiling_result(ceiling, m, result, side, yardsticks=yardsticks))
+    return _twin_of(result, twin)
 
 
 class _AllFailed(Exception):
@@ -355,15 +373,17 @@ def _alone(labels: set[str], sides: Sequence[Any]) -> bool:
     return bool(labels) and labels < wf
 
 
-def measure_apart(timer: Timer, case: Case, sides: list[Side], progress: Callable[[str], None] = lambda line: None
-                  ) -> tuple[Measurement | None, dict[str, Measurement]]:
+def measure_apart(timer: Timer, case: Case, sides: list[Side], progress: Callable[[str], None] = lambda line: None,
+                  ceiling: Ceiling | None = None) -> tuple[Measurement | None, dict[str, Measurement]]:
     """The timer's measurement of ``sides``; where only some WarpForth sides fail (their own checks, or a fault
     of theirs that left the GPU context usable) they are left out and the others are measured again, so a head
     compiler that breaks a case costs the head, not the base: the base keeps its timing and status.
 
     Returns the last measurement (None when no WarpForth side was left to time) and ``{label: failed
-    measurement}`` of each side left out (with its own failed checks' line, or its implausible launches). A failure of the CUDA side, of every WarpForth side, or one no side is named by
-    (a cross check only) is the measurement as the timer gave it, failed for all."""
+    measurement}`` of each side left out (with its own failed checks' line, or its implausible launches). A
+    failure of the CUDA side, of every WarpForth side, or one no side is named by (a cross check only) is the
+    measurement as the timer gave it, failed for all. ``ceiling``: the case's library ceiling, measured as a
+    third side in the same rounds (``--ceiling``)."""
     from wfbench_core.compiling.faults import KernelFault, side_name
     from wfbench_core.contracts import Measurement
     from wfbench_core.gpu.plausibility import InconsistentLaunches
@@ -372,7 +392,7 @@ def measure_apart(timer: Timer, case: Case, sides: list[Side], progress: Callabl
     broken: dict[str, Any] = {}
     while True:
         try:
-            m = timer.measure(case, sides, reference_label="cuda")
+            m = timer.measure(case, sides, reference_label="cuda", **({"ceiling": ceiling} if ceiling else {}))
         except KernelFault as fault:
             if fault.sticky or not _alone({fault.side}, sides):
                 raise

@@ -70,7 +70,7 @@ def case_problem(case: CaseResult, run: RunResult) -> str:
     """Why a timed case's figures contradict its samples, are absurd or are faster than its run's yardsticks
     allow ("" when they are none of these)."""
     from wfbench_core.record.status import OK, UNSTABLE
-    from wfbench_core.record.yardsticks import implausible_result
+    from wfbench_core.record.yardsticks import Yardsticks, ceiling_implausible, implausible_result
 
     t = case.timing
     if t is None:
@@ -89,6 +89,9 @@ def case_problem(case: CaseResult, run: RunResult) -> str:
         why = implausible_result(case, run.environment)
         if why:
             return f"status {case.status}, but {why}: faster than this GPU can run it"
+    why = ceiling_implausible(case, Yardsticks.of(run.environment))
+    if why:
+        return f"a timed library ceiling, but {why}: faster than this GPU can run it"
     return ""
 
 

@@ -29,6 +29,7 @@ class ExecuteRequest:
     case_timeout_s: float | None = None
     sanitize: bool = False  # compute-sanitizer on the check configuration of each side
     repeat: int = 1  # fresh worker processes, one after another, each running every case
+    ceiling: bool = False  # also time each case's library ceiling, where one is declared (wfbench_core.ceiling)
 
     def to_json(self) -> str:
         return dumps(self)

@@ -27,7 +27,8 @@ __all__ = ["UPGRADES", "case_problem", "index_problem", "problem"]  # internal, 
 # (2: Timing.warmup_s, the measured busy time of the warm-up, became warmup_busy_s, apart from the setting;
 # 3: the protocol gained ``rotation``, which runs before it did not do: they read as rotation 1;
 # 4: the launch floor, the checks of the timed buffers and the IMPLAUSIBLE status, none of which older runs had;
-# 5: the runtime-stack tax: stack-addressing instructions in the diagnostics, local traffic in the profiles)
+# 5: the runtime-stack tax: stack-addressing instructions in the diagnostics, local traffic in the profiles;
+# 6: the library ceiling of a case (CaseResult.ceiling), which older runs did not time)
 
 
 def _from_1(raw: dict[str, Any]) -> dict[str, Any]:
@@ -66,7 +67,12 @@ def _from_4(raw: dict[str, Any]) -> dict[str, Any]:
     return {**raw, "schema_version": 5}
 
 
-UPGRADES = {1: _from_1, 2: _from_2, 3: _from_3, 4: _from_4}
+def _from_5(raw: dict[str, Any]) -> dict[str, Any]:
+    """Schema 5 -> 6: a run from before library ceilings has none (``CaseResult.ceiling`` reads as None)."""
+    return {**raw, "schema_version": 6}
+
+
+UPGRADES = {1: _from_1, 2: _from_2, 3: _from_3, 4: _from_4, 5: _from_5}
 
 
 def _iso_time(value: str) -> bool:
@@ -116,6 +122,18 @@ def case_problem(case: CaseResult) -> str:
     """Why a case's figures cannot be a measurement ("" when they can)."""
     if case.status not in STATUSES:
         return f"status {case.status!r}, not one of {', '.join(STATUSES)}"
+    c = case.ceiling
+    if c is not None:
+        from wfbench_core.record.ceiling_record import CEILING_STATUSES
+
+        if c.status not in CEILING_STATUSES:
+            return f"a ceiling status {c.status!r}, not one of {', '.join(CEILING_STATUSES)}"
+        if c.stats is not None:
+            why = _side_problem("ceiling", c.stats)
+            if why:
+                return why
+        if c.ratio is not None and not _positive([c.ratio]):
+            return f"a ceiling ratio of {c.ratio!r}; times must be positive"
     if case.timing is not None:
         return _timing_problem(case.timing)
     return ""

@@ -12,6 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.schema import (  # the schema, read and written here
+    CEILING_ERROR,
+    CEILING_FAILED,
+    CEILING_IMPLAUSIBLE,
+    CEILING_MISSING,
+    CEILING_OK,
+    CEILING_STATUSES,
     ERROR,
     FAILED,
     FAILING,
@@ -28,6 +34,7 @@ from wfbench_core.record.schema import (  # the schema, read and written here
     UNSTABLE,
     CaseKey,
     CaseResult,
+    CeilingResult,
     Check,
     CompileRecord,
     CompilerInfo,
@@ -50,6 +57,12 @@ from wfbench_core.record.schema import (  # the schema, read and written here
 )
 
 __all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "CEILING_ERROR",
+    "CEILING_FAILED",
+    "CEILING_IMPLAUSIBLE",
+    "CEILING_MISSING",
+    "CEILING_OK",
+    "CEILING_STATUSES",
     "ERROR",
     "FAILED",
     "FAILING",
@@ -67,6 +80,7 @@ __all__ = [  # internal to wfbench, not the plugin API (README: Layout)
     "UNSTABLE",
     "CaseKey",
     "CaseResult",
+    "CeilingResult",
     "Check",
     "CompileRecord",
     "CompilerInfo",

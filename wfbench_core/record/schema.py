@@ -11,6 +11,15 @@ from typing import Any
 import attrs
 
 from wfbench_core.case import CaseKey
+from wfbench_core.record.ceiling_record import (  # the ceiling record is part of the schema
+    CEILING_ERROR,
+    CEILING_FAILED,
+    CEILING_IMPLAUSIBLE,
+    CEILING_MISSING,
+    CEILING_OK,
+    CEILING_STATUSES,
+    CeilingResult,
+)
 from wfbench_core.record.status import (  # part of the schema
     ERROR,
     FAILED,
@@ -32,9 +41,15 @@ from wfbench_core.record.timing_record import (
     Timing,
 )
 
-SCHEMA_VERSION = 5  # wfbench_core.record.result_rules.UPGRADES reads the older ones
+SCHEMA_VERSION = 6  # wfbench_core.record.result_rules.UPGRADES reads the older ones
 
 __all__ = [  # internal to wfbench, not the plugin API (README: Layout)
+    "CEILING_ERROR",
+    "CEILING_FAILED",
+    "CEILING_IMPLAUSIBLE",
+    "CEILING_MISSING",
+    "CEILING_OK",
+    "CEILING_STATUSES",
     "ERROR",
     "FAILED",
     "FAILING",
@@ -51,6 +66,7 @@ __all__ = [  # internal to wfbench, not the plugin API (README: Layout)
     "UNSTABLE",
     "CaseKey",
     "CaseResult",
+    "CeilingResult",
     "Check",
     "CompileRecord",
     "CompilerInfo",
@@ -303,6 +319,8 @@ class CaseResult:
     diag_cuda: SideDiagnostics | None = None
     profile_wf: KernelProfile | None = None  # Nsight Compute metrics, when profiled (wfbench explain --profile)
     profile_cuda: KernelProfile | None = None
+    # the library ceiling, with --ceiling (wfbench_core.ceiling): apart from ``timing``, never in the gap
+    ceiling: CeilingResult | None = None
 
     @property
     def key(self) -> CaseKey:

@@ -98,10 +98,18 @@ def implausible(timing: Timing, *, work_bytes: int, work_flops: int, yardsticks:
                 flop_type: str = "") -> str:
     """One line saying which side is faster than the GPU can run it and by what figure ("WarpForth: 0.1 us per
     launch, under …"); "" when none is. The bytes are the declared ones, at most the buffers given."""
+    return sides_implausible((("WarpForth", timing.warpforth.median_us), ("CUDA", timing.cuda.median_us)), timing,
+                             work_bytes=work_bytes, work_flops=work_flops, yardsticks=yardsticks, flop_type=flop_type)
+
+
+def sides_implausible(sides: Sequence[tuple[str, float]], timing: Timing, *, work_bytes: int, work_flops: int,
+                      yardsticks: Yardsticks, flop_type: str = "") -> str:
+    """:func:`implausible` for named per-launch times timed in ``timing``'s rounds, each judged against the peak
+    of ``flop_type`` (a library ceiling's own: tensor-core DGEMM runs above the f64 FMA peak)."""
     given = min(work_bytes, timing.buffer_bytes) if timing.buffer_bytes else work_bytes
     must = must_move_bytes(given, l2_bytes=yardsticks.l2_bytes, buffer_sets=timing.buffer_sets)
     peak = flop_peak(flop_type, yardsticks) if work_flops else None
-    for name, us in (("WarpForth", timing.warpforth.median_us), ("CUDA", timing.cuda.median_us)):
+    for name, us in sides:
         if timing.launch_floor_us and us * (1 + MARGIN) < timing.launch_floor_us:
             return (f"{name}: {us:.3g} us per launch, under the {timing.launch_floor_us:.3g} us of an empty kernel "
                     f"timed the same way ({timing.timing_mode} mode)")
@@ -123,3 +131,14 @@ def implausible_result(case: Any, environment: Any) -> str:
         return ""
     return implausible(case.timing, work_bytes=case.work_bytes, work_flops=case.work_flops,
                        yardsticks=Yardsticks.of(environment), flop_type=case.work_flop_type)
+
+
+def ceiling_implausible(case: Any, yardsticks: Yardsticks) -> str:
+    """:func:`sides_implausible` of a case's timed library ceiling (``CaseResult.ceiling``), judged against the
+    peak of the arithmetic it runs (its ``flop_type``, else the case's); "" when it has no timed ceiling."""
+    ceiling = case.ceiling
+    if ceiling is None or ceiling.stats is None or case.timing is None:
+        return ""
+    return sides_implausible(((f"{ceiling.library} ceiling", ceiling.stats.median_us),), case.timing,
+                             work_bytes=case.work_bytes, work_flops=case.work_flops, yardsticks=yardsticks,
+                             flop_type=ceiling.flop_type or case.work_flop_type)

@@ -89,16 +89,49 @@ def base_head_notes(result: RunResult) -> list[str]:
     return notes
 
 
-def render(result: RunResult) -> str:
-    text = render_table(table_rows(result)) + "\n" + footer(result)
+def render(result: RunResult, *, ceiling: bool = False) -> str:
+    """The table (with the library ceiling's columns only when asked: ``--ceiling``), footer and notes."""
+    rows = table_rows(result)
+    if ceiling:
+        rows = ceiling_columns(result, rows)
+    text = render_table(rows) + "\n" + footer(result)
     notes = base_head_notes(result)
     if notes:
         text += "\n" + "\n".join(notes)
     problems = [c for c in result.cases if c.message]
     if problems:
         text += "\n" + "\n".join(f"  {c.id}: {c.message}" for c in problems)
+    text += ceiling_notes(result)
     text += nvml_notes(result)
     return text
+
+
+def ceiling_columns(result: RunResult, rows: list[list[str]]) -> list[list[str]]:
+    """The table with two columns before the status: the ceiling's time and ``WarpForth time / ceiling time``."""
+    from wfbench_core.ceiling import RATIO_NAME
+
+    out = [rows[0][:-1] + ["ceiling us", RATIO_NAME, rows[0][-1]]]
+    for c, row in zip(result.cases, rows[1:]):
+        k = c.ceiling
+        us = f"{k.stats.median_us:.2f}" if k is not None and k.stats is not None else "-"
+        ratio = f"{k.ratio:.2f}x" if k is not None and k.ratio is not None else (k.status.upper() if k else "none")
+        out.append(row[:-1] + [us, ratio, row[-1]])
+    return out
+
+
+def ceiling_notes(result: RunResult) -> str:
+    """One line per case whose ceiling was not kept (library missing, FAILED its check, error, implausible), and
+    one per ceiling timed with events in a graph-mode run; "" when there are none. The case's own line stands."""
+    lines = []
+    for c in result.cases:
+        k = c.ceiling
+        if k is None:
+            continue
+        if not k.timed:
+            lines.append(f"  {c.id}: ceiling {k.status.upper()}: {k.message}")
+        elif k.capture_note:
+            lines.append(f"  {c.id}: ceiling {k.capture_note}")
+    return "".join("\n" + line for line in lines)
 
 
 def nvml_notes(result: RunResult) -> str:

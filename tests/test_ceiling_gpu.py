@@ -1,0 +1,70 @@
+"""The library ceilings' real calls on a GPU (skipped without one, or without CuPy: ``pip install -e '.[ceiling]'``).
+
+cuBLAS DGEMM, daxpy, dgeam and CUB's device reduction through CuPy, on wfbench's own stream, checked against
+each case's numpy reference and timed in the same rounds as WarpForth and CUDA, in events and graph mode.
+WarpForth PTX comes from tests/fixtures/ptx, so no warpforthc is needed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from wfbench_core.ceiling import RATIO_NAME
+from wfbench_core.discover.registry import Registry
+from wfbench_core.record.request import ExecuteRequest
+from wfbench_core.record.results import CEILING_OK, OK, TIMING_EVENTS, TIMING_GRAPH, UNSTABLE, TimingProtocol
+from wfbench_core.run.executor import execute
+
+pytestmark = [pytest.mark.gpu,
+              pytest.mark.skipif(importlib.util.find_spec("cupy") is None,
+                                 reason="CuPy is not installed: pip install -e '.[ceiling]'")]
+
+CASES = ("axpy_f64", "reduce_sum_f64", "transpose_f64", "matmul_f64_naive", "matmul_f64_tiled")
+QUICK = TimingProtocol(warmup_s=0.3, min_sample_ms=10.0, samples=8, placements=2, min_samples=6)
+
+
+@pytest.mark.parametrize("mode", [TIMING_EVENTS, TIMING_GRAPH])
+def test_every_ceiling_passes_its_check_and_is_timed_in_the_same_rounds(prebuilt_bundle, mode: str) -> None:  # type: ignore[no-untyped-def]
+    import attrs
+
+    from wfbench_core.review.report import render
+
+    result = execute(prebuilt_bundle(case_ids=CASES), registry=Registry.load(),
+                     request=ExecuteRequest(protocol=attrs.evolve(QUICK, timing_mode=mode), ceiling=True))
+    for case in result.cases:
+        assert case.status in (OK, UNSTABLE), case.message
+        k = case.ceiling
+        assert k is not None and k.status == CEILING_OK, (case.id, k)
+        assert k.library_version and k.stats is not None and k.stats.n == case.timing.warpforth.n  # same pairs
+        assert k.ratio > 0 and k.ratio_lo is not None and k.ratio_lo <= k.ratio_hi
+        if mode == TIMING_GRAPH and k.routine == "cub::DeviceReduce::Sum":
+            assert k.timing_mode == TIMING_EVENTS and "cannot be captured" in k.capture_note
+    print(render(result, ceiling=True))
+    assert RATIO_NAME in render(result, ceiling=True)
+
+
+def test_dgemm_runs_on_wfbench_stream_and_its_kernels_are_named() -> None:
+    """The cuBLAS call is queued on wfbench's stream, between two of its events, and computes C = A B."""
+    import numpy as np
+
+    from wfbench_core.ceiling import CeilingCall
+    from wfbench_core.gpu.device import Device
+
+    device = Device().open()
+    n = 1024
+    a = device.to_device(np.ones(n * n))
+    b = device.to_device(np.ones(n * n))
+    c = device.empty(n * n, np.float64)
+    device.synchronize()
+    ceiling = Registry.load().ceiling("matmul_f64_naive")
+    go = ceiling.prepare(CeilingCall(sizes={"N": n}, scalars={}, inputs={"A": device.address(a), "B": device.address(b)},
+                                     outputs={"C": device.address(c)}, stream=device.stream_handle()))
+    start, end = device.event(), device.event()
+    device.record(start)
+    go()
+    device.record(end)
+    device.synchronize()
+    assert device.elapsed_ms(start, end) > 0  # the DGEMM ran between wfbench's two events
+    assert np.all(device.read({"C": c})["C"] == n)
