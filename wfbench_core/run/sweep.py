@@ -1,7 +1,7 @@
 """``wfbench sweep``: a case timed over a range of sizes in one GPU worker, from a bundle built with its sizes.
 
 Every size is one request to the executor's worker (:class:`~wfbench_core.gpu.messages.RunPoint`) and is checked
-and timed exactly as a case of a run is (:func:`wfbench_core.gpu.worker.run_case`: correctness first, at the case's
+and timed exactly as a case of a run is (:func:`wfbench_core.gpu.case_run.run_case`: correctness first, at the case's
 check size and at this size, then interleaved pairs over placements, the same statistics), under the same
 supervisor, deadlines and yardsticks. The worker is replaced only where a point ends in ERROR.
 
