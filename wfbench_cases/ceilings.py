@@ -160,8 +160,8 @@ def _reduce(call: CeilingCall) -> Callable[[], None]:
 
     x, total = view(call.inputs["X"], n, (n,)), view(call.outputs["TOTAL"], 1, ())
 
-    def go() -> None:
-        cub.device_reduce(x, cub.CUPY_CUB_SUM, (), out=total)
+    def go() -> None:  # CuPy 14: device_reduce(x, op, reduce_axis, out_axis, out=None, keepdims=False)
+        cub.device_reduce(x, cub.CUPY_CUB_SUM, (0,), (), out=total)
 
     return go
 

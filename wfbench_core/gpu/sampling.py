@@ -245,7 +245,7 @@ def sample_case(rounds: Rounds, labels: Sequence[str], protocol: TimingProtocol,
     place(0)
     seen: dict[str, list[float]] = {label: [] for label in labels}  # per-launch ms of each warm-up round
     busy_ms, k = _warm_up(rounds, labels, protocol.warmup_s - carried_s, clock, seen)
-    launches = _calibrate(rounds, labels, protocol, k, seen, reference)
+    launches = _calibrate(rounds, labels, protocol, k, seen, reference, clock)
     pairs = _Pairs(rounds, protocol, labels, launches)
     reason = ""
     t0 = clock()
@@ -299,32 +299,51 @@ def _warm_up(rounds: Rounds, labels: Sequence[str], warmup_s: float, clock: Call
 
 
 def _calibrate(rounds: Rounds, labels: Sequence[str], protocol: TimingProtocol, k: int,
-               seen: dict[str, list[float]], reference: str) -> int:
+               seen: dict[str, list[float]], reference: str, clock: Callable[[], float]) -> int:
     """Launches per sample from a probe round of ``k`` launches. A side whose launches do not do the same work
-    across the warm-up and probe rounds (``seen``) is refused first, whatever the time limit
+    across the warm-up and probe rounds (``seen``), and again across a second, short warm-up on outputs poisoned
+    afresh, is refused first, whatever the time limit
     (:class:`~wfbench_core.gpu.plausibility.InconsistentLaunches`); then a case too slow for max_case_s, with
     what was measured: each side's per-launch time across those rounds."""
-    from wfbench_core.gpu.plausibility import InconsistentLaunches, inconsistent_launches
+    from wfbench_core.gpu.plausibility import InconsistentLaunches
 
     probe = rounds.round(labels, k)
     for label, value in probe.items():
         seen[label].append(value / k)
-    # the library ceiling is never what refuses a case (it never decides the case's outcome): it is judged
-    # against its operation's peak once timed (wfbench_core.record.yardsticks.ceiling_implausible)
-    odd = {label: why for label, why in inconsistent_launches(seen, reference).items() if label != CEILING}
+    odd = _odd_launches(seen, reference)
+    if odd:
+        # confirmed before refusing: one slow round (the host held up a launch, a module loaded lazily on its first
+        # launch) does not come back; a kernel that skips work once its output is written does, on outputs
+        # poisoned again
+        rounds.repoison()
+        again: dict[str, list[float]] = {label: [] for label in labels}
+        _warm_up(rounds, labels, WARMUP_MIN_S, clock, again)
+        odd = {label: why for label, why in odd.items() if label in _odd_launches(again, reference)}
     if odd:
         raise InconsistentLaunches(odd)
-    launches = rounds.fit(launches_for(min(probe.values()) / k, protocol.min_sample_ms))
+    # launches per sample are the case's own sides' (a library ceiling many times faster than the case must not
+    # multiply the case's launches: its samples are as many launches, and may last less than min_sample_ms)
+    own = {label: ms for label, ms in probe.items() if label != CEILING}
+    launches = rounds.fit(launches_for(min(own.values()) / k, protocol.min_sample_ms))
     predicted_s = protocol.samples * launches * max(probe.values()) / k * len(labels) / 1000.0
     if predicted_s > protocol.max_case_s:
         ranges = ", ".join(f"{label} {min(v) * 1e3:.3g} to {max(v) * 1e3:.3g} us" for label, v in seen.items())
         raise WfbenchError(
             f"timing would take about {predicted_s:.0f} s, over the {protocol.max_case_s:.0f} s per-case limit "
             f"(--max-case-s): per-launch time across the warm-up and probe launches: {ranges}; a sample is "
-            f"{launches} launches, {launches * min(probe.values()) / k:.0f} ms of the fastest side, "
+            f"{launches} launches, {launches * min(own.values()) / k:.0f} ms of the case's fastest side, "
             f"{launches * max(probe.values()) / k:.0f} ms of the slowest"
         )
     return launches
+
+
+def _odd_launches(seen: Mapping[str, Sequence[float]], reference: str) -> dict[str, str]:
+    """The case's own sides whose launches do not do the same work: the library ceiling never refuses a case (it
+    never decides the case's outcome; it is judged against its operation's peak once timed,
+    :func:`wfbench_core.record.yardsticks.ceiling_implausible`)."""
+    from wfbench_core.gpu.plausibility import inconsistent_launches
+
+    return {label: why for label, why in inconsistent_launches(seen, reference).items() if label != CEILING}
 
 
 class _Busy:
@@ -412,7 +431,7 @@ class _Pairs:
         protocol, rounds = self.protocol, self.rounds
         while True:
             ms = rounds.round(order, self.launches)
-            shortest = min(ms.values())
+            shortest = min(ms[label] for label in self.paired)  # the ceiling's samples may be shorter
             if shortest >= protocol.min_sample_ms:
                 break
             more = rounds.fit(max(self.launches + 1, math.ceil(
