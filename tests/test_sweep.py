@@ -304,3 +304,20 @@ def test_without_a_gpu_one_line_and_nothing_written(tmp_path: Path, monkeypatch:
                "-o", str(tmp_path / "out"))
     assert r.exit_code == 3 and "run 'wfbench sweep --bundle' on a GPU host" in error_line(r)
     assert not (tmp_path / "out").exists()
+
+
+def test_three_stored_h200_sweeps_are_each_drawn_and_shown() -> None:
+    """Issue: at least three cases' sweeps from the H200 are stored, and drawn: each stored sweep loads, has its
+    plot beside it (a PNG), and docs/sweep.md shows both its table block and its plot."""
+    from wfbench_core.record.sweep_record import load_sweep
+
+    root = Path(__file__).resolve().parent.parent
+    stored = sorted((root / "docs" / "results" / "sweeps").glob("*.json"))
+    doc = (root / "docs" / "sweep.md").read_text()
+    cases = {load_sweep(p).case_id for p in stored}
+    assert len(cases) >= 3, cases
+    for path in stored:
+        png = path.with_suffix(".png")
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", png
+        assert f"<!-- figure: sweep-table docs/results/sweeps/{path.name} -->" in doc
+        assert f"](results/sweeps/{png.name})" in doc
