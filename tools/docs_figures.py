@@ -29,7 +29,7 @@ where PATH is a result file in the repository (relative to its root) and KIND on
   neither SLOWER nor FASTER);
 - ``power-table``: a power study's table (``tools/power_study.py``), from the study folder PATH: its
   ``plan.json`` and the runs' result files (kept xz-compressed as ``study-N.json.xz``; a test re-judges every
-  trial from them).
+  trial from them), with the trials across boards where the runs were timed on two boards or more.
 
 Measured figures live only in such blocks (tests/test_docs_figures.py checks both that every block matches
 its file and that no hardware measurement is quoted outside one). To record a new figure, store the result
@@ -151,14 +151,12 @@ def power_table(src: str) -> str:
     if not (folder / "plan.json").is_file():
         raise SystemExit(f"docs_figures: {src}: no plan.json of a power study there")
     plan = json.loads((folder / "plan.json").read_text())
-    results = [power_study.load_study_result(folder, run["result"]) for run in plan["runs"]]
-    for run, result in zip(plan["runs"], results):  # a plan from before boards were recorded: its results say
-        run.setdefault("board", result.environment.gpu_uuid)
+    results = power_study.study_results(folder, plan)  # the boards, and the trials across boards
     first = results[0]
     env = first.environment
     head = (f"The power study stored in `{src}` ({env.gpu_name}, {_when(first)}, cases "
             f"{', '.join(sorted({c.id for c in first.cases}))}, {protocol_words(first.protocol)}):")
-    return f"{head}\n\n{power_study.render(power_study.summarize(plan))}"
+    return f"{head}\n\n{power_study.render(power_study.summarize(plan, results))}"
 
 
 BOARD_CASES = ("attention_f32_naive", "axpy_f64", "matmul_f64_naive", "matmul_f64_tiled", "reduce_sum_f64",
