@@ -220,8 +220,8 @@ def board_verdicts_of(src: str) -> dict[str, Any]:
     from wfbench_core.record.status import OK
     from wfbench_core.review import compare, verdicts
 
-    pairs, moved = [], []
-    for (pa, a), (pb, b) in itertools.permutations(_board_runs(src), 2):
+    pairs, moved, runs = [], [], _board_runs(src)
+    for (pa, a), (pb, b) in itertools.permutations(runs, 2):
         cmp = compare.compare_runs(a, b, base_name=pa, head_name=pb, settings=compare.Settings())
         said, alone = dict.fromkeys(verdicts.VERDICTS, 0), dict.fromkeys(verdicts.VERDICTS, 0)
         for c in cmp.cases:
@@ -236,7 +236,10 @@ def board_verdicts_of(src: str) -> dict[str, Any]:
                               "label": v.label, "change": v.change, "lo": v.lo, "hi": v.hi})
         pairs.append({"base": a.environment.gpu_uuid, "head": b.environment.gpu_uuid, "cases": sum(alone.values()),
                       "verdicts": said, "by_interval": alone})
+    first = runs[0][1]
     return {"pairs": pairs, "moved": moved, "cases": sum(p["cases"] for p in pairs),
+            "on": f"{first.environment.gpu_name}; warpforthc {first.warpforthc.version}, {first.cuda_compiler.kind} "
+                  f"{first.cuda_compiler.version} on every board",
             "false": sum(p["verdicts"][v] for p in pairs for v in (verdicts.SLOWER, verdicts.FASTER)),
             "false_by_interval": len(moved)}
 
@@ -246,7 +249,7 @@ def board_verdicts(src: str) -> str:
     (:func:`board_verdicts_of`)."""
     from wfbench_core.review import verdicts
 
-    got, (_, first) = board_verdicts_of(src), _board_runs(src)[0]
+    got = board_verdicts_of(src)
     order = (verdicts.SAME, verdicts.AMBIGUOUS, verdicts.SLOWER, verdicts.FASTER)
     rows = ["| base board | head board | cases OK in both | compare's verdicts | by the interval alone: "
             + " / ".join(v.upper() for v in order) + " |", "|---|---|---:|---|---|"]
@@ -258,9 +261,7 @@ def board_verdicts(src: str) -> str:
              f"{m['hi']:+.2%}], {m['label']}" for m in got["moved"]]
     n = got["cases"]
     return (f"`wfbench compare BASE HEAD` (no history: the stated default components) on each of the "
-            f"{len(got['pairs'])} ordered pairs of the runs stored in `{src}` ({first.environment.gpu_name}; "
-            f"warpforthc {first.warpforthc.version}, {first.cuda_compiler.kind} {first.cuda_compiler.version} on every board), "
-            f"every case OK in both:\n\n" + "\n".join(rows) + "\n\n"
+            f"{len(got['pairs'])} ordered pairs of the runs stored in `{src}` ({got['on']}), every case OK in both:\n\n" + "\n".join(rows) + "\n\n"
             + (("Interval beyond the minimum effect (identical code, so compare says SAME, `moved`):\n\n"
                 + "\n".join(moved) + "\n\n") if moved else "")
             + f"Identical compilers across boards never SLOWER or FASTER: by compare's verdict "
