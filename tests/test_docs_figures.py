@@ -34,7 +34,8 @@ def test_every_block_names_a_file_the_repository_holds() -> None:
               for m in tool().BLOCK.finditer(doc.read_text())]
     assert any(doc.name == "README.md" and kind == "suite-table" for doc, kind, _ in blocks)  # the README's table
     for doc, kind, src in blocks:
-        folder = {"power-table": "plan.json", "board-component": "*.json"}.get(kind)  # folders of runs
+        folder = {"power-table": "plan.json", "board-component": "*.json",  # folders of runs
+                  "board-verdicts": "*.json"}.get(kind)
         paths = [src] if folder is None else [str(p.relative_to(ROOT)) for p in sorted((ROOT / src).glob(folder))]
         assert paths, f"{doc.name}: {kind} from {src}, which holds no stored run"
         for path in paths:
@@ -157,3 +158,95 @@ def test_the_default_board_component_is_what_the_stored_board_runs_support() -> 
     hi = float(re.search(r"95 % interval [\d.]+% to ([\d.]+)%", text).group(1)) / 100.0
     assert DEFAULT_BOARD_SD == t.board_sd_default(hi) or abs(DEFAULT_BOARD_SD - t.board_sd_default(hi)) < 1e-4
     assert f"**{DEFAULT_BOARD_SD:.2%}**" in text
+
+
+BOARDS = "docs/results/boards"
+
+
+def test_the_board_verdicts_block_is_what_wfbench_compare_says_on_the_stored_runs() -> None:
+    """The board-verdicts block in docs/history.md is what the stored board runs render (a block edited by hand
+    is rendered again), and its counts are ``wfbench compare BASE HEAD --json``'s own verdicts, pair by pair:
+    every case OK in both, and the cases whose interval alone is SLOWER or FASTER are those compare marks
+    ``moved`` (identical code: SAME by rule)."""
+    import itertools
+    import json
+    from collections import Counter
+
+    from click.testing import CliRunner
+
+    from wfbench_core.cli import main
+
+    t = tool()
+    good = f"<!-- figure: board-verdicts {BOARDS} -->\n{t.board_verdicts(BOARDS)}<!-- /figure -->\n"
+    assert good in (ROOT / "docs" / "history.md").read_text()
+    assert t.render_text(good.replace("| 0 / ", "| 9 / ", 1)) == good
+    got = t.board_verdicts_of(BOARDS)
+    runs = t._board_runs(BOARDS)
+    assert len(got["pairs"]) == len(runs) * (len(runs) - 1) >= 6
+    for pair, ((pa, a), (pb, b)) in zip(got["pairs"], itertools.permutations(runs, 2)):
+        out = CliRunner().invoke(main, ["compare", str(ROOT / pa), str(ROOT / pb), "--json"])
+        assert out.exit_code == 0, out.output
+        judged = [c for c in json.loads(out.output)["cases"]
+                  if c["compared"] and c["base_status"] == "ok" == c["head_status"]]
+        assert (pair["base"], pair["head"]) == (a.environment.gpu_uuid, b.environment.gpu_uuid)
+        assert pair["cases"] == len(judged) > 0
+        assert {k: n for k, n in pair["verdicts"].items() if n} == dict(Counter(c["verdict"]["verdict"] for c in judged))
+        assert all("identical code" in c["verdict"]["qualifiers"] for c in judged)  # identical compilers
+        moved = {c["case_id"] for c in judged if "moved" in c["verdict"]["qualifiers"]}
+        assert moved == {m["case"] for m in got["moved"] if (m["base"], m["head"]) == (pair["base"], pair["head"])}
+
+
+def never_slower_or_faster(src: str) -> None:
+    """The target: identical compilers across boards are never SLOWER or FASTER, neither by compare's verdict
+    nor by the rule on the interval alone (what a change that costs nothing would get)."""
+    got = tool().board_verdicts_of(src)
+    assert got["false"] == 0, f"{got['false']} SLOWER/FASTER verdicts of identical compilers across boards"
+    assert got["moved"] == [], f"intervals beyond the minimum effect: {got['moved']}"
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="not met on the stored runs: stack_pick_f64's gap differs between two of the boards by "
+                          "more than the default board component allows (docs/history.md, board-verdicts)")
+def test_identical_compilers_across_the_stored_boards_are_never_slower_or_faster() -> None:
+    never_slower_or_faster(BOARDS)
+
+
+def _one_board(run, uuid: str, scale: float):  # type: ignore[no-untyped-def]
+    """``run`` as timed on board ``uuid``, every WarpForth sample times ``scale`` (its statistics made again)."""
+    import attrs
+
+    from wfbench_core import stats
+
+    def timed(c):  # type: ignore[no-untyped-def]
+        if c.timing is None:
+            return c
+        wf = [s * scale for s in c.timing.warpforth.samples_us]
+        figures = stats.paired_statistics(wf, c.timing.cuda.samples_us, c.timing.placement_of)
+        return attrs.evolve(c, timing=attrs.evolve(c.timing, **figures))
+
+    return attrs.evolve(run, environment=attrs.evolve(run.environment, gpu_uuid=uuid),
+                        cases=tuple(timed(c) for c in run.cases))
+
+
+def test_the_target_fails_for_a_board_that_reads_every_gap_2_percent_higher(tmp_path: Path) -> None:
+    """A stored board run and a copy of it on another board: the copy as it is meets the target; with every
+    WarpForth sample scaled by 1.02 (the gaps 2 % higher) compare still says SAME (identical code), but every
+    interval lies beyond the minimum effect, and the target fails."""
+    from wfbench_core.record.results import load_result, write_result
+
+    first = sorted((ROOT / BOARDS).glob("*.json"))[0]
+    run = load_result(first)
+    for name, scale in (("copy", 1.0), ("scaled", 1.02)):
+        (tmp_path / name).mkdir()
+        write_result(run, tmp_path / name / "a.json")
+        write_result(_one_board(run, "GPU-fabricated-board", scale), tmp_path / name / "b.json")
+    never_slower_or_faster(str(tmp_path / "copy"))
+    with pytest.raises(AssertionError, match="intervals beyond the minimum effect"):
+        never_slower_or_faster(str(tmp_path / "scaled"))
+    got = tool().board_verdicts_of(str(tmp_path / "scaled"))
+    assert got["false"] == 0 and got["false_by_interval"] == got["cases"] == 2 * len(run.cases)
+    assert {p["head"]: (p["by_interval"]["slower"], p["by_interval"]["faster"]) for p in got["pairs"]} == {
+        "GPU-fabricated-board": (len(run.cases), 0), run.environment.gpu_uuid: (0, len(run.cases))}
+    text = tool().board_verdicts(str(tmp_path / "scaled"))
+    assert (f"by compare's verdict met (0 of {got['cases']}); by the interval alone, as code that changed would be "
+            f"judged, NOT met ({got['cases']} of {got['cases']})") in text

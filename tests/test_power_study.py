@@ -159,3 +159,83 @@ def test_every_rate_has_its_one_sided_95_percent_bound_and_the_targets_use_them(
 def test_the_stored_study_says_its_protocol_was_not_the_default() -> None:
     text = (ROOT / "docs" / "power-study.md").read_text()
     assert "the default protocol but max_case_s 400" in text and "on 1 board(s)" in text
+
+
+STUDY = ROOT / "docs" / "results" / "h200-power"
+
+
+def _stored_study_on_two_boards():  # type: ignore[no-untyped-def]
+    """The stored study's plan and results, its second run re-labelled as timed on another board."""
+    import attrs
+
+    plan = json.loads((STUDY / "plan.json").read_text())
+    results = PS.study_results(STUDY, plan)
+    r1 = results[1]
+    results[1] = attrs.evolve(r1, environment=attrs.evolve(r1.environment, gpu_uuid="GPU-relabelled-board"))
+    return plan, results
+
+
+def test_across_boards_the_base_of_one_board_meets_each_head_of_the_other_by_compares_rule(tmp_path: Path) -> None:
+    """The stored study with one run re-labelled as another board: every ordered pair of runs on different boards
+    is a source of trials (base of one, each distinct head of the other), each judged as ``wfbench compare BASE
+    HEAD --json`` judges the two labels taken as runs of their own, with the between-board component in the
+    interval; rates carry their bounds and the target is judged by the bound."""
+    from click.testing import CliRunner
+
+    from wfbench_core.cli import main
+    from wfbench_core.record.results import write_result
+    from wfbench_core.review.base_head import one_compiler
+    from wfbench_core.review.compare import compare_runs
+
+    plan, results = _stored_study_on_two_boards()
+    assert len({r.environment.gpu_uuid for r in results}) == 2
+    summary = PS.summarize(plan, results)
+    cross = summary["cross_board"]
+    assert summary["boards"] == 2 and summary["targets"]["on at least 2 boards"] and cross["pairs"] == 4
+    cases = {c.id for c in results[0].cases if c.compiler_label == "base"}
+    rows = {r["kind"]: r for r in cross["rows"]}
+    # s050a and s050b of this plan are the same bytes: one trial per ordered pair and case
+    assert rows["0.50% slower"]["trials"] == 4 * len(cases) == rows["2.00% slower"]["trials"]
+    assert rows["inert (SASS differs)"]["trials"] == 4 * len(cases) * len(plan["equals"])
+    for r in cross["rows"]:
+        assert r["slower_lo95"] == PS.bound(r["slower"], r["trials"])
+        assert r["false_hi95"] == PS.bound(r["slower"] + r["faster"], r["trials"], upper=True)
+    half = rows["0.50% slower"]
+    assert cross["targets"]["0.5% across two boards SLOWER: one-sided 95% lower bound >= 90%"] == \
+        (half["slower_lo95"] >= 0.90)
+    assert rows["2.00% slower"]["slower"] == rows["2.00% slower"]["trials"]  # a 2 % regression is seen across boards
+    # each trial is what the command says about the two labels as result files of their own
+    base, head = one_compiler(results[0], "base"), one_compiler(results[1], "s200")
+    write_result(base, tmp_path / "base.json")
+    write_result(head, tmp_path / "head.json")
+    out = CliRunner().invoke(main, ["compare", str(tmp_path / "base.json"), str(tmp_path / "head.json"), "--json"])
+    said = {c["case_id"]: c["verdict"] for c in json.loads(out.output)["cases"]}
+    got = [t for t in load_tool("power_verdicts").cross_trials(plan, PS.across_boards(results, ["s200"]))
+           if (t["base_run"], t["head_run"]) == (0, 1)]
+    assert len(got) == len(cases)
+    for t in got:
+        v = said[t["case"]]
+        assert (v["verdict"], v["change"], v["lo"], v["hi"]) == (t["verdict"], t["change"], t["lo"], t["hi"])
+        assert "other board" in v["qualifiers"] and "other board" in t["label"]
+    # the board component widens the interval: the same two runs said to be on one board read narrower
+    same = compare_runs(base, attrs_board(head, results[0].environment.gpu_uuid))
+    for t in got:
+        v = next(c.verdict for c in same.cases if c.case_id == t["case"])
+        assert t["hi"] - t["lo"] > v.hi - v.lo
+    text = PS.render(summary)
+    assert "Across boards: the base of a run on one board against each head of a run on another, 4 ordered" in text
+    assert "| 0.50% slower | 16 |" in text.split("Across boards")[1]
+
+
+def attrs_board(run, uuid: str):  # type: ignore[no-untyped-def]
+    import attrs
+
+    return attrs.evolve(run, environment=attrs.evolve(run.environment, gpu_uuid=uuid))
+
+
+def test_one_board_or_an_unrecorded_one_gives_no_trials_across_boards() -> None:
+    plan = json.loads((STUDY / "plan.json").read_text())
+    results = PS.study_results(STUDY, plan)
+    summary = PS.summarize(plan, results)
+    assert summary["cross_board"] is None and "Across boards" not in PS.render(summary)
+    assert PS.across_boards([results[0], attrs_board(results[1], "")], ["s200"]) == []

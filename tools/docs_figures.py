@@ -24,9 +24,14 @@ where PATH is a result file in the repository (relative to its root) and KIND on
   Compute, the local traffic;
 - ``sweep-table``: a size sweep's table exactly as ``wfbench sweep`` prints it (from a sweep file, e.g.
   ``docs/results/sweeps/h200-axpy_f64.json``), with the GPU and the date;
+- ``board-component``: the between-board spread of the P0 gaps over the plain runs of one bundle stored in the
+  folder PATH, one per board (e.g. ``docs/results/boards``), and the default board component it supports;
+- ``board-verdicts``: ``wfbench compare BASE HEAD`` on every ordered pair of boards of that folder, every case
+  OK in both: compare's verdicts, and the rule's verdict on the interval alone (identical compilers must be
+  neither SLOWER nor FASTER);
 - ``power-table``: a power study's table (``tools/power_study.py``), from the study folder PATH: its
   ``plan.json`` and the runs' result files (kept xz-compressed as ``study-N.json.xz``; a test re-judges every
-  trial from them).
+  trial from them), with the trials across boards where the runs were timed on two boards or more.
 
 Measured figures live only in such blocks (tests/test_docs_figures.py checks both that every block matches
 its file and that no hardware measurement is quoted outside one). To record a new figure, store the result
@@ -41,7 +46,7 @@ import math
 import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -161,14 +166,12 @@ def power_table(src: str) -> str:
     if not (folder / "plan.json").is_file():
         raise SystemExit(f"docs_figures: {src}: no plan.json of a power study there")
     plan = json.loads((folder / "plan.json").read_text())
-    results = [power_study.load_study_result(folder, run["result"]) for run in plan["runs"]]
-    for run, result in zip(plan["runs"], results):  # a plan from before boards were recorded: its results say
-        run.setdefault("board", result.environment.gpu_uuid)
+    results = power_study.study_results(folder, plan)  # the boards, and the trials across boards
     first = results[0]
     env = first.environment
     head = (f"The power study stored in `{src}` ({env.gpu_name}, {_when(first)}, cases "
             f"{', '.join(sorted({c.id for c in first.cases}))}, {protocol_words(first.protocol)}):")
-    return f"{head}\n\n{power_study.render(power_study.summarize(plan))}"
+    return f"{head}\n\n{power_study.render(power_study.summarize(plan, results))}"
 
 
 BOARD_CASES = ("attention_f32_naive", "axpy_f64", "matmul_f64_naive", "matmul_f64_tiled", "reduce_sum_f64",
@@ -180,15 +183,28 @@ def board_sd_default(hi: float) -> float:
     return math.ceil(round(hi * 1e4, 6)) / 1e4
 
 
+def _board_runs(src: str) -> list[tuple[str, Any]]:
+    """The plain runs of one bundle stored in the folder ``src``, one per board, each with its file (relative to
+    the repository): refused unless every run is on its own board with the same warpforthc and CUDA compiler."""
+    from wfbench_core.record.results import load_result
+
+    paths = sorted((ROOT / src).glob("*.json"))
+    runs = [(str(p.relative_to(ROOT) if p.is_relative_to(ROOT) else p), load_result(p)) for p in paths]
+    boards = {r.environment.gpu_uuid for _, r in runs}
+    compilers = {(r.warpforthc.version, r.cuda_compiler.kind, r.cuda_compiler.version, tuple(r.cuda_compiler.flags))
+                 for _, r in runs}
+    if len(runs) < 2 or len(boards) != len(runs) or len(compilers) != 1:
+        raise SystemExit(f"docs_figures: {src}: the board runs must be one per board (at least two), with one "
+                         f"warpforthc build and one CUDA compiler")
+    return runs
+
+
 def board_component(src: str) -> str:
     """The between-board spread of the P0 gaps over the runs stored in ``src`` (one per board, one compiler)."""
-    from wfbench_core.record.results import load_result
     from wfbench_core.review.evidence import Observation, between_boards
 
-    runs = [load_result(p) for p in sorted((ROOT / src).glob("*.json"))]
+    runs = [r for _, r in _board_runs(src)]
     boards = [r.environment.gpu_uuid for r in runs]
-    if len(set(boards)) != len(runs) or len({r.warpforthc.version for r in runs}) != 1:
-        raise SystemExit(f"docs_figures: {src}: the board runs must be one per board, with one warpforthc build")
     rows, obs = ["| case | " + " | ".join(b[:12] for b in boards) + " | spread |", "|---" * (len(runs) + 2) + "|"], []
     for cid in BOARD_CASES:
         gaps = [r.case(cid).timing.gap for r in runs]
@@ -207,6 +223,65 @@ def board_component(src: str) -> str:
             + f"\n\nBetween boards (pooled over the cases): **{sd:.3%}** ({df} degrees of freedom; 95 % interval "
             f"{lo:.3%} to {hi:.3%}). The stated default board component is the interval's upper end, rounded up: "
             f"**{board_sd_default(hi):.2%}**.\n")
+
+
+def board_verdicts_of(src: str) -> dict[str, Any]:
+    """``wfbench compare BASE HEAD`` on every ordered pair of the board runs in ``src`` (base on one board, head
+    on another; the compare command's functions, no history: the stated default components), every case OK in
+    both. Per pair: compare's verdicts, and what the rule gives on the interval alone (a SLOWER or FASTER there
+    is compare's ``moved``: identical code is SAME by rule, but the gap moved beyond what boards differ by)."""
+    import itertools
+
+    from wfbench_core.record.status import OK
+    from wfbench_core.review import compare, verdicts
+
+    pairs, moved, runs = [], [], _board_runs(src)
+    for (pa, a), (pb, b) in itertools.permutations(runs, 2):
+        cmp = compare.compare_runs(a, b, base_name=pa, head_name=pb, settings=compare.Settings())
+        said, alone = dict.fromkeys(verdicts.VERDICTS, 0), dict.fromkeys(verdicts.VERDICTS, 0)
+        for c in cmp.cases:
+            v = c.verdict
+            if not c.compared or v is None or c.base_status != OK or c.head_status != OK:
+                continue
+            by_interval = verdicts.rule(v.lo, v.hi, verdicts.Margin(v.margin, v.min_effect, v.margin_basis))
+            said[v.verdict] = said.get(v.verdict, 0) + 1
+            alone[by_interval] += 1
+            if by_interval in (verdicts.SLOWER, verdicts.FASTER):
+                moved.append({"base": a.environment.gpu_uuid, "head": b.environment.gpu_uuid, "case": c.case_id,
+                              "label": v.label, "change": v.change, "lo": v.lo, "hi": v.hi})
+        pairs.append({"base": a.environment.gpu_uuid, "head": b.environment.gpu_uuid, "cases": sum(alone.values()),
+                      "verdicts": said, "by_interval": alone})
+    first = runs[0][1]
+    return {"pairs": pairs, "moved": moved, "cases": sum(p["cases"] for p in pairs),
+            "on": f"{first.environment.gpu_name}; warpforthc {first.warpforthc.version}, {first.cuda_compiler.kind} "
+                  f"{first.cuda_compiler.version} on every board",
+            "false": sum(p["verdicts"][v] for p in pairs for v in (verdicts.SLOWER, verdicts.FASTER)),
+            "false_by_interval": len(moved)}
+
+
+def board_verdicts(src: str) -> str:
+    """The verdicts ``wfbench compare`` gives identical compilers across the boards of ``src``
+    (:func:`board_verdicts_of`)."""
+    from wfbench_core.review import verdicts
+
+    got = board_verdicts_of(src)
+    order = (verdicts.SAME, verdicts.AMBIGUOUS, verdicts.SLOWER, verdicts.FASTER)
+    rows = ["| base board | head board | cases OK in both | compare's verdicts | by the interval alone: "
+            + " / ".join(v.upper() for v in order) + " |", "|---|---|---:|---|---|"]
+    for p in got["pairs"]:
+        said = ", ".join(f"{v.upper()} {n}" for v, n in p["verdicts"].items() if n)
+        rows.append(f"| {p['base'][:12]} | {p['head'][:12]} | {p['cases']} | {said} | "
+                    + " / ".join(str(p["by_interval"][v]) for v in order) + " |")
+    moved = [f"- {m['case']}, {m['base'][:12]} to {m['head'][:12]}: {m['change']:+.2%} [{m['lo']:+.2%}, "
+             f"{m['hi']:+.2%}], {m['label']}" for m in got["moved"]]
+    n = got["cases"]
+    return (f"`wfbench compare BASE HEAD` (no history: the stated default components) on each of the "
+            f"{len(got['pairs'])} ordered pairs of the runs stored in `{src}` ({got['on']}), every case OK in both:\n\n" + "\n".join(rows) + "\n\n"
+            + (("Interval beyond the minimum effect (identical code, so compare says SAME, `moved`):\n\n"
+                + "\n".join(moved) + "\n\n") if moved else "")
+            + f"Identical compilers across boards never SLOWER or FASTER: by compare's verdict "
+            f"{'met' if not got['false'] else 'NOT met'} ({got['false']} of {n}); by the interval alone, as code "
+            f"that changed would be judged, {'met' if not moved else 'NOT met'} ({len(moved)} of {n}).\n")
 
 
 def protocol_words(protocol: object) -> str:
@@ -234,8 +309,9 @@ def sweep_table(src: str) -> str:
     return f"{head}\n\n```\n{render_sweep(sweep)}\n```\n"
 
 
-RENDERERS: dict[str, Callable[[str], str]] = {"board-component": board_component, "suite-table": suite_table,
-                                              "ceiling-table": ceiling_table, "aa-position": aa_position,
+RENDERERS: dict[str, Callable[[str], str]] = {"board-component": board_component, "board-verdicts": board_verdicts,
+                                              "suite-table": suite_table, "ceiling-table": ceiling_table,
+                                              "aa-position": aa_position,
                                               "power-table": power_table, "stack-tax": stack_tax_table,
                                               "sweep-table": sweep_table}
 

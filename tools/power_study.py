@@ -26,7 +26,9 @@ the default protocol but for ``--max-case-s``, :data:`STUDY_LIMITS`), writing ev
 each run, so a run cut short still leaves its trials; with ``--gpus 0,1`` the runs go to the host's boards in
 turn, each run's board recorded. A trial is one head of one case in one run, judged by ``wfbench compare``'s
 rule; each rate is given with its one-sided 95 % Clopper-Pearson bound, and the targets are judged by the
-bounds.
+bounds. Where the runs were timed on two boards or more, ``table`` also counts the trials across boards: the
+base of a run on one board against each head of a run on another, as ``wfbench compare BASE HEAD`` judges two
+runs of different boards (the counting: ``tools/power_verdicts.py``).
 """
 
 from __future__ import annotations
@@ -42,15 +44,18 @@ from typing import Callable, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))
 
-from wfbench_core.review import verdicts  # noqa: E402
+# the counting (tools/power_verdicts.py): trials, rates and their bounds, within runs and across boards
+from power_verdicts import (  # noqa: E402, F401  (bound: named here as before)
+    across_boards, boards_of, bound, cross_summary, render_cross, rows, table, trials, within_run,
+)
 
 SIZES = {"s025": 0.0025, "s050a": 0.005, "s050b": 0.005, "s100": 0.01, "s200": 0.02}
 # the chain's linear congruential step (multiplier, increment) of each variant: full-period pairs; a head not
 # listed in VARIANTS runs variant 0, so two heads of one size are distinct injections
 LCG = ((1664525, 1013904223), (22695477, 1), (1103515245, 12345), (134775813, 1))
 VARIANTS = {"s050b": 1}
-LEVEL = 0.95  # the one-sided confidence of every rate's bound
 EQUALS = {"eq_tid": "%tid.x", "eq_ctaid": "%ctaid.x", "eq_ntid": "%ntid.x", "eq_nctaid": "%nctaid.x",
           "eq_laneid": "%laneid"}
 CALIBRATION = (64, 512, 4096)
@@ -208,18 +213,7 @@ def changes(result_path: Path, heads: Sequence[str]) -> dict[str, dict[str, obje
 
 
 def changes_of(result: object, heads: Sequence[str]) -> dict[str, dict[str, object]]:
-    from wfbench_core.review.compare import compare_labels
-
-    out: dict[str, dict[str, object]] = {}
-    for head in heads:
-        for c in compare_labels(result, "base", head).cases:
-            if c.verdict is None or c.gap is None:
-                out.setdefault(head, {})[c.case_id] = {"verdict": "not compared", "reason": c.reason}
-                continue
-            out.setdefault(head, {})[c.case_id] = {
-                "verdict": c.verdict.verdict, "label": c.verdict.label, "change": c.verdict.change,
-                "lo": c.verdict.lo, "hi": c.verdict.hi, "margin": c.verdict.margin, "code": c.sass}
-    return out
+    return within_run(result, heads)
 
 
 def board_of(result_path: Path) -> str:
@@ -289,66 +283,21 @@ def cmd_run(args: argparse.Namespace) -> None:
 # -- the table ------------------------------------------------------------------------------------------------
 
 
-def injection(plan: dict, head: str, case: str) -> tuple[object, ...]:  # type: ignore[type-arg]
-    """What a head injected into a case: its size's chain (steps, variant) or its inert register; heads with the
-    same injection are the same bytes (a plan from before VARIANTS ran every chain as variant 0)."""
-    if head in plan["sizes"]:
-        return ("chain", plan["iterations"][head][case], plan.get("variants", {}).get(head, 0))
-    return ("inert", plan["equals"].get(head, head))
-
-
-def trials(plan: dict) -> list[dict[str, object]]:  # type: ignore[type-arg]
-    """One trial per run, case and distinct injection: what it was (a size, or an inert change), and what
-    compare said. A head whose injection is byte-identical to an earlier head's in the same run is the same
-    trial, counted once."""
-    out, seen = [], set()
-    for n, run in enumerate(plan["runs"]):
-        for head, by_case in run["changes"].items():
-            nominal = plan["sizes"].get(head)
-            for case, got in by_case.items():
-                key = (n, case, injection(plan, head, case))
-                if key in seen:
-                    continue
-                seen.add(key)
-                out.append({"run": n, "head": head, "case": case, "nominal": nominal, "board": run.get("board", ""),
-                            **got})
-    return out
-
-
-def bound(k: int, n: int, *, upper: bool = False, level: float = LEVEL) -> float | None:
-    """The one-sided ``level`` Clopper-Pearson bound of a rate of k in n: the lower one (the rate is at least
-    this), or the upper one; None without trials."""
-    if not n:
-        return None
-    from scipy.stats import beta
-
-    if upper:
-        return 1.0 if k == n else float(beta.ppf(level, k + 1, n - k))
-    return 0.0 if k == 0 else float(beta.ppf(1 - level, k, n - k + 1))
-
-
-def _row(name: str, ts: list[dict[str, object]]) -> dict[str, object]:
-    counts = {v: sum(1 for t in ts if t["verdict"] == v) for v in verdicts.VERDICTS}
-    measured = [float(t["change"]) for t in ts if "change" in t]  # type: ignore[arg-type]
-    false = counts[verdicts.SLOWER] + counts[verdicts.FASTER]
-    return {"kind": name, "trials": len(ts), **counts,
-            "slower_rate": counts[verdicts.SLOWER] / len(ts) if ts else None,
-            "slower_lo95": bound(counts[verdicts.SLOWER], len(ts)),
-            "false": false, "false_hi95": bound(false, len(ts), upper=True),
-            "mean_change": sum(measured) / len(measured) if measured else None,
-            "min_change": min(measured, default=None), "max_change": max(measured, default=None),
-            "not_compared": sum(1 for t in ts if t["verdict"] == "not compared")}
-
-
-def summarize(plan: dict) -> dict[str, object]:  # type: ignore[type-arg]
+def summarize(plan: dict, results: Sequence[object] | None = None) -> dict[str, object]:  # type: ignore[type-arg]
+    """The study's table as data: the trials within runs per size and of the inert changes, and, given the runs'
+    results (:func:`study_results`) from two boards or more, the trials across boards (``cross_board``, else
+    None)."""
+    if results is not None:
+        plan = with_boards(plan, results)
     ts = trials(plan)
-    rows = [_row(f"{size:.2%} slower", [t for t in ts if t["nominal"] == size])
-            for size in sorted(set(plan["sizes"].values()))]
-    equal = _row("inert (SASS differs)", [t for t in ts if t["head"] in plan["equals"]])
-    half = next(r for r in rows if r["kind"] == f"{0.005:.2%} slower")
+    rs = rows(plan, ts)
+    half, equal = next(r for r in rs if r["kind"] == f"{0.005:.2%} slower"), rs[-1]
     boards = sorted({str(r.get("board", "")) for r in plan["runs"]} - {""})
+    cross = None
+    if results is not None and len(boards) >= 2:
+        cross = cross_summary(plan, across_boards(results, [*plan["sizes"], *plan["equals"]]))
     return {
-        "runs": len(plan["runs"]), "wall_s": [r["wall_s"] for r in plan["runs"]], "rows": rows + [equal],
+        "runs": len(plan["runs"]), "wall_s": [r["wall_s"] for r in plan["runs"]], "rows": rs,
         "boards": len(boards),
         "targets": {  # judged by the bounds: the rate itself, on a few trials, says little
             "0.5% SLOWER: one-sided 95% lower bound >= 95%": (half["slower_lo95"] or 0.0) >= 0.95,  # type: ignore[operator]
@@ -358,7 +307,14 @@ def summarize(plan: dict) -> dict[str, object]:  # type: ignore[type-arg]
         "per_case": {c: {h: _mean([float(t["change"]) for t in ts if t["case"] == c and t["head"] == h  # type: ignore[arg-type]
                                    and "change" in t]) for h in [*plan["sizes"], *plan["equals"]]}
                      for c in sorted({str(t["case"]) for t in ts})},
+        "cross_board": cross,
     }
+
+
+def with_boards(plan: dict, results: Sequence[object]) -> dict:  # type: ignore[type-arg]
+    """The plan with each run's board as its result records it (a plan from before boards were recorded)."""
+    return {**plan, "runs": [{**run, "board": run.get("board") or board}
+                             for run, board in zip(plan["runs"], boards_of(results))]}
 
 
 def _mean(xs: list[float]) -> float | None:
@@ -372,17 +328,10 @@ def _pct(x: object) -> str:
 def render(summary: dict) -> str:  # type: ignore[type-arg]
     boards = summary.get("boards", 0)
     lines = [f"power study: {summary['runs']} run(s) on {boards or 'an unrecorded number of'} board(s), wall "
-             f"{', '.join(f'{w:.0f} s' for w in summary['wall_s'])}", "",
-             "| head | trials | SLOWER | FASTER | SAME | AMBIGUOUS | SLOWER rate (95% lower bound) | "
-             "SLOWER/FASTER (95% upper bound) | measured change: mean (min, max) |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
-    for r in summary["rows"]:
-        inert = str(r["kind"]).startswith("inert")  # a SLOWER rate for a slowdown, false verdicts for the rest
-        rate = "-" if r["slower_rate"] is None or inert else f"{r['slower_rate']:.1%} (>= {r['slower_lo95']:.1%})"
-        false = "-" if r["false_hi95"] is None or not inert else f"{r['false']} (<= {r['false_hi95']:.1%})"
-        lines.append(f"| {r['kind']} | {r['trials']} | {r['slower']} | {r['faster']} | {r['same']} | {r['ambiguous']} "
-                     f"| {rate} | {false} | {_pct(r['mean_change'])} ({_pct(r['min_change'])}, {_pct(r['max_change'])}) |")
+             f"{', '.join(f'{w:.0f} s' for w in summary['wall_s'])}", ""] + table(summary["rows"])
     lines += [""] + [f"- {k}: {'met' if v else 'NOT met'}" for k, v in summary["targets"].items()]
+    if summary.get("cross_board"):
+        lines += render_cross(summary["cross_board"])
     heads = list(next(iter(summary["per_case"].values()), {}))
     lines += ["", "Mean measured change per case and head:", "",
               "| case | " + " | ".join(heads) + " |", "|---|" + "---:|" * len(heads)]
@@ -402,8 +351,14 @@ def load_study_result(folder: Path, name: str) -> object:
     return parse_result(lzma.decompress(stored.read_bytes()), str(stored))
 
 
+def study_results(folder: Path, plan: dict) -> list[object]:  # type: ignore[type-arg]
+    """The result of every run of the plan, in its order."""
+    return [load_study_result(folder, run["result"]) for run in plan["runs"]]
+
+
 def write_table(folder: Path) -> dict:  # type: ignore[type-arg]
-    summary = summarize(json.loads((folder / "plan.json").read_text()))
+    plan = json.loads((folder / "plan.json").read_text())
+    summary = summarize(plan, study_results(folder, plan))
     (folder / "table.json").write_text(json.dumps(summary, indent=1) + "\n")
     (folder / "table.md").write_text(render(summary))
     return summary
