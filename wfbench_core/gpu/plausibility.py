@@ -26,7 +26,8 @@ A side is judged against yardsticks measured in the same run (no data sheet figu
   side's per-launch time, taken relative to the CUDA side's in the same round (so clocks ramping and the
   launch path cancel), may spread by at most :data:`LAUNCH_SPREAD_LIMIT` times: a kernel that does the work
   on its first launch and skips it once its output is written reads 1.77 to 107 us per launch, 60x. This is
-  judged before timing, whatever the per-case time limit (:func:`inconsistent_launches`).
+  judged before timing, whatever the per-case time limit (:func:`inconsistent_launches`), and confirmed on a
+  second short warm-up over outputs poisoned afresh before a side is refused (one slow round does not repeat).
 
 The rule lives in :mod:`wfbench_core.record.yardsticks`: the worker applies it to every timed case, and every
 result read back (``history add``, ``compare``, ``check``, ``export``, the dashboard) is judged by it again
