@@ -82,6 +82,25 @@ def suite_table(src: str) -> str:
     return f"{head}\n\n```\n{render(result)}\n```\n"
 
 
+def suite_costs(src: str) -> str:
+    """Where a run's wall time goes: each cost summed over its cases (the worker's, on the GPU host), the warm-up
+    (busy GPU, and what was carried over from the case before) and the run's wall."""
+    import attrs
+
+    result, _ = _stored(src)
+    cases = [c for c in result.cases if c.costs is not None]  # type: ignore[attr-defined]
+    rows = [(field.name, sum(getattr(c.costs, field.name) or 0.0 for c in cases))
+            for field in attrs.fields(type(cases[0].costs))]
+    timed = [c.timing for c in cases if c.timing is not None]
+    rows += [("warmup_busy_s (part of timing_s)", sum(t.warmup_busy_s for t in timed)),
+             ("warmup_carried_s (credited, not spent)", sum(t.warmup_carried_s for t in timed))]
+    lines = [f"| {name} | {value:.1f} |" for name, value in rows]
+    env = result.environment  # type: ignore[attr-defined]
+    head = (f"Where the time of `{src}` went ({len(cases)} cases on an {env.gpu_name}, {_when(result)}; `wall_s` "
+            f"{result.wall_s:.1f} s), each cost summed over the cases, in seconds:")  # type: ignore[attr-defined]
+    return head + "\n\n| cost | s |\n|---|---:|\n" + "\n".join(lines) + "\n"
+
+
 def ceiling_table(src: str) -> str:
     """The run's table with its library ceilings' columns, as ``wfbench run --ceiling`` prints it."""
     from wfbench_core.review.report import render
@@ -310,7 +329,7 @@ def sweep_table(src: str) -> str:
 
 
 RENDERERS: dict[str, Callable[[str], str]] = {"board-component": board_component, "board-verdicts": board_verdicts,
-                                              "suite-table": suite_table, "ceiling-table": ceiling_table,
+                                              "suite-table": suite_table, "suite-costs": suite_costs, "ceiling-table": ceiling_table,
                                               "aa-position": aa_position,
                                               "power-table": power_table, "stack-tax": stack_tax_table,
                                               "sweep-table": sweep_table}
