@@ -37,7 +37,7 @@ __all__ = [  # internal to wfbench, not the plugin API (README: Layout)
 # board, and another board of one GPU model beyond that, move a gap by (standard deviations, log terms). Runs
 # timed at a single placement (the protocol before placements; placement_of not recorded) moved far more.
 DEFAULT_PROCESS_SD = 0.001
-DEFAULT_BOARD_SD = 0.0020  # measured: docs/history.md, "Between two runs" (docs/results/boards)
+DEFAULT_BOARD_SD = 0.0018  # measured: docs/history.md, "Between two runs" (docs/results/boards)
 ONE_PLACEMENT_PROCESS_SD = 0.003
 ONE_PLACEMENT_BOARD_SD = 0.02
 MIN_COMPONENT_DF = 3  # a measured variance component replaces its default from this many degrees of freedom
