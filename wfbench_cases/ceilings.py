@@ -16,9 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 from wfbench_core import hookimpl
-from wfbench_core.case import Tolerance
+from wfbench_core.case import TENSOR_F64, Tolerance
 from wfbench_core.ceiling import Ceiling, CeilingCall, NoCeiling
-from wfbench_core.record.yardsticks import TENSOR_F64
 
 __all__ = ["CUPY", "DAXPY", "DGEAM", "DGEMM", "NO_LIBRARY", "REDUCE", "wfbench_register_ceilings"]
 

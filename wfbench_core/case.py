@@ -22,12 +22,19 @@ if TYPE_CHECKING:
     import numpy as np
 
 __all__ = [
-    "BUFFER_DTYPES", "CONFIGS", "PRIORITIES", "SCALAR_KINDS", "TIMING_COLD_L2", "TIMING_EVENTS", "TIMING_GRAPH",
+    "BF16", "BUFFER_DTYPES", "CONFIGS", "F16", "F32", "F64", "F64_NO_FMA", "FLOP_TYPES", "PRIORITIES", "SCALAR_KINDS",
+    "TENSOR_BF16", "TENSOR_F16", "TENSOR_F64", "TENSOR_FP8", "TENSOR_TF32", "TIMING_COLD_L2", "TIMING_EVENTS", "TIMING_GRAPH",
     "TIMING_MODES", "Arrays", "Case", "CaseKey", "Launch", "Param", "Sizes", "Sweep", "Tolerance", "Work",
     "powers_of_two", "resource_text", "resources_read", "sha256_text",
 ]
 
 CONFIGS = ("check", "canonical")
+F64, F64_NO_FMA, F32, F16, BF16 = "f64", "f64-no-fma", "f32", "f16", "bf16"
+TENSOR_F64, TENSOR_TF32, TENSOR_F16, TENSOR_BF16, TENSOR_FP8 = (
+    "tensor-f64", "tensor-tf32", "tensor-f16", "tensor-bf16", "tensor-fp8")
+#: the arithmetic a case's FLOPs are (``Work.flop_type``, a ceiling's ``flop_type``), each judged against its own
+#: peak (wfbench_core.record.yardsticks); "" derives it from the case's widest float dtype
+FLOP_TYPES = (F64, F64_NO_FMA, F32, F16, BF16, TENSOR_F64, TENSOR_TF32, TENSOR_F16, TENSOR_BF16, TENSOR_FP8)
 PRIORITIES = ("P0", "P1")
 SCALAR_KINDS = {"i32": "int32", "i64": "int64", "f32": "float32", "f64": "float64"}  # kind -> numpy type
 BUFFER_DTYPES = ("int8", "int16", "int32", "int64", "float16", "float32", "float64")

@@ -48,19 +48,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from wfbench_core.case import BF16, F16, F32, F64, F64_NO_FMA, FLOP_TYPES, TENSOR_F64
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.results import TIMING_EVENTS, Timing
-
-# the rule itself is in wfbench_core.record.yardsticks, so that every result read back is judged by it too
-from wfbench_core.record.yardsticks import (  # the gate's names, re-exported
-    BF16,
-    F16,
-    F32,
-    F64,
-    F64_NO_FMA,
-    FLOP_TYPES,
+from wfbench_core.record.yardsticks import (  # the gate's names, re-exported (the rule lives there: results read back are judged by it too)
     MARGIN,
-    TENSOR_F64,
     TENSOR_PER_VECTOR,
     Yardsticks,
     ceiling_implausible,

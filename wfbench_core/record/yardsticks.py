@@ -13,6 +13,19 @@ from typing import Any
 
 import attrs
 
+from wfbench_core.case import (
+    BF16,
+    F16,
+    F32,
+    F64,
+    F64_NO_FMA,
+    FLOP_TYPES,
+    TENSOR_BF16,
+    TENSOR_F16,
+    TENSOR_F64,
+    TENSOR_FP8,
+    TENSOR_TF32,
+)
 from wfbench_core.record.timing_record import Timing
 
 __all__ = [  # internal to wfbench, not the plugin API (README: Layout)
@@ -20,11 +33,6 @@ __all__ = [  # internal to wfbench, not the plugin API (README: Layout)
     "flop_peak", "implausible", "implausible_result", "must_move_bytes",
 ]
 
-F64, F64_NO_FMA, F32, F16, BF16 = "f64", "f64-no-fma", "f32", "f16", "bf16"
-TENSOR_F64, TENSOR_TF32, TENSOR_F16, TENSOR_BF16, TENSOR_FP8 = (
-    "tensor-f64", "tensor-tf32", "tensor-f16", "tensor-bf16", "tensor-fp8")
-#: the arithmetic a case's FLOPs are (``Work.flop_type``); "" derives it from the case's widest float dtype
-FLOP_TYPES = (F64, F64_NO_FMA, F32, F16, BF16, TENSOR_F64, TENSOR_TF32, TENSOR_F16, TENSOR_BF16, TENSOR_FP8)
 #: f32 results per f64 result per SM and clock, by compute capability (the CUDA programming guide's arithmetic
 #: throughput table; consumer parts run f64 at 1/32 or 1/64 of f32)
 F32_PER_F64 = {"6.0": 2, "6.1": 32, "7.0": 2, "7.5": 32, "8.0": 2, "8.6": 64, "8.9": 64, "9.0": 2, "10.0": 2,
