@@ -116,7 +116,13 @@ def test_one_headline_and_every_kind_of_run_apart(tmp_path: Path) -> None:
     [floor] = data["floors"]
     aa = runs["aa"]
     assert floor["spread"] == pytest.approx(max(abs(c.timing.gap - 1) for c in aa.cases))
-    assert head["floor"] == floor["spread"]  # the A/A floor of the headline's GPU, beside its change
+    # the A/A run was timed under another protocol than the headline run: it is not that series' floor (check's
+    # margin says the same); an A/A run of the headline's protocol on its board gives the floor beside its change
+    assert aa.protocol != newest.protocol and head["floor"] is None
+    on_board = attrs.evolve(aa, environment=attrs.evolve(aa.environment, gpu_uuid=newest.environment.gpu_uuid),
+                            protocol=newest.protocol, created=created_at(NEWEST, start="2026-11-01T08:00:00+00:00"))
+    add_run(tmp_path, on_board)
+    assert build_data(History.open(tmp_path))["headline"]["floor"] == pytest.approx(floor["spread"])
     assert [g["kind"] for g in data["groups"]] == ["canonical", "canonical", "basehead", "aa"]
     assert data["groups"][0]["gpu"] == "NVIDIA H200"
 
@@ -782,9 +788,14 @@ def _one_truth(page: Any, h: History) -> None:
             assert f"left out of trends (" in got["cards"][row["series"]] and word in got["cards"][row["series"]]
             assert f"({word})" in listed.split(series.key.case_id, 1)[1].splitlines()[0], listed
             assert f"{series.key.case_id}: {series.points[-1].standing[1]}" in checked.stdout, checked.stdout
-    floor, _ = board_aa_floor(h, next(iter(h.series.values())).key, next(iter(h.series.values())).points[-1].gpu_uuid)
-    assert floor is not None and f"up to {floor * 100:.2f}%" in got["floor"], got["floor"]
-    assert f"A/A floor {floor:.2%}" in checked.stdout, checked.stdout
+    # the A/A floor of the board the headline run was timed on, as check's margin takes it
+    headline = h.series[got["rows"][0]["series"]]
+    floor, _ = board_aa_floor(h, headline.key, headline.points[-1].gpu_uuid)
+    if floor is None:  # no A/A run on that board: no floor beside the change, and check's margin is its default
+        assert got["floor"] == "" and "(no A/A floor measured)" in checked.stdout, (got["floor"], checked.stdout)
+    else:
+        assert f"up to {floor * 100:.2f}%" in got["floor"], got["floor"]
+        assert f"A/A floor {floor:.2%}" in checked.stdout, checked.stdout
     assert all(w["scroll"] <= w["client"] for w in got["wide"]), got["wide"]  # no horizontal scroll at 1400 px
 
 

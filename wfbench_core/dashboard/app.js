@@ -186,7 +186,7 @@
         " (" + h.previous.date + " UTC" + (h.previous.commit ? ", commit " + h.previous.commit.slice(0, 7) : "") + ")"])
       : el("div", { class: "hero-prev", text: g === null ? "" : "first run over this case set: nothing to compare with" });
     if (h.floor !== null && h.floor !== undefined) {
-      prev.appendChild(el("div", { class: "floor-note", text: "A/A floor on this GPU (CUDA against itself): up to " +
+      prev.appendChild(el("div", { class: "floor-note", text: "A/A floor on this board (CUDA against itself): up to " +
         (h.floor * 100).toFixed(2) + "% from 1.000×; a change smaller than that is within the method's floor." }));
     }
 
