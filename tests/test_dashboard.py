@@ -752,6 +752,65 @@ def test_example_history_renders(browser: Any, tmp_path: Path) -> None:
         page.close()
 
 
+CEILING_RUN = Path(__file__).parent.parent / "docs" / "results" / "h200-ceiling.json"
+
+
+@pytest.mark.skipif(not (EXAMPLES / "runs").is_dir(), reason="no example history in examples/history")
+def test_the_example_history_shows_the_stored_h200_ceilings_apart(browser: Any, tmp_path: Path) -> None:
+    """The dashboard the README shows (``wfbench dashboard --history examples/history``): its headline run is the
+    stored H200 run with --ceiling, and every ceiling of that file is a row of its own section, with its library,
+    version and ratio, and none of it in the headline's gap or geomean."""
+    import hashlib
+
+    stored = json.loads(CEILING_RUN.read_text(encoding="utf-8"))
+    ceilings = [c for c in stored["cases"] if c.get("ceiling")]
+    assert len(ceilings) == 5  # "its five library ceilings" (docs/dashboard.md, docs/ceiling.md)
+    h = History.open(EXAMPLES)
+    sha = hashlib.sha256(CEILING_RUN.read_bytes()).hexdigest()
+    [entry] = [e for e in h.runs.values() if e.sha256 == sha]  # the very file, stored unchanged
+    # "timed on another H200 board than the six runs before it, and there is no A/A run on that board"
+    board = stored["environment"]["gpu_uuid"]
+    before = [load_result(EXAMPLES / e.file) for e in h.runs.values() if e is not entry]
+    assert len(before) == 6 and all(r.created < stored["created"] for r in before)
+    assert all(r.environment.gpu_uuid != board for r in before)
+    res = CliRunner().invoke(main, ["dashboard", "--history", str(EXAMPLES), "--out", str(tmp_path / "site")])
+    assert res.exit_code == 0, res.output
+    page, errors, _ = _open(browser, tmp_path / "site" / "index.html", width=1400)
+    try:
+        # the page's own data: its headline run is that file
+        assert page.evaluate("() => window.wfbenchDashboard.data.headline.run") == entry.file
+        rows = page.locator("article.ceilings tbody tr")
+        shown = {tr.locator("td").first.inner_text(): tr.locator("td").all_inner_texts() for tr in rows.all()}
+        assert len(shown) == rows.count() == len(ceilings)
+        # at a newcomer's 1400 px the whole table is in the window, the ratio column included (no side scroll)
+        box = page.evaluate("() => { const b = document.querySelector('article.ceilings .table-scroll');"
+                            " return [b.scrollWidth, b.clientWidth]; }")
+        assert box[0] <= box[1], box
+        for c in ceilings:
+            k = c["ceiling"]
+            cells = shown[f"{c['id']}/v{c['version']}/ceiling"]
+            assert k["library"] in cells[1] and k["routine"] in cells[1], cells
+            assert f"{k['package']} {k['library_version']}" in cells[1], cells
+            assert cells[5] == f"{k['ratio']:.2f}×" and cells[6].startswith(k["status"]), cells
+        # the headline: the geomean of the run's P0 gaps (never a ratio), and no ceiling in it
+        p0 = [c for c in stored["cases"] if c["priority"] == "P0"]
+        assert page.locator("#headline .gap-value").inner_text() == f"{geomean([c['timing']['gap'] for c in p0]):.3f}×"
+        headline = page.locator("#headline").inner_text()
+        assert "ceiling" not in headline.lower()
+        assert not any(f"{c['ceiling']['ratio']:.2f}×" in headline for c in ceilings if c["ceiling"]["ratio"] > 10)
+        assert not errors, errors
+    finally:
+        page.close()
+    # what docs/dashboard.md says check makes of that run: SAME on another board, reduce_sum_f64 moved, exit 4
+    checked = CliRunner().invoke(main, ["check", "--history", str(EXAMPLES)])
+    assert checked.exit_code == 4, checked.stdout
+    moved = [line for line in checked.stdout.splitlines() if "moved" in line and line.startswith("  ")]
+    assert len(moved) == 1 and moved[0].startswith("  reduce_sum_f64:") and "other board" in moved[0], moved
+    findings = json.loads(CliRunner().invoke(main, ["check", "--history", str(EXAMPLES), "--json"]).stdout)["findings"]
+    judged = [f for f in findings if f["judged"]]
+    assert judged and all(f["verdict"] == "same" and "other board" in f["message"] for f in judged), findings
+
+
 ONE_TRUTH = """() => {
   const rows = [...document.querySelectorAll('#headline tr[data-series]')].map((tr) => ({
     series: tr.dataset.series, row: tr.className,
