@@ -116,7 +116,13 @@ def test_one_headline_and_every_kind_of_run_apart(tmp_path: Path) -> None:
     [floor] = data["floors"]
     aa = runs["aa"]
     assert floor["spread"] == pytest.approx(max(abs(c.timing.gap - 1) for c in aa.cases))
-    assert head["floor"] == floor["spread"]  # the A/A floor of the headline's GPU, beside its change
+    # the A/A run was timed under another protocol than the headline run: it is not that series' floor (check's
+    # margin says the same); an A/A run of the headline's protocol on its board gives the floor beside its change
+    assert aa.protocol != newest.protocol and head["floor"] is None
+    on_board = attrs.evolve(aa, environment=attrs.evolve(aa.environment, gpu_uuid=newest.environment.gpu_uuid),
+                            protocol=newest.protocol, created=created_at(NEWEST, start="2026-11-01T08:00:00+00:00"))
+    add_run(tmp_path, on_board)
+    assert build_data(History.open(tmp_path))["headline"]["floor"] == pytest.approx(floor["spread"])
     assert [g["kind"] for g in data["groups"]] == ["canonical", "canonical", "basehead", "aa"]
     assert data["groups"][0]["gpu"] == "NVIDIA H200"
 
@@ -746,6 +752,65 @@ def test_example_history_renders(browser: Any, tmp_path: Path) -> None:
         page.close()
 
 
+CEILING_RUN = Path(__file__).parent.parent / "docs" / "results" / "h200-ceiling.json"
+
+
+@pytest.mark.skipif(not (EXAMPLES / "runs").is_dir(), reason="no example history in examples/history")
+def test_the_example_history_shows_the_stored_h200_ceilings_apart(browser: Any, tmp_path: Path) -> None:
+    """The dashboard the README shows (``wfbench dashboard --history examples/history``): its headline run is the
+    stored H200 run with --ceiling, and every ceiling of that file is a row of its own section, with its library,
+    version and ratio, and none of it in the headline's gap or geomean."""
+    import hashlib
+
+    stored = json.loads(CEILING_RUN.read_text(encoding="utf-8"))
+    ceilings = [c for c in stored["cases"] if c.get("ceiling")]
+    assert len(ceilings) == 5  # "its five library ceilings" (docs/dashboard.md, docs/ceiling.md)
+    h = History.open(EXAMPLES)
+    sha = hashlib.sha256(CEILING_RUN.read_bytes()).hexdigest()
+    [entry] = [e for e in h.runs.values() if e.sha256 == sha]  # the very file, stored unchanged
+    # "timed on another H200 board than the six runs before it, and there is no A/A run on that board"
+    board = stored["environment"]["gpu_uuid"]
+    before = [load_result(EXAMPLES / e.file) for e in h.runs.values() if e is not entry]
+    assert len(before) == 6 and all(r.created < stored["created"] for r in before)
+    assert all(r.environment.gpu_uuid != board for r in before)
+    res = CliRunner().invoke(main, ["dashboard", "--history", str(EXAMPLES), "--out", str(tmp_path / "site")])
+    assert res.exit_code == 0, res.output
+    page, errors, _ = _open(browser, tmp_path / "site" / "index.html", width=1400)
+    try:
+        # the page's own data: its headline run is that file
+        assert page.evaluate("() => window.wfbenchDashboard.data.headline.run") == entry.file
+        rows = page.locator("article.ceilings tbody tr")
+        shown = {tr.locator("td").first.inner_text(): tr.locator("td").all_inner_texts() for tr in rows.all()}
+        assert len(shown) == rows.count() == len(ceilings)
+        # at a newcomer's 1400 px the whole table is in the window, the ratio column included (no side scroll)
+        box = page.evaluate("() => { const b = document.querySelector('article.ceilings .table-scroll');"
+                            " return [b.scrollWidth, b.clientWidth]; }")
+        assert box[0] <= box[1], box
+        for c in ceilings:
+            k = c["ceiling"]
+            cells = shown[f"{c['id']}/v{c['version']}/ceiling"]
+            assert k["library"] in cells[1] and k["routine"] in cells[1], cells
+            assert f"{k['package']} {k['library_version']}" in cells[1], cells
+            assert cells[5] == f"{k['ratio']:.2f}×" and cells[6].startswith(k["status"]), cells
+        # the headline: the geomean of the run's P0 gaps (never a ratio), and no ceiling in it
+        p0 = [c for c in stored["cases"] if c["priority"] == "P0"]
+        assert page.locator("#headline .gap-value").inner_text() == f"{geomean([c['timing']['gap'] for c in p0]):.3f}×"
+        headline = page.locator("#headline").inner_text()
+        assert "ceiling" not in headline.lower()
+        assert not any(f"{c['ceiling']['ratio']:.2f}×" in headline for c in ceilings if c["ceiling"]["ratio"] > 10)
+        assert not errors, errors
+    finally:
+        page.close()
+    # what docs/dashboard.md says check makes of that run: SAME on another board, reduce_sum_f64 moved, exit 4
+    checked = CliRunner().invoke(main, ["check", "--history", str(EXAMPLES)])
+    assert checked.exit_code == 4, checked.stdout
+    moved = [line for line in checked.stdout.splitlines() if "moved" in line and line.startswith("  ")]
+    assert len(moved) == 1 and moved[0].startswith("  reduce_sum_f64:") and "other board" in moved[0], moved
+    findings = json.loads(CliRunner().invoke(main, ["check", "--history", str(EXAMPLES), "--json"]).stdout)["findings"]
+    judged = [f for f in findings if f["judged"]]
+    assert judged and all(f["verdict"] == "same" and "other board" in f["message"] for f in judged), findings
+
+
 ONE_TRUTH = """() => {
   const rows = [...document.querySelectorAll('#headline tr[data-series]')].map((tr) => ({
     series: tr.dataset.series, row: tr.className,
@@ -782,9 +847,14 @@ def _one_truth(page: Any, h: History) -> None:
             assert f"left out of trends (" in got["cards"][row["series"]] and word in got["cards"][row["series"]]
             assert f"({word})" in listed.split(series.key.case_id, 1)[1].splitlines()[0], listed
             assert f"{series.key.case_id}: {series.points[-1].standing[1]}" in checked.stdout, checked.stdout
-    floor, _ = board_aa_floor(h, next(iter(h.series.values())).key, next(iter(h.series.values())).points[-1].gpu_uuid)
-    assert floor is not None and f"up to {floor * 100:.2f}%" in got["floor"], got["floor"]
-    assert f"A/A floor {floor:.2%}" in checked.stdout, checked.stdout
+    # the A/A floor of the board the headline run was timed on, as check's margin takes it
+    headline = h.series[got["rows"][0]["series"]]
+    floor, _ = board_aa_floor(h, headline.key, headline.points[-1].gpu_uuid)
+    if floor is None:  # no A/A run on that board: no floor beside the change, and check's margin is its default
+        assert got["floor"] == "" and "(no A/A floor measured)" in checked.stdout, (got["floor"], checked.stdout)
+    else:
+        assert f"up to {floor * 100:.2f}%" in got["floor"], got["floor"]
+        assert f"A/A floor {floor:.2%}" in checked.stdout, checked.stdout
     assert all(w["scroll"] <= w["client"] for w in got["wide"]), got["wide"]  # no horizontal scroll at 1400 px
 
 

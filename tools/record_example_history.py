@@ -20,6 +20,12 @@ The newest run is a whole suite run, so ``wfbench check --history examples/histo
 run before it and exits 0 (``assemble`` runs it and fails otherwise). ``assemble`` also stores the newest
 suite run as docs/results/h200-suite.json and the A/A run as docs/results/h200-aa.json, and re-renders the
 figures of README.md and docs/*.md (tools/docs_figures.py).
+
+The example history in the repository ends with one more run: the stored run of the whole suite with
+``--ceiling`` (docs/results/h200-ceiling.json, added unchanged with ``wfbench history add``), so that its
+dashboard shows the library ceilings (docs/dashboard.md). ``assemble`` replaces runs/: after a re-recording,
+time the head bundle with ``wfbench execute OUT/suite-head --ceiling -o RESULT`` on the GPU host and add that
+run the same way, as the newest.
 """
 
 from __future__ import annotations

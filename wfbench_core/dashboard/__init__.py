@@ -30,7 +30,7 @@ from wfbench_core.dashboard.sweeps import sweep_cards
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.fsutil import atomic_write
 from wfbench_core.record.results import MODE_AA
-from wfbench_core.review.evidence import aa_run_floor
+from wfbench_core.review.evidence import aa_run_floor, board_aa_floor
 from wfbench_core.review.history import History, git_links, point_order, utc_sortable
 from wfbench_core.review.series import STABLE, Point, Series, SeriesKey
 
@@ -310,6 +310,18 @@ def _series_groups(grouped: Sequence[tuple[str, Sequence[Series]]]) -> tuple[lis
     return groups, out_series
 
 
+def _board_floor(history: History, members: Sequence[Series], run: str) -> float | None:
+    """The A/A floor of the board ``run`` was timed on, as ``wfbench check`` takes it for its margin; None when
+    that board has no A/A run (another board's floor is not this one's)."""
+    for s in members:
+        for p in s.points:
+            if p.run == run:
+                floor, _ = board_aa_floor(history, s.key, p.gpu_uuid)
+                if floor is not None:
+                    return floor
+    return None
+
+
 def _headline_first(canonical: list[list[Series]], headline_gpu: str | None, root: Path) -> list[list[Series]]:
     """The canonical platforms with the one of ``headline_gpu`` first (when named)."""
     if headline_gpu is None:
@@ -357,8 +369,7 @@ def build_data(history: History, *, title: str = "WarpForth vs CUDA",
     aa = sorted((m for m in platforms.values() if kind_of(m[0].key) == KIND_AA), key=newest, reverse=True)
     floors = [_floor(m) for m in aa]
     if headline is not None:
-        same_gpu = [f for f in floors if (f["gpu"], f["cc"]) == (headline["gpu"], headline["cc"])]
-        headline["floor"] = same_gpu[0]["spread"] if same_gpu else None
+        headline["floor"] = _board_floor(history, canonical[0], headline["run"])
 
     # the series, one group per platform: canonical (headline first), base/head, A/A
     groups, out_series = _series_groups([(KIND_CANONICAL, m) for m in canonical]

@@ -186,7 +186,7 @@
         " (" + h.previous.date + " UTC" + (h.previous.commit ? ", commit " + h.previous.commit.slice(0, 7) : "") + ")"])
       : el("div", { class: "hero-prev", text: g === null ? "" : "first run over this case set: nothing to compare with" });
     if (h.floor !== null && h.floor !== undefined) {
-      prev.appendChild(el("div", { class: "floor-note", text: "A/A floor on this GPU (CUDA against itself): up to " +
+      prev.appendChild(el("div", { class: "floor-note", text: "A/A floor on this board (CUDA against itself): up to " +
         (h.floor * 100).toFixed(2) + "% from 1.000×; a change smaller than that is within the method's floor." }));
     }
 
@@ -386,12 +386,13 @@
     var body = rows.map(function (r) {
       return el("tr", { class: r.status === "ok" ? "ok" : "failed" }, [
         el("td", { text: r.series }),
-        el("td", { text: r.library + " " + r.routine + " (" + r.version + ")" + (r.tensor_cores ? " · tensor cores: " + r.tensor_cores : "") }),
+        el("td", { class: "lib" }, [r.library + " " + r.routine + " (" + r.version + ")",
+          r.tensor_cores ? el("div", { class: "lib-note", text: "tensor cores: " + r.tensor_cores }) : null]),
         el("td", { class: "num", text: r.wf === null || r.wf === undefined ? "–" : fmtUs(r.wf) }),
         el("td", { class: "num", text: r.cuda === null || r.cuda === undefined ? "–" : fmtUs(r.cuda) }),
         el("td", { class: "num", text: r.ceiling === null || r.ceiling === undefined ? "–" : fmtUs(r.ceiling) }),
         el("td", { class: "num", text: r.ratio === null || r.ratio === undefined ? "–" : r.ratio.toFixed(2) + "×" }),
-        el("td", { text: r.status + (r.message ? ": " + r.message : "") }),
+        el("td", { class: "why", text: r.status + (r.message ? ": " + r.message : "") }),
       ]);
     });
     return el("article", { class: "card section-card ceilings" }, [
@@ -400,7 +401,7 @@
         el("p", { class: "explain", text: "How far each case is from NVIDIA's library code for the same operation " +
           "(cuBLAS, CUB), timed in the same rounds. WarpForth time / ceiling time: above 1, the library is faster. " +
           "Its own series; never part of the gap, the geomean or a verdict." })]),
-      el("div", { class: "table-scroll" }, [el("table", { class: "cases" }, [
+      el("div", { class: "table-scroll" }, [el("table", { class: "cases ceiling-table" }, [
         el("thead", null, [el("tr", null, ["series", "library", "WarpForth µs", "CUDA µs", "ceiling µs",
           "WarpForth time / ceiling time", "status"].map(function (t, i) {
           return el("th", { class: i >= 2 && i <= 5 ? "num" : null, text: t }); }))]),
