@@ -69,3 +69,15 @@ def test_help_lists_every_command_as_click_would() -> None:
     loaded = click.Group("wfbench", commands=[main.load(n) for n in COMMANDS])
     lazy = commands_section(main)
     assert lazy.startswith("Commands:") and lazy == commands_section(loaded)
+
+
+def test_reading_and_exporting_a_result_does_not_import_scipy_stats(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Loading a result recomputes its intervals (t quantiles) and export its geomean: both from numpy and
+    scipy.special, never scipy.stats, whose import is most of such a command's start."""
+    from pathlib import Path
+
+    result = Path(__file__).parent / "fixtures" / "h200-suite1.json"
+    loaded = _modules_after("export", str(result), "--format", "github-action-benchmark",
+                            "-o", str(tmp_path / "gab.json"))
+    assert "wfbench_core.cli.export" in loaded and json.loads((tmp_path / "gab.json").read_text())  # it did run
+    assert [m for m in loaded if m == "scipy.stats" or m.startswith("scipy.stats.")] == []

@@ -413,6 +413,19 @@ def test_options_are_checked() -> None:
         SshTransport(registry=None, host="h", host_key="maybe")
 
 
+def test_a_shipment_reads_which_distribution_owns_each_package_once_per_step(registry, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """importlib.metadata.packages_distributions() reads every installed distribution's file list (seconds in a
+    full venv, on every ssh or vast run): once to select the distributions, once per plugin's file check, not
+    once per module asked about."""
+    import importlib.metadata as md
+
+    calls: list[int] = []
+    real = md.packages_distributions
+    monkeypatch.setattr(md, "packages_distributions", lambda: calls.append(1) or real())
+    shipment = wheels.prepare(registry, ["scale_i64", "axpy_f64"])
+    assert shipment.main and 1 <= len(calls) <= 2 + len(shipment.plugin_wheels), len(calls)
+
+
 def test_wheels_ship_wfbench_its_cases_and_pure_dependencies(registry) -> None:  # type: ignore[no-untyped-def]
     shipment = wheels.prepare(registry, ["scale_i64", "axpy_f64"])
     names = {w.name.split("-")[0].lower() for w in shipment.wheels}

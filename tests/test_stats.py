@@ -90,3 +90,24 @@ def test_history_side_modules_import_no_numpy_or_scipy() -> None:
             "print(sorted(m for m in ('numpy', 'scipy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_quantiles_and_geomean_are_scipy_stats_own_numbers() -> None:
+    """t_quantile and geomean avoid importing scipy.stats; the numbers are bit for bit its t.ppf, norm.ppf and
+    gmean, so no stored interval or geomean moves."""
+    import math
+
+    from scipy import stats as sps
+
+    from wfbench_core.stats import t_quantile
+
+    for level in (0.5, 0.9, 0.95, 0.99):
+        q = 0.5 + level / 2.0
+        assert t_quantile(level, math.inf) == float(sps.norm.ppf(q))
+        for df in (0.3, 1, 2, 3, 7.3, 14, 29, 100.25, 1e6):
+            assert t_quantile(level, df) == float(sps.t.ppf(q, max(df, 1.0))), (level, df)
+    rng = np.random.default_rng(1)
+    for n in (1, 2, 5, 17, 25, 100):
+        for _ in range(50):
+            values = rng.lognormal(0.0, 0.3, n).tolist()
+            assert geomean(values) == float(sps.gmean(np.asarray(values)))

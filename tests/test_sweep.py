@@ -86,14 +86,32 @@ def test_size_and_range_syntax() -> None:
 # the sweep through the real executor and worker
 
 
-def test_sweep_times_every_size_in_one_worker_and_launch_bound_sizes_in_graph_mode(monkeypatch, tmp_path,  # type: ignore[no-untyped-def]
-                                                                                nvcc) -> None:
+@attrs.frozen
+class Swept:
+    """One sweep of axpy_f64 over SIZES with the stand-in's ``sized`` timer: its result, its progress lines, the
+    stand-in's log of measurements and the stored file. The tests below that read a whole sweep share it."""
+
+    result: object
+    lines: list[str]
+    measured: Path
+    stored: Path
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory: pytest.TempPathFactory, nvcc) -> Swept:  # type: ignore[no-untyped-def]
+    tmp_path = tmp_path_factory.mktemp("sweep")
     measured = tmp_path / "measured"
-    use_stand_in_gpu(monkeypatch, FAKE_GPU_BEHAVIOUR="axpy_f64=sized", FAKE_GPU_MEASURED=str(measured))
-    bundle = sweep_bundle(tmp_path / "bundle")
     lines: list[str] = []
-    (result,) = sweep(bundle, registry=Registry.load(), case_ids=["axpy_f64"], progress=lines.append,
-                      request=ExecuteRequest(protocol=QUICK), out=lambda cid: tmp_path / f"{cid}.json")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        use_stand_in_gpu(monkeypatch, FAKE_GPU_BEHAVIOUR="axpy_f64=sized", FAKE_GPU_MEASURED=str(measured))
+        bundle = sweep_bundle(tmp_path / "bundle")
+        (result,) = sweep(bundle, registry=Registry.load(), case_ids=["axpy_f64"], progress=lines.append,
+                          request=ExecuteRequest(protocol=QUICK), out=lambda cid: tmp_path / f"{cid}.json")
+    return Swept(result, lines, measured, tmp_path / "axpy_f64.json")
+
+
+def test_sweep_times_every_size_in_one_worker_and_launch_bound_sizes_in_graph_mode(swept: Swept) -> None:
+    result, lines, measured = swept.result, swept.lines, swept.measured
     assert [p.sizes["N"] for p in result.points] == [4096, 65536, 1 << 20] and result.axis == "N"
     small, mid, big = result.points
     # the stand-in's kernels of 4096 and 65536 elements take under the 2.5 us launch floor: both sides are
@@ -115,10 +133,10 @@ def test_sweep_times_every_size_in_one_worker_and_launch_bound_sizes_in_graph_mo
         ("N=4096,blocks=16", "events"), ("N=4096,blocks=16", "graph"), ("N=65536,blocks=256", "events"),
         ("N=65536,blocks=256", "graph"), ("N=1048576,blocks=4096", "events")]
     # the file: a sweep, complete, every sample kept; the run loader refuses it
-    stored = load_sweep(tmp_path / "axpy_f64.json")
+    stored = load_sweep(swept.stored)
     assert stored.complete and stored == attrs.evolve(result, wall_s=stored.wall_s)
     with pytest.raises(WfbenchError, match="a sweep of 'wfbench sweep'"):
-        parse_result((tmp_path / "axpy_f64.json").read_text(), "axpy_f64.json")
+        parse_result(swept.stored.read_text(), "axpy_f64.json")
     assert any("timing it again in graph mode" in line for line in lines)
 
 
@@ -232,13 +250,11 @@ def test_a_sweep_file_is_judged_as_a_run_is(tmp_path: Path) -> None:
             parse_sweep(text, "x.json")
 
 
-def test_plot_png_and_svg(monkeypatch, tmp_path, nvcc) -> None:  # type: ignore[no-untyped-def]
+def test_plot_png_and_svg(swept: Swept, tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     from wfbench_core.review.sweep_plot import plot_sweep
 
-    use_stand_in_gpu(monkeypatch, FAKE_GPU_BEHAVIOUR="axpy_f64=sized")
-    (result,) = sweep(sweep_bundle(tmp_path / "bundle"), registry=Registry.load(), case_ids=["axpy_f64"],
-                      request=ExecuteRequest(protocol=QUICK))
+    result = swept.result
     png = plot_sweep(result, tmp_path / "s.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     svg = plot_sweep(result, tmp_path / "s.svg").read_text()
@@ -281,14 +297,14 @@ def test_build_sweep_with_the_real_warpforthc(tmp_path: Path, warpforthc: Path) 
         assert "${" not in (out / p["config"]["wf_source"]).read_text()
 
 
-def test_a_stored_sweep_renders_as_a_figure_block(monkeypatch, tmp_path, nvcc) -> None:  # type: ignore[no-untyped-def]
+def test_a_stored_sweep_renders_as_a_figure_block(swept: Swept, monkeypatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """tools/docs_figures.py's sweep-table: the table ``wfbench sweep`` prints, from the stored file; a block
     edited by hand is rendered back."""
+    import shutil
+
     from testkit import load_tool
 
-    use_stand_in_gpu(monkeypatch, FAKE_GPU_BEHAVIOUR="axpy_f64=sized")
-    sweep(sweep_bundle(tmp_path / "bundle", sizes=SIZES[:2]), registry=Registry.load(), case_ids=["axpy_f64"],
-          request=ExecuteRequest(protocol=QUICK), out=lambda cid: tmp_path / "s.json")
+    shutil.copy(swept.stored, tmp_path / "s.json")
     tool = load_tool("docs_figures")
     monkeypatch.setattr(tool, "ROOT", tmp_path)
     good = f"<!-- figure: sweep-table s.json -->\n{tool.sweep_table('s.json')}<!-- /figure -->\n"

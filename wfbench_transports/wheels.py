@@ -29,7 +29,7 @@ import re
 import shutil
 import tempfile
 import zipfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -95,8 +95,11 @@ def _installed() -> dict[str, md.Distribution]:
     return found
 
 
-def _dist_of_module(module: str, installed: dict[str, md.Distribution]) -> md.Distribution | None:
-    names = md.packages_distributions().get(module.split(".")[0], [])
+def _dist_of_module(module: str, installed: dict[str, md.Distribution],
+                    owners: Mapping[str, list[str]]) -> md.Distribution | None:
+    """The installed distribution that provides ``module``; ``owners`` is ``md.packages_distributions()``,
+    read once by the caller (it reads every installed distribution's file list: seconds in a large venv)."""
+    names = owners.get(module.split(".")[0], [])
     for name in names:
         if canonical_name(name) in installed:
             return installed[canonical_name(name)]
@@ -119,7 +122,8 @@ def _requirement_names(dist: md.Distribution) -> list[str]:
 def select_distributions(registry: Any, case_ids: Iterable[str]) -> list[md.Distribution]:
     """wfbench, every distribution with ``wfbench`` entry points, and the plugins of ``case_ids``."""
     installed = _installed()
-    core = _dist_of_module("wfbench_core", installed) or installed.get("wfbench")
+    owners = md.packages_distributions()
+    core = _dist_of_module("wfbench_core", installed, owners) or installed.get("wfbench")
     if core is None:
         raise WfbenchError("wfbench is not installed as a distribution here; install it (pip install -e .) "
                            "so it can be shipped to the GPU host")
@@ -132,7 +136,7 @@ def select_distributions(registry: Any, case_ids: Iterable[str]) -> list[md.Dist
         if reg is None:
             continue
         owner = (installed.get(canonical_name(reg.origin.distribution)) if reg.origin.distribution
-                 else _dist_of_module(reg.origin.name, installed))
+                 else _dist_of_module(reg.origin.name, installed, owners))
         if owner is None:
             raise WfbenchError(
                 f"case {cid!r} comes from plugin {reg.plugin}, which is not part of an installed distribution; "
@@ -401,8 +405,9 @@ def plugin_files_problem(dist: md.Distribution, wheel: Path) -> str | None:
     with zipfile.ZipFile(wheel) as z:
         shipped = set(z.namelist())
     installed = _installed()
+    owners = md.packages_distributions()
     for package, files in sorted(resources_read().items()):
-        owner = _dist_of_module(package, installed)
+        owner = _dist_of_module(package, installed, owners)
         if owner is None or canonical_name(owner.metadata["Name"]) != canonical_name(name):
             continue
         missing += [f"{package.replace('.', '/')}/{f}" for f in sorted(files)

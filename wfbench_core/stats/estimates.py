@@ -23,6 +23,7 @@ from wfbench_core.stats.summary import (
     pair_ratio_noise,
     placement_noise,
     summarize,
+    t_quantile,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -64,13 +65,6 @@ class LogEstimate:
         """The ratio interval exp(value -/+ t_df x se)."""
         half = t_quantile(level, self.df) * self.se
         return math.exp(self.value - half), math.exp(self.value + half)
-
-
-def t_quantile(level: float, df: float) -> float:
-    from scipy import stats as sps
-
-    q = 0.5 + level / 2.0
-    return float(sps.norm.ppf(q)) if not math.isfinite(df) else float(sps.t.ppf(q, max(df, 1.0)))
 
 
 def combine(parts: Sequence[LogEstimate], value: float, basis: str = "") -> LogEstimate:

@@ -21,7 +21,7 @@ __all__ = [  # internal: the names the rest of wfbench uses (README: Layout)
     "as_array", "band", "case_set_id", "first_minus_second", "gap", "gap_interval", "geomean", "geomean_noise",
     "is_unstable", "mad", "median", "pair_ratio_mad", "pair_ratio_noise", "pair_ratios", "percentiles",
     "placement_gaps", "placement_noise", "position_effect", "rate", "relative_halfwidth", "relative_mad", "spread",
-    "suite_geomean", "summarize",
+    "suite_geomean", "summarize", "t_quantile",
 ]
 
 def as_array(values: Collection[float]) -> np.ndarray:
@@ -196,7 +196,6 @@ def gap_interval(wf_samples_us: Sequence[float], cuda_samples_us: Sequence[float
     the medians is set by the few placements at the median rank, and this is the interval that sees it.
     """
     import numpy as np
-    from scipy import stats as sps
 
     wf = as_array(wf_samples_us)
     cu = as_array(cuda_samples_us)
@@ -219,9 +218,20 @@ def gap_interval(wf_samples_us: Sequence[float], cuda_samples_us: Sequence[float
     boot = np.log(np.nanmedian(w[pick].reshape(GAP_INTERVAL_RESAMPLES, -1), axis=1)
                   / np.nanmedian(c[pick].reshape(GAP_INTERVAL_RESAMPLES, -1), axis=1))
     s = float(boot.std(ddof=1)) * math.sqrt(p / (p - 1))
-    half = float(sps.t.ppf(0.5 + level / 2.0, p - 1)) * s
+    half = t_quantile(level, p - 1) * s
     centre = math.log(float(np.median(wf)) / float(np.median(cu)))
     return math.exp(centre - half), math.exp(centre + half)
+
+
+def t_quantile(level: float, df: float) -> float:
+    """The two-sided ``level`` quantile of Student's t with ``df`` degrees of freedom (at least 1), the normal
+    one where ``df`` is infinite: the same numbers as ``scipy.stats`` (its ``t.ppf`` and ``norm.ppf`` are these
+    functions of ``scipy.special``), without importing ``scipy.stats``, which costs every command that reads a
+    result file about a second."""
+    from scipy import special
+
+    q = 0.5 + level / 2.0
+    return float(special.ndtri(q)) if not math.isfinite(df) else float(special.stdtrit(max(df, 1.0), q))
 
 
 def relative_halfwidth(interval: tuple[float, float]) -> float:
@@ -254,9 +264,12 @@ def rate(amount: int, median_us: float) -> float | None:
 # across runs
 
 def geomean(values: Sequence[float]) -> float:
-    from scipy import stats as sps
+    """exp of the mean log: what ``scipy.stats.gmean`` computes, without importing ``scipy.stats`` (about a
+    second of every command that exports or renders a run)."""
+    import numpy as np
 
-    return float(sps.gmean(as_array(values)))
+    with np.errstate(divide="ignore"):
+        return float(np.exp(np.mean(np.log(as_array(values)))))
 
 
 def geomean_noise(values: Sequence[float], mads: Sequence[float]) -> float:
