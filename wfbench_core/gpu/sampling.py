@@ -14,10 +14,11 @@ Rules, each written once here:
   still run for :data:`WARMUP_MIN_S` of busy GPU (calibration needs their launch times, and the consistency
   rule their warm-up launches). What was credited is recorded (``warmup_carried_s``); the matching-clock
   rule below still re-takes any pair that ran at a dipped clock.
-- **Calibration**: launches per sample so the *fastest* side's sample lasts ``min_sample_ms`` times
+- **Calibration**: launches per sample so the case's *fastest* own side's sample lasts ``min_sample_ms`` times
   :data:`SAMPLE_MARGIN`; a sample that still comes in short is re-taken with more launches (counted in
-  ``short_retakes``), so every kept sample lasts at least ``min_sample_ms`` (except where the mode caps
-  the launches per sample: ``cold-l2`` times each launch with its own events).
+  ``short_retakes``), so every kept sample of the case's sides lasts at least ``min_sample_ms`` (except where
+  the mode caps the launches per sample: ``cold-l2`` times each launch with its own events); a library
+  ceiling's samples are as many launches, and may be shorter.
 - **Placements**: the pairs are spread over ``placements`` blocks of equal size; each block runs on freshly
   allocated buffers at random 256-byte-multiple offsets (:func:`placement_offsets`), inputs copied in again,
   and starts with an untimed round of the reference side that touches every new buffer once.
