@@ -42,6 +42,7 @@ from wfbench_core.record.request import ExecuteRequest
 from wfbench_core.record.results import CompilerInfo, TimingProtocol, sm_arch
 
 if TYPE_CHECKING:
+    from wfbench_core.ceiling import Ceiling
     from wfbench_core.contracts import Timer
     from wfbench_core.gpu.host_prep import HostPrep
 
@@ -167,11 +168,11 @@ class Worker:
                                yardsticks=self.yardsticks, ceiling=self._ceiling(case_id))
         return msg.Results(tuple(self.prep.with_wait(results, wait_s) if self.prep is not None else results))
 
-    def _ceiling(self, case_id: str) -> Any:
+    def _ceiling(self, case_id: str) -> Ceiling | None:
         """The case's declared ceiling when the run asked for ceilings (``--ceiling``), else None."""
         from wfbench_core.ceiling import Ceiling
 
-        found = self.registry.ceiling(case_id) if getattr(self.request, "ceiling", False) else None
+        found = self.registry.ceiling(case_id) if self.request.ceiling else None
         return found if isinstance(found, Ceiling) else None
 
     def point(self, request: msg.RunPoint) -> msg.Results:
