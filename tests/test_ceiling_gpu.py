@@ -68,3 +68,32 @@ def test_dgemm_runs_on_wfbench_stream_and_its_kernels_are_named() -> None:
     device.synchronize()
     assert device.elapsed_ms(start, end) > 0  # the DGEMM ran between wfbench's two events
     assert np.all(device.read({"C": c})["C"] == n)
+
+
+@pytest.mark.parametrize("case_id", ["reduce_sum_f64", "matmul_f64_tiled"])
+def test_explain_profiles_the_library_kernels_beside_both_sides(case_id: str) -> None:
+    """``explain --ceiling --profile``: Nsight Compute profiles every kernel of one library call (CUB's reduction
+    is more than one kernel) beside the WarpForth and CUDA kernels, with its tensor-path operations."""
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from wfbench_core.cli import main
+    from wfbench_core.compiling.cudatools import require_tool
+    from wfbench_core.errors import WfbenchError
+
+    try:
+        require_tool("ncu", None, why="the test profiles")
+    except WfbenchError as exc:
+        pytest.skip(str(exc))
+    ptx = Path(__file__).parent / "fixtures" / "ptx" / f"{case_id}.canonical.ptx"
+    r = CliRunner().invoke(main, ["explain", case_id, "--wf-ptx", str(ptx), "--ceiling", "--profile", "-q"])
+    assert r.exit_code == 0, r.output
+    print(r.output)
+    section = r.output.split("### Nsight Compute: the library's kernels", 1)[1]
+    assert "Not profiled" not in section
+    assert "| WarpForth | CUDA | library 1 |" in section and "tensor-path" in section
+    names = [ln for ln in section.splitlines() if ln.startswith("- library ")]
+    assert names and all("matches no declared name" not in ln for ln in names), names
+    if case_id == "reduce_sum_f64":
+        assert len(names) >= 2  # CUB's two passes (and CuPy's copy of the total)

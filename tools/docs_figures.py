@@ -15,6 +15,9 @@ where PATH is a result file in the repository (relative to its root) and KIND on
 - ``suite-table``: the run's table exactly as ``wfbench run`` prints it, with the GPU, the date and the wall time;
 - ``ceiling-table``: a run with ``--ceiling``: its table exactly as ``wfbench run --ceiling`` prints it, the
   library ceiling's time and ``WarpForth time / ceiling time`` beside each case's two sides (docs/ceiling.md);
+- ``ceiling-profile``: one call of a library ceiling as Nsight Compute saw it (the stdout of
+  :func:`wfbench_core.gpu.ceiling_profile.ncu_command`, the profile ``wfbench explain CASE --ceiling --profile``
+  takes): each of the library's kernels, its time, throughputs, occupancy and tensor-path operations;
 - ``aa-position``: an A/A run's position effect per case: within each pair, the first side's sample minus the
   second's (:func:`wfbench_core.stats.position_effect`), with its 95 % interval and how many pairs had the
   first side slower.
@@ -112,6 +115,27 @@ def ceiling_table(src: str) -> str:
     head = (f"A run with `--ceiling` on an {env.gpu_name}, stored in `{src}` ({_when(result)}, result schema "
             f"{raw['schema_version']}; `wall_s` {result.wall_s:.1f} s):")  # type: ignore[attr-defined]
     return f"{head}\n\n```\n{render(result, ceiling=True)}\n```\n"
+
+
+def ceiling_profile(src: str) -> str:
+    """The library's kernels of one ceiling call, from ncu's raw page (:mod:`wfbench_core.gpu.ceiling_profile`)."""
+    from wfbench_core.gpu.ceiling_profile import library_kernels
+    from wfbench_core.gpu.profile import parse_raw_csv
+
+    path = ROOT / src
+    rows = parse_raw_csv(path.read_text()) if path.is_file() else []
+    if not rows:
+        raise SystemExit(f"docs_figures: {src}: no Nsight Compute raw page (ncu --csv --page raw) in the repository")
+    gpu = rows[0].get("device__attribute_display_name", ("", "GPU"))[1]
+    lines = [f"One call of the ceiling profiled by Nsight Compute on an {gpu}, ncu's page stored in `{src}`:", "",
+             "| kernel | duration (us) | DRAM throughput | SM throughput | achieved occupancy | warp instructions "
+             "| tensor-path fp64 operations |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for k in library_kernels(rows):
+        p, name = k.profile, k.name if len(k.name) <= 72 else k.name[:69] + "..."
+        fp64 = "not counted" if k.tensor_ops is None else f"{k.tensor_ops.get('fp64', 0.0):,.0f}"
+        lines.append(f"| `{name}` | {p.duration_us:.2f} | {p.dram_pct:.1f}% | {p.sm_pct:.1f}% | "
+                     f"{p.achieved_occupancy_pct:.1f}% | {p.instructions:,} | {fp64} |")
+    return "\n".join(lines) + "\n"
 
 
 def aa_position(src: str) -> str:
@@ -330,6 +354,7 @@ def sweep_table(src: str) -> str:
 
 RENDERERS: dict[str, Callable[[str], str]] = {"board-component": board_component, "board-verdicts": board_verdicts,
                                               "suite-table": suite_table, "suite-costs": suite_costs, "ceiling-table": ceiling_table,
+                                              "ceiling-profile": ceiling_profile,
                                               "aa-position": aa_position,
                                               "power-table": power_table, "stack-tax": stack_tax_table,
                                               "sweep-table": sweep_table}

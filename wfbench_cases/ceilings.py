@@ -183,7 +183,7 @@ REDUCE = Ceiling(
                                                 "the exact sum: error below log2(N) x eps x sum|x|, about 1e-7")},
     prepare=_reduce,
     # CuPy takes the workspace and the total from its memory pool inside the call: it is not captured
-    capturable=False, kernels=("DeviceReduce", "cub"),
+    capturable=False, kernels=("DeviceReduce", "cub", "cupy_copy"),
 )
 
 NO_LIBRARY = {

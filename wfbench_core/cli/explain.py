@@ -14,6 +14,7 @@ from wfbench_core.errors import WfbenchError
 
 if TYPE_CHECKING:
     from wfbench_core.case import Case
+    from wfbench_core.gpu.ceiling_profile import LibraryKernel
     from wfbench_core.gpu.child import Recipe
     from wfbench_core.record.results import CaseResult, RunResult
     from wfbench_core.review.explain import SideReport
@@ -129,7 +130,8 @@ def _save(run: RunResult, out: Path, result_path: Path, timed: CaseResult, expla
               help="Most SASS lines shown of each hottest loop.")
 @click.option("--ceiling", is_flag=True,
               help="Add the case's library ceiling: its routine, what it does differently, tensor-core use, its "
-                   "kernels' names and, with --result, its time and 'WarpForth time / ceiling time'.")
+                   "kernels' names, with --result its time and 'WarpForth time / ceiling time', and with "
+                   "--profile its kernels' Nsight Compute figures beside both sides'.")
 @click.option("--quiet", "-q", is_flag=True)
 def explain_cmd(case_id: str, bundle: Path | None, wf_ptx: Path | None, warpforthc: str | None, arch: str | None,
             cuda_compiler: str, profile: bool, ncu: str | None, result_path: Path | None, save_result: Path | None,
@@ -176,9 +178,8 @@ def explain_cmd(case_id: str, bundle: Path | None, wf_ptx: Path | None, warpfort
     text = render_markdown(case, reports, arch=arch, provenance=provenance, result=result, environment=environment,
                            loop_lines=loop_lines)
     if ceiling:
-        from wfbench_core.review.ceiling_explain import ceiling_markdown
-
-        text += ceiling_markdown(case, reg.ceiling(case.id), result)
+        text += _ceiling_section(case, reg.ceiling(case.id), result, reports if profile else None, ncu, reg.recipe,
+                                 progress)
     if out is not None:
         from wfbench_core.record.fsutil import atomic_write
 
@@ -186,6 +187,25 @@ def explain_cmd(case_id: str, bundle: Path | None, wf_ptx: Path | None, warpfort
         progress(f"report: {out}")
     else:
         click.echo(text, nl=False)
+
+
+def _ceiling_section(case: Case, declared: object, result: CaseResult | None, profiled: list[SideReport] | None,
+                     ncu: str | None, recipe: Recipe | None, progress: Progress) -> str:
+    """The case's library ceiling; with the sides ``profiled``, its kernels profiled beside them (a failure to
+    profile the library is a line of the report, not the end of it)."""
+    from wfbench_core.ceiling import Ceiling
+    from wfbench_core.review.ceiling_explain import ceiling_markdown
+
+    if profiled is None or not isinstance(declared, Ceiling):
+        return ceiling_markdown(case, declared, result)
+    from wfbench_core.gpu.ceiling_profile import profile_ceiling
+
+    progress(f"profiling {case.key('canonical')} {declared.library} ceiling with Nsight Compute")
+    try:
+        kernels: list[LibraryKernel] | str = profile_ceiling(case.id, ncu=ncu, recipe=recipe)
+    except WfbenchError as exc:
+        kernels = str(exc)
+    return ceiling_markdown(case, declared, result, ([(r.side.label, r.profile) for r in profiled], kernels))
 
 
 def _arch(arch: str | None, profile: bool, bundle: Path | None) -> str:

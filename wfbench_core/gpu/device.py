@@ -360,6 +360,18 @@ class Device:
         for _ in range(times):
             _driver_ok(cu.cuGraphLaunch(graph_exec, h), "cuGraphLaunch")
 
+    def profiled(self, enqueue: Callable[[], None]) -> None:
+        """Run ``enqueue`` and wait for its work, between ``cuProfilerStart`` and ``cuProfilerStop``: a profiler
+        started with its collection off (``ncu --profile-from-start off``) sees that work and nothing else."""
+        from cuda.bindings import driver as cu
+
+        _driver_ok(cu.cuProfilerStart(), "cuProfilerStart")
+        try:
+            enqueue()
+            self.synchronize()
+        finally:
+            cu.cuProfilerStop()
+
     @staticmethod
     def drop_graph(graph: Any, graph_exec: Any) -> None:
         from cuda.bindings import driver as cu

@@ -29,7 +29,7 @@ class LaunchSpec:
     case_id: str
     side: str  # the side's label: wf, wf:LABEL, cuda
     kernel: str
-    ptx: str  # the file holding the side's PTX for ``config``
+    ptx: str  # the file holding the side's PTX for ``config`` ("" for a library ceiling's call)
     config: str = "check"
     launches: int = 1
 
@@ -54,7 +54,7 @@ def serve(launch: Callable[[LaunchSpec, str], None], argv: Sequence[str] | None 
             raise WfbenchError(f"usage: python -m {prog} SPEC (a launch spec as JSON)")
         spec = loads(args[0], LaunchSpec, where="launch spec")
         try:
-            ptx = Path(spec.ptx).read_text()
+            ptx = Path(spec.ptx).read_text() if spec.ptx else ""  # "": a launch of library code, no PTX
         except (OSError, UnicodeDecodeError) as exc:
             raise WfbenchError(f"{spec.ptx}: cannot read the PTX ({getattr(exc, 'strerror', None) or exc})") from None
         launch(spec, ptx)

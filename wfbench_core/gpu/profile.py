@@ -19,7 +19,7 @@ import re
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,7 @@ from wfbench_core.record.results import KernelProfile
 
 __all__ = [  # internal to wfbench, not the plugin API (README: Layout)
     "CLOCK_CONTROL", "EXTRA_METRICS", "LAUNCHES", "LOCAL_METRICS", "METRICS", "NCU_TIMEOUT_S", "SECTIONS",
-    "ProfileError", "launch", "ncu_command", "ncu_errors", "ncu_version", "parse_raw_csv", "profile_side",
+    "ProfileError", "launch", "ncu_command", "ncu_errors", "ncu_options", "ncu_rows", "ncu_version", "parse_raw_csv", "profile_side",
     "to_profile", "top_stalls",
 ]
 
@@ -76,15 +76,20 @@ class ProfileError(WfbenchError):
 # -------------------------------------------------------------------------------------------------
 
 
-def ncu_command(ncu: Path, *, case_id: str, ptx: Path, kernel: str, python: str = sys.executable) -> list[str]:
-    """The whole command line: ncu's options, then the launcher."""
-    cmd = [str(ncu), "--csv", "--page", "raw", "--print-units", "base", "--clock-control", CLOCK_CONTROL,
-           "--kernel-name", kernel, "--launch-skip", str(LAUNCHES - 1), "--launch-count", "1"]
+def ncu_options(ncu: Path, metrics: Sequence[str] = EXTRA_METRICS) -> list[str]:
+    """ncu and the options of every profile: the raw page as CSV in base units, the GPU's own clocks, the
+    sections and ``metrics``."""
+    cmd = [str(ncu), "--csv", "--page", "raw", "--print-units", "base", "--clock-control", CLOCK_CONTROL]
     for section in SECTIONS:
         cmd += ["--section", section]
-    cmd += ["--metrics", ",".join(EXTRA_METRICS)]
+    return [*cmd, "--metrics", ",".join(metrics)]
+
+
+def ncu_command(ncu: Path, *, case_id: str, ptx: Path, kernel: str, python: str = sys.executable) -> list[str]:
+    """The whole command line: ncu's options, the one launch profiled (the last), then the launcher."""
     spec = LaunchSpec(case_id, "", kernel, str(ptx), "canonical", LAUNCHES)
-    return cmd + command(spec, "wfbench_core.gpu.profile", python)
+    return [*ncu_options(ncu), "--kernel-name", kernel, "--launch-skip", str(LAUNCHES - 1), "--launch-count", "1",
+            *command(spec, "wfbench_core.gpu.profile", python)]
 
 
 def _number(text: str) -> float | None:
@@ -189,18 +194,25 @@ def profile_side(*, case_id: str, ptx: str, kernel: str, label: str, ncu: str | 
     with tempfile.TemporaryDirectory(prefix="wfbench-ncu-") as tmp:
         ptx_path = Path(tmp) / f"{label}.ptx"
         ptx_path.write_text(ptx)
-        proc = child.run(ncu_command(binary, case_id=case_id, ptx=ptx_path, kernel=kernel),
-                         timeout_s=NCU_TIMEOUT_S, recipe=recipe)
+        rows = ncu_rows(ncu_command(binary, case_id=case_id, ptx=ptx_path, kernel=kernel),
+                        where=f"{CaseKey(case_id, config='canonical')} {label}", recipe=recipe)
+    return to_profile(rows[-1], ncu_version=ncu_version(binary))
+
+
+def ncu_rows(cmd: list[str], *, where: str, recipe: Recipe | None = None) -> list[dict[str, tuple[str, str]]]:
+    """Run an ncu command line (:func:`ncu_command`) in its own process group under :data:`NCU_TIMEOUT_S`; the
+    rows of its raw CSV (:func:`parse_raw_csv`), at least one. ``where`` leads the one line of a failure."""
+    proc = child.run(cmd, timeout_s=NCU_TIMEOUT_S, recipe=recipe)
     if proc.returncode is None:
-        raise ProfileError(f"{CaseKey(case_id, config='canonical')} {label}: ncu took over {NCU_TIMEOUT_S} s")
+        raise ProfileError(f"{where}: ncu took over {NCU_TIMEOUT_S} s")
     out = proc.stdout + "\n" + proc.stderr
     errors = ncu_errors(out)
     rows = parse_raw_csv(proc.stdout)
     if proc.returncode != 0 or not rows:
         why = "; ".join(errors[:2]) or _last_lines(out) or f"exit status {proc.returncode}"
         hint = " (profiling needs root or NVreg_RestrictProfilingToAdminUsers=0)" if "ERR_NVGPUCTRPERM" in out else ""
-        raise ProfileError(f"{CaseKey(case_id, config='canonical')} {label}: ncu profiled nothing: {why}{hint}")
-    return to_profile(rows[-1], ncu_version=ncu_version(binary))
+        raise ProfileError(f"{where}: ncu profiled nothing: {why}{hint}")
+    return rows
 
 
 def _last_lines(text: str, n: int = 2) -> str:

@@ -30,7 +30,7 @@ from wfbench_core.review import markdown as md
 
 __all__ = [  # internal to wfbench, not the plugin API (README: Layout)
     "CLASS_HELP", "LOOP_LINES", "WF_PREFIX", "ExplainedSide", "SideReport", "analyse", "findings", "head_vs_base",
-    "profile_findings", "render_markdown",
+    "profile_findings", "render_markdown", "side_profile_rows",
 ]
 
 LOOP_LINES = 60
@@ -177,16 +177,17 @@ def _static_rows(reports: Sequence[SideReport]) -> list[list[str]]:
     return rows
 
 
-def _profile_rows(reports: Sequence[SideReport]) -> list[list[str]]:
+def side_profile_rows(columns: Sequence[tuple[str, KernelProfile | None]]) -> list[list[str]]:
+    """The Nsight Compute table's rows: a column per ``(label, profile)`` ("-" where not profiled)."""
     from wfbench_core.gpu.profile import top_stalls
 
-    rows = [["Nsight Compute", *[r.side.label for r in reports]]]
+    rows = [["Nsight Compute", *[label for label, _ in columns]]]
 
     def f(x: float | None, spec: str = ".1f", suffix: str = "") -> str:
         return "-" if x is None else format(x, spec) + suffix
 
     def row(name: str, fn: Callable[[KernelProfile], str]) -> None:
-        rows.append([name, *[fn(r.profile) if r.profile else "-" for r in reports]])
+        rows.append([name, *[fn(p) if p else "-" for _, p in columns]])
 
     row("duration (us)", lambda p: f(p.duration_us, ".2f"))
     row("DRAM throughput", lambda p: f(p.dram_pct, ".1f", "%"))
@@ -276,7 +277,8 @@ def render_markdown(case: Case, reports: Sequence[SideReport], *, arch: str, pro
     lines += ["", "#### Static diagnostics", ""] + md.table(_static_rows(reports), "r")
     lines += _mix_section(wf_reports, cuda)
     if any(r.profile for r in reports):
-        lines += ["", "#### Nsight Compute (one launch at the canonical size)", ""] + md.table(_profile_rows(reports), "r")
+        lines += ["", "#### Nsight Compute (one launch at the canonical size)", ""]
+        lines += md.table(side_profile_rows([(r.side.label, r.profile) for r in reports]), "r")
     lines += ["", "#### Memory instructions in program order", ""]
     for r in reports:
         order = memory_order(r.sass)
