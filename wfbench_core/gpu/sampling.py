@@ -35,7 +35,7 @@ Rules, each written once here:
   least :data:`CLOCK_FLOOR` of the fastest's. A GPU held at its power cap runs below its top clock the whole
   time, both sides alike, and its pairs count; a pair during which the clock moved (a clock or thermal
   event) does not: it is re-taken (counted in ``clock_retakes``), at most :func:`max_clock_retakes` times per
-  case; after that a mismatched pair is kept. Every kept pair's side clocks are recorded (``pair_side_mhz``),
+  case (longer while fewer than :data:`MIN_MATCHED` kept pairs matched); after that a mismatched pair is kept. Every kept pair's side clocks are recorded (``pair_side_mhz``),
   so the throttle rule (:mod:`wfbench_core.review.throttle`) tells matched pairs from mismatched ones with the
   same floor. Where only the round's clock is measured (:meth:`Rounds.sm_mhz`; ``cold-l2``), a pair whose
   clock is below :data:`CLOCK_FLOOR` of the highest of this case's pairs so far is the dipped one, re-taken
@@ -61,7 +61,7 @@ from wfbench_core.record.results import TimingProtocol
 from wfbench_core.record.timing_record import Sampled
 
 __all__ = [  # internal to wfbench, not the plugin API (README: Layout)
-    "CLOCK_FLOOR", "CLOCK_RETAKE_SHARE", "MAX_SHORT_RETAKES", "PLACEMENT_MAX_OFFSET", "PLACEMENT_STEP",
+    "CLOCK_FLOOR", "CLOCK_RETAKE_SHARE", "CLOCK_RETAKE_SHORT_SHARE", "MAX_SHORT_RETAKES", "MIN_MATCHED", "PLACEMENT_MAX_OFFSET", "PLACEMENT_STEP",
     "ROTATION_MEMORY_SHARE", "SAMPLE_MARGIN", "STOP_BUDGET", "STOP_SAMPLES", "STOP_TARGET", "WARMUP_MIN_S",
     "WARMUP_STEP_MS", "WARMUP_WALL_FACTOR", "WARM_CARRY_IDLE_S", "Rounds", "WarmCarry", "buffer_sets",
     "clocks_match", "dipped", "launches_for", "max_clock_retakes",
@@ -72,6 +72,8 @@ SAMPLE_MARGIN = 1.10  # calibrate for 10 % above min_sample_ms: clocks and place
 MAX_SHORT_RETAKES = 8  # a case whose samples keep coming in short is an error, not an endless loop
 CLOCK_FLOOR = 0.995  # a pair whose SM clock is below this share of the case's highest pair clock is dipped
 CLOCK_RETAKE_SHARE = 0.25  # dipped pairs are re-taken at most this share of the samples asked, per case
+MIN_MATCHED = 10  # pairs: with fewer matched (or clean) ones, a throttled case's clean gap cannot be had
+CLOCK_RETAKE_SHORT_SHARE = 2.0  # while fewer than MIN_MATCHED kept pairs matched: re-takes up to this share
 PLACEMENT_STEP = 256  # offsets are multiples of this: every buffer stays 256-byte aligned
 PLACEMENT_MAX_OFFSET = 4 << 20  # offsets up to 4 MiB
 ROTATION_MEMORY_SHARE = 0.25  # the rotated buffer sets take at most this share of the GPU's free memory
@@ -140,8 +142,14 @@ def clocks_match(clocks: Sequence[float]) -> bool:
     return not dipped(min(clocks), max(clocks))
 
 
-def max_clock_retakes(samples: int) -> int:
-    """How many dipped pairs one case may re-take: :data:`CLOCK_RETAKE_SHARE` of the pairs asked, at least one."""
+def max_clock_retakes(samples: int, matched: int | None = None) -> int:
+    """How many dipped or mismatched pairs one case may re-take: :data:`CLOCK_RETAKE_SHARE` of the pairs asked,
+    at least one; while fewer than :data:`MIN_MATCHED` (or all ``samples``) of its ``matched`` kept pairs
+    matched, :data:`CLOCK_RETAKE_SHORT_SHARE` of them. A board at its power cap moves its clock from launch to
+    launch, so that only one pair in three to five matches: the longer budget is what lets such a case reach
+    the matched pairs its gap is judged by (:mod:`wfbench_core.review.throttle`), and it is spent only there."""
+    if matched is not None and matched < min(MIN_MATCHED, samples):
+        return max(1, math.ceil(CLOCK_RETAKE_SHORT_SHARE * samples))
     return max(1, math.ceil(CLOCK_RETAKE_SHARE * samples))
 
 
@@ -397,7 +405,7 @@ class _Pairs:
         self.where: list[int] = []
         self.retakes = 0
         self.clock_retakes = 0
-        self.clock_limit = max_clock_retakes(protocol.samples)
+        self.matched = 0  # kept pairs whose sides ran at matching clocks (or at an undipped clock)
         self.mhz: list[float] = []  # the SM clock of each kept pair (only while every pair's is known)
         self.paired = [label for label in self.labels if label != CEILING]  # the ceiling is never in a pair
         self.side_mhz: list[tuple[float, ...]] = []  # each kept pair's sides' clocks, in ``paired`` order
@@ -415,9 +423,10 @@ class _Pairs:
             self.top = max(self.top, mhz)
             # the pair is the case's sides': a library ceiling timed in the same round never re-takes it
             ok = clocks_match([sides[label] for label in self.paired]) if sides else not dipped(mhz, self.top)
-            if ok or self.clock_retakes >= self.clock_limit:
+            if ok or self.clock_retakes >= max_clock_retakes(self.protocol.samples, self.matched):
                 break
             self.clock_retakes += 1
+        self.matched += mhz is not None and ok
         if mhz is not None:
             self.mhz.append(mhz)
         if sides:

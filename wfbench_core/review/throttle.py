@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from wfbench_core.gpu.sampling import MIN_MATCHED
 from wfbench_core.record.results import Timing
 
 if TYPE_CHECKING:
@@ -54,7 +55,8 @@ if TYPE_CHECKING:
 
 __all__ = ["MIN_CLEAN", "ThrottleCall", "judge_throttle", "pair_clocks"]  # internal, not the plugin API
 
-MIN_CLEAN = 10  # pairs: fewer clean ones, and the case's clean gap cannot be had
+MIN_CLEAN = MIN_MATCHED  # pairs: fewer clean ones, and the case's clean gap cannot be had (the sampler re-takes
+# mismatched pairs longer until it has them: wfbench_core.gpu.sampling.max_clock_retakes)
 
 
 @attrs.frozen
