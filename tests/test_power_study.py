@@ -101,13 +101,40 @@ def test_the_stored_study_is_judged_again_from_its_raw_results() -> None:
     ``wfbench compare``'s rule gives on that run's stored result file: the table in docs/power-study.md is
     rendered from plan.json, and plan.json holds nothing the raw samples do not."""
     ps = _tool()
-    folder = ROOT / "docs" / "results" / "h200-power"
-    plan = json.loads((folder / "plan.json").read_text())
-    heads = [*plan["sizes"], *plan["equals"]]
-    assert len(plan["runs"]) >= 1
-    for run in plan["runs"]:
-        again = ps.changes_of(ps.load_study_result(folder, run["result"]), heads)
-        assert json.loads(json.dumps(again)) == run["changes"], run["result"]
+    for folder in (ROOT / "docs" / "results" / "h200-power", BOARDS):
+        plan = json.loads((folder / "plan.json").read_text())
+        heads = [*plan["sizes"], *plan["equals"]]
+        assert len(plan["runs"]) >= 1
+        for run in plan["runs"]:
+            again = ps.changes_of(ps.load_study_result(folder, run["result"]), heads)
+            assert json.loads(json.dumps(again)) == run["changes"], run["result"]
+
+
+BOARDS = ROOT / "docs" / "results" / "h200-power-boards"
+
+
+def test_the_study_on_three_boards_counts_distinct_injections_and_judges_the_targets_by_the_bounds() -> None:
+    """One run on each of three H200 boards (docs/power-study.md): the boards are the runs' own, the two 0.5 %
+    heads are distinct injections (24 trials of four cases), and across boards a 0.5 % regression is mostly
+    AMBIGUOUS while no inert change is ever SLOWER or FASTER: the board component, not a false verdict."""
+    plan = json.loads((BOARDS / "plan.json").read_text())
+    results = PS.study_results(BOARDS, plan)
+    assert plan["variants"] == {"s050b": 1} and len({r.environment.gpu_uuid for r in results}) == 3
+    assert [r["board"] for r in plan["runs"]] == [r.environment.gpu_uuid for r in results]
+    summary = PS.summarize(plan, results)
+    rows = {r["kind"]: r for r in summary["rows"]}
+    assert rows["0.50% slower"]["trials"] == 24 == rows["0.50% slower"]["slower"]
+    assert summary["targets"]["on at least 2 boards"] and summary["targets"][
+        "inert: one-sided 95% upper bound on SLOWER/FASTER <= 5%"]
+    cross = summary["cross_board"]
+    assert cross["pairs"] == 6
+    c = {r["kind"]: r for r in cross["rows"]}
+    inert = c["inert (SASS differs)"]
+    assert inert["slower"] == inert["faster"] == 0 and inert["trials"] == 6 * 4 * len(plan["equals"])
+    assert not cross["targets"]["0.5% across two boards SLOWER: one-sided 95% lower bound >= 90%"]
+    assert c["0.50% slower"]["slower"] < c["0.50% slower"]["trials"] // 2
+    text = (ROOT / "docs" / "power-study.md").read_text()
+    assert "on 3 board(s)" in text and "cannot be met by one\nrun on each of two boards" in text
 
 
 def test_two_heads_of_one_size_are_distinct_injections_and_a_stored_pair_counts_once() -> None:
