@@ -35,7 +35,7 @@ def test_every_block_names_a_file_the_repository_holds() -> None:
     assert any(doc.name == "README.md" and kind == "suite-table" for doc, kind, _ in blocks)  # the README's table
     for doc, kind, src in blocks:
         folder = {"power-table": "plan.json", "board-component": "*.json",  # folders of runs
-                  "board-verdicts": "*.json"}.get(kind)
+                  "board-verdicts": "*.json", "power-cap": "*.json"}.get(kind)
         paths = [src] if folder is None else [str(p.relative_to(ROOT)) for p in sorted((ROOT / src).glob(folder))]
         assert paths, f"{doc.name}: {kind} from {src}, which holds no stored run"
         for path in paths:

@@ -169,3 +169,30 @@ def test_a_real_h200_trace_at_the_power_cap_keeps_the_case_where_its_gap_did_not
     assert (call.dipped, call.clean) == (19, 11) and MIN_CLEAN <= call.clean < call.dipped
     assert not call.leaves_trends and "within noise, kept" in call.why, call.why
     assert call.moved_lo is not None and call.moved_lo < 0.0 < call.moved_hi
+
+
+def test_the_stored_power_cap_runs_are_judged_as_the_docs_say() -> None:
+    """docs/timing.md's power-cap runs: every run re-judged by the rule; the runs that left the trends stopped
+    re-taking at a quarter's budget with fewer than MIN_CLEAN matched pairs, where the sampler now goes on, and
+    every run with the longer budget stayed in the trends."""
+    from pathlib import Path
+
+    from wfbench_core.gpu.sampling import clocks_match, max_clock_retakes
+    from wfbench_core.record.results import load_result
+
+    folder = Path(__file__).parent.parent / "docs" / "results" / "power-cap"
+    runs = [load_result(p) for p in sorted(folder.glob("*.json"))]
+    assert len(runs) == 15 and len({r.environment.gpu_uuid for r in runs}) == 3
+    longer = 0
+    for r in runs:
+        (c,) = r.cases
+        t = c.timing
+        assert c.id == "polynomial_f64" and t.throttled and "sw_power_cap" in t.nvml.reasons
+        matched = sum(clocks_match(p) for p in t.pair_side_mhz)
+        if judge_throttle(t).leaves_trends:
+            assert matched < MIN_CLEAN and t.clock_retakes == max_clock_retakes(r.protocol.samples)
+            assert max_clock_retakes(r.protocol.samples, matched) > t.clock_retakes  # the sampler now goes on
+        longer += not r.environment.gpu_uuid.startswith("GPU-136ba197")
+    assert longer == 10
+    assert sum(not judge_throttle(r.cases[0].timing).leaves_trends for r in runs
+               if not r.environment.gpu_uuid.startswith("GPU-136ba197")) == 10

@@ -18,6 +18,10 @@ where PATH is a result file in the repository (relative to its root) and KIND on
 - ``ceiling-profile``: one call of a library ceiling as Nsight Compute saw it (the stdout of
   :func:`wfbench_core.gpu.ceiling_profile.ncu_command`, the profile ``wfbench explain CASE --ceiling --profile``
   takes): each of the library's kernels, its time, throughputs, occupancy and tensor-path operations;
+- ``power-cap``: the runs of a case at the board's power cap stored in the folder PATH: per run, the board,
+  the pairs whose sides ran at matching clocks, the clock re-takes, the gap and the throttle rule's call
+  (:func:`wfbench_core.review.throttle.judge_throttle`), then per board how many runs stayed in the trends and
+  the spread of their gaps;
 - ``aa-position``: an A/A run's position effect per case: within each pair, the first side's sample minus the
   second's (:func:`wfbench_core.stats.position_effect`), with its 95 % interval and how many pairs had the
   first side slower.
@@ -136,6 +140,40 @@ def ceiling_profile(src: str) -> str:
         lines.append(f"| `{name}` | {p.duration_us:.2f} | {p.dram_pct:.1f}% | {p.sm_pct:.1f}% | "
                      f"{p.achieved_occupancy_pct:.1f}% | {p.instructions:,} | {fp64} |")
     return "\n".join(lines) + "\n"
+
+
+def power_cap(src: str) -> str:
+    """Runs of one case at the power cap, and what the throttle rule made of each (docs/timing.md)."""
+    from wfbench_core.gpu.sampling import clocks_match
+    from wfbench_core.record.results import load_result
+    from wfbench_core.review.throttle import judge_throttle
+
+    runs = sorted((load_result(p) for p in sorted((ROOT / src).glob("*.json"))), key=lambda r: str(r.created))
+    if not runs or any(len(r.cases) != 1 or r.cases[0].timing is None for r in runs):
+        raise SystemExit(f"docs_figures: {src}: power-cap needs runs of one timed case each")
+    lines = ["| run (UTC) | board | power | SM clock | matched pairs | clock re-takes | gap | trends |",
+             "|---|---|---:|---|---:|---:|---:|---|"]
+    kept: dict[str, list[float]] = {}
+    for r in runs:
+        (c,) = r.cases
+        t, board = c.timing, r.environment.gpu_uuid[4:12]
+        call = judge_throttle(t)
+        matched = sum(clocks_match(p) for p in t.pair_side_mhz)
+        nvml = t.nvml
+        lines.append(f"| {_when(r)[:16]} | {board} | {nvml.power_w_max:.0f} W | {nvml.sm_mhz_min:.0f}-"
+                     f"{nvml.sm_mhz_max:.0f} MHz | {matched} of {len(t.pair_side_mhz)} | {t.clock_retakes} | "
+                     f"{t.gap:.4f} | {'left out' if call.leaves_trends else 'kept'} |")
+        kept.setdefault(board, [])
+        if not call.leaves_trends:
+            kept[board].append(t.gap)
+    per_board = []
+    for board in dict.fromkeys(r.environment.gpu_uuid[4:12] for r in runs):
+        n = sum(r.environment.gpu_uuid[4:12] == board for r in runs)
+        gaps = kept[board]
+        spread = f", gap {min(gaps):.4f}-{max(gaps):.4f} (spread {max(gaps) / min(gaps) - 1:.2%})" if gaps else ""
+        per_board.append(f"- board {board}: kept in the trends in {len(gaps)} of {n} runs{spread}")
+    head = f"The runs of `{runs[0].cases[0].id}` stored in `{src}` ({runs[0].environment.gpu_name}):"
+    return head + "\n\n" + "\n".join(lines) + "\n\n" + "\n".join(per_board) + "\n"
 
 
 def aa_position(src: str) -> str:
@@ -354,7 +392,7 @@ def sweep_table(src: str) -> str:
 
 RENDERERS: dict[str, Callable[[str], str]] = {"board-component": board_component, "board-verdicts": board_verdicts,
                                               "suite-table": suite_table, "suite-costs": suite_costs, "ceiling-table": ceiling_table,
-                                              "ceiling-profile": ceiling_profile,
+                                              "ceiling-profile": ceiling_profile, "power-cap": power_cap,
                                               "aa-position": aa_position,
                                               "power-table": power_table, "stack-tax": stack_tax_table,
                                               "sweep-table": sweep_table}
