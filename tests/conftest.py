@@ -37,14 +37,13 @@ def _tool_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(autouse=True)
 def _assembled_once(request: pytest.FixtureRequest, _tool_cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """ptxas and cuobjdump run once per PTX in the session, here and in the stand-in GPU's worker
-    (tests/tool_cache.py); not for a test on a real GPU, whose diagnostics overlap its timing."""
+    """ptxas and cuobjdump run once per PTX in the session, nvcc once per source, here and in the stand-in GPU's
+    worker (tests/tool_cache.py); not for a test on a real GPU, whose diagnostics and compiles overlap its timing."""
     if request.node.get_closest_marker("gpu"):
         return
     import tool_cache  # tests/ is on sys.path for conftest and test modules
-    from wfbench_core.compiling import diagnostics
 
-    monkeypatch.setattr(diagnostics, "tool_outputs", tool_cache.cached(diagnostics.tool_outputs, _tool_cache_dir))
+    tool_cache.install(monkeypatch.setattr, _tool_cache_dir)
     monkeypatch.setenv(tool_cache.ENV, str(_tool_cache_dir))
 
 
