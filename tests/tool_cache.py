@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -54,7 +55,7 @@ def cached(run: ToolOutputs, folder: Path) -> ToolOutputs:
 
 def _keep(path: Path, value: object) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    part = path.with_name(f"{path.name}.{os.getpid()}.part")
+    part = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.part")
     part.write_text(json.dumps(value))
     os.replace(part, path)  # whole or absent: several processes share the folder
 
