@@ -29,6 +29,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(scope="session")
+def _tool_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One folder for the session (shared by the xdist workers, which have one base folder's subfolders)."""
+    base = tmp_path_factory.getbasetemp()
+    return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "tool-cache"
+
+
+@pytest.fixture(autouse=True)
+def _assembled_once(request: pytest.FixtureRequest, _tool_cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ptxas and cuobjdump run once per PTX in the session, nvcc once per source, here and in the stand-in GPU's
+    worker (tests/tool_cache.py); not for a test on a real GPU, whose diagnostics and compiles overlap its timing."""
+    if request.node.get_closest_marker("gpu"):
+        return
+    import tool_cache  # tests/ is on sys.path for conftest and test modules
+
+    tool_cache.install(monkeypatch.setattr, _tool_cache_dir)
+    monkeypatch.setenv(tool_cache.ENV, str(_tool_cache_dir))
+
+
+@pytest.fixture(scope="session")
 def warpforthc() -> Path:
     """The real warpforthc, from WFBENCH_WARPFORTHC or PATH; skips when absent."""
     path = os.environ.get("WFBENCH_WARPFORTHC") or shutil.which("warpforthc")

@@ -55,6 +55,10 @@ from wfbench_core.gpu import watchdog
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.results import Check, Costs, Environment, KernelAttrs, Sampled
 
+import tool_cache  # tests/ is on the worker's PYTHONPATH
+
+tool_cache.install_from_env()  # the PTX other runs of the session assembled is not assembled again
+
 
 def _behaviour(case_id: str) -> str:
     spec = dict(item.split("=", 1) for item in os.environ.get("FAKE_GPU_BEHAVIOUR", "").split(",") if "=" in item)

@@ -97,3 +97,24 @@ def test_builtin_cases_pass_the_plugin_author_checks(nvcc) -> None:  # type: ign
 
     for case in Registry.load().select():
         check_case(case, compile_cuda_side=True)
+
+
+def test_the_plugin_author_checks_compile_a_cuda_source_once_when_both_configurations_share_it(  # type: ignore[no-untyped-def]
+        nvcc, monkeypatch) -> None:
+    from wfbench_core.compiling import compile as comp
+    from wfbench_core.discover.registry import Registry
+
+    registry = Registry.load()
+    shared, sized = registry.case("axpy_f64"), registry.case("gemv_i8")  # sizes as arguments; sizes in the source
+    assert shared.render("check")[1] == shared.render("canonical")[1]
+    assert sized.render("check")[1] != sized.render("canonical")[1]
+    real, compiled = comp._compile_nvcc, []
+
+    def counted(source, *, case_id, arch, flags):  # type: ignore[no-untyped-def]
+        compiled.append(str(case_id))
+        return real(source, case_id=case_id, arch=arch, flags=flags)
+
+    monkeypatch.setattr(comp, "_compile_nvcc", counted)
+    check_case(shared, compile_cuda_side=True)
+    check_case(sized, compile_cuda_side=True)
+    assert compiled == ["axpy_f64[check]", "gemv_i8[check]", "gemv_i8[canonical]"]

@@ -405,3 +405,27 @@ def test_repeat_processes_measure_the_process_component() -> None:
     assert quiet.verdict.verdict == V.SLOWER and "measured (4 degrees of freedom)" in quiet.gap.basis
     # two processes that agree: one degree of freedom is too few to trust a component below the default
     assert with_repeats((g, g * 1.0001)).gap.basis.endswith("process 0.10% default")
+
+
+def test_runs_compared_again_are_not_bootstrapped_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run compared with several others (a history, the boards' pairs) has its sides' and gaps' bootstrap
+    made once per process: comparing the same two stored runs the other way round bootstraps nothing new, and
+    its figures are those of a process that had made none."""
+    from wfbench_core.record.results import load_result
+    from wfbench_core.stats import estimates
+
+    boards = sorted((Path(__file__).parents[1] / "docs" / "results" / "boards").glob("h200-suite17-*.json"))
+    a, b = (load_result(p) for p in boards[:2])
+    monkeypatch.setattr(estimates, "_MADE", {}, raising=False)
+    made: list[int] = []
+    real = estimates.cluster_estimate
+    monkeypatch.setattr(estimates, "cluster_estimate", lambda *args, **kw: made.append(1) or real(*args, **kw))
+    compare.compare_runs(a, b, base_name="a", head_name="b", settings=compare.Settings())
+    once = len(made)
+    again = compare.compare_runs(b, a, base_name="b", head_name="a", settings=compare.Settings())
+    assert once > 0 and len(made) == once
+    monkeypatch.setattr(estimates, "_MADE", {}, raising=False)
+    fresh = compare.compare_runs(b, a, base_name="b", head_name="a", settings=compare.Settings())
+    assert len(made) == 2 * once
+    assert [(c.case_id, c.verdict) for c in again.cases] == [(c.case_id, c.verdict) for c in fresh.cases]
+    assert any(c.verdict is not None for c in again.cases)

@@ -413,17 +413,20 @@ def test_options_are_checked() -> None:
         SshTransport(registry=None, host="h", host_key="maybe")
 
 
-def test_a_shipment_reads_which_distribution_owns_each_package_once_per_step(registry, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """importlib.metadata.packages_distributions() reads every installed distribution's file list (seconds in a
-    full venv, on every ssh or vast run): once to select the distributions, once per plugin's file check, not
-    once per module asked about."""
+def test_a_shipment_reads_what_is_installed_once(registry, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """importlib.metadata.packages_distributions() reads every installed distribution's file list, and the list
+    of installed distributions parses every one's metadata (about a second together in a full venv, on every ssh
+    or vast run): a shipment reads each once, for the selection, the requirements and every plugin's file check,
+    not once per step or per module asked about."""
     import importlib.metadata as md
 
-    calls: list[int] = []
-    real = md.packages_distributions
-    monkeypatch.setattr(md, "packages_distributions", lambda: calls.append(1) or real())
+    owners: list[int] = []
+    listed: list[int] = []
+    real_owners, real_listed = md.packages_distributions, wheels._installed
+    monkeypatch.setattr(md, "packages_distributions", lambda: owners.append(1) or real_owners())
+    monkeypatch.setattr(wheels, "_installed", lambda: listed.append(1) or real_listed())
     shipment = wheels.prepare(registry, ["scale_i64", "axpy_f64"])
-    assert shipment.main and 1 <= len(calls) <= 2 + len(shipment.plugin_wheels), len(calls)
+    assert shipment.main and (len(owners), len(listed)) == (1, 1)
 
 
 def test_wheels_ship_wfbench_its_cases_and_pure_dependencies(registry) -> None:  # type: ignore[no-untyped-def]

@@ -40,7 +40,7 @@ def check_case(case: Case, *, arch: str = "sm_90", compile_cuda_side: bool | Non
     Checks both configurations: sources render, inputs are deterministic, the reference returns every
     output with a finite value, the launch covers at least one block, and the fingerprint is stable.
     With nvcc installed (or ``compile_cuda_side=True``) the CUDA source is compiled with the canonical
-    flags and assembled by ptxas for ``arch``.
+    flags and assembled by ptxas for ``arch`` (once when both configurations render the same source).
     """
     import numpy as np
 
@@ -63,8 +63,13 @@ def check_case(case: Case, *, arch: str = "sm_90", compile_cuda_side: bool | Non
         compile_cuda_side = find_nvcc() is not None
     if compile_cuda_side:
         compiler = cuda_compiler("nvcc")
+        compiled: set[str] = set()
         for config in CONFIGS:
-            ptx = compile_cuda(case.render(config)[1], case_id=case.key(config), arch=arch, compiler=compiler).ptx
+            source = case.render(config)[1]
+            if source in compiled:
+                continue  # a CUDA source the same at both configurations (sizes as arguments) is compiled once
+            compiled.add(source)
+            ptx = compile_cuda(source, case_id=case.key(config), arch=arch, compiler=compiler).ptx
             ptxas_check(ptx, arch=arch, case_id=case.key(config))
 
 

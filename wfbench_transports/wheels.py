@@ -119,10 +119,12 @@ def _requirement_names(dist: md.Distribution) -> list[str]:
     return names
 
 
-def select_distributions(registry: Any, case_ids: Iterable[str]) -> list[md.Distribution]:
-    """wfbench, every distribution with ``wfbench`` entry points, and the plugins of ``case_ids``."""
-    installed = _installed()
-    owners = md.packages_distributions()
+def select_distributions(registry: Any, case_ids: Iterable[str], *, installed: dict[str, md.Distribution] | None = None,
+                         owners: Mapping[str, list[str]] | None = None) -> list[md.Distribution]:
+    """wfbench, every distribution with ``wfbench`` entry points, and the plugins of ``case_ids`` (``installed``
+    and ``owners``: :func:`_installed` and ``md.packages_distributions()`` when the caller read them)."""
+    installed = _installed() if installed is None else installed
+    owners = md.packages_distributions() if owners is None else owners
     core = _dist_of_module("wfbench_core", installed, owners) or installed.get("wfbench")
     if core is None:
         raise WfbenchError("wfbench is not installed as a distribution here; install it (pip install -e .) "
@@ -146,9 +148,10 @@ def select_distributions(registry: Any, case_ids: Iterable[str]) -> list[md.Dist
     return list(chosen.values())
 
 
-def dependency_closure(dists: Iterable[md.Distribution]) -> tuple[list[md.Distribution], list[str]]:
+def dependency_closure(dists: Iterable[md.Distribution], *, installed: dict[str, md.Distribution] | None = None
+                       ) -> tuple[list[md.Distribution], list[str]]:
     """The installed requirements of ``dists``, recursively: ``(installed distributions, missing names)``."""
-    installed = _installed()
+    installed = _installed() if installed is None else installed
     seen = {canonical_name(d.metadata["Name"]) for d in dists}
     queue = list(dists)
     deps: list[md.Distribution] = []
@@ -345,15 +348,16 @@ def prepare(registry: Any, case_ids: Iterable[str], *, prebuilt: str | None = No
     """Wheels for everything the GPU host needs from here (see the module docstring); ``extra`` names more
     installed distributions to ship with their requirements (pytest, for the GPU tests)."""
     ids = list(case_ids)
-    dists = select_distributions(registry, ids)
-    installed = _installed()
+    # what is installed, read once for the whole shipment (each read parses every distribution's metadata)
+    installed, owners = _installed(), md.packages_distributions()
+    dists = select_distributions(registry, ids, installed=installed, owners=owners)
     more = []
     for name in extra:
         if canonical_name(name) not in installed:
             raise WfbenchError(f"{name} is not installed here, so it cannot be shipped to the GPU host; "
                                f"pip install {name}")
         more.append(installed[canonical_name(name)])
-    deps, _missing = dependency_closure(dists + more)
+    deps, _missing = dependency_closure(dists + more, installed=installed)
     deps = [*more, *(d for d in deps if d not in more)]
     given = _prebuilt(prebuilt)
     wheels: list[Path] = []
@@ -376,7 +380,7 @@ def prepare(registry: Any, case_ids: Iterable[str], *, prebuilt: str | None = No
                 continue
             host.append(name)
             continue
-        problem = plugin_files_problem(dist, wheel) if is_plugin else None
+        problem = plugin_files_problem(dist, wheel, installed=installed, owners=owners) if is_plugin else None
         if problem:
             if name in needed:
                 raise WfbenchError(problem)
@@ -391,10 +395,12 @@ def prepare(registry: Any, case_ids: Iterable[str], *, prebuilt: str | None = No
     return Shipment(tuple(wheels), main, tuple(plugin_wheels), tuple(reqs))
 
 
-def plugin_files_problem(dist: md.Distribution, wheel: Path) -> str | None:
+def plugin_files_problem(dist: md.Distribution, wheel: Path, *, installed: dict[str, md.Distribution] | None = None,
+                         owners: Mapping[str, list[str]] | None = None) -> str | None:
     """Why a plugin's wheel would fail on the GPU host, in one line, or None: files its RECORD lists that are
     gone from disk, or kernel files its cases read here (:func:`wfbench_core.case.resource_text`) that the
-    installed distribution does not hold (not declared as package data; read here from a source tree)."""
+    installed distribution does not hold (not declared as package data; read here from a source tree).
+    ``installed`` and ``owners`` as for :func:`select_distributions`."""
     from wfbench_core.case import resources_read
 
     name = dist.metadata["Name"]
@@ -404,8 +410,8 @@ def plugin_files_problem(dist: md.Distribution, wheel: Path) -> str | None:
         and not Path(str(dist.locate_file(f))).is_file()]
     with zipfile.ZipFile(wheel) as z:
         shipped = set(z.namelist())
-    installed = _installed()
-    owners = md.packages_distributions()
+    installed = _installed() if installed is None else installed
+    owners = md.packages_distributions() if owners is None else owners
     for package, files in sorted(resources_read().items()):
         owner = _dist_of_module(package, installed, owners)
         if owner is None or canonical_name(owner.metadata["Name"]) != canonical_name(name):

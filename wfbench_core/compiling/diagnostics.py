@@ -54,8 +54,8 @@ __all__ = [  # internal to wfbench, not the plugin API (README: Layout)
     "ARCH_LIMITS", "CLASSES", "TAGS", "TOOL_TIMEOUT_S", "ArchLimits", "Assembled", "DiagnosticsError", "Instr",
     "Loop", "Occupancy", "PtxasReport", "arch_limits", "assemble", "classify", "code_of", "compact", "diagnose",
     "diagnose_case", "hottest_loop", "loops", "memory_order", "mix_differences", "mix_of", "normalized_sass",
-    "parse_ptxas", "parse_sass", "sass_sha256", "summarize", "theoretical_occupancy", "tool_version",
-    "tools_available",
+    "parse_ptxas", "parse_sass", "sass_sha256", "summarize", "theoretical_occupancy", "tool_outputs",
+    "tool_version", "tools_available",
 ]
 
 TOOL_TIMEOUT_S = 300
@@ -165,20 +165,28 @@ class Assembled:
     data_sha256: str = ""  # initialized .const / .global data (wfbench_core.compiling.code_identity.parse_data)
 
 
-def assemble(ptx: str, kernel: str, arch: str, *, what: str = "") -> Assembled:
-    """``ptxas -v`` then ``cuobjdump -sass`` on the cubin (no GPU needed)."""
-    what = what or kernel
-    tools = require_tools(("ptxas", "cuobjdump", "nvdisasm"), why="static diagnostics assemble the PTX and read "
-                                                                   "its SASS")
+def tool_outputs(ptx: str, arch: str, tools: Mapping[str, Path], *, what: str) -> tuple[str, str, str]:
+    """What the tools print for ``ptx`` assembled for ``arch``: ``ptxas -v``'s report, ``cuobjdump -sass``'s
+    listing and ``cuobjdump -res-usage -elf``'s output (``tools``: the paths of ptxas, cuobjdump and nvdisasm;
+    ``what`` names the side in an error)."""
     ptxas, cuobjdump, nvdisasm = tools["ptxas"], tools["cuobjdump"], tools["nvdisasm"]
     env = {"NVDISASM_PATH": str(nvdisasm), "PATH": f"{nvdisasm.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     with tempfile.TemporaryDirectory(prefix="wfbench-diag-") as tmp:
         src, cubin = Path(tmp) / "kernel.ptx", Path(tmp) / "kernel.cubin"
         src.write_text(ptx)
-        report = _run([str(ptxas), f"-arch={arch}", "-v", str(src), "-o", str(cubin)], f"{what} ({arch})").stderr
-        listing = _run([str(cuobjdump), "-sass", str(cubin)], f"{what} ({arch})", env).stdout
-        elf = _run([str(cuobjdump), "-res-usage", "-elf", str(cubin)], f"{what} ({arch})", env).stdout
-    return Assembled(parse_ptxas(report, kernel), tuple(parse_sass(listing, kernel)), tool_version(ptxas),
+        report = _run([str(ptxas), f"-arch={arch}", "-v", str(src), "-o", str(cubin)], what).stderr
+        listing = _run([str(cuobjdump), "-sass", str(cubin)], what, env).stdout
+        elf = _run([str(cuobjdump), "-res-usage", "-elf", str(cubin)], what, env).stdout
+    return report, listing, elf
+
+
+def assemble(ptx: str, kernel: str, arch: str, *, what: str = "") -> Assembled:
+    """``ptxas -v`` then ``cuobjdump -sass`` on the cubin (no GPU needed)."""
+    what = what or kernel
+    tools = require_tools(("ptxas", "cuobjdump", "nvdisasm"), why="static diagnostics assemble the PTX and read "
+                                                                   "its SASS")
+    report, listing, elf = tool_outputs(ptx, arch, tools, what=f"{what} ({arch})")
+    return Assembled(parse_ptxas(report, kernel), tuple(parse_sass(listing, kernel)), tool_version(tools["ptxas"]),
                      tuple(sorted(parse_res_usage(elf, kernel).items())), parse_nv_info(elf, kernel),
                      parse_data(elf, kernel))
 

@@ -175,11 +175,32 @@ def _log_change(m: Sequence[np.ndarray]) -> np.ndarray:
     return np.asarray(np.log((wh / ch) / (wb / cb)))
 
 
+#: estimates made in this process, by what they were made of: comparing one run with several others (a history, the
+#: boards' pairs) estimates its sides again for each; the bootstrap is a function of the numbers (a fixed seed)
+_MADE: dict[tuple[str, ...], LogEstimate | None] = {}
+_MADE_MAX = 4096
+
+
+def _once(kind: str, arrays: Sequence[Collection[float]], make: Callable[[], LogEstimate | None]) -> LogEstimate | None:
+    """``make()``, or what it gave before for the same ``kind`` of estimate of the same numbers."""
+    import hashlib
+
+    import numpy as np
+
+    key = (kind, *(hashlib.sha256(np.ascontiguousarray(a, dtype=np.float64).tobytes()).hexdigest() for a in arrays))
+    if key not in _MADE:
+        if len(_MADE) >= _MADE_MAX:
+            del _MADE[next(iter(_MADE))]  # the oldest
+        _MADE[key] = make()
+    return _MADE[key]
+
+
 def gap_estimate(wf_samples_us: Sequence[float], cuda_samples_us: Sequence[float],
                  placement_of: Sequence[int]) -> LogEstimate | None:
     """The log of the reported gap (median WarpForth / median CUDA of all pairs) with its cluster-bootstrap
     standard error: over processes, then placements, in a --repeat run; over placements otherwise."""
-    return cluster_estimate([wf_samples_us, cuda_samples_us], placement_of, _log_gap)
+    return _once("gap", [wf_samples_us, cuda_samples_us, placement_of],
+                 lambda: cluster_estimate([wf_samples_us, cuda_samples_us], placement_of, _log_gap))
 
 
 def change_in_run(wf_base: Sequence[float], wf_head: Sequence[float], cuda_base: Sequence[float],
@@ -206,7 +227,8 @@ def side_estimate(samples_us: Sequence[float], placement_of: Sequence[int]) -> L
     """The log of one side's median time with its cluster-bootstrap standard error."""
     import numpy as np
 
-    return cluster_estimate([samples_us], placement_of, lambda m: np.log(row_medians(m[0])))
+    return _once("side", [samples_us, placement_of],
+                 lambda: cluster_estimate([samples_us], placement_of, lambda m: np.log(row_medians(m[0]))))
 
 
 def paired_statistics(wf_samples_us: Sequence[float], cuda_samples_us: Sequence[float],
