@@ -31,9 +31,14 @@ def test_assemble_makes_a_history_that_checks_clean_and_renders_its_figures(tmp_
         shutil.copy(ROOT / rel, root / rel)
     for doc in ("README.md", "docs/timing.md"):  # and every stored result their figures render from
         for m in re.finditer(r"<!-- figure: [\w-]+ (\S+) -->", (ROOT / doc).read_text()):
-            if (ROOT / m.group(1)).is_file() and not (root / m.group(1)).exists():
-                (root / m.group(1)).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy(ROOT / m.group(1), root / m.group(1))
+            src, dst = ROOT / m.group(1), root / m.group(1)
+            if dst.exists():
+                continue
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            if src.is_dir():  # the figure of a folder of runs (power-cap)
+                shutil.copytree(src, dst)
+            elif src.is_file():
+                shutil.copy(src, dst)
     out = tmp_path / "out"
     # the six runs in the order the GPU steps make them: older compiler, base/head, A/A, plugin (P0), newer x2
     base = synth_run(0)
