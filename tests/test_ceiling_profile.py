@@ -75,7 +75,7 @@ def _explain(ncu: Path) -> str:
     return r.output.split("### Nsight Compute: the library's kernels beside the case's", 1)[1]
 
 
-def test_explain_shows_each_library_kernel_beside_both_sides(nvcc, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_explain_shows_each_library_kernel_beside_both_sides(nvcc: Path, tmp_path: Path) -> None:
     section = _explain(_fake_ncu(tmp_path, f"cat {PAGES / 'h200-reduce_sum_f64.raw.csv'}"))
     assert "| Nsight Compute | WarpForth | CUDA | library 1 | library 2 | library 3 |" in section
     assert "| duration (us) | 101.63 | 101.63 | 63.30 | 4.35 | 1.98 |" in section
@@ -84,7 +84,7 @@ def test_explain_shows_each_library_kernel_beside_both_sides(nvcc, tmp_path: Pat
     assert "- library 3: `cupy_copy__float64_float64` (matches `cupy_copy`)" in section
 
 
-def test_a_ceiling_that_cannot_be_profiled_is_one_line_of_the_report(nvcc, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_ceiling_that_cannot_be_profiled_is_one_line_of_the_report(nvcc: Path, tmp_path: Path) -> None:
     section = _explain(_fake_ncu(tmp_path, 'echo "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission '
                                            'to access NVIDIA GPU Performance Counters on the target device 0."'))
     line = next(ln for ln in section.splitlines() if ln.startswith("Not profiled: "))

@@ -31,6 +31,7 @@ from wfbench_core.gpu.launcher import LaunchSpec, command, serve
 from wfbench_core.gpu.profile import (
     EXTRA_METRICS,
     LAUNCHES,
+    ncu_number,
     ncu_options,
     ncu_rows,
     ncu_version,
@@ -90,13 +91,8 @@ def library_kernels(rows: Sequence[Mapping[str, tuple[str, str]]], *, ncu_versio
 def _tensor_ops(row: Mapping[str, tuple[str, str]]) -> dict[str, float] | None:
     """Tensor-path operations per source type; a metric this GPU lacks is left out of ncu's page, and None
     means the page has none of them (not counted)."""
-    out = {}
-    for kind, metric in TENSOR_METRICS.items():
-        text = row.get(metric, ("", ""))[1].strip().replace(",", "")
-        try:
-            out[kind] = float(text)
-        except ValueError:
-            continue  # not on this GPU's page, or n/a
+    out = {kind: v for kind, metric in TENSOR_METRICS.items()
+           if (v := ncu_number(row.get(metric, ("", ""))[1])) is not None}  # absent from this GPU's page, or n/a
     return out or None
 
 

@@ -34,7 +34,7 @@ from wfbench_core.record.results import KernelProfile
 
 __all__ = [  # internal to wfbench, not the plugin API (README: Layout)
     "CLOCK_CONTROL", "EXTRA_METRICS", "LAUNCHES", "LOCAL_METRICS", "METRICS", "NCU_TIMEOUT_S", "SECTIONS",
-    "ProfileError", "launch", "ncu_command", "ncu_errors", "ncu_options", "ncu_rows", "ncu_version", "parse_raw_csv", "profile_side",
+    "ProfileError", "launch", "ncu_command", "ncu_errors", "ncu_number", "ncu_options", "ncu_rows", "ncu_version", "parse_raw_csv", "profile_side",
     "to_profile", "top_stalls",
 ]
 
@@ -92,7 +92,9 @@ def ncu_command(ncu: Path, *, case_id: str, ptx: Path, kernel: str, python: str 
             *command(spec, "wfbench_core.gpu.profile", python)]
 
 
-def _number(text: str) -> float | None:
+def ncu_number(text: str) -> float | None:
+    """A value of ncu's raw page as a number (thousands separators dropped); None for an empty cell, n/a, nan or
+    ncu's ``(!)``."""
     t = text.strip().replace(",", "")
     if not t or t.lower() in ("n/a", "nan", "(!)"):
         return None
@@ -129,11 +131,11 @@ def to_profile(row: Mapping[str, tuple[str, str]], *, ncu_version: str = "") -> 
     """One raw row as a :class:`KernelProfile` (metrics ncu did not report stay None)."""
 
     def value(name: str) -> float | None:
-        return _number(row[name][1]) if name in row else None
+        return ncu_number(row[name][1]) if name in row else None
 
     duration = None
     for name in ("gpu__time_duration.sum", "gpu__time_duration.avg"):
-        if name in row and (number := _number(row[name][1])) is not None:
+        if name in row and (number := ncu_number(row[name][1])) is not None:
             unit = row[name][0].strip().lower()
             if unit not in _TIME_UNITS:
                 raise ProfileError(f"ncu reported {name} in unknown unit {row[name][0]!r}")
@@ -144,7 +146,7 @@ def to_profile(row: Mapping[str, tuple[str, str]], *, ncu_version: str = "") -> 
     stalls = {}
     for name, (_, text) in row.items():
         m = _STALL.match(name)
-        v = _number(text)
+        v = ncu_number(text)
         if m and v is not None and m.group(1) != "selected":  # "selected" is issuing, not a stall
             stalls[m.group(1)] = v
     def nbytes(name: str) -> float | None:
