@@ -60,12 +60,13 @@ sys.path.insert(0, str(ROOT))
 
 if TYPE_CHECKING:
     from wfbench_core.compiling.stack_tax import StackTax
+    from wfbench_core.record.results import RunResult, TimingProtocol
 
 BLOCK = re.compile(r"(<!-- figure: (?P<kind>[\w-]+) (?P<src>\S+) -->\n)(?P<body>.*?)(<!-- /figure -->)", re.S)
 DOCS = ("README.md", "docs/*.md")
 
 
-def _stored(src: str) -> tuple[object, dict]:  # type: ignore[type-arg]
+def _stored(src: str) -> tuple[RunResult, dict[str, Any]]:
     """The result (through the one result loader) and its raw JSON (for what a reader migrates away)."""
     from wfbench_core.record.results import load_result
 
@@ -83,9 +84,9 @@ def suite_table(src: str) -> str:
     from wfbench_core.review.report import render
 
     result, raw = _stored(src)
-    env = result.environment  # type: ignore[attr-defined]
+    env = result.environment
     head = (f"A run of the whole suite on an {env.gpu_name}, stored in `{src}` ({_when(result)}, result schema "
-            f"{raw['schema_version']}; `wall_s` {result.wall_s:.1f} s):")  # type: ignore[attr-defined]
+            f"{raw['schema_version']}; `wall_s` {result.wall_s:.1f} s):")
     return f"{head}\n\n```\n{render(result)}\n```\n"
 
 
@@ -95,16 +96,16 @@ def suite_costs(src: str) -> str:
     import attrs
 
     result, _ = _stored(src)
-    cases = [c for c in result.cases if c.costs is not None]  # type: ignore[attr-defined]
+    cases = [c for c in result.cases if c.costs is not None]
     rows = [(field.name, sum(getattr(c.costs, field.name) or 0.0 for c in cases))
             for field in attrs.fields(type(cases[0].costs))]
     timed = [c.timing for c in cases if c.timing is not None]
     rows += [("warmup_busy_s (part of timing_s)", sum(t.warmup_busy_s for t in timed)),
              ("warmup_carried_s (credited, not spent)", sum(t.warmup_carried_s for t in timed))]
     lines = [f"| {name} | {value:.1f} |" for name, value in rows]
-    env = result.environment  # type: ignore[attr-defined]
+    env = result.environment
     head = (f"Where the time of `{src}` went ({len(cases)} cases on an {env.gpu_name}, {_when(result)}; `wall_s` "
-            f"{result.wall_s:.1f} s), each cost summed over the cases, in seconds:")  # type: ignore[attr-defined]
+            f"{result.wall_s:.1f} s), each cost summed over the cases, in seconds:")
     return head + "\n\n| cost | s |\n|---|---:|\n" + "\n".join(lines) + "\n"
 
 
@@ -113,11 +114,11 @@ def ceiling_table(src: str) -> str:
     from wfbench_core.review.report import render
 
     result, raw = _stored(src)
-    if not any(c.ceiling is not None for c in result.cases):  # type: ignore[attr-defined]
+    if not any(c.ceiling is not None for c in result.cases):
         raise SystemExit(f"docs_figures: ceiling-table needs a run with --ceiling; {src} has no library ceiling")
-    env = result.environment  # type: ignore[attr-defined]
+    env = result.environment
     head = (f"A run with `--ceiling` on an {env.gpu_name}, stored in `{src}` ({_when(result)}, result schema "
-            f"{raw['schema_version']}; `wall_s` {result.wall_s:.1f} s):")  # type: ignore[attr-defined]
+            f"{raw['schema_version']}; `wall_s` {result.wall_s:.1f} s):")
     return f"{head}\n\n```\n{render(result, ceiling=True)}\n```\n"
 
 
@@ -149,29 +150,24 @@ def power_cap(src: str) -> str:
     from wfbench_core.review.throttle import judge_throttle
 
     runs = sorted((load_result(p) for p in sorted((ROOT / src).glob("*.json"))), key=lambda r: str(r.created))
-    if not runs or any(len(r.cases) != 1 or r.cases[0].timing is None for r in runs):
-        raise SystemExit(f"docs_figures: {src}: power-cap needs runs of one timed case each")
+    timed = [(r, t, t.nvml) for r in runs if len(r.cases) == 1 and (t := r.cases[0].timing) is not None and t.nvml]
+    if not runs or len(timed) != len(runs):
+        raise SystemExit(f"docs_figures: {src}: power-cap needs runs of one case each, timed with NVML readings")
     lines = ["| run (UTC) | board | power | SM clock | matched pairs | clock re-takes | gap | trends |",
              "|---|---|---:|---|---:|---:|---:|---|"]
-    kept: dict[str, list[float]] = {}
-    for r in runs:
-        (c,) = r.cases
-        t, board = c.timing, r.environment.gpu_uuid[4:12]
-        call = judge_throttle(t)
+    by_board: dict[str, list[float | None]] = {}  # each run's gap where it stayed in the trends, else None
+    for r, t, nvml in timed:
+        board, left = r.environment.gpu_uuid[4:12], judge_throttle(t).leaves_trends
         matched = sum(clocks_match(p) for p in t.pair_side_mhz)
-        nvml = t.nvml
         lines.append(f"| {_when(r)[:16]} | {board} | {nvml.power_w_max:.0f} W | {nvml.sm_mhz_min:.0f}-"
                      f"{nvml.sm_mhz_max:.0f} MHz | {matched} of {len(t.pair_side_mhz)} | {t.clock_retakes} | "
-                     f"{t.gap:.4f} | {'left out' if call.leaves_trends else 'kept'} |")
-        kept.setdefault(board, [])
-        if not call.leaves_trends:
-            kept[board].append(t.gap)
+                     f"{t.gap:.4f} | {'left out' if left else 'kept'} |")
+        by_board.setdefault(board, []).append(None if left else t.gap)
     per_board = []
-    for board in dict.fromkeys(r.environment.gpu_uuid[4:12] for r in runs):
-        n = sum(r.environment.gpu_uuid[4:12] == board for r in runs)
-        gaps = kept[board]
+    for board, board_runs in by_board.items():
+        gaps = [g for g in board_runs if g is not None]
         spread = f", gap {min(gaps):.4f}-{max(gaps):.4f} (spread {max(gaps) / min(gaps) - 1:.2%})" if gaps else ""
-        per_board.append(f"- board {board}: kept in the trends in {len(gaps)} of {n} runs{spread}")
+        per_board.append(f"- board {board}: kept in the trends in {len(gaps)} of {len(board_runs)} runs{spread}")
     head = f"The runs of `{runs[0].cases[0].id}` stored in `{src}` ({runs[0].environment.gpu_name}):"
     return head + "\n\n" + "\n".join(lines) + "\n\n" + "\n".join(per_board) + "\n"
 
@@ -181,19 +177,19 @@ def aa_position(src: str) -> str:
     from wfbench_core.stats import position_effect
 
     result, raw = _stored(src)
-    if result.mode != "aa":  # type: ignore[attr-defined]
-        raise SystemExit(f"docs_figures: {src}: aa-position needs an A/A run, not a {result.mode} run")  # type: ignore[attr-defined]
+    if result.mode != "aa":
+        raise SystemExit(f"docs_figures: {src}: aa-position needs an A/A run, not a {result.mode} run")
     rows = ["| case | first minus second, per sample | 95 % interval | first slower | sample |",
             "|---|---|---|---|---|"]
-    for c in result.cases:  # type: ignore[attr-defined]
+    for c in result.cases:
         if c.timing is None:
             continue
         pe = position_effect(c.timing)
         sample_ms = c.timing.cuda.median_us * c.timing.launches_per_sample / 1000
         rows.append(f"| {c.id} | {pe.median_us:+.1f} us | [{pe.lo_us:+.1f}, {pe.hi_us:+.1f}] | "
                     f"{pe.first_slower} of {pe.pairs} pairs | {sample_ms:.1f} ms |")
-    tag = protocol_tag(result.protocol) or "the default protocol"  # type: ignore[attr-defined]
-    head = (f"The A/A run stored in `{src}` ({result.environment.gpu_name}, {_when(result)}, result schema "  # type: ignore[attr-defined]
+    tag = protocol_tag(result.protocol) or "the default protocol"
+    head = (f"The A/A run stored in `{src}` ({result.environment.gpu_name}, {_when(result)}, result schema "
             f"{raw['schema_version']}, protocol {tag}):")
     return head + "\n\n" + "\n".join(rows) + "\n"
 
@@ -215,7 +211,7 @@ def stack_tax_table(src: str) -> str:
     rows = ["| case | side | stack frame | spill stores / loads | local stores | local loads | in the innermost loop "
             "| stack addressing | local traffic, loaded / stored | median time |", "|---" * 10 + "|"]
     taxed, seen, arch = [], [], ""
-    for c in result.cases:  # type: ignore[attr-defined]
+    for c in result.cases:
         name = c.id + (f" [{c.compiler_label}]" if c.compiler_label else "")
         for side, diag, prof, stats in (("WarpForth", c.diag_wf, c.profile_wf, c.timing and c.timing.warpforth),
                                         ("CUDA", c.diag_cuda, c.profile_cuda, c.timing and c.timing.cuda)):
@@ -228,7 +224,7 @@ def stack_tax_table(src: str) -> str:
     if not seen:
         raise SystemExit(f"docs_figures: {src}: no case has static diagnostics (run it, or 'wfbench explain CASE "
                          f"--result {src}')")
-    env = result.environment  # type: ignore[attr-defined]
+    env = result.environment
     head = (f"The runtime-stack tax in the run stored in `{src}` ({env.gpu_name}, {_when(result)}, result schema "
             f"{raw['schema_version']}, SASS for {arch}):")
     verdict = (f"Sides that pay it: {', '.join(taxed)}." if taxed else
@@ -365,7 +361,7 @@ def board_verdicts(src: str) -> str:
             f"that changed would be judged, {'met' if not moved else 'NOT met'} ({len(moved)} of {n}).\n")
 
 
-def protocol_words(protocol: object) -> str:
+def protocol_words(protocol: TimingProtocol) -> str:
     """"the default protocol" only where it is; else the settings that differ from it."""
     import attrs
 

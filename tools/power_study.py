@@ -40,7 +40,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+if TYPE_CHECKING:
+    from wfbench_core.record.results import RunResult
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -339,7 +342,7 @@ def render(summary: dict) -> str:  # type: ignore[type-arg]
     return "\n".join(lines) + "\n"
 
 
-def load_study_result(folder: Path, name: str) -> object:
+def load_study_result(folder: Path, name: str) -> RunResult:
     """A study run's result, as ``run`` wrote it (``study-N.json``) or as stored (``study-N.json.xz``)."""
     import lzma
 
@@ -351,7 +354,7 @@ def load_study_result(folder: Path, name: str) -> object:
     return parse_result(lzma.decompress(stored.read_bytes()), str(stored))
 
 
-def study_results(folder: Path, plan: dict) -> list[object]:  # type: ignore[type-arg]
+def study_results(folder: Path, plan: dict[str, Any]) -> list[RunResult]:
     """The result of every run of the plan, in its order."""
     return [load_study_result(folder, run["result"]) for run in plan["runs"]]
 
