@@ -297,11 +297,14 @@ def test_the_real_rounds_time_the_ceiling_as_a_third_side_on_every_buffer_set() 
 def test_a_library_far_faster_than_the_case_never_multiplies_the_cases_launches() -> None:
     """cuBLAS's tensor-core DGEMM is some 35x faster than matmul_f64_naive: were a sample's launches sized by the
     fastest side, the case's sides would take 35x longer (on the H200 both matmuls went over the per-case limit).
-    A sample is as many launches as without a ceiling; the library's samples are shorter, none is re-taken."""
+    Each side's sample is as many launches as without a ceiling, the library's as many as the case's fastest side's;
+    the library's samples are shorter, none is re-taken."""
     alone, _ = _with_library(None)
     m, _ = _with_library(_library_ceiling(), lib_ms=0.0002)  # 50x faster than the kernels
     assert alone.passed and m.passed and m.ceiling.problem == ""
     assert m.sampled.launches_per_sample == alone.sampled.launches_per_sample
+    own = {label: n for label, n in m.sampled.side_launches.items() if label != LABEL}
+    assert own == alone.sampled.side_launches and m.sampled.side_launches[LABEL] == max(own.values())
     assert m.sampled.short_retakes == 0
     lib, wf = m.sampled.samples_us[LABEL], m.sampled.samples_us["wf"]
     assert all(a == pytest.approx(b / 50) for a, b in zip(lib, wf, strict=True))

@@ -49,6 +49,7 @@ class FakeDriver:
         self.sticky: Any = None
         self.clock_ms = 0.0
         self.launches: dict[str, int] = {}
+        self.read_sizes: list[int] = []  # elements of every buffer read back to the host
         outer = self
 
         class DeviceArray:
@@ -59,6 +60,11 @@ class FakeDriver:
                 outer.memory[self.ptr] = self.host  # a kernel sees the latest (typed) view of an address
                 self.device_ctypes_pointer = type("P", (), {"value": self.ptr})()
                 self.nbytes = self.host.nbytes
+
+            # what the timer reads of a numba-cuda DeviceNDArray besides its pointer and size
+            shape = property(lambda self: self.host.shape)
+            dtype = property(lambda self: self.host.dtype)
+            size = property(lambda self: self.host.size)
 
             def __getitem__(self, item: slice) -> "DeviceArray":
                 return DeviceArray(self.host[item], self.ptr + (item.start or 0) * self.host.itemsize)
@@ -77,6 +83,7 @@ class FakeDriver:
             def copy_to_host(self, stream: Any = None) -> np.ndarray:
                 outer.api()
                 outer.run_pending()
+                outer.read_sizes.append(self.host.size)
                 return self.host.copy()
 
         class Stream:
@@ -276,6 +283,17 @@ def test_correct_sides_pass_with_every_check_per_side() -> None:
                 ("canonical", side, "after-timing")} <= whats
     assert ("canonical", "wf~cuda", "cross") in whats
     assert len(m.sampled.samples_us["wf"]) == 5
+
+
+def test_a_correct_output_crosses_to_the_host_once_per_side_and_configuration() -> None:
+    """axpy_f64 spent 1.1 s of its 6 s on the H200 reading 256 MB outputs back five times per side; the second
+    launch, the launch after timing and the timed buffers' checks compare on the device with the first output."""
+    m, driver = measure(good)
+    assert m.passed, m.message
+    outputs = [n for n in driver.read_sizes if n == N]  # the rest: the device comparison's one-word counts
+    assert len(outputs) == 2 * 2  # check and canonical, WarpForth and CUDA: the first launch of each
+    assert {c.what for c in m.checks if c.config == "canonical"} >= {"reference", "idempotent", "after-timing",
+                                                                     "timed-buffers"}
 
 
 def test_a_second_launch_that_skips_the_tail_is_caught() -> None:

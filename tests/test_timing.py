@@ -19,6 +19,7 @@ from wfbench_core.gpu.sampling import (
     PLACEMENT_STEP,
     SAMPLE_MARGIN,
     launches_for,
+    per_side,
     placement_blocks,
     placement_offsets,
     round_order,
@@ -29,7 +30,8 @@ from wfbench_core.stats import gap_interval, placement_gaps, placement_noise, re
 
 
 class FakeRounds:
-    """Kernel time per launch = base[label] x placement effect x (1 + noise); ms of a round = launches x that.
+    """Kernel time per launch = base[label] x placement effect x (1 + noise); ms of a side in a round = its
+    launches x that. Each round is recorded with each side's launches.
 
     ``drift(t)`` scales every side after calibration (a GPU that speeds up makes short samples);
     ``mhz(r)`` is the SM clock of round r (None: the clock is not measured).
@@ -46,7 +48,7 @@ class FakeRounds:
         self.drift = drift
         self.placed: list[tuple[int, tuple[int, ...]]] = []
         self.effect = {label: 1.0 for label in base_ms}
-        self.rounds: list[tuple[tuple[str, ...], int]] = []
+        self.rounds: list[tuple[tuple[str, ...], dict[str, int]]] = []
         self.steps: list[tuple[str, int]] = []  # re-poison and verify, with the rounds taken before each
         self.now = 0.0
         self.clock_step_s = clock_step_s
@@ -72,11 +74,12 @@ class FakeRounds:
     def sm_mhz(self) -> float | None:
         return self.mhz(len(self.rounds))
 
-    def round(self, order: Sequence[str], launches: int) -> dict[str, float]:
-        self.rounds.append((tuple(order), launches))
+    def round(self, order: Sequence[str], launches: int | Mapping[str, int]) -> dict[str, float]:
+        n = per_side(order, launches)
+        self.rounds.append((tuple(order), n))
         self.now += self.clock_step_s
         f = self.drift(len(self.rounds))
-        return {label: launches * self.base[label] * self.effect[label] * f *
+        return {label: n[label] * self.base[label] * self.effect[label] * f *
                 (1 + self.noise * self.rng.standard_normal()) for label in order}
 
 
@@ -131,7 +134,7 @@ def test_samples_spread_over_fresh_placements() -> None:
                 clock=again.clock)
     assert [o for _, o in again.placed] == offsets
     # each new placement's buffers are touched once, untimed, by the reference side alone (same buffers)
-    assert [r for r in rounds.rounds if len(r[0]) == 1] == [(("cuda",), 1)] * 5
+    assert [r for r in rounds.rounds if len(r[0]) == 1] == [(("cuda",), {"cuda": 1})] * 5
 
 
 WARMUP_AND_PROBE_ROUNDS = 9  # FAST on a 0.2/0.18 ms kernel: warm-up k = 1, 2, ... 128, then the probe (256)
@@ -143,15 +146,53 @@ def test_every_kept_sample_lasts_min_sample_ms_even_when_the_gpu_speeds_up() -> 
     rounds = FakeRounds({"wf": 0.2, "cuda": 0.18}, drift=speedup)
     s = sample_case(rounds, ["wf", "cuda"], attrs.evolve(FAST, target_halfwidth=0.0), reference="cuda", seed=1,
                     clock=rounds.clock)
-    assert rounds.rounds[WARMUP_AND_PROBE_ROUNDS - 1][1] == 256  # the probe is where the fake expects it
+    assert rounds.rounds[WARMUP_AND_PROBE_ROUNDS - 1][1] == {"wf": 256, "cuda": 256}  # the probe, where expected
     assert s.short_retakes >= 1
     # the short rounds were re-taken, not kept: 30 kept + re-takes + one untimed round per later placement
     assert len(rounds.rounds) == WARMUP_AND_PROBE_ROUNDS + 30 + s.short_retakes + 5
     for label, base in (("wf", 0.2), ("cuda", 0.18)):
         assert all(us / 1000 == pytest.approx(base * 0.85, rel=1e-12) for us in s.samples_us[label])
-        assert s.launches_per_sample * base * 0.85 >= FAST.min_sample_ms
+        assert s.side_launches[label] * base * 0.85 >= FAST.min_sample_ms
     # without the re-take rule the first samples would have been kept short
     assert math.ceil(FAST.min_sample_ms * SAMPLE_MARGIN / 0.18) * 0.18 * 0.85 < FAST.min_sample_ms
+
+
+def test_each_side_takes_its_own_launches_so_each_sample_lasts_about_min_sample_ms() -> None:
+    """stack_pick_f64 on the H200: WarpForth 1016 us, CUDA 229 us a launch. With one launch count for both, the
+    WarpForth sample lasted 4.4 x min_sample_ms and a pair 291 ms instead of about 2 x 55 ms."""
+    rounds = FakeRounds({"wf": 1.016, "cuda": 0.229})
+    protocol = attrs.evolve(FAST, min_sample_ms=50.0, target_halfwidth=0.0)
+    s = sample_case(rounds, ["wf", "cuda"], protocol, reference="cuda", seed=1, clock=rounds.clock)
+    assert s.side_launches == {"wf": launches_for(1.016, 50.0), "cuda": launches_for(0.229, 50.0)}
+    assert s.side_launches["wf"] < s.side_launches["cuda"] and s.launches_per_sample == s.side_launches["cuda"]
+    for label, base in rounds.base.items():
+        sample_ms = s.side_launches[label] * base
+        assert 50.0 <= sample_ms <= 50.0 * SAMPLE_MARGIN + base  # each side's own sample: min_sample_ms, margin
+        assert all(us / 1000 == pytest.approx(base, rel=1e-12) for us in s.samples_us[label])
+    sampled = [n for order, n in rounds.rounds if len(order) == 2][-30:]
+    assert all(n == s.side_launches for n in sampled)  # every pair took each side's own launches
+
+
+def test_a_short_side_is_retaken_with_more_of_its_own_launches_only() -> None:
+    # after calibration the WarpForth side alone gets 15 % faster: only its launches go up
+    rounds = FakeRounds({"wf": 0.2, "cuda": 0.5})
+    faster = {"wf": 0.2 * 0.85, "cuda": 0.5}
+    s0 = sample_case(FakeRounds(dict(rounds.base)), ["wf", "cuda"], attrs.evolve(FAST, target_halfwidth=0.0),
+                     reference="cuda", seed=1)
+    calibrated = s0.side_launches
+
+    class WfSpeedsUp(FakeRounds):
+        def round(self, order: Sequence[str], launches: int | Mapping[str, int]) -> dict[str, float]:
+            if len(self.rounds) == WARMUP_AND_PROBE_ROUNDS - 1:
+                self.base = dict(faster)
+            return super().round(order, launches)
+
+    rounds = WfSpeedsUp(dict(rounds.base))
+    s = sample_case(rounds, ["wf", "cuda"], attrs.evolve(FAST, target_halfwidth=0.0), reference="cuda", seed=1,
+                    clock=rounds.clock)
+    assert s.short_retakes >= 1
+    assert s.side_launches["cuda"] == calibrated["cuda"] and s.side_launches["wf"] > calibrated["wf"]
+    assert min(s.samples_us["wf"]) * s.side_launches["wf"] / 1000 >= FAST.min_sample_ms
 
 
 def test_samples_that_stay_short_end_the_case_with_a_clear_error() -> None:
@@ -190,9 +231,9 @@ class SkipsOnceWritten(FakeRounds):
     """The demonstrated skip-work kernel: the first launch of a round on a fresh output does the work (107 us),
     every later one finds it done (1.77 us)."""
 
-    def round(self, order: Sequence[str], launches: int) -> dict[str, float]:
+    def round(self, order: Sequence[str], launches: int | Mapping[str, int]) -> dict[str, float]:
         ms = super().round(order, launches)
-        return {**ms, "wf": 0.107 + (launches - 1) * 0.00177} if "wf" in order else ms
+        return {**ms, "wf": 0.107 + (per_side(order, launches)["wf"] - 1) * 0.00177} if "wf" in order else ms
 
 
 @pytest.mark.parametrize("max_case_s", [60.0, 400.0])
@@ -215,10 +256,12 @@ def test_clocks_ramping_and_the_launch_path_are_not_inconsistent_launches() -> N
     WarpForth kernel when a round has one launch: its launches read 1 to 20 us, the same rounds move the CUDA side
     too, and it is timed."""
     class Ramping(FakeRounds):
-        def round(self, order: Sequence[str], launches: int) -> dict[str, float]:
+        def round(self, order: Sequence[str], launches: int | Mapping[str, int]) -> dict[str, float]:
             ms = super().round(order, launches)
             slow = 5.0 if len(self.rounds) <= 3 else 1.0
-            return {label: (v + (0.003 if launches == 1 and label == "wf" else 0.0)) * slow for label, v in ms.items()}
+            one = per_side(order, launches)
+            return {label: (v + (0.003 if one[label] == 1 and label == "wf" else 0.0)) * slow
+                    for label, v in ms.items()}
 
     rounds = Ramping({"wf": 0.001, "cuda": 0.1})
     s = sample_case(rounds, ["wf", "cuda"], attrs.evolve(FAST, warmup_s=0.5, min_sample_ms=5.0), reference="cuda",
@@ -231,7 +274,7 @@ def test_one_slow_round_is_not_inconsistent_launches() -> None:
     per launch (the CUDA side 1.51 to 2.8 us), the host having held up one launch. One slow round does not come
     back on a second warm-up, where a kernel that skips written outputs does: it is timed."""
     class Hiccup(FakeRounds):
-        def round(self, order: Sequence[str], launches: int) -> dict[str, float]:
+        def round(self, order: Sequence[str], launches: int | Mapping[str, int]) -> dict[str, float]:
             ms = super().round(order, launches)
             return {**ms, "wf": ms["wf"] + 0.030} if len(self.rounds) == 1 else ms  # the first round, one launch
 
@@ -484,7 +527,7 @@ def test_pairs_under_the_clock_floor_are_retaken_counted_and_their_clocks_kept()
     assert got.clock_retakes == len(dips) > 0
     assert len(got.pair_sm_mhz) == len(got.samples_us["wf"]) == 30
     assert set(got.pair_sm_mhz) == {1980.0}  # every kept pair ran at the full clock
-    paired = [r for r in rounds.rounds if r[1] == got.launches_per_sample]
+    paired = [r for r in rounds.rounds if r[1] == got.side_launches]
     assert len(paired) >= 30 + got.clock_retakes  # each re-take is a round of its own
 
 
@@ -526,7 +569,7 @@ def test_a_case_timed_right_after_another_gets_the_short_warm_up_and_after_an_id
 
     first, first_rounds = timed(0.0)  # the first case: nothing to carry
     assert first.warmup_carried_s == 0.0 and first.warmup_busy_s >= proto.warmup_s
-    kernel_ms = sum(sum(launches * rounds.base[side] for side in order) for order, launches in rounds.rounds)
+    kernel_ms = sum(sum(launches[side] * rounds.base[side] for side in order) for order, launches in rounds.rounds)
     assert first.busy_s == pytest.approx(kernel_ms / 1000.0)  # every round of the case, warm-up to last pair
     right_after, after_rounds = timed(WARM_CARRY_IDLE_S / 2)
     assert right_after.warmup_carried_s == pytest.approx(proto.warmup_s - WARMUP_MIN_S)

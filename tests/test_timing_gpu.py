@@ -48,11 +48,12 @@ def test_placements_interval_nvml_and_sample_length(prebuilt_bundle) -> None:  #
         assert t is not None and t.timing_mode == TIMING_EVENTS
         assert 2 <= t.placements <= QUICK.placements and len(set(t.placement_of)) == t.placements
         # 256+ MiB of buffers stream from DRAM: the launches rotate over buffer sets (fewer on a small GPU)
-        assert t.buffer_sets >= 2 and t.launches_per_sample % t.buffer_sets == 0 and t.gate_retakes == 0
+        assert t.buffer_sets >= 2 and t.gate_retakes == 0
+        assert t.launches(t.warpforth) % t.buffer_sets == 0 and t.launches(t.cuda) % t.buffer_sets == 0
         assert t.gap_lo is not None and t.gap_hi is not None and t.gap_lo <= t.gap <= t.gap_hi
         assert t.stop_reason in ("target", "budget", "samples") and t.warpforth.n >= QUICK.min_samples
-        if t.short_retakes == 0:  # every sample was taken with launches_per_sample launches
-            shortest = min(min(t.warpforth.samples_us), min(t.cuda.samples_us)) * t.launches_per_sample
+        if t.short_retakes == 0:  # every sample of a side was taken with that side's launches
+            shortest = min(min(s.samples_us) * t.launches(s) for s in (t.warpforth, t.cuda))
             assert shortest >= QUICK.min_sample_ms * 1000
         if importlib.util.find_spec("pynvml") is not None:
             assert t.nvml is not None and t.nvml.n >= 1 and t.nvml.sm_mhz_max > 0

@@ -29,7 +29,8 @@ def _pass(k: int, nvml: NvmlSummary) -> CaseResult:
     timing = Timing(launches_per_sample=64, warmup_busy_s=1.0 + k, order=("wf", "cuda", "wf", "cuda"),
                     clocks_sm_mhz=(1980 + k,), timing_mode="graph", placement_of=(0, 0, 1, 1),
                     placement_seed=7 + k, stop_reason=("target", "budget")[k % 2], short_retakes=1, buffer_sets=8,
-                    gate_retakes=2, nvml=nvml, warpforth=STATS, cuda=STATS, gap=1.0, **later)
+                    gate_retakes=2, nvml=nvml, warpforth=attrs.evolve(STATS, launches=16),
+                    cuda=attrs.evolve(STATS, launches=64), gap=1.0, **later)
     return CaseResult(id="c", version=1, priority="P0", fingerprint="f", status=OK, timing=timing)
 
 
@@ -52,6 +53,7 @@ def test_repeat_keeps_every_field_of_the_timing_record() -> None:
     later = {name: value for name, (_, value) in LATER.items() if name in attrs.fields_dict(Timing)}
     assert {name: getattr(t, name) for name in later} == later
     assert t.throttled and t.placements == 6 and t.repeat_gaps == (1.0, 1.0, 1.0) and t.warpforth.n == 12
+    assert (t.warpforth.launches, t.cuda.launches) == (16, 64)  # each side's own launches per sample
 
 
 def test_every_field_of_the_record_has_a_pooling_rule_and_is_set_above() -> None:

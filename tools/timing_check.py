@@ -48,9 +48,8 @@ def builtin_plugins() -> list[str]:
 def first_side_excess_us(timing) -> dict[str, float]:  # type: ignore[no-untyped-def]
     """Median per-sample excess (us) of a side when it went first over when it went second."""
     out = {}
-    k = timing.launches_per_sample
     for label, stats in (("wf", timing.warpforth), ("cuda", timing.cuda)):
-        x = np.asarray(stats.samples_us) * k
+        x = np.asarray(stats.samples_us) * timing.launches(stats)
         first = np.array([o == label for o in timing.order])
         if first.any() and (~first).any():
             out[label] = float(np.median(x[first]) - np.median(x[~first]))
@@ -104,8 +103,9 @@ def main() -> int:
               f"{t.warpforth.n:3d} {t.placements:2d} {t.buffer_sets:2d} {t.stop_reason:>7} {t.short_retakes:4d} "
               f"{t.gate_retakes:4d} "
               f"{'yes' if t.throttled else 'no':>3}  {describe(t.nvml)}")
-        small = min(min(t.warpforth.samples_us), min(t.cuda.samples_us)) * t.launches_per_sample / 1000
-        print(f"{'':22} launches/sample {t.launches_per_sample}, shortest sample {small:.2f} ms "
+        small = min(min(s.samples_us) * t.launches(s) for s in (t.warpforth, t.cuda)) / 1000
+        print(f"{'':22} launches/sample wf {t.launches(t.warpforth)}, cuda {t.launches(t.cuda)}, shortest sample "
+              f"{small:.2f} ms "
               f"(min_sample_ms {run.protocol.min_sample_ms:g}; exact when retk = 0); case wall "
               f"{sum(attrs.asdict(c.costs).values()) if c.costs else 0:.1f} s")
     if args.suite_only:

@@ -53,7 +53,7 @@ from wfbench_core.gpu import watchdog
 from wfbench_core.gpu.correctness import TimedBuffers
 from wfbench_core.gpu.device import Device, Kernel
 from wfbench_core.gpu.helper_kernels import CLOCK_KERNEL, CLOCK_PTX, EMPTY, EMPTY_PTX, GATE_KERNEL, GATE_PTX
-from wfbench_core.gpu.sampling import buffer_sets
+from wfbench_core.gpu.sampling import buffer_sets, per_side
 from wfbench_core.record.results import TIMING_COLD_L2, TIMING_GRAPH
 
 __all__ = ["CudaRounds", "TimingSetup"]  # internal: the names the rest of wfbench uses
@@ -80,6 +80,7 @@ class TimingSetup:
     # these after every placement (none: not verified, as in ``wfbench crosscheck``)
     good: Mapping[str, Mapping[str, np.ndarray]] | None = None
     ceiling: Any = None  # --ceiling: its launcher maker (gpu.ceiling_side.CeilingLaunchers), one more side
+    checked: Any = None  # the correctness phase's Checked: its outputs and poison already on the device
 
 
 class CudaRounds:
@@ -134,7 +135,10 @@ class CudaRounds:
         self._empty()
         self._probes[0]()
         device.synchronize()
-        self.check = None if setup.good is None else TimedBuffers(device, case, setup.want, setup.good)
+        on = setup.checked
+        self.check = None if setup.good is None else TimedBuffers(
+            device, case, setup.want, setup.good, kept=on.kept if on else None, poison=on.poison if on else None,
+            differ=on.differ if on else None)
         self.check_s = 0.0  # wall time of re-poisoning and verifying the timed buffers
         self._outs: list[dict[str, Any]] = []  # each buffer set's output buffers
         self._last_writer = ""  # the side whose launches came last (its output is what the buffers hold)
@@ -203,7 +207,8 @@ class CudaRounds:
             return min(launches, COLD_MAX_LAUNCHES)
         return launches
 
-    def round(self, order: Sequence[str], launches: int) -> dict[str, float]:
+    def round(self, order: Sequence[str], launches: int | Mapping[str, int]) -> dict[str, float]:
+        n = per_side(order, launches)  # each side's own launches
         # the last of the case's own sides (never the library ceiling) wrote the outputs last, and is the lead-in:
         # the first side starts after one of the case's kernels, and its clock span holds no ceiling launch
         self._last_writer = next((label for label in reversed(order) if label != CEILING), order[-1])
@@ -211,15 +216,15 @@ class CudaRounds:
         self._order = tuple(order)
         if self.mode == TIMING_COLD_L2:
             self._probes[0]()
-            ms = {label: self._cold_side(label, launches) for label in order}
+            ms = {label: self._cold_side(label, n[label]) for label in order}
             self._probes[len(order)]()
-            return self._seen(ms, launches)
+            return self._seen(ms, n)
         ev, device = self._events, self.device
         graphs = {}
         if self.mode == TIMING_GRAPH:  # capture and instantiate before the timed span, not inside it
-            graphs = {label: self._graph(label, self._chunk(launches)) for label in order}
-        lead = self._lead(self._last_writer, launches)
-        queued = self._queued(order[0], launches, GATE_MAX_QUEUED - lead)
+            graphs = {label: self._graph(label, self._chunk(n[label])) for label in order}
+        lead = self._lead(self._last_writer, n[self._last_writer])
+        queued = self._queued(order[0], n[order[0]], GATE_MAX_QUEUED - lead)
 
         def enqueue() -> None:
             self._probes[0]()  # before the lead-in, outside the timed span
@@ -231,7 +236,7 @@ class CudaRounds:
                     self._probes[i]()  # between the sides, outside both timed spans: each side's own clock
                 device.record(ev[i][0])
                 if self.mode == TIMING_GRAPH and graphs[label] is not None:
-                    times = launches // self._chunk(launches)
+                    times = n[label] // self._chunk(n[label])
                     self._replay(graphs[label], 1)
                     if i == 0:
                         self._open()
@@ -243,17 +248,17 @@ class CudaRounds:
                         for j in range(queued):
                             gos[j % sets]()
                         self._open()
-                        for j in range(queued, launches):
+                        for j in range(queued, n[label]):
                             gos[j % sets]()
                     else:
-                        for j in range(launches):
+                        for j in range(n[label]):
                             gos[j % sets]()
                 device.record(ev[i][1])
             self._probes[len(order)]()
 
-        what = f"a round of {launches} launches of {', '.join(order)}"
-        self._gated(enqueue, ev[len(order) - 1][1], what, self._expected_s(order, launches))  # the round's last event
-        return self._seen({label: device.elapsed_ms(*ev[i]) for i, label in enumerate(order)}, launches)
+        what = f"a round of {', '.join(f'{n[label]} launches of {label}' for label in order)}"
+        self._gated(enqueue, ev[len(order) - 1][1], what, self._expected_s(n))  # the round's last event
+        return self._seen({label: device.elapsed_ms(*ev[i]) for i, label in enumerate(order)}, n)
 
     def sm_mhz(self) -> float | None:
         """The mean SM clock between the last round's two probes (SM cycles per ns); None where a probe did not
@@ -354,13 +359,14 @@ class CudaRounds:
         raise WfbenchError(f"the host did not open the start gate within {GATE_TIMEOUT_NS / 1e9:g} s in "
                            f"{GATE_MAX_RETAKES + 1} rounds in a row; the host is too busy to time on")
 
-    def _expected_s(self, order: Sequence[str], launches: int) -> float:
-        """What a round should take from the rounds before it (0 before the first: the watchdog's floor)."""
-        return launches * sum(self._per_launch_ms.get(label, 0.0) for label in order) / 1000.0
+    def _expected_s(self, launches: Mapping[str, int]) -> float:
+        """What a round of each side's ``launches`` should take from the rounds before it (0 before the first: the
+        watchdog's floor)."""
+        return sum(n * self._per_launch_ms.get(label, 0.0) for label, n in launches.items()) / 1000.0
 
-    def _seen(self, ms: dict[str, float], launches: int) -> dict[str, float]:
+    def _seen(self, ms: dict[str, float], launches: Mapping[str, int]) -> dict[str, float]:
         for label, value in ms.items():
-            self._per_launch_ms[label] = value / max(launches, 1)
+            self._per_launch_ms[label] = value / max(launches[label], 1)
         return ms
 
     def _cold_side(self, label: str, launches: int) -> float:

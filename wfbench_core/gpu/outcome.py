@@ -149,6 +149,8 @@ def timing_of(sampled: Sampled, side: str, *, work_bytes: int, work_flops: int, 
     wf, cu = sampled.samples_us[side], sampled.samples_us[reference]
     where = sampled.placement_of or (0,) * len(wf)
     figures = paired_statistics(wf, cu, where)
+    for name, label in (("warpforth", side), ("cuda", reference)):  # each side's own launches per sample
+        figures[name] = attrs.evolve(figures[name], launches=sampled.side_launches.get(label, 0))
     timing = Timing(
         **{**sampling_fields(sampled), "placement_of": tuple(where)}, **figures,
         gbps_wf=rate(work_bytes, figures["warpforth"].median_us), gbps_cuda=rate(work_bytes, figures["cuda"].median_us),
@@ -250,7 +252,8 @@ def pool(records: Sequence[Sampled]) -> Sampled:
     labels = list(records[0].samples_us)
     filled = [attrs.evolve(r, placement_of=r.placement_of or (0,) * len(r.samples_us[labels[0]])) for r in records]
     fields = {name: POOL[name]([getattr(r, name) for r in filled]) for name in sampling_fields(records[0])}
-    return Sampled(samples_us={label: _joined([r.samples_us[label] for r in filled]) for label in labels}, **fields)
+    return Sampled(samples_us={label: _joined([r.samples_us[label] for r in filled]) for label in labels},
+                   side_launches=records[0].side_launches, **fields)
 
 
 def merge_repeats(passes: list[list[CaseResult]], unstable_noise: float) -> list[CaseResult]:

@@ -14,11 +14,13 @@ Rules, each written once here:
   still run for :data:`WARMUP_MIN_S` of busy GPU (calibration needs their launch times, and the consistency
   rule their warm-up launches). What was credited is recorded (``warmup_carried_s``); the matching-clock
   rule below still re-takes any pair that ran at a dipped clock.
-- **Calibration**: launches per sample so the case's *fastest* own side's sample lasts ``min_sample_ms`` times
-  :data:`SAMPLE_MARGIN`; a sample that still comes in short is re-taken with more launches (counted in
-  ``short_retakes``), so every kept sample of the case's sides lasts at least ``min_sample_ms`` (except where
-  the mode caps the launches per sample: ``cold-l2`` times each launch with its own events); a library
-  ceiling's samples are as many launches, and may be shorter.
+- **Calibration**: each of the case's own sides gets its own launches per sample, so that each side's sample
+  lasts ``min_sample_ms`` times :data:`SAMPLE_MARGIN` (a side four times slower than the other takes a quarter
+  of the launches, not a sample four times as long); a side whose sample still comes in short is re-taken with
+  more launches (counted in ``short_retakes``), so every kept sample of the case's sides lasts at least
+  ``min_sample_ms`` (except where the mode caps the launches per sample: ``cold-l2`` times each launch with its
+  own events); a library ceiling takes as many launches as the case's fastest side, and its samples may be
+  shorter.
 - **Placements**: the pairs are spread over ``placements`` blocks of equal size; each block runs on freshly
   allocated buffers at random 256-byte-multiple offsets (:func:`placement_offsets`), inputs copied in again,
   and starts with an untimed round of the reference side that touches every new buffer once.
@@ -65,7 +67,7 @@ __all__ = [  # internal to wfbench, not the plugin API (README: Layout)
     "CLOCK_FLOOR", "CLOCK_RETAKE_SHARE", "CLOCK_RETAKE_SHORT_SHARE", "MAX_SHORT_RETAKES", "MIN_MATCHED", "PLACEMENT_MAX_OFFSET", "PLACEMENT_STEP",
     "ROTATION_MEMORY_SHARE", "SAMPLE_MARGIN", "STOP_BUDGET", "STOP_SAMPLES", "STOP_TARGET", "WARMUP_MIN_S",
     "WARMUP_STEP_MS", "WARMUP_WALL_FACTOR", "WARM_CARRY_IDLE_S", "Rounds", "WarmCarry", "buffer_sets",
-    "clocks_match", "dipped", "launches_for", "max_clock_retakes",
+    "clocks_match", "dipped", "launches_for", "max_clock_retakes", "per_side",
     "placement_blocks", "placement_offsets", "round_order", "sample_case", "stop_reason", "zero_offsets",
 ]
 
@@ -99,8 +101,9 @@ class Rounds(TypingProtocol):
     def fit(self, launches: int) -> int:
         """The number of launches a sample will really make when ``launches`` are asked (>= launches)."""
 
-    def round(self, order: Sequence[str], launches: int) -> Mapping[str, float]:
-        """One round: every side in ``order``, ``launches`` launches each; kernel ms of each side."""
+    def round(self, order: Sequence[str], launches: int | Mapping[str, int]) -> Mapping[str, float]:
+        """One round: every side in ``order``, ``launches`` launches each (a mapping: each side its own number,
+        see :func:`per_side`); kernel ms of each side."""
 
     def repoison(self) -> None:
         """Overwrite every output buffer of the placement with the poison (untimed, before a round)."""
@@ -199,6 +202,13 @@ def launches_for(per_launch_ms: float, min_sample_ms: float) -> int:
     return max(1, math.ceil(min_sample_ms * SAMPLE_MARGIN / max(per_launch_ms, 1e-9)))
 
 
+def per_side(order: Sequence[str], launches: int | Mapping[str, int]) -> dict[str, int]:
+    """Each side's launches in a round: the same number for every side, or each side's own from a mapping."""
+    if isinstance(launches, Mapping):
+        return {label: int(launches[label]) for label in order}
+    return dict.fromkeys(order, int(launches))
+
+
 def round_order(labels: Sequence[str], r: int) -> list[str]:
     """Which side goes first in round ``r``: two sides alternate, more sides rotate."""
     labels = list(labels)
@@ -280,7 +290,8 @@ def sample_case(rounds: Rounds, labels: Sequence[str], protocol: TimingProtocol,
         samples_us={label: tuple(v) for label, v in pairs.samples.items()},
         order=tuple(pairs.first),
         placement_of=tuple(pairs.where),
-        launches_per_sample=pairs.launches,
+        launches_per_sample=pairs.launches[reference],
+        side_launches=dict(pairs.launches),
         warmup_busy_s=busy_ms / 1000.0,
         warmup_carried_s=carried_s,
         busy_s=counted.busy_ms / 1000.0,
@@ -313,8 +324,8 @@ def _warm_up(rounds: Rounds, labels: Sequence[str], warmup_s: float, clock: Call
 
 
 def _calibrate(rounds: Rounds, labels: Sequence[str], protocol: TimingProtocol, k: int,
-               seen: dict[str, list[float]], reference: str, clock: Callable[[], float]) -> int:
-    """Launches per sample from a probe round of ``k`` launches. A side whose launches do not do the same work
+               seen: dict[str, list[float]], reference: str, clock: Callable[[], float]) -> dict[str, int]:
+    """Each side's launches per sample from a probe round of ``k`` launches. A side whose launches do not do the same work
     across the warm-up and probe rounds (``seen``), and again across a second, short warm-up on outputs poisoned
     afresh, is refused first, whatever the time limit
     (:class:`~wfbench_core.gpu.plausibility.InconsistentLaunches`); then a case too slow for max_case_s, with
@@ -335,18 +346,20 @@ def _calibrate(rounds: Rounds, labels: Sequence[str], protocol: TimingProtocol, 
         odd = {label: why for label, why in odd.items() if label in _odd_launches(again, reference)}
     if odd:
         raise InconsistentLaunches(odd)
-    # launches per sample are the case's own sides' (a library ceiling many times faster than the case must not
-    # multiply the case's launches: its samples are as many launches, and may last less than min_sample_ms)
+    # each of the case's own sides its own launches; a library ceiling many times faster than the case must not
+    # multiply the case's launches: it takes as many as the case's fastest side, and may last less than min_sample_ms
     own = {label: ms for label, ms in probe.items() if label != CEILING}
-    launches = rounds.fit(launches_for(min(own.values()) / k, protocol.min_sample_ms))
-    predicted_s = protocol.samples * launches * max(probe.values()) / k * len(labels) / 1000.0
+    launches = {label: rounds.fit(launches_for(ms / k, protocol.min_sample_ms)) for label, ms in own.items()}
+    for label in probe:
+        launches.setdefault(label, max(launches.values()))
+    predicted_s = protocol.samples * sum(launches[label] * ms / k for label, ms in probe.items()) / 1000.0
     if predicted_s > protocol.max_case_s:
         ranges = ", ".join(f"{label} {min(v) * 1e3:.3g} to {max(v) * 1e3:.3g} us" for label, v in seen.items())
+        slowest = max(own, key=lambda label: own[label])
         raise WfbenchError(
             f"timing would take about {predicted_s:.0f} s, over the {protocol.max_case_s:.0f} s per-case limit "
-            f"(--max-case-s): per-launch time across the warm-up and probe launches: {ranges}; a sample is "
-            f"{launches} launches, {launches * min(own.values()) / k:.0f} ms of the case's fastest side, "
-            f"{launches * max(probe.values()) / k:.0f} ms of the slowest"
+            f"(--max-case-s): per-launch time across the warm-up and probe launches: {ranges}; a sample of the "
+            f"slowest side ({slowest}) is {launches[slowest]} launches, {launches[slowest] * own[slowest] / k:.0f} ms"
         )
     return launches
 
@@ -375,7 +388,7 @@ class _Busy:
     def sets(self, value: int) -> None:
         self.inner.sets = value
 
-    def round(self, order: Sequence[str], launches: int) -> Mapping[str, float]:
+    def round(self, order: Sequence[str], launches: int | Mapping[str, int]) -> Mapping[str, float]:
         ms = self.inner.round(order, launches)
         self.busy_ms += sum(ms.values())
         return ms
@@ -403,8 +416,9 @@ class _Pairs:
     """The kept pairs of one case so far, and the launches per sample (raised by re-takes of short samples);
     a pair taken under the clock floor is re-taken while re-takes are left."""
 
-    def __init__(self, rounds: Rounds, protocol: TimingProtocol, labels: Sequence[str], launches: int) -> None:
-        self.rounds, self.protocol, self.labels, self.launches = rounds, protocol, list(labels), launches
+    def __init__(self, rounds: Rounds, protocol: TimingProtocol, labels: Sequence[str],
+                 launches: Mapping[str, int]) -> None:
+        self.rounds, self.protocol, self.labels, self.launches = rounds, protocol, list(labels), dict(launches)
         self.samples: dict[str, list[float]] = {label: [] for label in labels}
         self.first: list[str] = []
         self.where: list[int] = []
@@ -437,27 +451,32 @@ class _Pairs:
         if sides:
             self.side_mhz.append(tuple(round(sides[label], 1) for label in self.paired))
         for label in self.labels:
-            self.samples[label].append(ms[label] * 1000.0 / self.launches)
+            self.samples[label].append(ms[label] * 1000.0 / self.launches[label])
         self.first.append(order[0])
         self.where.append(placement)
 
     def _timed(self, order: Sequence[str]) -> Mapping[str, float]:
-        """One round, the sides in ``order``; a sample that came in short is re-taken with more launches."""
+        """One round, the sides in ``order``; a round where a side's sample came in short is re-taken with more
+        launches of that side (the ceiling's samples may be shorter: it takes the case's fastest side's launches)."""
         protocol, rounds = self.protocol, self.rounds
         while True:
             ms = rounds.round(order, self.launches)
-            shortest = min(ms[label] for label in self.paired)  # the ceiling's samples may be shorter
-            if shortest >= protocol.min_sample_ms:
-                break
-            more = rounds.fit(max(self.launches + 1, math.ceil(
-                self.launches * protocol.min_sample_ms * SAMPLE_MARGIN / max(shortest, 1e-9))))
-            if more <= self.launches:  # the mode caps launches per sample (cold-l2): the sample stands
+            short = {label: ms[label] for label in self.paired if ms[label] < protocol.min_sample_ms}
+            more = {label: rounds.fit(max(self.launches[label] + 1, math.ceil(
+                self.launches[label] * protocol.min_sample_ms * SAMPLE_MARGIN / max(got, 1e-9))))
+                for label, got in short.items()}
+            more = {label: n for label, n in more.items() if n > self.launches[label]}
+            if not more:  # none short, or the mode caps launches per sample (cold-l2): the samples stand
                 break
             self.retakes += 1
             if self.retakes > MAX_SHORT_RETAKES:
+                label, got = min(short.items(), key=lambda item: item[1])
                 raise WfbenchError(
-                    f"samples keep coming in under {protocol.min_sample_ms:g} ms ({shortest:.2f} ms with "
-                    f"{self.launches} launches) after {MAX_SHORT_RETAKES} re-takes; the GPU's speed is not steady"
+                    f"samples keep coming in under {protocol.min_sample_ms:g} ms ({label}: {got:.2f} ms with "
+                    f"{self.launches[label]} launches) after {MAX_SHORT_RETAKES} re-takes; the GPU's speed is not "
+                    f"steady"
                 )
-            self.launches = more
+            self.launches.update(more)
+            if CEILING in self.launches:
+                self.launches[CEILING] = max(self.launches[label] for label in self.paired)
         return ms

@@ -57,7 +57,9 @@ class NvmlSummary:
 class Sampling:
     """How one case's paired samples were taken (stored with them, field for field, in :class:`Timing`)."""
 
-    launches_per_sample: int = 0  # of the last sample (earlier ones may have had fewer before a re-take)
+    # the CUDA (reference) side's launches per sample, of the last sample (earlier ones may have had fewer before a
+    # re-take); each side takes its own number (SideStats.launches)
+    launches_per_sample: int = 0
     warmup_busy_s: float = 0.0  # measured: how long the warm-up kept the GPU busy (the setting is warmup_s)
     order: tuple[str, ...] = ()  # which side went first in each pair ("wf", "wf:head", "cuda" …)
     clocks_sm_mhz: tuple[int, ...] = ()  # SM clock sampled during timing
@@ -88,6 +90,7 @@ class Sampled(Sampling):
     """What a timer returns for a correct case: the :class:`Sampling` and every side's samples."""
 
     samples_us: Mapping[str, tuple[float, ...]] = attrs.Factory(dict)  # label -> per-launch us of each pair
+    side_launches: Mapping[str, int] = attrs.Factory(dict)  # label -> launches per sample (the last sample's)
     busy_s: float = 0.0  # kernel time of every round of the case (not stored: the next case's warm-up credit)
 
 
@@ -123,6 +126,11 @@ class Timing(Sampling):
     # byte-identical to it in every configuration, so the kernel was timed once ("" = timed as itself)
     timed_with: str = ""
 
+    def launches(self, side: SideStats) -> int:
+        """Launches per sample of ``side`` (``self.warpforth`` or ``self.cuda``); a result from before each side took
+        its own number recorded only ``launches_per_sample``, the same for both."""
+        return side.launches or self.launches_per_sample
+
 
 def sampling_fields(record: Sampling) -> dict[str, Any]:
     """Every :class:`Sampling` field of ``record`` (a Sampled or a Timing), to make the next record from."""
@@ -132,4 +140,5 @@ def sampling_fields(record: Sampling) -> dict[str, Any]:
 def sampled_of(timing: Timing, wf_label: str = "wf", cuda_label: str = "cuda") -> Sampled:
     """A stored timing as the record a timer returned (its two sides' samples under ``wf_label``/``cuda_label``)."""
     return Sampled(samples_us={wf_label: timing.warpforth.samples_us, cuda_label: timing.cuda.samples_us},
+                   side_launches={wf_label: timing.launches(timing.warpforth), cuda_label: timing.launches(timing.cuda)},
                    **sampling_fields(timing))

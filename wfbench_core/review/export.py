@@ -57,7 +57,8 @@ def _case_lines(result: RunResult, case: CaseResult, label: str) -> list[str]:
         f"fingerprint: {case.fingerprint[:16]}",
         f"cuda source: {case.cuda_source_sha256[:16]}",
         f"warpforth source: {case.warpforth_source_sha256[:16]}",
-        f"samples: {min(t.warpforth.n, t.cuda.n)} x {t.launches_per_sample} launches",
+        f"samples: {min(t.warpforth.n, t.cuda.n)} pairs of {t.launches(t.warpforth)} (wf) and "
+        f"{t.launches(t.cuda)} (cuda) launches",
         f"noise (MAD/median): wf {t.warpforth.noise:.2%}, cuda {t.cuda.noise:.2%}",
     ]
     if result.source.git_commit:

@@ -43,6 +43,7 @@ class SideStats:
     noise: float  # MAD / median
     n: int
     samples_us: tuple[float, ...]
+    launches: int = 0  # launches per sample (the last sample's; 0: not recorded, see Timing.launches)
 
 
 
@@ -155,6 +156,7 @@ def position_effect(timing: Any, *, seed: int = 0) -> PositionEffect:
     import numpy as np
     from scipy import stats as sps
 
+    # per launch, scaled to a sample of the CUDA side (both sides are one kernel; their launches may differ a little)
     d = first_minus_second(timing.warpforth.samples_us, timing.cuda.samples_us, timing.order) \
         * timing.launches_per_sample
     ci = sps.bootstrap((d,), np.median, confidence_level=0.95, method="percentile", n_resamples=4000,
