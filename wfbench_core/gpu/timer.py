@@ -165,7 +165,7 @@ class CudaEventTimer:
         if mode not in TIMING_MODES:
             raise WfbenchError(f"unknown timing mode {mode!r}; use one of {', '.join(TIMING_MODES)}")
         setup = TimingSetup(case=case, kernels=checked.kernels, inputs=checked.inputs, want=checked.want,
-                            good=checked.got, ceiling=ceiling)
+                            good=checked.got, ceiling=ceiling, checked=checked)
         rounds = CudaRounds(self.device, setup, mode, rotation=self.protocol.rotation)
         sampler = nvml.NvmlSampler(self.device.pci_bus_id()).start()
         try:
