@@ -71,6 +71,26 @@ def test_compare_per_kernel_and_gap() -> None:
     assert "axpy_f64" in text and "-0.83%" in text and " !" in text and "worst per-kernel" in text
 
 
+def test_the_medians_after_nvbench_are_compared_and_a_kernel_that_moved_meanwhile_is_named() -> None:
+    """stack_pick_f64 on the H200, one process: wfbench read the CUDA side at 233.91 us, nvbench at 227.28 us, and
+    wfbench again after nvbench at 226.96 us (the WarpForth side 1033.88, 1034.05 and 1034.01 us)."""
+    nv = xc.parse_nvbench_json(_nvbench_json({"stack_pick_f64/cuda": (227.78e-6, 227.28e-6),
+                                              "stack_pick_f64/wf": (1033.98e-6, 1034.05e-6)}))
+    after = {"stack_pick_f64": {"wf": {"events": 1034.01}, "cuda": {"events": 226.96}}}
+    before = {"stack_pick_f64": {"wf": {"events": 1033.88}, "cuda": {"events": 233.91}}}
+    kernels, gaps = xc.compare(after, nv, before=before)
+    cuda = next(k for k in kernels if k.side == "cuda")
+    assert cuda.diff("events") == pytest.approx(226.96 / 227.28 - 1) and xc.within(kernels, 0.01)
+    assert cuda.moved("events") == pytest.approx(226.96 / 233.91 - 1)
+    text = xc.render(kernels, gaps, 0.01)
+    assert "wfbench events us before" in text and "233.91" in text
+    assert "stack_pick_f64/cuda events 233.91 -> 226.96 us (-2.97%)" in text
+    assert "stack_pick_f64/wf events" not in text  # moved 0.01 %: within the tolerance, not named
+    # a comparison without medians before (--against a stored run) shows no such column or note
+    plain = xc.render(*xc.compare(after, nv), 0.01)
+    assert "before" not in plain
+
+
 def test_cold_l2_is_compared_with_nvbench_cold() -> None:
     nv = xc.parse_nvbench_json(_nvbench_json({"k/cuda": (10e-6, 6e-6), "k/wf": (12e-6, 7e-6)}))
     kernels, gaps = xc.compare({"k": {"wf": {"cold-l2": 12.1, "graph": 7.0}, "cuda": {"cold-l2": 10.0, "graph": 6.0}}},

@@ -57,6 +57,14 @@ class KernelRow:
     nvbench: NvbenchTimes
     launch_floor_us: float | None = None  # an empty kernel, launched back to back by wfbench (events mode)
     nvbench_floor_us: float | None = None  # the same empty kernel through nvbench's launcher (its batch figure)
+    # wfbench's medians taken before nvbench ran, in the same process (``wfbench_us`` are taken after it: the
+    # two timers compared in the same state of the process; empty: not measured, as with --against)
+    before_us: Mapping[str, float] = attrs.field(factory=dict)
+
+    def moved(self, mode: str) -> float | None:
+        """How much wfbench's own median in ``mode`` moved while nvbench ran (after / before - 1)."""
+        a, b = self.wfbench_us.get(mode), self.before_us.get(mode)
+        return None if a is None or not b else a / b - 1.0
 
     @property
     def nvbench_floor(self) -> float | None:
@@ -157,16 +165,19 @@ def bench_name(case_id: str, side: str) -> str:
 
 
 def compare(wfbench_us: Mapping[str, Mapping[str, Mapping[str, float]]], nvbench: Mapping[str, NvbenchTimes],
-            floors: Mapping[str, float] = {}) -> tuple[list[KernelRow], list[GapRow]]:
+            floors: Mapping[str, float] = {}, before: Mapping[str, Mapping[str, Mapping[str, float]]] = {}
+            ) -> tuple[list[KernelRow], list[GapRow]]:
     """``wfbench_us``: case -> side -> mode -> median us; ``nvbench``: benchmark name -> figures (with
     :data:`NVBENCH_FLOOR`, nvbench's own launch floor, where it was timed); ``floors``: case -> wfbench's launch
-    floor in events mode (us), where measured."""
+    floor in events mode (us), where measured; ``before``: wfbench's medians taken before nvbench ran, as
+    ``wfbench_us`` (shown, not compared)."""
     kernels: list[KernelRow] = []
     gaps: list[GapRow] = []
     nv_floor = nvbench.get(NVBENCH_FLOOR, NvbenchTimes()).batch_mean_us
     for case_id, sides in wfbench_us.items():
         rows = {side: KernelRow(case_id, side, dict(by_mode), nvbench.get(bench_name(case_id, side), NvbenchTimes()),
-                                floors.get(case_id), nv_floor) for side, by_mode in sides.items()}
+                                floors.get(case_id), nv_floor, dict(before.get(case_id, {}).get(side, {})))
+                for side, by_mode in sides.items()}
         kernels.extend(rows.values())
         if "wf" in rows and "cuda" in rows:
             wf, cu = rows["wf"], rows["cuda"]
@@ -200,14 +211,24 @@ def render(kernels: Sequence[KernelRow], gaps: Sequence[GapRow], tolerance: floa
     modes: list[str] = []
     for k in kernels:
         modes += [m for m in k.wfbench_us if m not in modes]
-    head = ["case", "side"] + [f"wfbench {m} us" for m in modes] + ["nvbench batch us", "nvbench cold us"] + \
-        [f"{m} vs nvbench {'cold' if m == TIMING_COLD_L2 else 'batch'}" for m in modes]
+    before = [m for m in modes if any(m in k.before_us for k in kernels)]
+    head = ["case", "side"] + [f"wfbench {m} us before" for m in before] + [f"wfbench {m} us" for m in modes] + \
+        ["nvbench batch us", "nvbench cold us"] + [f"{m} vs nvbench {'cold' if m == TIMING_COLD_L2 else 'batch'}"
+                                                   for m in modes]
     rows = [head]
     for k in kernels:
-        rows.append([k.case, k.side] + [_us(k.wfbench_us.get(m)) for m in modes] +
-                    [_us(k.nvbench.batch_mean_us), _us(k.nvbench.cold_us)] +
+        rows.append([k.case, k.side] + [_us(k.before_us.get(m)) for m in before] +
+                    [_us(k.wfbench_us.get(m)) for m in modes] + [_us(k.nvbench.batch_mean_us), _us(k.nvbench.cold_us)] +
                     [_agreement(k, m, tolerance) for m in modes])
     text = render_table(rows)
+    if before:
+        text += ("\n\nwfbench timed each kernel before and after nvbench, in the same process; the medians after are "
+                 "the ones compared (both timers in the same state of the process)")
+        moved = [f"{k.case}/{k.side} {m} {_us(k.before_us[m])} -> {_us(k.wfbench_us[m])} us ({_pct(d)})"
+                 for k in kernels for m in before if (d := k.moved(m)) is not None and abs(d) > tolerance]
+        if moved:
+            text += ("; these kernels' own times moved while nvbench ran, by more than the tolerance, as wfbench "
+                     "measured them: " + ", ".join(moved))
     if gaps:
         g_rows = [["case", "mode", "gap wfbench", "gap nvbench", "agreement"]]
         for g in gaps:
