@@ -53,6 +53,9 @@ extern "C" __global__ void wfbench_fp64_peak(double* out, double a, double b, lo
 """
 
 
+YARDSTICK_MIN_BUSY_S = 0.2  # a yardstick keeps the GPU busy at least this long before it is timed
+
+
 def _busy_then_timed(device: Device, go: Callable[[], None], warmup_s: float, repeats: int, per: int = 1
                      ) -> list[float]:
     """Run ``go`` (``per`` times between two events) until the GPU has been busy for ``warmup_s`` (at least
@@ -68,7 +71,7 @@ def _busy_then_timed(device: Device, go: Callable[[], None], warmup_s: float, re
         return device.elapsed_ms(start, end) / per
 
     busy_ms = 0.0
-    while busy_ms < max(warmup_s, 0.2) * 1000.0:
+    while busy_ms < max(warmup_s, YARDSTICK_MIN_BUSY_S) * 1000.0:
         busy_ms += timed() * per
     return [timed() for _ in range(repeats)]
 

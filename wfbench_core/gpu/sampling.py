@@ -8,9 +8,9 @@ Rules, each written once here:
 
 - **Warm-up**: alternate the sides until the GPU has been busy for ``warmup_s`` (clocks ramp), at most
   twice that in wall time.
-- **Warm-up carried over**: where the same timer timed a case before this one and the GPU has been idle less
-  than :data:`WARM_CARRY_IDLE_S` since that timing phase ended, the kernel time of that phase counts toward
-  this warm-up (:class:`WarmCarry`): the GPU's clocks are still up. Never all of it: the case's own kernels
+- **Warm-up carried over**: where the same timer timed a case (or measured the run's yardsticks) before this one
+  and the GPU has been idle less than :data:`WARM_CARRY_IDLE_S` since, the kernel time of that phase counts
+  toward this warm-up (:class:`WarmCarry`): the GPU's clocks are still up. Never all of it: the case's own kernels
   still run for :data:`WARMUP_MIN_S` of busy GPU (calibration needs their launch times, and the consistency
   rule their warm-up launches). What was credited is recorded (``warmup_carried_s``); the matching-clock
   rule below still re-takes any pair that ran at a dipped clock.

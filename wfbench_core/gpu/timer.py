@@ -78,21 +78,26 @@ class CudaEventTimer:
 
     def copy_gbps(self) -> float | None:
         """Device-to-device copy bandwidth (bytes read + written), the yardstick for memory-bound cases."""
-        from wfbench_core.gpu.roofline import measure_copy_gbps
+        from wfbench_core.gpu.roofline import YARDSTICK_MIN_BUSY_S, measure_copy_gbps
 
         gbps = measure_copy_gbps(self.device, warmup_s=self.protocol.warmup_s)
         self._warm = True
+        # the GPU was just busy for the yardstick's warm-up: the first case's warm-up is credited it (gpu.sampling)
+        self.warmth.ended(max(self.protocol.warmup_s, YARDSTICK_MIN_BUSY_S))
         return gbps
 
     def fp64_peak_gflops(self, compiler: CompilerInfo | None = None) -> float | None:
         """The f64 add/multiply peak, the yardstick for compute-bound cases. Measured right after the copy
         yardstick (as the worker does), the GPU has just been busy for ``warmup_s``: its own warm-up is then
         the shortest one (:func:`wfbench_core.gpu.roofline.measure_fp64_peak`'s floor), not a second one."""
-        from wfbench_core.gpu.roofline import measure_fp64_peak
+        from wfbench_core.gpu.roofline import YARDSTICK_MIN_BUSY_S, measure_fp64_peak
 
         warmup_s = 0.0 if self._warm else self.protocol.warmup_s
+        before_s = self.warmth.busy_s if self._warm else 0.0  # the copy yardstick's, just before
         self._warm = False
-        return measure_fp64_peak(self.device, warmup_s=warmup_s, compiler=compiler)
+        peak = measure_fp64_peak(self.device, warmup_s=warmup_s, compiler=compiler)
+        self.warmth.ended(before_s + max(warmup_s, YARDSTICK_MIN_BUSY_S))
+        return peak
 
     def measure(self, case: Case, sides: Sequence[Side], *, reference_label: str, ceiling: Any = None) -> Measurement:
         """Check and time ``sides``; with ``ceiling`` (a :class:`wfbench_core.ceiling.Ceiling`), the library
