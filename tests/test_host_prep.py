@@ -213,7 +213,15 @@ def test_on_a_gpu_cases_take_their_arrays_made_ahead_and_the_second_is_credited_
     for case in (first, second):
         assert case.status in (OK, UNSTABLE) and case.timing is not None, case.message
         assert case.costs.prep_wait_s is not None and case.costs.inputs_s > 0, lines  # made in the helper
-    assert first.timing.warmup_carried_s == 0.0 and first.timing.warmup_busy_s >= protocol.warmup_s
+    # the first case is credited the yardsticks (copy bandwidth, f64 peak) measured before it where its correctness
+    # phase left the GPU idle under WARM_CARRY_IDLE_S (the H200 showed both: 0.9 s credited in one run, none in
+    # another); either way its warm-up is what the credit leaves
+    assert result.environment.copy_gbps  # the run measured its yardsticks
+    if first.timing.warmup_carried_s:
+        assert first.timing.warmup_carried_s == pytest.approx(protocol.warmup_s - WARMUP_MIN_S)
+        assert WARMUP_MIN_S <= first.timing.warmup_busy_s < protocol.warmup_s
+    else:
+        assert first.timing.warmup_busy_s >= protocol.warmup_s
     # the second case's timing starts well within WARM_CARRY_IDLE_S of the first one's end on a GPU host
     assert second.timing.warmup_carried_s == pytest.approx(protocol.warmup_s - WARMUP_MIN_S)
     assert WARMUP_MIN_S <= second.timing.warmup_busy_s < protocol.warmup_s
