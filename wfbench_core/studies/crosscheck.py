@@ -8,7 +8,7 @@ medians are taken in the same process, in one or more modes, on the very buffers
 placement, the same rotation over buffer sets): the agreement is the two timers', not a placement effect.
 wfbench times every kernel twice, before nvbench runs and after it, and compares the medians taken after
 with nvbench's: a kernel's own time can move once nvbench has run in the process (stack_pick_f64's CUDA side,
-which keeps a local array, moved by 2.5 to 3 % on four H200 boards, faster on three and slower on the fourth,
+which keeps a local array, moved by 2.5 to 3 % on three H200 boards, faster on two and slower on the third,
 as wfbench measured it before and after, whatever the timer), so the two timers are compared in the same state
 of the process; the
 medians taken before are shown, and a kernel whose time moved by more than the tolerance is named.
