@@ -101,7 +101,7 @@ def session_options(sshd: Any = None, **extra: Any) -> dict[str, Any]:
             "connect_timeout": "5", "api_timeout_s": "5", "destroy_retries": "3",
             "api_url": os.environ["VAST_URL"]}  # the stand-in's (tests' fixtures set VAST_URL)
     if sshd is not None:
-        opts.update(user=sshd.user, remote_tmp=str(sshd.remote_tmp))
+        opts.update(user=sshd.user, remote_tmp=str(sshd.remote_tmp), python=sshd.python)
     opts.update(extra)
     return opts
 
