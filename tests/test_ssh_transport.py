@@ -111,8 +111,10 @@ def test_validate_only_runs_the_executor_check_on_the_host(sshd, registry, bundl
 
 
 def test_result_is_fetched_with_the_protocol_and_host_key(sshd, registry, bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The host's result comes back stamped by this transport; the host's clock does not date it."""
     result_file = tmp_path / "gpu-result.json"
-    result_file.write_text(gpu_result(PROTOCOL, bundle, mode="aa"))
+    result_file.write_text(gpu_result(PROTOCOL, bundle, mode="aa").replace("2025-01-01T00:00:00+00:00",
+                                                                           "2099-01-01T00:00:00+00:00"))
     sent = tmp_path / "request.json"
     py = fake_gpu_python(tmp_path / "host", f'cp "$request" {shlex.quote(str(sent))}; '
                                             f'echo "timing scale_i64 on the fake GPU" >&2; '
@@ -131,6 +133,7 @@ def test_result_is_fetched_with_the_protocol_and_host_key(sshd, registry, bundle
     assert extra["ssh_host"] == "127.0.0.1" and extra["ssh_port"] == str(sshd.port)
     assert extra["remote_python"] == sys.executable
     assert result.environment.gpu_uuid == "GPU-1234"
+    assert not result.created.startswith("2099") and not result.created.startswith("2025")
     assert "[127.0.0.1] timing scale_i64 on the fake GPU" in lines
     assert_nothing_left(sshd)
 
@@ -207,18 +210,6 @@ def test_only_the_files_the_manifest_names_are_uploaded_and_never_through_a_link
     finally:
         t.close()
     assert_nothing_left(sshd)
-
-
-def test_the_host_clock_does_not_date_the_result(sshd, registry, bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    result_file = tmp_path / "gpu-result.json"
-    result_file.write_text(gpu_result(PROTOCOL, bundle).replace("2025-01-01T00:00:00+00:00", "2099-01-01T00:00:00+00:00"))
-    py = fake_gpu_python(tmp_path / "host", f'cp {shlex.quote(str(result_file))} "$out"; exit 0')
-    t = transport(sshd, registry, python=str(py))
-    try:
-        result = t.execute(bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL))
-    finally:
-        t.close()
-    assert not result.created.startswith("2099") and not result.created.startswith("2025")
 
 
 def test_user_values_never_reach_a_shell_unquoted(sshd, registry, bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -572,15 +563,15 @@ def test_third_party_case_plugin_is_shipped_and_validates_on_the_host(sshd, tmp_
 
 
 def test_venv_path_errors_are_clear(sshd, registry, bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    real = shlex.quote(sys.executable)
+    real, host_python = shlex.quote(sys.executable), shlex.quote(sshd.python)
     host = tmp_path / "host"
     host.mkdir()
     no_ensurepip = host / "python-a"
     no_ensurepip.write_text('#!/bin/sh\ncase " $* " in *" -m venv "*) echo "Error: ensurepip is not available" >&2; '
-                            f'exit 1;; esac\nexec {real} "$@"\n')
+                            f'exit 1;; esac\nexec {host_python} "$@"\n')
     without_pip = host / "python-b"
     without_pip.write_text(f'#!/bin/sh\ncase " $* " in *" -m venv "*) exec {real} -m venv --without-pip "$3";; esac\n'
-                           f'exec {real} "$@"\n')
+                           f'exec {host_python} "$@"\n')
     for script in (no_ensurepip, without_pip):
         script.chmod(0o755)
     venv = tmp_path / "venv"
