@@ -5,8 +5,11 @@ The machinery (the evaluator, the runner, the stand-ins) is tests/workflow_kit.p
 
 from __future__ import annotations
 
+import copy
 import re
+import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -36,11 +39,33 @@ from workflow_kit import (  # tests/ is on sys.path
 )
 
 
-def test_gpu_bench_builds_warpforth_with_its_recipe_benchmarks_and_persists(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def _first_push(tmp_path_factory: pytest.TempPathFactory) -> tuple[World, dict[str, str], dict[str, Any], Path]:
+    """The first push of gpu-bench.yml (nothing stored yet), run once for the module, and a copy of its world."""
+    root = tmp_path_factory.mktemp("first-push")
+    world = World(root)
+    results, runners = world.simulate(load("gpu-bench.yml"), github_ctx("push"))
+    kept = root.with_name(root.name + ".kept")
+    shutil.copytree(root, kept, symlinks=True)
+    return world, results, runners, kept
+
+
+@pytest.fixture
+def first_push(_first_push: tuple[World, dict[str, str], dict[str, Any], Path]
+               ) -> tuple[World, dict[str, str], dict[str, Any]]:
+    """The world just after the first push run, its results and runners: the folder is put back as that run
+    left it, at the same path (cache entries and repositories name absolute paths), for every test that
+    continues from there."""
+    world, results, runners, kept = _first_push
+    shutil.rmtree(world.tmp)
+    shutil.copytree(kept, world.tmp, symlinks=True)
+    return copy.deepcopy(world), results, runners
+
+
+def test_gpu_bench_builds_warpforth_with_its_recipe_benchmarks_and_persists(first_push) -> None:  # type: ignore[no-untyped-def]
     import json
 
-    world = World(tmp_path)
-    results, runners = world.simulate(load("gpu-bench.yml"), github_ctx("push"))
+    world, results, runners = first_push
     bench, build = runners[BENCH], runners[BUILD]
     assert results == RAN_ALL, build.text + bench.text + runners["persist/RTX_4090"].text
     # the compilers ran in the build job, which never held the Vast.ai key; the rental job, on a fresh runner,
@@ -111,9 +136,9 @@ def test_gpu_bench_builds_warpforth_with_its_recipe_benchmarks_and_persists(tmp_
     assert {c.compiler_label for c in kept.cases} == {""} and kept.warpforthc.git_commit == newer
 
 
-def test_a_regression_fails_the_bench_job_and_is_still_stored(tmp_path: Path) -> None:
-    world = World(tmp_path)
-    assert world.simulate(load("gpu-bench.yml"), github_ctx("push"))[0]["persist"] == "success"
+def test_a_regression_fails_the_bench_job_and_is_still_stored(first_push) -> None:  # type: ignore[no-untyped-def]
+    world, results, _ = first_push
+    assert results["persist"] == "success"
     (world.artifacts / ARTIFACT).rename(world.artifacts / "first")
     (world.artifacts / BUNDLE).rename(world.artifacts / "first-bundle")
     world.env["STAND_IN_SLOWER"] = "axpy_f64"  # head's WarpForth 5 % slower there
@@ -187,14 +212,16 @@ def test_a_manual_run_benchmarks_the_given_ref_and_its_persist_gets_a_token(tmp_
     assert "history/index.json" in history_files(world, REPO)
 
 
-def test_a_cached_warpforthc_restored_under_another_home_is_rebuilt_not_used(tmp_path: Path) -> None:
+def test_a_cached_warpforthc_restored_under_another_home_is_rebuilt_not_used(first_push) -> None:  # type: ignore[no-untyped-def]
     """warpforthc reads libdevice at the absolute path it was built with: a cache entry made under another
     home (a renamed runner user, say) would compile nothing, so wfbench builds it again where it is now."""
-    world = World(tmp_path)
-    assert world.simulate(load("gpu-bench.yml"), github_ctx("push"))[0]["bench"] == "success"
+    world, results, _ = first_push
+    assert results["bench"] == "success"
     (entry,) = world.cache.iterdir()
     for provenance in entry.rglob("warpforthc.wfbench.json"):  # as if built under /home/someone-else
-        provenance.write_text(provenance.read_text().replace(str(tmp_path), "/home/someone-else"))
+        text = provenance.read_text()
+        assert str(world.tmp) in text
+        provenance.write_text(text.replace(str(world.tmp), "/home/someone-else"))
     (world.artifacts / ARTIFACT).rename(world.artifacts / "first")
     (world.artifacts / BUNDLE).rename(world.artifacts / "first-bundle")
     world.log.write_text("")
