@@ -115,7 +115,7 @@ def rental_world(tmp_path: Path, sshd: Any, api: VastApi, expected: int) -> tw.W
                                                  f"{cc // 100}.{cc // 10 % 10}", str(tw.FIXTURES / "h200-suite1.json"),
                                                  str(barrier), str(expected)))
         wrapper.write_text('#!/bin/sh\ncase " $* " in\n  *" -m wfbench_core execute "*" --out "*|*" -m pytest "*)\n'
-                           f'    exec {args} "$@" ;;\nesac\nexec {shlex.quote(sys.executable)} "$@"\n')
+                           f'    exec {args} "$@" ;;\nesac\nexec {shlex.quote(sshd.python)} "$@"\n')
         wrapper.chmod(0o755)
         pythons[key] = str(wrapper)
     common = {"user": sshd.user, "remote_tmp": str(sshd.remote_tmp), "env": "reuse", "poll_s": "0.05",
