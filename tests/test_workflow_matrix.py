@@ -5,7 +5,7 @@ The rentals go through the real vast transport and the real ``vastai`` SDK to th
 (tests/vast_api.py), whose state is checked at the end: every instance destroyed, exactly once. A rented
 instance is the real OpenSSH server on 127.0.0.1 (tests/sshd.py); only its Python plays the GPU of the model
 rented (it answers the executor's run from a recorded H200 run, renamed to that GPU, and ``pytest -m gpu``
-with a report). The pull-request comment of a run: tests/test_workflow_pr_comment.py.
+with a report). The pull-request comment of a run: tests/test_workflows_gpu_bench.py.
 """
 
 from __future__ import annotations
