@@ -449,6 +449,34 @@ def test_wheels_ship_wfbench_its_cases_and_pure_dependencies(registry) -> None: 
                     assert int(size) == len(data)
 
 
+def test_the_loopback_hosts_kept_install_is_what_pip_installs(registry, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """tests/installed_once.py (the loopback host's install, tests/sshd.py): a later run with the same wheels gets
+    the very files pip installed for a run of its own, and an install that fails is not kept."""
+    import subprocess
+
+    once, setup = Path(__file__).with_name("installed_once.py"), Path(wheels.__file__).with_name("remote_setup.py")
+
+    def install(kept: Path | None, target: Path, wheel_paths: list[str]) -> subprocess.CompletedProcess[str]:
+        via = [str(once), str(kept)] if kept else []
+        return subprocess.run([sys.executable, *via, str(setup), "install", str(target), *wheel_paths],
+                              capture_output=True, text=True)
+
+    def files(root: Path) -> dict[Path, bytes]:
+        return {p.relative_to(root): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+    shipped = [str(w) for w in wheels.prepare(registry, ["scale_i64"]).wheels]
+    kept = tmp_path / "kept"
+    runs = [install(kept, tmp_path / name, shipped) for name in ("first", "second")]
+    fresh = install(None, tmp_path / "fresh", shipped)
+    assert [r.returncode for r in (*runs, fresh)] == [0, 0, 0] and runs[1].stdout == fresh.stdout, runs
+    assert len([p for p in kept.iterdir() if p.is_dir()]) == 1  # the second run copied what the first kept
+    assert files(tmp_path / "second") == files(tmp_path / "fresh") != {}
+    bad = tmp_path / "bad-1.0-py3-none-any.whl"
+    bad.write_text("not a wheel\n")
+    assert install(tmp_path / "kept-bad", tmp_path / "bad", [str(bad)]).returncode != 0
+    assert not any(p.is_dir() for p in (tmp_path / "kept-bad").glob("*"))
+
+
 def test_a_case_outside_any_distribution_cannot_be_shipped() -> None:
     from wfbench_core import hookimpl
 
