@@ -2,6 +2,10 @@
 
 It runs as the current user (root works too) with its own host key, its own ``authorized_keys`` holding a
 generated client key, ``Subsystem sftp internal-sftp`` and no PAM; it lives in one temporary folder.
+
+The host's ``python`` is this interpreter behind a small wrapper (:attr:`Sshd.python`): every command goes to the
+interpreter unchanged, except the transports' ``remote_setup.py install``, which tests/installed_once.py runs for
+real once per set of wheels in the session and copies afterwards.
 """
 
 from __future__ import annotations
@@ -85,13 +89,15 @@ class Sshd:
     authorized_keys: Path
     remote_tmp: Path
     proc: subprocess.Popen = field(repr=False)
+    #: the host's python: this interpreter, with the wheels' install done once per set (tests/installed_once.py)
+    python: str = sys.executable
 
     def options(self, **extra: str) -> dict[str, str]:
         """ssh transport options that reach this server with the client key and the right known_hosts."""
         opts = {
             "host": "127.0.0.1", "port": str(self.port), "user": self.user, "key_file": str(self.client_key),
             "known_hosts": str(self.known_hosts), "agent": "false", "ssh_config": "none",
-            "python": sys.executable, "env": "reuse", "remote_tmp": str(self.remote_tmp), "connect_timeout": "10",
+            "python": self.python, "env": "reuse", "remote_tmp": str(self.remote_tmp), "connect_timeout": "10",
         }
         opts.update(extra)
         return opts
@@ -147,12 +153,37 @@ def start(root: Path) -> Sshd:
             import getpass
 
             return Sshd(root, port, getpass.getuser(), root / "client_ed25519", host_pub, known,
-                        root / "authorized_keys", remote_tmp, proc)
+                        root / "authorized_keys", remote_tmp, proc, host_python(root / "host-python"))
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
         last = (root / "sshd.log").read_text(errors="replace")
     raise RuntimeError(f"sshd did not start: {last.strip()[-500:]}")
+
+
+#: what the host's ``python`` runs (fake_gpu_python's last resort too): start() sets the wrapper
+HOST_PYTHON = sys.executable
+
+
+def host_python(folder: Path) -> str:
+    """A ``python`` for the host: this interpreter, but ``SETUP install TARGET WHEEL...`` (remote_setup.py) goes
+    through tests/installed_once.py, which keeps what it installed in ``folder`` for the next run's same wheels."""
+    global HOST_PYTHON
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / "python"
+    once = Path(__file__).with_name("installed_once.py")
+    py = shlex.quote(sys.executable)
+    script.write_text(
+        "#!/bin/sh\n"
+        'case "$1" in\n'
+        f'  */remote_setup.py) [ "$2" = install ] && exec {py} {shlex.quote(str(once))} '
+        f'{shlex.quote(str(folder / "kept"))} "$@";;\n'
+        "esac\n"
+        f'exec {py} "$@"\n'
+    )
+    script.chmod(0o755)
+    HOST_PYTHON = str(script)
+    return HOST_PYTHON
 
 
 # -------------------------------------------------------------------------------------------------
@@ -163,9 +194,9 @@ def start(root: Path) -> Sshd:
 def fake_gpu_python(folder: Path, body: str) -> Path:
     """A ``python`` for the host that runs ``body`` (sh) instead of the timed executor run.
 
-    Setup, probing and ``--validate-only`` go to the real interpreter; only ``execute … --out`` is replaced,
-    with ``$out`` set to the result path the transport asked for, ``$request`` to the request file it sent
-    and ``$ARGS`` holding all arguments.
+    Setup, probing and ``--validate-only`` go to the host's python (:data:`HOST_PYTHON`); only
+    ``execute … --out`` is replaced, with ``$out`` set to the result path the transport asked for, ``$request``
+    to the request file it sent and ``$ARGS`` holding all arguments.
     """
     folder.mkdir(parents=True, exist_ok=True)
     script = folder / "python"
@@ -179,7 +210,7 @@ def fake_gpu_python(folder: Path, body: str) -> Path:
         f"    {body}\n"
         "    ;;\n"
         "esac\n"
-        f'exec {shlex.quote(sys.executable)} "$@"\n'
+        f'exec {shlex.quote(HOST_PYTHON)} "$@"\n'
     )
     script.chmod(0o755)
     return script

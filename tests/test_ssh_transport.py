@@ -111,8 +111,10 @@ def test_validate_only_runs_the_executor_check_on_the_host(sshd, registry, bundl
 
 
 def test_result_is_fetched_with_the_protocol_and_host_key(sshd, registry, bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The host's result comes back stamped by this transport; the host's clock does not date it."""
     result_file = tmp_path / "gpu-result.json"
-    result_file.write_text(gpu_result(PROTOCOL, bundle, mode="aa"))
+    result_file.write_text(gpu_result(PROTOCOL, bundle, mode="aa").replace("2025-01-01T00:00:00+00:00",
+                                                                           "2099-01-01T00:00:00+00:00"))
     sent = tmp_path / "request.json"
     py = fake_gpu_python(tmp_path / "host", f'cp "$request" {shlex.quote(str(sent))}; '
                                             f'echo "timing scale_i64 on the fake GPU" >&2; '
@@ -131,6 +133,7 @@ def test_result_is_fetched_with_the_protocol_and_host_key(sshd, registry, bundle
     assert extra["ssh_host"] == "127.0.0.1" and extra["ssh_port"] == str(sshd.port)
     assert extra["remote_python"] == sys.executable
     assert result.environment.gpu_uuid == "GPU-1234"
+    assert not result.created.startswith("2099") and not result.created.startswith("2025")
     assert "[127.0.0.1] timing scale_i64 on the fake GPU" in lines
     assert_nothing_left(sshd)
 
@@ -207,18 +210,6 @@ def test_only_the_files_the_manifest_names_are_uploaded_and_never_through_a_link
     finally:
         t.close()
     assert_nothing_left(sshd)
-
-
-def test_the_host_clock_does_not_date_the_result(sshd, registry, bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    result_file = tmp_path / "gpu-result.json"
-    result_file.write_text(gpu_result(PROTOCOL, bundle).replace("2025-01-01T00:00:00+00:00", "2099-01-01T00:00:00+00:00"))
-    py = fake_gpu_python(tmp_path / "host", f'cp {shlex.quote(str(result_file))} "$out"; exit 0')
-    t = transport(sshd, registry, python=str(py))
-    try:
-        result = t.execute(bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL))
-    finally:
-        t.close()
-    assert not result.created.startswith("2099") and not result.created.startswith("2025")
 
 
 def test_user_values_never_reach_a_shell_unquoted(sshd, registry, bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -458,6 +449,34 @@ def test_wheels_ship_wfbench_its_cases_and_pure_dependencies(registry) -> None: 
                     assert int(size) == len(data)
 
 
+def test_the_loopback_hosts_kept_install_is_what_pip_installs(registry, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """tests/installed_once.py (the loopback host's install, tests/sshd.py): a later run with the same wheels gets
+    the very files pip installed for a run of its own, and an install that fails is not kept."""
+    import subprocess
+
+    once, setup = Path(__file__).with_name("installed_once.py"), Path(wheels.__file__).with_name("remote_setup.py")
+
+    def install(kept: Path | None, target: Path, wheel_paths: list[str]) -> subprocess.CompletedProcess[str]:
+        via = [str(once), str(kept)] if kept else []
+        return subprocess.run([sys.executable, *via, str(setup), "install", str(target), *wheel_paths],
+                              capture_output=True, text=True)
+
+    def files(root: Path) -> dict[Path, bytes]:
+        return {p.relative_to(root): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+    shipped = [str(w) for w in wheels.prepare(registry, ["scale_i64"]).wheels]
+    kept = tmp_path / "kept"
+    runs = [install(kept, tmp_path / name, shipped) for name in ("first", "second")]
+    fresh = install(None, tmp_path / "fresh", shipped)
+    assert [r.returncode for r in (*runs, fresh)] == [0, 0, 0] and runs[1].stdout == fresh.stdout, runs
+    assert len([p for p in kept.iterdir() if p.is_dir()]) == 1  # the second run copied what the first kept
+    assert files(tmp_path / "second") == files(tmp_path / "fresh") != {}
+    bad = tmp_path / "bad-1.0-py3-none-any.whl"
+    bad.write_text("not a wheel\n")
+    assert install(tmp_path / "kept-bad", tmp_path / "bad", [str(bad)]).returncode != 0
+    assert not any(p.is_dir() for p in (tmp_path / "kept-bad").glob("*"))
+
+
 def test_a_case_outside_any_distribution_cannot_be_shipped() -> None:
     from wfbench_core import hookimpl
 
@@ -572,15 +591,15 @@ def test_third_party_case_plugin_is_shipped_and_validates_on_the_host(sshd, tmp_
 
 
 def test_venv_path_errors_are_clear(sshd, registry, bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    real = shlex.quote(sys.executable)
+    real, host_python = shlex.quote(sys.executable), shlex.quote(sshd.python)
     host = tmp_path / "host"
     host.mkdir()
     no_ensurepip = host / "python-a"
     no_ensurepip.write_text('#!/bin/sh\ncase " $* " in *" -m venv "*) echo "Error: ensurepip is not available" >&2; '
-                            f'exit 1;; esac\nexec {real} "$@"\n')
+                            f'exit 1;; esac\nexec {host_python} "$@"\n')
     without_pip = host / "python-b"
     without_pip.write_text(f'#!/bin/sh\ncase " $* " in *" -m venv "*) exec {real} -m venv --without-pip "$3";; esac\n'
-                           f'exec {real} "$@"\n')
+                           f'exec {host_python} "$@"\n')
     for script in (no_ensurepip, without_pip):
         script.chmod(0o755)
     venv = tmp_path / "venv"

@@ -5,7 +5,7 @@ The rentals go through the real vast transport and the real ``vastai`` SDK to th
 (tests/vast_api.py), whose state is checked at the end: every instance destroyed, exactly once. A rented
 instance is the real OpenSSH server on 127.0.0.1 (tests/sshd.py); only its Python plays the GPU of the model
 rented (it answers the executor's run from a recorded H200 run, renamed to that GPU, and ``pytest -m gpu``
-with a report). The pull-request comment of a run: tests/test_workflow_pr_comment.py.
+with a report). The pull-request comment of a run: tests/test_workflows_gpu_bench.py.
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ def rental_world(tmp_path: Path, sshd: Any, api: VastApi, expected: int) -> tw.W
                                                  f"{cc // 100}.{cc // 10 % 10}", str(tw.FIXTURES / "h200-suite1.json"),
                                                  str(barrier), str(expected)))
         wrapper.write_text('#!/bin/sh\ncase " $* " in\n  *" -m wfbench_core execute "*" --out "*|*" -m pytest "*)\n'
-                           f'    exec {args} "$@" ;;\nesac\nexec {shlex.quote(sys.executable)} "$@"\n')
+                           f'    exec {args} "$@" ;;\nesac\nexec {shlex.quote(sshd.python)} "$@"\n')
         wrapper.chmod(0o755)
         pythons[key] = str(wrapper)
     common = {"user": sshd.user, "remote_tmp": str(sshd.remote_tmp), "env": "reuse", "poll_s": "0.05",

@@ -1,12 +1,16 @@
-"""The workflow tests, gpu-bench.yml, run: WarpForth checked out and built here, the action, trusted-only history.
+"""The workflow tests, gpu-bench.yml, run: WarpForth checked out and built here, the action, trusted-only history,
+the pull-request comment.
 
 The machinery (the evaluator, the runner, the stand-ins) is tests/workflow_kit.py.
 """
 
 from __future__ import annotations
 
+import copy
 import re
+import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -36,11 +40,33 @@ from workflow_kit import (  # tests/ is on sys.path
 )
 
 
-def test_gpu_bench_builds_warpforth_with_its_recipe_benchmarks_and_persists(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def _first_push(tmp_path_factory: pytest.TempPathFactory) -> tuple[World, dict[str, str], dict[str, Any], Path]:
+    """The first push of gpu-bench.yml (nothing stored yet), run once for the module, and a copy of its world."""
+    root = tmp_path_factory.mktemp("first-push")
+    world = World(root)
+    results, runners = world.simulate(load("gpu-bench.yml"), github_ctx("push"))
+    kept = root.with_name(root.name + ".kept")
+    shutil.copytree(root, kept, symlinks=True)
+    return world, results, runners, kept
+
+
+@pytest.fixture
+def first_push(_first_push: tuple[World, dict[str, str], dict[str, Any], Path]
+               ) -> tuple[World, dict[str, str], dict[str, Any]]:
+    """The world just after the first push run, its results and runners: the folder is put back as that run
+    left it, at the same path (cache entries and repositories name absolute paths), for every test that
+    continues from there."""
+    world, results, runners, kept = _first_push
+    shutil.rmtree(world.tmp)
+    shutil.copytree(kept, world.tmp, symlinks=True)
+    return copy.deepcopy(world), results, runners
+
+
+def test_gpu_bench_builds_warpforth_with_its_recipe_benchmarks_and_persists(first_push) -> None:  # type: ignore[no-untyped-def]
     import json
 
-    world = World(tmp_path)
-    results, runners = world.simulate(load("gpu-bench.yml"), github_ctx("push"))
+    world, results, runners = first_push
     bench, build = runners[BENCH], runners[BUILD]
     assert results == RAN_ALL, build.text + bench.text + runners["persist/RTX_4090"].text
     # the compilers ran in the build job, which never held the Vast.ai key; the rental job, on a fresh runner,
@@ -111,9 +137,9 @@ def test_gpu_bench_builds_warpforth_with_its_recipe_benchmarks_and_persists(tmp_
     assert {c.compiler_label for c in kept.cases} == {""} and kept.warpforthc.git_commit == newer
 
 
-def test_a_regression_fails_the_bench_job_and_is_still_stored(tmp_path: Path) -> None:
-    world = World(tmp_path)
-    assert world.simulate(load("gpu-bench.yml"), github_ctx("push"))[0]["persist"] == "success"
+def test_a_regression_fails_the_bench_job_and_is_still_stored(first_push) -> None:  # type: ignore[no-untyped-def]
+    world, results, _ = first_push
+    assert results["persist"] == "success"
     (world.artifacts / ARTIFACT).rename(world.artifacts / "first")
     (world.artifacts / BUNDLE).rename(world.artifacts / "first-bundle")
     world.env["STAND_IN_SLOWER"] = "axpy_f64"  # head's WarpForth 5 % slower there
@@ -187,14 +213,16 @@ def test_a_manual_run_benchmarks_the_given_ref_and_its_persist_gets_a_token(tmp_
     assert "history/index.json" in history_files(world, REPO)
 
 
-def test_a_cached_warpforthc_restored_under_another_home_is_rebuilt_not_used(tmp_path: Path) -> None:
+def test_a_cached_warpforthc_restored_under_another_home_is_rebuilt_not_used(first_push) -> None:  # type: ignore[no-untyped-def]
     """warpforthc reads libdevice at the absolute path it was built with: a cache entry made under another
     home (a renamed runner user, say) would compile nothing, so wfbench builds it again where it is now."""
-    world = World(tmp_path)
-    assert world.simulate(load("gpu-bench.yml"), github_ctx("push"))[0]["bench"] == "success"
+    world, results, _ = first_push
+    assert results["bench"] == "success"
     (entry,) = world.cache.iterdir()
     for provenance in entry.rglob("warpforthc.wfbench.json"):  # as if built under /home/someone-else
-        provenance.write_text(provenance.read_text().replace(str(tmp_path), "/home/someone-else"))
+        text = provenance.read_text()
+        assert str(world.tmp) in text
+        provenance.write_text(text.replace(str(world.tmp), "/home/someone-else"))
     (world.artifacts / ARTIFACT).rename(world.artifacts / "first")
     (world.artifacts / BUNDLE).rename(world.artifacts / "first-bundle")
     world.log.write_text("")
@@ -248,3 +276,58 @@ def test_the_action_refuses_bad_inputs_in_one_line(tmp_path: Path) -> None:
     results, runners = world.simulate(wf, caller_ctx("push", ref="refs/heads/feature"))
     assert results == {"gpu": "failure"}
     assert "stores only pushes and manual runs on the default branch" in runners["gpu"].text
+
+
+def test_a_pull_request_gets_one_comment_rewritten_on_every_run(first_push) -> None:  # type: ignore[no-untyped-def]
+    """gpu-bench.yml on a pull request after the first push: plan -> build -> bench -> summary -> comment, every
+    step's script for real; the comment goes to a stand-in of GitHub's REST comments API (tests/github_api.py)
+    and is made once, then rewritten by the next run."""
+    import subprocess
+
+    import workflow_kit as tw
+    from github_api import GitHubApi
+
+    pytest.importorskip("paramiko")  # as beside the rentals (tests/test_workflow_matrix.py)
+    pytest.importorskip("vastai")
+    world, results, _ = first_push
+    wf = tw.load("gpu-bench.yml")
+    assert results["persist"] == "success"  # the base: a stored run
+    tw.commit_tree(world.origins[tw.CALLER], {"README.md": "slower\n"}, tw.CALLER_BRANCH, "head")
+    world.env["STAND_IN_SLOWER"] = "axpy_f64"  # head's WarpForth 5 % slower there
+    (world.artifacts / tw.ARTIFACT).rename(world.artifacts / "push")
+    (world.artifacts / tw.BUNDLE).rename(world.artifacts / "push-bundle")
+
+    def artifacts_of(run_id: str) -> list[dict[str, Any]]:  # what the run uploaded
+        return [{"id": 100 + i, "name": a.name, "expired": False}
+                for i, a in enumerate(sorted(world.artifacts.iterdir())) if a.name.endswith("-1")]
+
+    api = GitHubApi(tw.REPO, "the-run-token", artifacts_of=artifacts_of).start()
+    world.env["GITHUB_API_URL"] = api.url
+    try:
+        bodies = []
+        for action in ("labeled", "synchronize"):
+            gh = tw.pr_ctx(action, labels=["gpu-bench"], added="gpu-bench" if action == "labeled" else None,
+                           actor=tw.OWNER, triggering_actor=tw.OWNER, head_repo=tw.REPO)
+            results, runners = world.simulate(wf, gh)
+            assert results == {"plan": "success", "build": "success", "bench": "failure", "summary": "failure",
+                               "persist": "skipped", "comment": "success"}, "\n".join(r.text for r in runners.values())
+            (comment,) = api.comments[7]
+            bodies.append(comment["body"])
+            for a in [a for a in world.artifacts.iterdir() if a.name.endswith("-1")]:
+                a.rename(world.artifacts / f"{a.name}-{action}")
+    finally:
+        api.stop()
+    writes = [m for m, _ in api.requests if m != "GET"]
+    assert writes == ["POST", "PATCH"]  # one comment: made once, rewritten by the next run
+    body = bodies[-1]
+    print(body)
+    assert body.splitlines()[0] == "<!-- wfbench:pr-comment -->"
+    assert "| RTX_4090 (sm_89) | base/head | 1 SLOWER, 1 SAME |" in body
+    assert "### RTX_4090: head against base" in body and "#### axpy_f64: SLOWER, head against base" in body
+    assert "#### scale_i64" not in body  # SAME: in the table only
+    assert "- [wfbench-result-RTX_4090-1](https://github.com/owner/wfbench/actions/runs/4242/artifacts/" in body
+    bench = runners[tw.BENCH]
+    assert bench.outcome("This model's part of the pull-request comment") == ["success"]
+    assert any("[vast,explain]" in line for line in world.stubbed("pip"))  # the explanation's tools
+    assert subprocess.run(["git", "rev-parse", "--verify", "-q", "benchmark-data"], cwd=world.origins[tw.REPO],
+                          capture_output=True).returncode == 0  # stored by the push run only

@@ -5,10 +5,14 @@ The machinery (the evaluator, the runner, the stand-ins) is tests/workflow_kit.p
 
 from __future__ import annotations
 
+import copy
 import re
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from workflow_kit import (  # tests/ is on sys.path
     ACTION_REF,
@@ -34,7 +38,33 @@ from workflow_kit import (  # tests/ is on sys.path
 # -------------------------------------------------------------------------------------------------
 
 
-def test_warpforths_gpu_job_uses_the_binary_it_built_and_persists_only_trusted_runs(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def _first_push(tmp_path_factory: pytest.TempPathFactory) -> tuple[World, dict[str, str], dict[str, Any], Path]:
+    """A push of WarpForth's ci.yml (docs/ci.md's) on its default branch's commit, nothing stored yet: run once
+    for the module, with a copy of its world."""
+    root = tmp_path_factory.mktemp("warpforth-push")
+    world = World(root)
+    push = caller_ctx("push")
+    push["sha"] = git("rev-parse", CALLER_BRANCH, cwd=world.origins[CALLER]).strip()
+    results, runners = world.simulate(warpforth_workflow(), push)
+    kept = root.with_name(root.name + ".kept")
+    shutil.copytree(root, kept, symlinks=True)
+    return world, results, runners, kept
+
+
+@pytest.fixture
+def first_push(_first_push: tuple[World, dict[str, str], dict[str, Any], Path]
+               ) -> tuple[World, dict[str, str], dict[str, Any]]:
+    """The world just after that push, put back as the run left it at the same path (the repositories and the
+    cache name absolute paths), with the run's results and runners."""
+    world, results, runners, kept = _first_push
+    shutil.rmtree(world.tmp)
+    shutil.copytree(kept, world.tmp, symlinks=True)
+    return copy.deepcopy(world), results, runners
+
+
+def test_warpforths_gpu_job_uses_the_binary_it_built_and_persists_only_trusted_runs(first_push,  # type: ignore[no-untyped-def]
+                                                                                     tmp_path: Path) -> None:
     wf = warpforth_workflow()
     gpu = wf["jobs"]["gpu-build"]
     uses = [s for s in gpu["steps"] if s.get("uses") == ACTION_REF]
@@ -44,8 +74,7 @@ def test_warpforths_gpu_job_uses_the_binary_it_built_and_persists_only_trusted_r
     # the rental job: the action alone, on the artifact, with the key
     assert [s.get("uses") for s in wf["jobs"]["gpu"]["steps"]] == [ACTION_REF]
 
-    world = World(tmp_path)
-    results, runners = world.simulate(wf, caller_ctx("push"))
+    world, results, runners = first_push
     assert results == {"build-and-test": "success", "gpu-build": "success", "gpu": "success",
                        "gpu-persist": "success", "gpu-comment": "skipped"}, runners["gpu-build"].text + runners["gpu"].text
     assert (world.artifacts / "wfbench-bundle-1" / "bundle").is_dir()  # the action's default name
@@ -199,17 +228,15 @@ def test_text_from_a_result_cannot_start_a_workflow_command(tmp_path: Path) -> N
     assert line.endswith("boom%0A::warning::forged%0D%0A::add-mask::x %250A::notice::too"), line
 
 
-def test_warpforths_pull_request_gets_one_comment_rewritten_on_every_run(tmp_path: Path) -> None:
+def test_warpforths_pull_request_gets_one_comment_rewritten_on_every_run(first_push) -> None:  # type: ignore[no-untyped-def]
     """WarpForth's ci.yml as docs/ci.md gives it, on an owner-labelled pull request: the gpu job benchmarks base
     (the stored run's commit) against head and writes the comment's text into its artifact; gpu-comment, the
     action in comment mode, posts it once and rewrites it on the next run (a stand-in of GitHub's API)."""
     from github_api import GitHubApi
 
-    world = World(tmp_path)
+    world, results, _ = first_push
     wf = warpforth_workflow()
-    push = caller_ctx("push")
-    push["sha"] = git("rev-parse", CALLER_BRANCH, cwd=world.origins[CALLER]).strip()
-    assert world.simulate(wf, push)[0]["gpu-persist"] == "success"  # the base: a stored run
+    assert results["gpu-persist"] == "success"  # the base: a stored run
     (world.artifacts / "wfbench-result-1").rename(world.artifacts / "push")
     (world.artifacts / "wfbench-bundle-1").rename(world.artifacts / "push-bundle")
     head = commit_tree(world.origins[CALLER], {"README.md": "slower\n"}, CALLER_BRANCH, "head")
