@@ -6,9 +6,7 @@ The machinery (the evaluator, the runner, the stand-ins) is tests/workflow_kit.p
 
 from __future__ import annotations
 
-import copy
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +24,7 @@ from workflow_kit import (  # tests/ is on sys.path
     RAN_ALL,
     REPO,
     SIM_CASES,
+    KeptRun,
     StepFailed,
     World,
     commit_tree,
@@ -41,26 +40,15 @@ from workflow_kit import (  # tests/ is on sys.path
 
 
 @pytest.fixture(scope="module")
-def _first_push(tmp_path_factory: pytest.TempPathFactory) -> tuple[World, dict[str, str], dict[str, Any], Path]:
-    """The first push of gpu-bench.yml (nothing stored yet), run once for the module, and a copy of its world."""
-    root = tmp_path_factory.mktemp("first-push")
-    world = World(root)
-    results, runners = world.simulate(load("gpu-bench.yml"), github_ctx("push"))
-    kept = root.with_name(root.name + ".kept")
-    shutil.copytree(root, kept, symlinks=True)
-    return world, results, runners, kept
+def _first_push(tmp_path_factory: pytest.TempPathFactory) -> KeptRun:
+    """The first push of gpu-bench.yml (nothing stored yet), run once for the module."""
+    return KeptRun(World(tmp_path_factory.mktemp("first-push")), load("gpu-bench.yml"), github_ctx("push"))
 
 
 @pytest.fixture
-def first_push(_first_push: tuple[World, dict[str, str], dict[str, Any], Path]
-               ) -> tuple[World, dict[str, str], dict[str, Any]]:
-    """The world just after the first push run, its results and runners: the folder is put back as that run
-    left it, at the same path (cache entries and repositories name absolute paths), for every test that
-    continues from there."""
-    world, results, runners, kept = _first_push
-    shutil.rmtree(world.tmp)
-    shutil.copytree(kept, world.tmp, symlinks=True)
-    return copy.deepcopy(world), results, runners
+def first_push(_first_push: KeptRun) -> tuple[World, dict[str, str], dict[str, Any]]:
+    """The world just after the first push run, its results and runners, for every test that continues from there."""
+    return _first_push.again()
 
 
 def test_gpu_bench_builds_warpforth_with_its_recipe_benchmarks_and_persists(first_push) -> None:  # type: ignore[no-untyped-def]

@@ -5,9 +5,7 @@ The machinery (the evaluator, the runner, the stand-ins) is tests/workflow_kit.p
 
 from __future__ import annotations
 
-import copy
 import re
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -22,6 +20,7 @@ from workflow_kit import (  # tests/ is on sys.path
     DOCS,
     FIXTURES,
     ROOT,
+    KeptRun,
     World,
     commit_tree,
     history_files,
@@ -39,28 +38,19 @@ from workflow_kit import (  # tests/ is on sys.path
 
 
 @pytest.fixture(scope="module")
-def _first_push(tmp_path_factory: pytest.TempPathFactory) -> tuple[World, dict[str, str], dict[str, Any], Path]:
+def _first_push(tmp_path_factory: pytest.TempPathFactory) -> KeptRun:
     """A push of WarpForth's ci.yml (docs/ci.md's) on its default branch's commit, nothing stored yet: run once
-    for the module, with a copy of its world."""
-    root = tmp_path_factory.mktemp("warpforth-push")
-    world = World(root)
+    for the module."""
+    world = World(tmp_path_factory.mktemp("warpforth-push"))
     push = caller_ctx("push")
     push["sha"] = git("rev-parse", CALLER_BRANCH, cwd=world.origins[CALLER]).strip()
-    results, runners = world.simulate(warpforth_workflow(), push)
-    kept = root.with_name(root.name + ".kept")
-    shutil.copytree(root, kept, symlinks=True)
-    return world, results, runners, kept
+    return KeptRun(world, warpforth_workflow(), push)
 
 
 @pytest.fixture
-def first_push(_first_push: tuple[World, dict[str, str], dict[str, Any], Path]
-               ) -> tuple[World, dict[str, str], dict[str, Any]]:
-    """The world just after that push, put back as the run left it at the same path (the repositories and the
-    cache name absolute paths), with the run's results and runners."""
-    world, results, runners, kept = _first_push
-    shutil.rmtree(world.tmp)
-    shutil.copytree(kept, world.tmp, symlinks=True)
-    return copy.deepcopy(world), results, runners
+def first_push(_first_push: KeptRun) -> tuple[World, dict[str, str], dict[str, Any]]:
+    """The world just after that push, with the run's results and runners."""
+    return _first_push.again()
 
 
 def test_warpforths_gpu_job_uses_the_binary_it_built_and_persists_only_trusted_runs(first_push,  # type: ignore[no-untyped-def]

@@ -1267,3 +1267,23 @@ def run_step(step: dict[str, Any], cwd: Path, env: dict[str, str], *, steps: dic
     own = {k: _expand(v, ctx) for k, v in (step.get("env") or {}).items()}
     return run_script(_expand(step["run"], ctx), step.get("shell"), cwd / step.get("working-directory", "."),
                       {**env, **own, "RUNNER_TEMP": env.get("RUNNER_TEMP", str(cwd))}, timeout=120)
+
+
+class KeptRun:
+    """A workflow run made once (a module's fixture) and a copy of the world it left, so that each test continuing
+    from that run gets the world back as the run left it, at the same path (repositories and cache entries name
+    absolute paths), with the run's results and runners."""
+
+    def __init__(self, world: World, wf: dict[str, Any], gh: dict[str, Any]) -> None:
+        self.world = world
+        self.results, self.runners = world.simulate(wf, gh)
+        self.kept = world.tmp.with_name(world.tmp.name + ".kept")
+        shutil.copytree(world.tmp, self.kept, symlinks=True)
+
+    def again(self) -> tuple[World, dict[str, str], dict[str, Runner]]:
+        """The world put back as the run left it, with the run's results and runners."""
+        import copy
+
+        shutil.rmtree(self.world.tmp)
+        shutil.copytree(self.kept, self.world.tmp, symlinks=True)
+        return copy.deepcopy(self.world), self.results, self.runners
