@@ -24,6 +24,7 @@ from workflow_kit import (  # tests/ is on sys.path
     RAN_ALL,
     REPO,
     SIM_CASES,
+    Continued,
     KeptRun,
     StepFailed,
     World,
@@ -46,12 +47,12 @@ def _first_push(tmp_path_factory: pytest.TempPathFactory) -> KeptRun:
 
 
 @pytest.fixture
-def first_push(_first_push: KeptRun) -> tuple[World, dict[str, str], dict[str, Any]]:
+def first_push(_first_push: KeptRun) -> Continued:
     """The world just after the first push run, its results and runners, for every test that continues from there."""
     return _first_push.again()
 
 
-def test_gpu_bench_builds_warpforth_with_its_recipe_benchmarks_and_persists(first_push) -> None:  # type: ignore[no-untyped-def]
+def test_gpu_bench_builds_warpforth_with_its_recipe_benchmarks_and_persists(first_push: Continued) -> None:
     import json
 
     world, results, runners = first_push
@@ -125,7 +126,7 @@ def test_gpu_bench_builds_warpforth_with_its_recipe_benchmarks_and_persists(firs
     assert {c.compiler_label for c in kept.cases} == {""} and kept.warpforthc.git_commit == newer
 
 
-def test_a_regression_fails_the_bench_job_and_is_still_stored(first_push) -> None:  # type: ignore[no-untyped-def]
+def test_a_regression_fails_the_bench_job_and_is_still_stored(first_push: Continued) -> None:
     world, results, _ = first_push
     assert results["persist"] == "success"
     (world.artifacts / ARTIFACT).rename(world.artifacts / "first")
@@ -201,7 +202,7 @@ def test_a_manual_run_benchmarks_the_given_ref_and_its_persist_gets_a_token(tmp_
     assert "history/index.json" in history_files(world, REPO)
 
 
-def test_a_cached_warpforthc_restored_under_another_home_is_rebuilt_not_used(first_push) -> None:  # type: ignore[no-untyped-def]
+def test_a_cached_warpforthc_restored_under_another_home_is_rebuilt_not_used(first_push: Continued) -> None:
     """warpforthc reads libdevice at the absolute path it was built with: a cache entry made under another
     home (a renamed runner user, say) would compile nothing, so wfbench builds it again where it is now."""
     world, results, _ = first_push
@@ -266,7 +267,7 @@ def test_the_action_refuses_bad_inputs_in_one_line(tmp_path: Path) -> None:
     assert "stores only pushes and manual runs on the default branch" in runners["gpu"].text
 
 
-def test_a_pull_request_gets_one_comment_rewritten_on_every_run(first_push) -> None:  # type: ignore[no-untyped-def]
+def test_a_pull_request_gets_one_comment_rewritten_on_every_run(first_push: Continued) -> None:
     """gpu-bench.yml on a pull request after the first push: plan -> build -> bench -> summary -> comment, every
     step's script for real; the comment goes to a stand-in of GitHub's REST comments API (tests/github_api.py)
     and is made once, then rewritten by the next run."""

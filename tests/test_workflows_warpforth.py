@@ -20,6 +20,7 @@ from workflow_kit import (  # tests/ is on sys.path
     DOCS,
     FIXTURES,
     ROOT,
+    Continued,
     KeptRun,
     World,
     commit_tree,
@@ -48,12 +49,12 @@ def _first_push(tmp_path_factory: pytest.TempPathFactory) -> KeptRun:
 
 
 @pytest.fixture
-def first_push(_first_push: KeptRun) -> tuple[World, dict[str, str], dict[str, Any]]:
+def first_push(_first_push: KeptRun) -> Continued:
     """The world just after that push, with the run's results and runners."""
     return _first_push.again()
 
 
-def test_warpforths_gpu_job_uses_the_binary_it_built_and_persists_only_trusted_runs(first_push,  # type: ignore[no-untyped-def]
+def test_warpforths_gpu_job_uses_the_binary_it_built_and_persists_only_trusted_runs(first_push: Continued,
                                                                                      tmp_path: Path) -> None:
     wf = warpforth_workflow()
     gpu = wf["jobs"]["gpu-build"]
@@ -218,7 +219,7 @@ def test_text_from_a_result_cannot_start_a_workflow_command(tmp_path: Path) -> N
     assert line.endswith("boom%0A::warning::forged%0D%0A::add-mask::x %250A::notice::too"), line
 
 
-def test_warpforths_pull_request_gets_one_comment_rewritten_on_every_run(first_push) -> None:  # type: ignore[no-untyped-def]
+def test_warpforths_pull_request_gets_one_comment_rewritten_on_every_run(first_push: Continued) -> None:
     """WarpForth's ci.yml as docs/ci.md gives it, on an owner-labelled pull request: the gpu job benchmarks base
     (the stored run's commit) against head and writes the comment's text into its artifact; gpu-comment, the
     action in comment mode, posts it once and rewrites it on the next run (a stand-in of GitHub's API)."""

@@ -1280,10 +1280,13 @@ class KeptRun:
         self.kept = world.tmp.with_name(world.tmp.name + ".kept")
         shutil.copytree(world.tmp, self.kept, symlinks=True)
 
-    def again(self) -> tuple[World, dict[str, str], dict[str, Runner]]:
+    def again(self) -> Continued:
         """The world put back as the run left it, with the run's results and runners."""
         import copy
 
         shutil.rmtree(self.world.tmp)
         shutil.copytree(self.kept, self.world.tmp, symlinks=True)
         return copy.deepcopy(self.world), self.results, self.runners
+
+
+Continued = tuple[World, dict[str, str], dict[str, Runner]]  # what KeptRun.again gives a test: world, results, runners
