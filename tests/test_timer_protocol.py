@@ -33,7 +33,7 @@ class FakeDriver:
         from wfbench_core.gpu.helper_kernels import CLOCK_KERNEL, EMPTY, GATE_KERNEL
 
         # the clean rounds' gate kernel, the timed buffers' comparison and the empty kernel of the launch floor
-        self.kernels = {GATE_KERNEL: self.gate, DIFFER_KERNEL: self.differ, EMPTY: lambda launch: 0.001,
+        self.kernels = {GATE_KERNEL: self.gate, DIFFER_KERNEL: self.differ, EMPTY: lambda launch, *args: 0.001,
                         CLOCK_KERNEL: self.stamp, **kernels}
         # the SM clock (MHz) while the kernels after the n-th opening clock probe run; SM cycles count at it
         self.sm_mhz: Callable[[int], float] = lambda n: 1980.0
@@ -668,3 +668,23 @@ def test_the_checker_takes_the_arrays_made_ahead_and_makes_them_itself_without()
     with handing(timer, wrong):
         m = timer.measure(other, SIDES, reference_label="cuda")  # not arrays of this case's sizes: made here
     assert m.passed and m.costs.inputs_s < 100.0
+
+
+def test_the_launch_floor_launches_an_empty_kernel_with_each_buffer_sets_arguments() -> None:
+    """An empty kernel without parameters read 2.9 us a launch on an H200 host where axpy_f64's five arguments
+    made a launch cost about 9 us: events-mode points that the host's launch rate bounded were not marked."""
+    from wfbench_core.gpu.helper_kernels import EMPTY, empty_ptx
+
+    seen: list[tuple[Any, ...]] = []
+    driver = FakeDriver({"wf_scale": good, "cu_scale": good})
+    driver.kernels[EMPTY] = lambda launch, *args: seen.append(args) or 0.001
+    m = _timed(driver)
+    assert m.passed and m.sampled.launch_floor_us == pytest.approx(1.0)
+    assert seen and all(len(args) == len(CASE.params) for args in seen)
+    pointers = [i for i, p in enumerate(CASE.params) if p.kind == "ptr"]
+    timed = [args for args in seen if all(isinstance(args[i], np.ndarray) for i in pointers)]
+    assert len(timed) >= len(seen) - 1  # every floor launch had a buffer set's arguments (one untimed load: nulls)
+    # the PTX the real assembler takes, with the case's parameters in order
+    ptx = empty_ptx([p.kind for p in CASE.params])
+    assert ptxas_log(ptx, "sm_90") == ""
+    assert ".param .s64 p0, .param .u64 p1, .param .u64 p2" in ptx

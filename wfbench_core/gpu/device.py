@@ -244,6 +244,11 @@ class Device:
         return out
 
     @staticmethod
+    def null_args(case: Any) -> list[Any]:
+        """The argument list of ``case.params`` with null pointers and zero scalars (for a kernel that reads none)."""
+        return [ctypes.c_uint64(0) if p.kind == "ptr" else _SCALAR_TYPES[p.kind](0) for p in case.params]
+
+    @staticmethod
     def address(buf: Any) -> int:
         """The device address of a buffer (mapped host memory: the address the device sees)."""
         return int(buf.device_ctypes_pointer.value or 0)

@@ -1,21 +1,32 @@
 """The PTX of the timer's own helper kernels (:mod:`wfbench_core.gpu.gpu_rounds` runs them): the empty kernel of
 the launch floor, the gate every round starts behind and the clock probe that brackets each side."""
 
+from collections.abc import Sequence
+
 __all__ = [  # internal to wfbench, not the plugin API (README: Layout)
-    "CLOCK_KERNEL", "CLOCK_PTX", "EMPTY", "EMPTY_PTX", "GATE_KERNEL", "GATE_PTX",
+    "CLOCK_KERNEL", "CLOCK_PTX", "EMPTY", "EMPTY_PTX", "GATE_KERNEL", "GATE_PTX", "empty_ptx",
 ]
 
 EMPTY = "wfbench_empty"  # the empty kernel's label in the rounds (the launch floor)
-EMPTY_PTX = """\
-.version 7.5
+_PARAM_TYPES = {"ptr": "u64", "i32": "s32", "i64": "s64", "f32": "f32", "f64": "f64"}  # a case parameter's kind
+
+
+def empty_ptx(kinds: Sequence[str] = ()) -> str:
+    """The empty kernel, taking parameters of ``kinds`` (a case's: ``ptr``, ``i32``, ``i64``, ``f32``, ``f64``), so
+    that its launches cost the host what a launch with the case's arguments costs."""
+    params = ", ".join(f".param .{_PARAM_TYPES[kind]} p{i}" for i, kind in enumerate(kinds))
+    return f""".version 7.5
 .target sm_75
 .address_size 64
 
-.visible .entry wfbench_empty()
-{
+.visible .entry {EMPTY}({params})
+{{
     ret;
-}
+}}
 """
+
+
+EMPTY_PTX = empty_ptx()
 
 GATE_KERNEL = "wfbench_gate"
 GATE_PTX = """\
