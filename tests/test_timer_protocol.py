@@ -546,10 +546,27 @@ def test_launches_rotate_over_buffer_sets_each_holding_the_inputs() -> None:
     # 3 placements x 8 sets of timing buffers, plus the correctness phase's own inputs
     assert len(seen) == 3 * 8 + 2
     # every timing set was launched equally often inside its placement (the correctness buffers aside):
-    # placements differ by their untimed first-touch round, and each placement's verified set by its two
+    # placements differ by the warm-up of the first one, and each placement's verified set by its two
     # verifying launches
     timing_counts = sorted(seen.values())[2:]
     assert max(timing_counts) - min(timing_counts) <= 1 + 2 and timing_counts.count(max(timing_counts)) <= 3
+
+
+def test_every_timed_buffer_is_written_before_a_launch_touches_it() -> None:
+    """A placement's fresh outputs are poisoned as they are made, not by an untimed round of the case's launches
+    (which cost a long kernel's case a second on the H200): no launch of either side finds a fresh allocation
+    (zeros in the stand-in; the poison and every result here are not)."""
+    fresh: list[int] = []
+
+    def watching(launch: int, k: int, x: np.ndarray, y: np.ndarray, n: int) -> None:
+        if not y[:n].any():
+            fresh.append(launch)
+        good(launch, k, x, y, n)
+
+    driver = FakeDriver({"wf_scale": watching, "cu_scale": watching})
+    m = _timed(driver)
+    assert m.passed, m.message
+    assert len(set(m.sampled.placement_of)) == 3 and fresh == []
 
 
 def test_one_placement_sits_at_offset_zero_and_rotation_one_is_one_set() -> None:

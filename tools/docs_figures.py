@@ -100,7 +100,9 @@ def suite_costs(src: str) -> str:
     rows = [(field.name, sum(getattr(c.costs, field.name) or 0.0 for c in cases))
             for field in attrs.fields(type(cases[0].costs))]
     timed = [c.timing for c in cases if c.timing is not None]
-    rows += [("warmup_busy_s (part of timing_s)", sum(t.warmup_busy_s for t in timed)),
+    kept = sum(sum(side.samples_us) * side.launches for t in timed for side in (t.warpforth, t.cuda)) / 1e6
+    rows += [("the kept pairs' kernel time (part of timing_s)", kept),
+             ("warmup_busy_s (part of timing_s)", sum(t.warmup_busy_s for t in timed)),
              ("warmup_carried_s (credited, not spent)", sum(t.warmup_carried_s for t in timed))]
     lines = [f"| {name} | {value:.1f} |" for name, value in rows]
     env = result.environment
@@ -276,6 +278,10 @@ def _board_runs(src: str) -> list[tuple[str, Any]]:
     return runs
 
 
+TARGET_CHANGE = 0.005  # the regression the cross-board target is about (issue: 0.5 % across two boards)
+DETECTION = 0.90  # the share of trials it must be SLOWER in
+
+
 def board_component(src: str) -> str:
     """The between-board spread of the P0 gaps over the runs stored in ``src`` (one per board, one compiler)."""
     from wfbench_core.review.evidence import Observation, between_boards
@@ -295,11 +301,27 @@ def board_component(src: str) -> str:
         obs += [Observation(code=cid, board=b, log_gap=x) for b, x in zip(boards, logs)]
     sd, df, lo, hi = between_boards(obs)
     first = runs[0].environment
+    # what a 0.5 % change across two boards needs to be SLOWER in 90 % of trials: its interval's lower end above
+    # zero, so the change must stand (z of the interval + z of 90 %) standard deviations of the two boards'
+    # difference clear of it, with no noise of the runs' own and no margin
+    from statistics import NormalDist
+
+    from wfbench_core.review.verdicts import LEVEL
+
+    z = NormalDist().inv_cdf(1 - (1 - LEVEL) / 2) + NormalDist().inv_cdf(DETECTION)
+    need = TARGET_CHANGE / (z * math.sqrt(2))
     return (f"The P0 gaps of the same bundle (warpforthc {runs[0].warpforthc.version}) on {len(runs)} "
             f"{first.gpu_name} boards, one plain run each, stored in `{src}`:\n\n" + "\n".join(rows)
             + f"\n\nBetween boards (pooled over the cases): **{sd:.3%}** ({df} degrees of freedom; 95 % interval "
             f"{lo:.3%} to {hi:.3%}). The stated default board component is the interval's upper end, rounded up: "
-            f"**{board_sd_default(hi):.2%}**.\n")
+            f"**{board_sd_default(hi):.2%}**.\n\n"
+            f"For a {TARGET_CHANGE:.1%} change across two boards to be SLOWER in {DETECTION:.0%} of trials, it must "
+            f"stand {z:.2f} standard deviations of the two boards' difference clear of zero ({LEVEL:.0%} interval, "
+            f"{DETECTION:.0%} power): each board's component at most {need:.3%}, with no noise of the runs' own and "
+            f"no margin. The measured component, {sd:.3%}, is "
+            + ("below that: the target is within reach of runs quiet enough.\n" if sd < need else
+               "above it: no pair of single runs on two boards meets the target, whatever the protocol; a "
+               "regression that small is found by a base/head run on one board.\n"))
 
 
 def board_verdicts_of(src: str) -> dict[str, Any]:

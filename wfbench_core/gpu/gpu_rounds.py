@@ -3,8 +3,9 @@
 :class:`CudaRounds` implements :class:`wfbench_core.gpu.sampling.Rounds` on a :class:`~wfbench_core.gpu.device.Device`:
 
 - ``place``: fresh input and output buffers, each a new allocation padded by a random 256-byte-multiple
-  offset, the case's canonical inputs copied in again from a device-side master copy (outside any timed
-  span), and the sides' launches re-bound to them. With rotation there are :attr:`CudaRounds.sets` such
+  offset, the case's canonical inputs copied in again from a device-side master copy and the outputs poisoned
+  (outside any timed span: every buffer is written once before any timed launch touches it), and the sides'
+  launches re-bound to them. With rotation there are :attr:`CudaRounds.sets` such
   sets, each at its own offsets, and launch j of a sample uses set j mod sets.
 - **clean rounds**: every round starts behind a *gate*, a one-thread kernel that spins on a flag in mapped
   host memory (as nvbench's blocking kernel does). Queued behind it are an untimed *lead-in* (up to
@@ -191,6 +192,7 @@ class CudaRounds:
             self.set_args.append(device.args(case, bufs, scalars))
             self._inputs.append({name: bufs[name] for name in self._master})
             self._outs.append({p.name: bufs[p.name] for p in case.outputs})
+            self._fill(self._outs[-1])
         device.synchronize()
         self._buffers, self._offsets = keep, offs
         self.launchers = {label: [device.case_launcher(kernel, case, "canonical", args) for args in self.set_args]
@@ -199,6 +201,16 @@ class CudaRounds:
         if self.setup.ceiling is not None:  # its outputs and handles are made here, outside any timed span
             self.setup.ceiling.drop()
             self.launchers[CEILING] = [self.setup.ceiling.make(ins) for ins in self._inputs]
+
+    def _fill(self, outs: Mapping[str, Any]) -> None:
+        """A new buffer set's outputs, written once as they are made (its inputs are written by their copy): the
+        poison where the timed buffers are checked, else zeros. No timed launch is the first to touch a buffer,
+        and this costs a copy, not a round of the case's launches."""
+        if self.check is not None:
+            self.check.poison(outs)
+            return
+        for buf in outs.values():
+            self.device.memset(buf, 0)
 
     # -- rounds -----------------------------------------------------------------------------------
 

@@ -22,8 +22,8 @@ Rules, each written once here:
   own events); a library ceiling takes as many launches as the case's fastest side, and its samples may be
   shorter.
 - **Placements**: the pairs are spread over ``placements`` blocks of equal size; each block runs on freshly
-  allocated buffers at random 256-byte-multiple offsets (:func:`placement_offsets`), inputs copied in again,
-  and starts with an untimed round of the reference side that touches every new buffer once.
+  allocated buffers at random 256-byte-multiple offsets (:func:`placement_offsets`), every one written once
+  as it is made (:meth:`Rounds.place`: inputs copied in again, outputs poisoned), outside any timed span.
 - **Rotation**: inside a placement, a sample's launches rotate over :func:`buffer_sets` sets of buffers, each
   at its own offsets, so every sample averages that many layouts: where the sets all fit in half the L2
   together (each stays resident, as one set would), or where one set is at least the L2's size (one set
@@ -96,7 +96,8 @@ class Rounds(TypingProtocol):
     sets: int  # buffer sets a placement's launches rotate over (fit() keeps launches a multiple of it)
 
     def place(self, index: int, offsets: Callable[[int], np.ndarray]) -> None:
-        """Fresh input and output buffers for placement ``index``; ``offsets(n)`` gives n byte offsets."""
+        """Fresh input and output buffers for placement ``index``, each written once before this returns (inputs
+        copied in, outputs filled); ``offsets(n)`` gives n byte offsets."""
 
     def fit(self, launches: int) -> int:
         """The number of launches a sample will really make when ``launches`` are asked (>= launches)."""
@@ -276,8 +277,6 @@ def sample_case(rounds: Rounds, labels: Sequence[str], protocol: TimingProtocol,
     for p, block in enumerate(placement_blocks(protocol.samples, protocol.placements)):
         if p > 0:
             place(p)
-            rounds.round([reference], rounds.fit(1))  # untimed: every new buffer set touched once (one side
-            # suffices: both sides' launches take the same buffers)
         for n in range(block):
             if n == block - 1:
                 rounds.repoison()

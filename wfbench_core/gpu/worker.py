@@ -276,6 +276,12 @@ def main(argv: list[str]) -> None:
     finally:
         if worker.prep is not None:  # the helper making inputs ahead ends with this worker
             worker.prep.close()
+    # Asked to end, or unusable and having said why: everything it had to say is sent. The driver reclaims the
+    # context and every allocation with the process; Python's own teardown (freeing each buffer and unloading each
+    # module one call at a time) would only keep the executor waiting at the end of every run.
+    out.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
