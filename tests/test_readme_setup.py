@@ -43,8 +43,13 @@ def test_the_readme_setup_runs_as_written_and_says_there_is_no_gpu(tmp_path: Pat
     if gpu_unavailable_reason() is None:
         pytest.skip("this machine has a GPU: the set-up would start building compilers")
     clone = tmp_path / "wfbench"
+    # what a clone gives: no venv, no build folders or tool caches. Other workers write some of them while this
+    # copies, and a file that vanishes between listing and copying fails the copy: mypy's and ruff's caches
+    # (tests/test_static.py), setuptools' build/ in examples/broken-cases, whose bdist folder a wheel build
+    # removes when it is done (tests/test_plugin_install.py, tests/test_plugin_packaging.py)
     shutil.copytree(ROOT, clone, ignore=shutil.ignore_patterns(".venv", ".git", "*.egg-info", "__pycache__",
-                                                                "node_modules", ".pytest_cache"))
+                                                                "node_modules", ".pytest_cache", ".mypy_cache",
+                                                                ".ruff_cache", "build", "dist"))
     checkout = tmp_path / "warpforth"
     checkout.mkdir()
     subprocess.run(["git", "init", "-q", str(checkout)], check=True)

@@ -12,7 +12,8 @@ its cases' CUDA side, about half a second a configuration): the same source, cas
 give the PTX and compile record nvcc gave the first time; a source nvcc refuses is compiled every time.
 
 The conftest installs both in this process for every test not marked ``gpu`` and names the folder in
-:data:`ENV`, which tests/fake_gpu.py reads in the worker it is loaded into.
+:data:`ENV`, which tests/fake_gpu.py reads in the worker it is loaded into, tests/cached_cli.py in a CLI process,
+and the plugin ``kept_tools`` in every wfbench process of a simulated workflow job (tests/workflow_kit.py).
 """
 
 from __future__ import annotations

@@ -925,6 +925,20 @@ def wfbench_register_transports(register):
     register("vast", StandInVast)
 '''
 
+# Loaded as a wfbench plugin by every wfbench process of the simulated jobs: what ptxas, cuobjdump and nvcc print
+# for a PTX or source the session has already assembled or compiled is read from the session's kept answers
+# (tests/tool_cache.py, named in the environment the runners inherit), as in the stand-in GPU's worker. The
+# pull-request comment's explanation assembled the same base and head PTX in both of its runs, and in every test
+# that writes a comment (about 0.3 s a PTX).
+KEPT_TOOLS = r'''
+import importlib.util
+
+_spec = importlib.util.spec_from_file_location("tool_cache", {path!r})
+tool_cache = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(tool_cache)
+tool_cache.install_from_env()
+'''
+
 FAKE_VASTAI = '''
 import json, os
 
@@ -1010,6 +1024,7 @@ class World:
             (self.bin / name).write_text(text)
             (self.bin / name).chmod(0o755)
         (tmp / "py" / "stand_in_vast.py").write_text(STAND_IN_VAST)
+        (tmp / "py" / "kept_tools.py").write_text(KEPT_TOOLS.format(path=str(Path(__file__).with_name("tool_cache.py"))))
         (tmp / "py" / "vastai").mkdir(exist_ok=True)
         (tmp / "py" / "vastai" / "__init__.py").write_text(FAKE_VASTAI)
         self.env = {
@@ -1020,7 +1035,7 @@ class World:
             "STAND_IN_RESULT": str(FIXTURES / "h200-suite1.json"), "STAND_IN_FAIL": fail_case or "",
             "STAND_IN_RESULT_BH": str(FIXTURES / "h200-run-bh.json"), "CCACHE_DISABLE": "1",
             "WFBENCH_DISABLE_PLUGIN_AUTOLOAD": "1",
-            "WFBENCH_PLUGINS": ",".join([*_entry_point_plugins(), "stand_in_vast"]),
+            "WFBENCH_PLUGINS": ",".join([*_entry_point_plugins(), "stand_in_vast", "kept_tools"]),
             "FAKE_LOG": str(tmp / "destroyed.log"), "FAKE_INSTANCES": "[]",
         }
         # the repositories: wfbench (its workflow files, action and package metadata) and WarpForth
