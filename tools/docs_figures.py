@@ -302,13 +302,12 @@ def board_component(src: str) -> str:
     sd, df, lo, hi = between_boards(obs)
     first = runs[0].environment
     # what a 0.5 % change across two boards needs to be SLOWER in 90 % of trials: its interval's lower end above
-    # zero, so the change must stand (z of the interval + z of 90 %) standard deviations of the two boards'
-    # difference clear of it, with no noise of the runs' own and no margin
-    from statistics import NormalDist
-
+    # zero, so the change must stand (z of the interval + z of 90 %, one-sided) standard deviations of the two
+    # boards' difference clear of it, with no noise of the runs' own and no margin (normal quantiles: infinite df)
     from wfbench_core.review.verdicts import LEVEL
+    from wfbench_core.stats import t_quantile
 
-    z = NormalDist().inv_cdf(1 - (1 - LEVEL) / 2) + NormalDist().inv_cdf(DETECTION)
+    z = t_quantile(LEVEL, math.inf) + t_quantile(2 * DETECTION - 1, math.inf)
     need = TARGET_CHANGE / (z * math.sqrt(2))
     return (f"The P0 gaps of the same bundle (warpforthc {runs[0].warpforthc.version}) on {len(runs)} "
             f"{first.gpu_name} boards, one plain run each, stored in `{src}`:\n\n" + "\n".join(rows)
