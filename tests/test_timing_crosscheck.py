@@ -190,6 +190,27 @@ def test_nvbenchs_batch_figure_is_judged_by_its_own_launchers_floor() -> None:
     assert "big/" not in text.split("not compared:")[1]
 
 
+def test_each_case_is_judged_by_nvbench_floor_for_its_own_arguments() -> None:
+    """nvbench times each case's empty kernel with the case's parameter list and arguments: a case of many
+    arguments has a higher floor than one of few. A batch figure is judged by its own case's floor; a file of
+    an older wfbench, with one parameterless floor for all, is still read."""
+    nv = {"many/wf": xc.NvbenchTimes(batch_mean_us=15.0), "many/cuda": xc.NvbenchTimes(batch_mean_us=15.5),
+          "few/wf": xc.NvbenchTimes(batch_mean_us=15.0), "few/cuda": xc.NvbenchTimes(batch_mean_us=15.5),
+          xc.floor_name("many"): xc.NvbenchTimes(batch_mean_us=9.0),
+          xc.floor_name("few"): xc.NvbenchTimes(batch_mean_us=6.0)}
+    wf = {"many": {"wf": {"events": 15.1}, "cuda": {"events": 15.4}},
+          "few": {"wf": {"events": 15.1}, "cuda": {"events": 15.4}}}
+    kernels, gaps = xc.compare(wf, nv, {"many": 4.0, "few": 4.0})
+    k = {(r.case, r.side): r for r in kernels}
+    assert k["many", "wf"].nvbench_floor == 9.0 and k["many", "wf"].nvbench_launch_bound  # 15.0 <= 2 x 9.0
+    assert k["few", "wf"].nvbench_floor == 6.0 and not k["few", "wf"].nvbench_launch_bound
+    assert [g.nvbench_gap is None for g in gaps] == [True, False]
+    assert xc.floor_name("many") != xc.NVBENCH_FLOOR and xc.floor_name("many").startswith(xc.NVBENCH_FLOOR + "/")
+    older = {name: t for name, t in nv.items() if not name.startswith(xc.NVBENCH_FLOOR)}
+    kernels, _ = xc.compare(wf, {**older, xc.NVBENCH_FLOOR: xc.NvbenchTimes(batch_mean_us=9.0)})
+    assert all(r.nvbench_floor == 9.0 and r.nvbench_launch_bound for r in kernels)
+
+
 def test_a_batch_figure_over_nvbenchs_own_cold_one_is_its_launchers_rate() -> None:
     """The H200 at check sizes: axpy's CUDA kernel, 2.25 us in graph mode, reads 14.56 us in nvbench's batch, over
     twice its 7.01 us cold figure and over twice the empty kernel's 6.83 us through the same launcher (axpy's

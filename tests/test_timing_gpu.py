@@ -143,13 +143,28 @@ def test_cold_l2_is_slower_than_hot_on_a_small_kernel(prebuilt_bundle) -> None: 
 
 
 @pytest.mark.skipif(importlib.util.find_spec("cuda.bench") is None, reason="cuda-bench is not installed")
-def test_crosscheck_agrees_with_nvbench(prebuilt_bundle) -> None:  # type: ignore[no-untyped-def]
+def test_crosscheck_agrees_with_nvbench(prebuilt_bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from wfbench_core.studies.crosscheck import floor_name
+
     bundle = prebuilt_bundle(case_ids=("axpy_f64", "scale_i64"))
     # nvbench keeps its benchmarks for the life of a process: its own process
     r = subprocess.run([sys.executable, "-m", "wfbench_core", "crosscheck", str(bundle), "--quiet",
                         "--samples", "12"], capture_output=True, text=True, env={**os.environ}, check=False)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "axpy_f64" in r.stdout and "worst per-kernel disagreement" in r.stdout
+    # each case's floor is nvbench's empty kernel launched with that case's arguments: its own benchmark
+    nv_json = tmp_path / "nvbench.json"
+    r = subprocess.run([sys.executable, "-m", "wfbench_core", "crosscheck", str(bundle), "--quiet", "--samples", "12",
+                        "--json", "--nvbench-json", str(nv_json)], capture_output=True, text=True,
+                       env={**os.environ}, check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+    names = {b["name"] for b in json.loads(nv_json.read_text())["benchmarks"]}
+    assert {floor_name("axpy_f64"), floor_name("scale_i64")} <= names
+    floors = {k["case"]: k["nvbench_floor_us"] for k in json.loads(r.stdout)["kernels"]}
+    assert set(floors) == {"axpy_f64", "scale_i64"} and all(f is not None and f > 0 for f in floors.values())
+    print(f"nvbench's launch floor per case: {floors}")
 
 
 def test_cold_l2_times_no_launch_latency_even_when_the_host_falls_behind(prebuilt_bundle) -> None:  # type: ignore[no-untyped-def]

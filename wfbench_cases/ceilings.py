@@ -4,8 +4,8 @@ Registered through ``wfbench_register_ceilings``, as a third-party case package 
 CuPy is imported only inside ``prepare`` (the ``ceiling`` extra): listing, building and every run without
 ``--ceiling`` never import it.
 
-Every call goes to wfbench's stream: CuPy wraps it (``cupy.cuda.ExternalStream``) and makes it CuPy's current
-stream, and the cuBLAS handle is pointed at it with ``cublasSetStream``. Handles, pointer mode and the first
+Every call goes to wfbench's stream: CuPy wraps it (``cupy.cuda.Stream.from_external``, through the CUDA stream
+protocol) and makes it CuPy's current stream, and the cuBLAS handle is pointed at it with ``cublasSetStream``. Handles, pointer mode and the first
 call (where cuBLAS and CuPy's memory pool allocate their workspace) are made in ``prepare`` and in the
 untimed correctness check, outside every timed span.
 """
@@ -27,12 +27,23 @@ CUPY = "cupy-cuda13x"  # the distribution whose version keys the ceiling series
 _STREAMS: dict[int, Any] = {}  # wfbench's stream as CuPy sees it, kept alive while it is CuPy's current stream
 
 
+class _Handle:
+    """A stream handle offered through the CUDA stream protocol (version 0), as CuPy 14 takes a foreign stream;
+    wfbench owns the stream and keeps it for the run."""
+
+    def __init__(self, handle: int) -> None:
+        self.handle = int(handle)
+
+    def __cuda_stream__(self) -> tuple[int, int]:
+        return 0, self.handle
+
+
 def _cupy(call: CeilingCall) -> Any:
     """CuPy, with wfbench's stream as its current stream on this thread."""
     import cupy
 
     if call.stream not in _STREAMS:
-        _STREAMS[call.stream] = cupy.cuda.ExternalStream(call.stream)
+        _STREAMS[call.stream] = cupy.cuda.Stream.from_external(_Handle(call.stream))
     _STREAMS[call.stream].use()
     return cupy
 

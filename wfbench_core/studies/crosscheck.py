@@ -56,6 +56,7 @@ from wfbench_core.studies.nvbench_table import (  # the comparison's figures, of
     bench_name,
     compare,
     disagreements,
+    floor_name,
     medians_from_result,
     parse_nvbench_json,
     render,
@@ -83,6 +84,7 @@ __all__ = [  # internal to wfbench, not the plugin API (README: Layout)
     "compare",
     "crosscheck",
     "disagreements",
+    "floor_name",
     "medians_from_result",
     "parse_nvbench_json",
     "render",
@@ -200,8 +202,12 @@ def crosscheck(bundle: Path, *, registry: Any, case_ids: Sequence[str] = (), aga
         config = device.config(geo.grid, geo.block, geo.shared_bytes)
         for label, kernel in rounds.setup.kernels.items():
             launchers[bench_name(case.id, label)] = _rotating(device, kernel, config, rounds.set_args)
-    launchers[NVBENCH_FLOOR] = _empty(device)
-    progress(f"nvbench: timing {len(launchers) - 1} kernels and its own launch floor")
+        # the case's empty kernel (its parameter list), launched with each set's arguments as the kernels are: the
+        # launcher's cost grows with the arguments, so a parameterless empty kernel would understate the floor
+        launchers[floor_name(case.id)] = _rotating(device, rounds.floor_kernel, device.config((1, 1, 1), (1, 1, 1)),
+                                                   rounds.set_args)
+    progress(f"nvbench: timing {len(launchers) - len(keep)} kernels and its own launch floor for each case's "
+             f"arguments")
     nv = run_nvbench(launchers, json_path, device)
     for case_id in keep:
         medians(case_id, wfbench_us, "after")
@@ -259,18 +265,5 @@ def _rotating(device: Device, kernel: Any, config: Any, set_args: Sequence[Seque
 
     def go(stream: Any) -> None:
         device.launch(kernel, config, next(sets), stream=stream)
-
-    return go
-
-
-def _empty(device: Device) -> Callable[[Any], None]:
-    """nvbench's launch of wfbench's empty kernel: what its launcher costs per launch, with no kernel work."""
-    from wfbench_core.gpu.helper_kernels import EMPTY, EMPTY_PTX
-
-    kernel = device.load(EMPTY_PTX, EMPTY, case_id="floor", label="floor")
-    config = device.config((1, 1, 1), (1, 1, 1))
-
-    def go(stream: Any) -> None:
-        device.launch(kernel, config, (), stream=stream)
 
     return go

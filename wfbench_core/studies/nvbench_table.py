@@ -18,7 +18,7 @@ __all__ = [  # internal to wfbench, not the plugin API (README: Layout)
     "BATCH_OVER_COLD", "DEFAULT_TOLERANCE", "NVBENCH_BATCH_MEAN", "NVBENCH_BATCH_SAMPLES",
     "NVBENCH_COLD_MEAN", "NVBENCH_COLD_MEDIAN", "NVBENCH_COLD_SAMPLES", "NVBENCH_FLOOR", "GapRow", "KernelRow",
     "NvbenchTimes", "as_json", "bench_name", "compare", "disagreements",
-    "medians_from_result", "parse_nvbench_json", "render", "within", "worst_by_mode",
+    "floor_name", "medians_from_result", "parse_nvbench_json", "render", "within", "worst_by_mode",
     "worst_disagreement",
 ]
 
@@ -164,17 +164,24 @@ def bench_name(case_id: str, side: str) -> str:
     return f"{case_id}/{side}"
 
 
+def floor_name(case_id: str) -> str:
+    """nvbench's benchmark of a case's launch floor: the case's empty kernel (its parameter list) launched with
+    each buffer set's arguments through the same launcher, as the case's kernels are."""
+    return f"{NVBENCH_FLOOR}/{case_id}"
+
+
 def compare(wfbench_us: Mapping[str, Mapping[str, Mapping[str, float]]], nvbench: Mapping[str, NvbenchTimes],
             floors: Mapping[str, float] = {}, before: Mapping[str, Mapping[str, Mapping[str, float]]] = {}
             ) -> tuple[list[KernelRow], list[GapRow]]:
-    """``wfbench_us``: case -> side -> mode -> median us; ``nvbench``: benchmark name -> figures (with
-    :data:`NVBENCH_FLOOR`, nvbench's own launch floor, where it was timed); ``floors``: case -> wfbench's launch
-    floor in events mode (us), where measured; ``before``: wfbench's medians taken before nvbench ran, as
-    ``wfbench_us`` (shown, not compared)."""
+    """``wfbench_us``: case -> side -> mode -> median us; ``nvbench``: benchmark name -> figures (with each case's
+    :func:`floor_name`, nvbench's own launch floor for its arguments, where it was timed; a file of an older wfbench
+    holds one parameterless :data:`NVBENCH_FLOOR` for all); ``floors``: case -> wfbench's launch floor in events
+    mode (us), where measured; ``before``: wfbench's medians taken before nvbench ran, as ``wfbench_us`` (shown,
+    not compared)."""
     kernels: list[KernelRow] = []
     gaps: list[GapRow] = []
-    nv_floor = nvbench.get(NVBENCH_FLOOR, NvbenchTimes()).batch_mean_us
     for case_id, sides in wfbench_us.items():
+        nv_floor = nvbench.get(floor_name(case_id), nvbench.get(NVBENCH_FLOOR, NvbenchTimes())).batch_mean_us
         rows = {side: KernelRow(case_id, side, dict(by_mode), nvbench.get(bench_name(case_id, side), NvbenchTimes()),
                                 floors.get(case_id), nv_floor, dict(before.get(case_id, {}).get(side, {})))
                 for side, by_mode in sides.items()}
