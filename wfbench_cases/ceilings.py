@@ -5,9 +5,9 @@ CuPy is imported only inside ``prepare`` (the ``ceiling`` extra): listing, build
 ``--ceiling`` never import it.
 
 Every call goes to wfbench's stream: CuPy wraps it (``cupy.cuda.Stream.from_external``, through the CUDA stream
-protocol) and makes it CuPy's current stream, and the cuBLAS handle is pointed at it with ``cublasSetStream``. Handles, pointer mode and the first
-call (where cuBLAS and CuPy's memory pool allocate their workspace) are made in ``prepare`` and in the
-untimed correctness check, outside every timed span.
+protocol) and makes it CuPy's current stream, and the cuBLAS handle is pointed at it with ``cublasSetStream``.
+Handles, pointer mode and the first call (where cuBLAS and CuPy's memory pool allocate their workspace) are made
+in ``prepare`` and in the untimed correctness check, outside every timed span.
 """
 
 from __future__ import annotations

@@ -127,7 +127,7 @@ class CudaRounds:
         # the launch floor's empty kernel takes the case's parameters: launched with a buffer set's arguments, it
         # costs the host what a side's launch costs (an empty kernel without them read a third of that on the H200)
         self.floor_kernel = device.load(empty_ptx([p.kind for p in case.params]), EMPTY, case_id="floor",
-                                         label="floor")
+                                        label="floor")
         self._one = device.config((1, 1, 1), (1, 1, 1))
         self._empty = device.launcher(self.floor_kernel, self._one, device.null_args(case))
         self._clock = device.load(CLOCK_PTX, CLOCK_KERNEL, case_id="clock", label="clock")
