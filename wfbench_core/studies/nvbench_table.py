@@ -27,7 +27,9 @@ NVBENCH_COLD_MEAN = "nv/cold/time/gpu/mean"
 NVBENCH_COLD_MEDIAN = "nv/cold/time/gpu/median"
 NVBENCH_COLD_SAMPLES = "nv/cold/sample_size"
 NVBENCH_BATCH_SAMPLES = "nv/batch/sample_size"
-NVBENCH_FLOOR = "wfbench/launch-floor"  # an empty kernel through nvbench's launcher: its batch figure is the floor
+# an empty kernel through nvbench's launcher, its batch figure the floor: the prefix of each case's own (floor_name);
+# alone, the one parameterless floor of an older wfbench's file
+NVBENCH_FLOOR = "wfbench/launch-floor"
 DEFAULT_TOLERANCE = 0.01  # per-kernel agreement target
 BATCH_OVER_COLD = 1.10  # nvbench's hot batch figure this far over its cold one is its launcher's rate
 
