@@ -100,7 +100,7 @@ def suite_costs(src: str) -> str:
     rows = [(field.name, sum(getattr(c.costs, field.name) or 0.0 for c in cases))
             for field in attrs.fields(type(cases[0].costs))]
     timed = [c.timing for c in cases if c.timing is not None]
-    kept = sum(sum(side.samples_us) * side.launches for t in timed for side in (t.warpforth, t.cuda)) / 1e6
+    kept = sum(sum(side.samples_us) * t.launches(side) for t in timed for side in (t.warpforth, t.cuda)) / 1e6
     rows += [("the kept pairs' kernel time (part of timing_s)", kept),
              ("warmup_busy_s (part of timing_s)", sum(t.warmup_busy_s for t in timed)),
              ("warmup_carried_s (credited, not spent)", sum(t.warmup_carried_s for t in timed))]
