@@ -218,6 +218,7 @@ def test_each_pairs_sm_clock_is_measured_and_retakes_recorded(prebuilt_bundle, m
     assert len(t.pair_sm_mhz) == t.warpforth.n and all(200.0 < mhz < 4000.0 for mhz in t.pair_sm_mhz)
     if result.environment.max_sm_clock_mhz:
         assert max(t.pair_sm_mhz) <= 1.02 * result.environment.max_sm_clock_mhz
-    assert 0 <= t.clock_retakes <= max_clock_retakes(protocol.samples)
+    # a board at its power cap may re-take up to the longer budget, spent only while few pairs matched
+    assert 0 <= t.clock_retakes <= max_clock_retakes(protocol.samples, matched=0)
     print(f"{mode}: pair SM clock {min(t.pair_sm_mhz):.0f}-{max(t.pair_sm_mhz):.0f} MHz, "
           f"{t.clock_retakes} pairs re-taken")
