@@ -122,14 +122,14 @@ class CudaRounds:
                                 limit=rotation)
         self._gate_kernel = device.load(GATE_PTX, GATE_KERNEL, case_id="gate", label="gate")  # stays loaded
         self._flag = device.mapped(2, np.uint32)  # [0]: the host opens the gate, [1]: it timed out
-        self._gate = device.launcher(self._gate_kernel, device.config((1, 1, 1), (1, 1, 1)),
+        self.one_thread = device.config((1, 1, 1), (1, 1, 1))  # the gate's and the launch floor's launches
+        self._gate = device.launcher(self._gate_kernel, self.one_thread,
                                      (ctypes.c_uint64(device.address(self._flag)), ctypes.c_uint64(GATE_TIMEOUT_NS)))
         # the launch floor's empty kernel takes the case's parameters: launched with a buffer set's arguments, it
         # costs the host what a side's launch costs (an empty kernel without them read a third of that on the H200)
         self.floor_kernel = device.load(empty_ptx([p.kind for p in case.params]), EMPTY, case_id="floor",
                                         label="floor")
-        self._one = device.config((1, 1, 1), (1, 1, 1))
-        self._empty = device.launcher(self.floor_kernel, self._one, device.null_args(case))
+        self._empty = device.launcher(self.floor_kernel, self.one_thread, device.null_args(case))
         self._clock = device.load(CLOCK_PTX, CLOCK_KERNEL, case_id="clock", label="clock")
         # [2k, 2k+1]: ns and SM cycles at probe k: 0 before a round, k after its k-th side
         self._stamps = device.mapped(2 * (len(self.labels) + 1), np.uint64)
@@ -197,7 +197,7 @@ class CudaRounds:
         self._buffers, self._offsets = keep, offs
         self.launchers = {label: [device.case_launcher(kernel, case, "canonical", args) for args in self.set_args]
                           for label, kernel in self.setup.kernels.items()}
-        self.launchers[EMPTY] = [device.launcher(self.floor_kernel, self._one, args) for args in self.set_args]
+        self.launchers[EMPTY] = [device.launcher(self.floor_kernel, self.one_thread, args) for args in self.set_args]
         if self.setup.ceiling is not None:  # its outputs and handles are made here, outside any timed span
             self.setup.ceiling.drop()
             self.launchers[CEILING] = [self.setup.ceiling.make(ins) for ins in self._inputs]

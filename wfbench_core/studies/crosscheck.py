@@ -204,8 +204,7 @@ def crosscheck(bundle: Path, *, registry: Any, case_ids: Sequence[str] = (), aga
             launchers[bench_name(case.id, label)] = _rotating(device, kernel, config, rounds.set_args)
         # the case's empty kernel (its parameter list), launched with each set's arguments as the kernels are: the
         # launcher's cost grows with the arguments, so a parameterless empty kernel would understate the floor
-        launchers[floor_name(case.id)] = _rotating(device, rounds.floor_kernel, device.config((1, 1, 1), (1, 1, 1)),
-                                                   rounds.set_args)
+        launchers[floor_name(case.id)] = _rotating(device, rounds.floor_kernel, rounds.one_thread, rounds.set_args)
     progress(f"nvbench: timing {len(launchers) - len(keep)} kernels and its own launch floor for each case's "
              f"arguments")
     nv = run_nvbench(launchers, json_path, device)
