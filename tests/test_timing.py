@@ -107,6 +107,20 @@ def test_placement_offsets_are_seeded_aligned_and_spread() -> None:
     assert len(set(a.tolist())) > 150  # 16385 possible offsets
 
 
+def test_local_memory_layouts_cycle_from_the_kernels_need_whatever_came_before() -> None:
+    """A case whose kernels keep local memory runs each placement at its own per-thread stack size: the need
+    rounded up to whole steps, then one step more per placement, cycling; a case that keeps none sets none."""
+    from wfbench_core.gpu.sampling import LOCAL_STACK_LAYOUTS, LOCAL_STACK_STEP, local_stack_bytes
+
+    assert [local_stack_bytes(0, p) for p in range(3)] == [0, 0, 0]
+    step = LOCAL_STACK_STEP
+    assert [local_stack_bytes(2048, p) for p in range(LOCAL_STACK_LAYOUTS + 1)] == [
+        2 * step + k * step for k in range(LOCAL_STACK_LAYOUTS)] + [2 * step]
+    assert local_stack_bytes(48, 0) == step and local_stack_bytes(step + 1, 1) == 3 * step
+    layouts = {local_stack_bytes(100, p) for p in range(4 * LOCAL_STACK_LAYOUTS)}
+    assert len(layouts) == LOCAL_STACK_LAYOUTS and all(b % step == 0 and b >= 100 for b in layouts)
+
+
 def test_calibration_leaves_a_margin() -> None:
     assert launches_for(0.1, 50.0) == math.ceil(50.0 * SAMPLE_MARGIN / 0.1)
     assert launches_for(0.1, 50.0) * 0.1 >= 50.0 * SAMPLE_MARGIN - 1e-9

@@ -222,3 +222,33 @@ def test_each_pairs_sm_clock_is_measured_and_retakes_recorded(prebuilt_bundle, m
     assert 0 <= t.clock_retakes <= max_clock_retakes(protocol.samples, matched=0)
     print(f"{mode}: pair SM clock {min(t.pair_sm_mhz):.0f}-{max(t.pair_sm_mhz):.0f} MHz, "
           f"{t.clock_retakes} pairs re-taken")
+
+
+def test_local_memory_is_laid_out_anew_for_each_placement(prebuilt_bundle) -> None:  # type: ignore[no-untyped-def]
+    """stack_pick_f64 keeps its stack in local memory (WarpForth's frame is larger than the CUDA side's array):
+    each placement runs at the per-thread stack size the rule gives it; axpy_f64 keeps none and sets none. The
+    device's stack size is read and set through the driver, as the rounds do."""
+    from wfbench_core.gpu.device import Device
+    from wfbench_core.gpu.sampling import LOCAL_STACK_STEP, local_stack_bytes
+
+    device = Device().open()
+    ptx = (Path(__file__).parent / "fixtures" / "ptx" / "stack_pick_f64.canonical.ptx").read_text()
+    need = device.load(ptx, "stack_pick_f64", case_id="stack_pick_f64").resources().local_bytes
+    assert need > 0
+    before = device.stack_bytes()
+    device.set_stack_bytes(before + LOCAL_STACK_STEP)
+    assert device.stack_bytes() == before + LOCAL_STACK_STEP
+    device.set_stack_bytes(before)
+    assert device.stack_bytes() == before
+
+    result = execute(prebuilt_bundle(case_ids=("stack_pick_f64", "axpy_f64")), registry=Registry.load(),
+                     request=ExecuteRequest(protocol=QUICK))
+    pick, axpy = result.cases
+    assert pick.timing is not None and axpy.timing is not None, (pick.message, axpy.message)
+    placements = sorted(set(pick.timing.placement_of))
+    assert len(placements) >= 2
+    assert pick.timing.stack_bytes == tuple(local_stack_bytes(need, p) for p in placements)
+    assert len(set(pick.timing.stack_bytes)) == len(placements)
+    assert axpy.timing.stack_bytes == ()
+    print(f"stack_pick_f64: gap {pick.timing.gap:.4f}, stack bytes per placement {pick.timing.stack_bytes}, "
+          f"between-placement noise {pick.timing.between_placement_noise:.2%}")

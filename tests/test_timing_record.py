@@ -20,7 +20,8 @@ LATER = {"launch_floor_us": (lambda k: 0.5 + k, 1.5), "placement_checks": (lambd
          "clock_retakes": (lambda k: 2, 6), "buffer_bytes": (lambda k: 4096, 4096),
          "pair_side_mhz": (lambda k: ((1980.0 - k, 1980.0 - k),) * 4,
                            ((1980.0, 1980.0),) * 4 + ((1979.0, 1979.0),) * 4 + ((1978.0, 1978.0),) * 4),
-         "warmup_carried_s": (lambda k: 0.9, 0.9 * 3)}
+         "warmup_carried_s": (lambda k: 0.9, 0.9 * 3),
+         "stack_bytes": (lambda k: (2048, 3072), (2048, 3072) * 3)}
 
 
 def _pass(k: int, nvml: NvmlSummary) -> CaseResult:

@@ -309,6 +309,21 @@ class Device:
 
         device_memset(buf, byte, buf.nbytes, stream=self._d.stream)
 
+    def stack_bytes(self) -> int:
+        """The context's per-thread stack size in bytes (``CU_LIMIT_STACK_SIZE``): it lays out local memory."""
+        from cuda.bindings import driver as cu
+
+        _ = self._d  # the context is current
+        return int(_driver_ok(cu.cuCtxGetLimit(cu.CUlimit.CU_LIMIT_STACK_SIZE), "cuCtxGetLimit"))
+
+    def set_stack_bytes(self, n: int) -> None:
+        """Set the per-thread stack size; the driver lays local memory out anew for it (once the stream's work
+        before it is done)."""
+        from cuda.bindings import driver as cu
+
+        _ = self._d
+        _driver_ok(cu.cuCtxSetLimit(cu.CUlimit.CU_LIMIT_STACK_SIZE, int(n)), f"setting the stack size to {n} bytes")
+
     def release(self) -> None:
         """Free dropped buffers now (numba defers frees; rotated buffer sets of a large case add up)."""
         deallocations = getattr(self._d.context, "deallocations", None)

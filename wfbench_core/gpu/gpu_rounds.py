@@ -5,7 +5,9 @@
 - ``place``: fresh input and output buffers, each a new allocation padded by a random 256-byte-multiple
   offset, the case's canonical inputs copied in again from a device-side master copy and the outputs poisoned
   (outside any timed span: every buffer is written once before any timed launch touches it), and the sides'
-  launches re-bound to them. With rotation there are :attr:`CudaRounds.sets` such
+  launches re-bound to them. Where a side's kernel keeps local memory, the context's per-thread stack size is
+  set to the placement's (:func:`~wfbench_core.gpu.sampling.local_stack_bytes`), which lays local memory out
+  anew; :meth:`CudaRounds.close` gives the context its earlier stack size back. With rotation there are :attr:`CudaRounds.sets` such
   sets, each at its own offsets, and launch j of a sample uses set j mod sets.
 - **clean rounds**: every round starts behind a *gate*, a one-thread kernel that spins on a flag in mapped
   host memory (as nvbench's blocking kernel does). Queued behind it are an untimed *lead-in* (up to
@@ -54,7 +56,7 @@ from wfbench_core.gpu import watchdog
 from wfbench_core.gpu.correctness import TimedBuffers
 from wfbench_core.gpu.device import Device, Kernel
 from wfbench_core.gpu.helper_kernels import CLOCK_KERNEL, CLOCK_PTX, EMPTY, GATE_KERNEL, GATE_PTX, empty_ptx
-from wfbench_core.gpu.sampling import buffer_sets, per_side
+from wfbench_core.gpu.sampling import buffer_sets, local_stack_bytes, per_side
 from wfbench_core.record.results import TIMING_COLD_L2, TIMING_GRAPH
 
 __all__ = ["CudaRounds", "TimingSetup"]  # internal: the names the rest of wfbench uses
@@ -131,6 +133,10 @@ class CudaRounds:
                                         label="floor")
         self._empty = device.launcher(self.floor_kernel, self.one_thread, device.null_args(case))
         self._clock = device.load(CLOCK_PTX, CLOCK_KERNEL, case_id="clock", label="clock")
+        # the local memory the case's kernels keep per thread: each placement lays it out anew
+        self._local_need = max((k.resources().local_bytes for k in setup.kernels.values()), default=0)
+        self._stack_before = device.stack_bytes() if self._local_need else 0
+        self.stack_bytes: list[int] = []  # the per-thread stack size of each placement (local memory only)
         # [2k, 2k+1]: ns and SM cycles at probe k: 0 before a round, k after its k-th side
         self._stamps = device.mapped(2 * (len(self.labels) + 1), np.uint64)
         self._probes = self._clock_probes(self._stamps, len(self.labels) + 1)
@@ -195,6 +201,10 @@ class CudaRounds:
             self._fill(self._outs[-1])
         device.synchronize()
         self._buffers, self._offsets = keep, offs
+        if self._local_need:  # laid out after the placement's buffers, as the kernels' next launch would
+            stack = local_stack_bytes(self._local_need, index)
+            device.set_stack_bytes(stack)
+            self.stack_bytes.append(stack)
         self.launchers = {label: [device.case_launcher(kernel, case, "canonical", args) for args in self.set_args]
                           for label, kernel in self.setup.kernels.items()}
         self.launchers[EMPTY] = [device.launcher(self.floor_kernel, self.one_thread, args) for args in self.set_args]
@@ -473,3 +483,5 @@ class CudaRounds:
         if self.setup.ceiling is not None:
             self.setup.ceiling.drop()
         self.device.release()
+        if self._local_need:  # the stack size the context had before the case (the next case sets its own)
+            self.device.set_stack_bytes(self._stack_before)

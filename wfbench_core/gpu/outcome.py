@@ -244,6 +244,7 @@ POOL: dict[str, Callable[[Sequence[Any]], Any]] = {
     "buffer_bytes": _first,
     "pair_side_mhz": _joined,
     "warmup_carried_s": _sum,
+    "stack_bytes": _joined,
 }
 
 

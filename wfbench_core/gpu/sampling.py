@@ -24,6 +24,11 @@ Rules, each written once here:
 - **Placements**: the pairs are spread over ``placements`` blocks of equal size; each block runs on freshly
   allocated buffers at random 256-byte-multiple offsets (:func:`placement_offsets`), every one written once
   as it is made (:meth:`Rounds.place`: inputs copied in again, outputs poisoned), outside any timed span.
+- **Local memory**: where a side's kernel keeps per-thread local memory (a stack indexed at run time, a spilled
+  array), each placement also lays local memory out anew: the context's per-thread stack size, which sets the
+  stride between threads' local memory, is :func:`local_stack_bytes` of the placement (recorded per placement in
+  ``stack_bytes``). Such a kernel's time moves with that layout as a buffer-bound kernel's moves with its
+  buffers' offsets, and without it would depend on the stack size earlier kernels of the process left behind.
 - **Rotation**: inside a placement, a sample's launches rotate over :func:`buffer_sets` sets of buffers, each
   at its own offsets, so every sample averages that many layouts: where the sets all fit in half the L2
   together (each stays resident, as one set would), or where one set is at least the L2's size (one set
@@ -64,10 +69,11 @@ if TYPE_CHECKING:
     import numpy as np
 
 __all__ = [  # internal to wfbench, not the plugin API (README: Layout)
-    "CLOCK_FLOOR", "CLOCK_RETAKE_SHARE", "CLOCK_RETAKE_SHORT_SHARE", "MAX_SHORT_RETAKES", "MIN_MATCHED", "PLACEMENT_MAX_OFFSET", "PLACEMENT_STEP",
+    "CLOCK_FLOOR", "CLOCK_RETAKE_SHARE", "CLOCK_RETAKE_SHORT_SHARE", "LOCAL_STACK_LAYOUTS", "LOCAL_STACK_STEP",
+    "MAX_SHORT_RETAKES", "MIN_MATCHED", "PLACEMENT_MAX_OFFSET", "PLACEMENT_STEP",
     "ROTATION_MEMORY_SHARE", "SAMPLE_MARGIN", "STOP_BUDGET", "STOP_SAMPLES", "STOP_TARGET", "WARMUP_MIN_S",
     "WARMUP_STEP_MS", "WARMUP_WALL_FACTOR", "WARM_CARRY_IDLE_S", "Rounds", "WarmCarry", "buffer_sets",
-    "clocks_match", "dipped", "launches_for", "max_clock_retakes", "per_side",
+    "clocks_match", "dipped", "launches_for", "local_stack_bytes", "max_clock_retakes", "per_side",
     "placement_blocks", "placement_offsets", "round_order", "sample_case", "stop_reason", "zero_offsets",
 ]
 
@@ -79,6 +85,8 @@ MIN_MATCHED = 10  # pairs: with fewer matched (or clean) ones, a throttled case'
 CLOCK_RETAKE_SHORT_SHARE = 2.0  # while fewer than MIN_MATCHED kept pairs matched: re-takes up to this share
 PLACEMENT_STEP = 256  # offsets are multiples of this: every buffer stays 256-byte aligned
 PLACEMENT_MAX_OFFSET = 4 << 20  # offsets up to 4 MiB
+LOCAL_STACK_STEP = 1024  # bytes: placement k's per-thread stack is the kernels' need plus k mod LAYOUTS steps
+LOCAL_STACK_LAYOUTS = 4  # distinct local-memory layouts the placements cycle through
 ROTATION_MEMORY_SHARE = 0.25  # the rotated buffer sets take at most this share of the GPU's free memory
 WARMUP_STEP_MS = 100.0  # the warm-up doubles its launches until a side's round lasts this long
 WARMUP_WALL_FACTOR = 2.0  # the warm-up ends after this many times warmup_s of wall time in any case
@@ -161,6 +169,16 @@ def max_clock_retakes(samples: int, matched: int | None = None) -> int:
 def dipped(mhz: float, top: float) -> bool:
     """A clock below :data:`CLOCK_FLOOR` of the highest one: the GPU throttled (the one home of that rule)."""
     return mhz < CLOCK_FLOOR * top
+
+
+def local_stack_bytes(need: int, placement: int) -> int:
+    """The per-thread stack size (bytes) placement ``placement`` of a case runs with, whose kernels need ``need``
+    bytes of local memory per thread (0: none, and no layout is set): the need rounded up to
+    :data:`LOCAL_STACK_STEP`, plus ``placement`` mod :data:`LOCAL_STACK_LAYOUTS` steps. Every run of the case
+    cycles through the same layouts, whatever earlier kernels of the process asked for."""
+    if need <= 0:
+        return 0
+    return (-(-need // LOCAL_STACK_STEP) + placement % LOCAL_STACK_LAYOUTS) * LOCAL_STACK_STEP
 
 
 def placement_blocks(samples: int, placements: int) -> list[int]:

@@ -187,5 +187,5 @@ class CudaEventTimer:
         sampled = attrs.evolve(sampled, clocks_sm_mhz=tuple(r.sm_mhz for r in readings if r.sm_mhz),
                                buffer_sets=rounds.sets, gate_retakes=rounds.gate_retakes, timing_mode=mode,
                                nvml=nvml.summarize(readings), launch_floor_us=floor_us, placement_checks=launches,
-                               buffer_bytes=rounds.buffer_bytes)
+                               buffer_bytes=rounds.buffer_bytes, stack_bytes=tuple(rounds.stack_bytes))
         return sampled, verified, check_s, rounds.capture_note

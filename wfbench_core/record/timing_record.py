@@ -83,6 +83,9 @@ class Sampling:
     # busy GPU time credited to the warm-up from the case timed just before, its clocks still up (0: none;
     # wfbench_core.gpu.sampling.WarmCarry): the warm-up's own busy time is then warmup_s less this
     warmup_carried_s: float = 0.0
+    # the per-thread stack size (bytes) each placement ran with, where the case's kernels keep local memory (its
+    # layout: wfbench_core.gpu.sampling.local_stack_bytes); empty: they keep none, or not recorded
+    stack_bytes: tuple[int, ...] = ()
 
 
 @attrs.frozen(kw_only=True)
