@@ -90,8 +90,7 @@ class CudaRounds:
     """Rounds of paired launches on the device's stream (see the module docstring)."""
 
     def __init__(self, device: Device, setup: TimingSetup, mode: str, *, rotation: int) -> None:
-        self.device = device
-        self.setup = setup
+        self.device, self.setup = device, setup
         self.labels = list(setup.kernels) + ([CEILING] if setup.ceiling is not None else [])
         # graph mode: a ceiling whose library call cannot be captured is timed with events (and says so)
         self.capture_note = "" if setup.ceiling is None or setup.ceiling.ceiling.capturable else \
@@ -122,11 +121,8 @@ class CudaRounds:
         device.synchronize()
         self.sets = buffer_sets(sum(self._nbytes.values()), l2_bytes=device.l2_bytes, free_bytes=device.free_bytes(),
                                 limit=rotation)
-        self._gate_kernel = device.load(GATE_PTX, GATE_KERNEL, case_id="gate", label="gate")  # stays loaded
-        self._flag = device.mapped(2, np.uint32)  # [0]: the host opens the gate, [1]: it timed out
         self.one_thread = device.config((1, 1, 1), (1, 1, 1))  # the gate's and the launch floor's launches
-        self._gate = device.launcher(self._gate_kernel, self.one_thread,
-                                     (ctypes.c_uint64(device.address(self._flag)), ctypes.c_uint64(GATE_TIMEOUT_NS)))
+        self._gate_kernel, self._flag, self._gate = self._make_gate()
         # the launch floor's empty kernel takes the case's parameters: launched with a buffer set's arguments, it
         # costs the host what a side's launch costs (an empty kernel without them read a third of that on the H200)
         self.floor_kernel = device.load(empty_ptx([p.kind for p in case.params]), EMPTY, case_id="floor",
@@ -135,7 +131,7 @@ class CudaRounds:
         self._clock = device.load(CLOCK_PTX, CLOCK_KERNEL, case_id="clock", label="clock")
         # the local memory the case's kernels keep per thread: each placement lays it out anew
         self._local_need = max((k.resources().local_bytes for k in setup.kernels.values()), default=0)
-        self._stack_before = device.stack_bytes() if self._local_need else 0
+        self._stack_before = device.stack_bytes() if self._local_need else 0  # given back by close()
         self.stack_bytes: list[int] = []  # the per-thread stack size of each placement (local memory only)
         # [2k, 2k+1]: ns and SM cycles at probe k: 0 before a round, k after its k-th side
         self._stamps = device.mapped(2 * (len(self.labels) + 1), np.uint64)
@@ -153,6 +149,15 @@ class CudaRounds:
         self.check_s = 0.0  # wall time of re-poisoning and verifying the timed buffers
         self._outs: list[dict[str, Any]] = []  # each buffer set's output buffers
         self._last_writer = ""  # the side whose launches came last (its output is what the buffers hold)
+
+    def _make_gate(self) -> tuple[Kernel, Any, Callable[[], None]]:
+        """The gate's kernel (it stays loaded), its flag in mapped host memory ([0]: the host opens the gate,
+        [1]: it timed out) and its launcher."""
+        device = self.device
+        kernel = device.load(GATE_PTX, GATE_KERNEL, case_id="gate", label="gate")
+        flag = device.mapped(2, np.uint32)
+        args = (ctypes.c_uint64(device.address(flag)), ctypes.c_uint64(GATE_TIMEOUT_NS))
+        return kernel, flag, device.launcher(kernel, self.one_thread, args)
 
     def _clock_probes(self, stamps: Any, slots: int = 2) -> list[Callable[[], None]]:
         """The clock probes (one block per SM; SM 0 writes the time and its cycles into slot k of ``stamps``)."""
