@@ -39,8 +39,7 @@ def test_every_block_names_a_file_the_repository_holds() -> None:
               for m in tool().BLOCK.finditer(doc.read_text())]
     assert any(doc.name == "README.md" and kind == "suite-table" for doc, kind, _ in blocks)  # the README's table
     for doc, kind, src in blocks:
-        folder = {"power-table": "plan.json", "board-component": "*.json",  # folders of runs
-                  "board-verdicts": "*.json", "power-cap": "*.json"}.get(kind)
+        folder = tool().FOLDERS.get(kind)  # a folder of runs: the files the kind reads there
         paths = [src] if folder is None else [str(p.relative_to(ROOT)) for p in sorted((ROOT / src).glob(folder))]
         assert paths, f"{doc.name}: {kind} from {src}, which holds no stored run"
         for path in paths:
@@ -205,7 +204,8 @@ def never_slower_or_faster(src: str) -> None:
 
 @pytest.mark.xfail(strict=True, raises=AssertionError,
                    reason="not met on the stored runs: stack_pick_f64's gap differs between two of the boards by "
-                          "more than the default board component allows (docs/history.md, board-verdicts)")
+                          "more than the default board component allows; those runs timed one local-memory layout "
+                          "each, from before placements laid it out anew (docs/history.md, board-verdicts)")
 def test_identical_compilers_across_the_stored_boards_are_never_slower_or_faster() -> None:
     never_slower_or_faster(BOARDS)
 
@@ -249,3 +249,35 @@ def test_the_target_fails_for_a_board_that_reads_every_gap_2_percent_higher(tmp_
     text = tool().board_verdicts(str(tmp_path / "scaled"))
     assert (f"by compare's verdict met (0 of {got['cases']}); by the interval alone, as code that changed would be "
             f"judged, NOT met ({got['cases']} of {got['cases']})") in text
+
+
+def test_the_local_layouts_figure_groups_pairs_by_their_placements_stack_size(tmp_path: Path) -> None:
+    """Each stored run's stack sizes are the rule's for its placements (WarpForth's 2048-byte frame), each
+    cell of the figure is the median pair ratio of the placements at that size, and a run that recorded no
+    stack sizes is refused with one line naming the folder."""
+    import statistics
+
+    import attrs
+
+    from wfbench_core.gpu.sampling import local_stack_bytes
+    from wfbench_core.record.results import load_result, write_result
+
+    src = "docs/results/local-layouts"
+    text = tool().local_layouts(src)
+    runs = sorted(ROOT.joinpath(src).glob("*.json"))
+    assert len(runs) >= 3
+    for path in runs:
+        t = load_result(path).cases[0].timing
+        placements = sorted(set(t.placement_of))
+        assert t.stack_bytes == tuple(local_stack_bytes(2048, p) for p in placements)
+        at_2048 = [w / c for p, w, c in zip(t.placement_of, t.warpforth.samples_us, t.cuda.samples_us)
+                   if local_stack_bytes(2048, p) == 2048]
+        assert f"| {t.gap:.4f} | [{t.gap_lo:.4f}, {t.gap_hi:.4f}] | {t.between_placement_noise:.2%} | " \
+               f"{statistics.median(at_2048):.4f} |" in text
+    run = load_result(runs[0])
+    old = attrs.evolve(run, cases=(attrs.evolve(run.cases[0], timing=attrs.evolve(run.cases[0].timing,
+                                                                                 stack_bytes=())),))
+    (tmp_path / "old").mkdir()
+    write_result(old, tmp_path / "old" / "a.json")
+    with pytest.raises(SystemExit, match="local-layouts needs runs of one case each, timed with their stack sizes"):
+        tool().local_layouts(str(tmp_path / "old"))

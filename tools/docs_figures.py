@@ -22,6 +22,9 @@ where PATH is a result file in the repository (relative to its root) and KIND on
   the pairs whose sides ran at matching clocks, the clock re-takes, the gap and the throttle rule's call
   (:func:`wfbench_core.review.throttle.judge_throttle`), then per board how many runs stayed in the trends and
   the spread of their gaps;
+- ``local-layouts``: runs of one case whose kernels keep local memory, stored in the folder PATH, each in a
+  fresh process: per run its gap, interval and between-placement noise, and the median pair ratio at each
+  per-thread stack size its placements ran with (``timing.stack_bytes``, docs/timing.md);
 - ``aa-position``: an A/A run's position effect per case: within each pair, the first side's sample minus the
   second's (:func:`wfbench_core.stats.position_effect`), with its 95 % interval and how many pairs had the
   first side slower.
@@ -172,6 +175,37 @@ def power_cap(src: str) -> str:
         per_board.append(f"- board {board}: kept in the trends in {len(gaps)} of {len(board_runs)} runs{spread}")
     head = f"The runs of `{runs[0].cases[0].id}` stored in `{src}` ({runs[0].environment.gpu_name}):"
     return head + "\n\n" + "\n".join(lines) + "\n\n" + "\n".join(per_board) + "\n"
+
+
+def local_layouts(src: str) -> str:
+    """Runs of one local-memory case in fresh processes, stored in the folder ``src``: per run its gap and interval
+    over placements, and the gap of the pairs timed at each per-thread stack size (``timing.stack_bytes``)."""
+    import statistics
+
+    from wfbench_core.record.results import load_result
+
+    runs = sorted((load_result(p) for p in sorted((ROOT / src).glob("*.json"))), key=lambda r: str(r.created))
+    timed = [(r, t) for r in runs if len(r.cases) == 1 and (t := r.cases[0].timing) is not None and t.stack_bytes]
+    if not runs or len(timed) != len(runs):
+        raise SystemExit(f"docs_figures: {src}: local-layouts needs runs of one case each, timed with their "
+                         "stack sizes recorded (timing.stack_bytes)")
+    sizes = sorted({b for _, t in timed for b in t.stack_bytes})
+    lines = ["| run (UTC) | board | gap | 95 % interval | between placements | "
+             + " | ".join(f"pairs at {b} B" for b in sizes) + " |", "|---|---|---:|---|---:|" + "---:|" * len(sizes)]
+    for r, t in timed:
+        stack_of = dict(zip(sorted(set(t.placement_of)), t.stack_bytes))
+        ratios: dict[int, list[float]] = {}
+        for p, wf, cu in zip(t.placement_of, t.warpforth.samples_us, t.cuda.samples_us):
+            ratios.setdefault(stack_of[p], []).append(wf / cu)
+        cells = " | ".join(f"{statistics.median(ratios[b]):.4f}" if b in ratios else "" for b in sizes)
+        lines.append(f"| {str(r.created)[:19].replace('T', ' ')} | {r.environment.gpu_uuid[4:12]} | {t.gap:.4f} | [{t.gap_lo:.4f}, "
+                     f"{t.gap_hi:.4f}] | {t.between_placement_noise:.2%} | {cells} |")
+    gaps = [t.gap for _, t in timed]
+    head = (f"The runs of `{runs[0].cases[0].id}` stored in `{src}` ({runs[0].environment.gpu_name}), each in a "
+            f"fresh process; the last columns are the median WarpForth/CUDA ratio of the pairs timed at each "
+            f"per-thread stack size:")
+    tail = f"The runs' gaps span {min(gaps):.4f} to {max(gaps):.4f} (spread {max(gaps) / min(gaps) - 1:.2%})."
+    return head + "\n\n" + "\n".join(lines) + "\n\n" + tail + "\n"
 
 
 def aa_position(src: str) -> str:
@@ -407,10 +441,14 @@ def sweep_table(src: str) -> str:
     return f"{head}\n\n```\n{render_sweep(sweep)}\n```\n"
 
 
+# the kinds whose PATH is a folder of stored runs, and the files each reads there
+FOLDERS = {"power-table": "plan.json", "board-component": "*.json", "board-verdicts": "*.json",
+           "power-cap": "*.json", "local-layouts": "*.json"}
+
 RENDERERS: dict[str, Callable[[str], str]] = {"board-component": board_component, "board-verdicts": board_verdicts,
                                               "suite-table": suite_table, "suite-costs": suite_costs, "ceiling-table": ceiling_table,
                                               "ceiling-profile": ceiling_profile, "power-cap": power_cap,
-                                              "aa-position": aa_position,
+                                              "aa-position": aa_position, "local-layouts": local_layouts,
                                               "power-table": power_table, "stack-tax": stack_tax_table,
                                               "sweep-table": sweep_table}
 
