@@ -7,8 +7,8 @@
   (outside any timed span: every buffer is written once before any timed launch touches it), and the sides'
   launches re-bound to them. Where a side's kernel keeps local memory, the context's per-thread stack size is
   set to the placement's (:func:`~wfbench_core.gpu.sampling.local_stack_bytes`), which lays local memory out
-  anew; :meth:`CudaRounds.close` gives the context its earlier stack size back. With rotation there are :attr:`CudaRounds.sets` such
-  sets, each at its own offsets, and launch j of a sample uses set j mod sets.
+  anew; :meth:`CudaRounds.close` gives the context its earlier stack size back. With rotation there are
+  :attr:`CudaRounds.sets` such sets, each at its own offsets, and launch j of a sample uses set j mod sets.
 - **clean rounds**: every round starts behind a *gate*, a one-thread kernel that spins on a flag in mapped
   host memory (as nvbench's blocking kernel does). Queued behind it are an untimed *lead-in* (up to
   :data:`LEAD_MS` of launches of the case's side that goes last, never the library ceiling, so the first side
