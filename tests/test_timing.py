@@ -121,6 +121,27 @@ def test_local_memory_layouts_cycle_from_the_kernels_need_whatever_came_before()
     assert len(layouts) == LOCAL_STACK_LAYOUTS and all(b % step == 0 and b >= 100 for b in layouts)
 
 
+def test_the_report_says_at_which_stack_sizes_a_local_memory_case_was_laid_out() -> None:
+    """A stored run of stack_pick_f64 (its placements at four stack sizes) gets one line naming them and the
+    spread left between placements; the same run with no stack sizes recorded (a case that keeps no local
+    memory) gets none."""
+    from pathlib import Path
+
+    from wfbench_core.record.results import load_result
+    from wfbench_core.review.report import layout_notes, render
+
+    path = sorted((Path(__file__).parents[1] / "docs" / "results" / "local-layouts").glob("*.json"))[0]
+    run = load_result(path)
+    t = run.cases[0].timing
+    assert t is not None and len(set(t.stack_bytes)) == 4
+    line = (f"  stack_pick_f64: local memory laid out anew per placement, at 4 stack sizes "
+            f"({min(t.stack_bytes)}-{max(t.stack_bytes)} B per thread); between placements "
+            f"{t.between_placement_noise:.2%}")
+    assert layout_notes(run) == "\n" + line and line in render(run).splitlines()
+    plain = attrs.evolve(run, cases=(attrs.evolve(run.cases[0], timing=attrs.evolve(t, stack_bytes=())),))
+    assert layout_notes(plain) == "" and "local memory laid out" not in render(plain)
+
+
 def test_calibration_leaves_a_margin() -> None:
     assert launches_for(0.1, 50.0) == math.ceil(50.0 * SAMPLE_MARGIN / 0.1)
     assert launches_for(0.1, 50.0) * 0.1 >= 50.0 * SAMPLE_MARGIN - 1e-9

@@ -6,7 +6,7 @@ from wfbench_core.record.results import CaseResult, RunResult
 from wfbench_core.review.table import render_table  # also the table of the run's report
 
 # internal to wfbench, not the plugin API (README: Layout)
-__all__ = ["base_head_notes", "footer", "nvml_notes", "render", "render_table", "table_rows"]
+__all__ = ["base_head_notes", "footer", "layout_notes", "nvml_notes", "render", "render_table", "table_rows"]
 
 
 def _fmt(value: float | None, spec: str) -> str:
@@ -103,7 +103,23 @@ def render(result: RunResult, *, ceiling: bool = False) -> str:
         text += "\n" + "\n".join(f"  {c.id}: {c.message}" for c in problems)
     text += ceiling_notes(result)
     text += nvml_notes(result)
+    text += layout_notes(result)
     return text
+
+
+def layout_notes(result: RunResult) -> str:
+    """One line per case whose kernels keep local memory: the stack sizes its placements laid it out at
+    (``timing.stack_bytes``) and what was left between placements, the spread its interval carries; "" when
+    there are none."""
+    lines = []
+    for c in result.cases:
+        t = c.timing
+        if t is None or not t.stack_bytes:
+            continue
+        sizes = sorted(set(t.stack_bytes))
+        lines.append(f"  {c.id}: local memory laid out anew per placement, at {len(sizes)} stack sizes "
+                     f"({sizes[0]}-{sizes[-1]} B per thread); between placements {t.between_placement_noise:.2%}")
+    return "".join("\n" + line for line in lines)
 
 
 def ceiling_columns(result: RunResult, rows: list[list[str]]) -> list[list[str]]:
