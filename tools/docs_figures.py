@@ -198,8 +198,9 @@ def local_layouts(src: str) -> str:
         for p, wf, cu in zip(t.placement_of, t.warpforth.samples_us, t.cuda.samples_us):
             ratios.setdefault(stack_of[p], []).append(wf / cu)
         cells = " | ".join(f"{statistics.median(ratios[b]):.4f}" if b in ratios else "" for b in sizes)
-        lines.append(f"| {str(r.created)[:19].replace('T', ' ')} | {r.environment.gpu_uuid[4:12]} | {t.gap:.4f} | [{t.gap_lo:.4f}, "
-                     f"{t.gap_hi:.4f}] | {t.between_placement_noise:.2%} | {cells} |")
+        when = str(r.created)[:19].replace("T", " ")
+        lines.append(f"| {when} | {r.environment.gpu_uuid[4:12]} | {t.gap:.4f} | [{t.gap_lo:.4f}, {t.gap_hi:.4f}] | "
+                     f"{t.between_placement_noise:.2%} | {cells} |")
     gaps = [t.gap for _, t in timed]
     head = (f"The runs of `{runs[0].cases[0].id}` stored in `{src}` ({runs[0].environment.gpu_name}), each in a "
             f"fresh process; the last columns are the median WarpForth/CUDA ratio of the pairs timed at each "

@@ -25,8 +25,8 @@ Rules, each written once here:
   allocated buffers at random 256-byte-multiple offsets (:func:`placement_offsets`), every one written once
   as it is made (:meth:`Rounds.place`: inputs copied in again, outputs poisoned), outside any timed span.
 - **Local memory**: where a side's kernel keeps per-thread local memory (a stack indexed at run time, a spilled
-  array), each placement also lays local memory out anew: the context's per-thread stack size, which sets the
-  stride between threads' local memory, is :func:`local_stack_bytes` of the placement (recorded per placement in
+  array), each placement also lays local memory out anew: the context's per-thread stack size, by which the
+  driver lays local memory out, is :func:`local_stack_bytes` of the placement (recorded per placement in
   ``stack_bytes``). Such a kernel's time moves with that layout as a buffer-bound kernel's moves with its
   buffers' offsets, and without it would depend on the stack size earlier kernels of the process left behind.
 - **Rotation**: inside a placement, a sample's launches rotate over :func:`buffer_sets` sets of buffers, each
