@@ -71,6 +71,7 @@ def case_problem(case: CaseResult, run: RunResult) -> str:
     allow ("" when they are none of these)."""
     from wfbench_core.record.status import OK, UNSTABLE
     from wfbench_core.record.yardsticks import Yardsticks, ceiling_implausible, implausible_result
+    from wfbench_core.stats import is_unstable
 
     t = case.timing
     if t is None:
@@ -82,7 +83,7 @@ def case_problem(case: CaseResult, run: RunResult) -> str:
     why = summary_problem(t)
     if why:
         return f"a summary that contradicts its samples: {why}"
-    if case.status == OK and max(t.warpforth.noise, t.cuda.noise) > run.protocol.unstable_noise:
+    if case.status == OK and is_unstable(t.warpforth, t.cuda, run.protocol.unstable_noise):
         return (f"status ok at a noise of {max(t.warpforth.noise, t.cuda.noise):.2%}, over the "
                 f"{run.protocol.unstable_noise:.2%} that makes a case unstable")
     if case.status in (OK, UNSTABLE):
