@@ -4,7 +4,7 @@ the launch floor, the gate every round starts behind and the clock probe that br
 from collections.abc import Sequence
 
 __all__ = [  # internal to wfbench, not the plugin API (README: Layout)
-    "CLOCK_KERNEL", "CLOCK_PTX", "EMPTY", "EMPTY_PTX", "GATE_KERNEL", "GATE_PTX", "empty_ptx",
+    "CLOCK_KERNEL", "CLOCK_PTX", "EMPTY", "GATE_KERNEL", "GATE_PTX", "empty_ptx",
 ]
 
 EMPTY = "wfbench_empty"  # the empty kernel's label in the rounds (the launch floor)
@@ -25,8 +25,6 @@ def empty_ptx(kinds: Sequence[str] = ()) -> str:
 }}
 """
 
-
-EMPTY_PTX = empty_ptx()
 
 GATE_KERNEL = "wfbench_gate"
 GATE_PTX = """\
