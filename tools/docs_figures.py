@@ -148,16 +148,25 @@ def ceiling_profile(src: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _one_case_runs(src: str, kind: str, timed_with: Callable[[Any], bool], what: str) -> list[tuple[Any, Any]]:
+    """The runs stored in the folder ``src``, oldest first, each with its one case's timing; a folder holding any
+    other run (more cases, untimed, or a timing ``timed_with`` refuses) stops the tool naming it."""
+    from wfbench_core.record.results import load_result
+
+    runs = sorted((load_result(p) for p in sorted((ROOT / src).glob("*.json"))), key=lambda r: str(r.created))
+    timed = [(r, t) for r in runs if len(r.cases) == 1 and (t := r.cases[0].timing) is not None and timed_with(t)]
+    if not runs or len(timed) != len(runs):
+        raise SystemExit(f"docs_figures: {src}: {kind} needs runs of one case each, {what}")
+    return timed
+
+
 def power_cap(src: str) -> str:
     """Runs of one case at the power cap, and what the throttle rule made of each (docs/timing.md)."""
     from wfbench_core.gpu.sampling import clocks_match
-    from wfbench_core.record.results import load_result
     from wfbench_core.review.throttle import judge_throttle
 
-    runs = sorted((load_result(p) for p in sorted((ROOT / src).glob("*.json"))), key=lambda r: str(r.created))
-    timed = [(r, t, t.nvml) for r in runs if len(r.cases) == 1 and (t := r.cases[0].timing) is not None and t.nvml]
-    if not runs or len(timed) != len(runs):
-        raise SystemExit(f"docs_figures: {src}: power-cap needs runs of one case each, timed with NVML readings")
+    runs = _one_case_runs(src, "power-cap", lambda t: t.nvml is not None, "timed with NVML readings")
+    timed = [(r, t, t.nvml) for r, t in runs]
     lines = ["| run (UTC) | board | power | SM clock | matched pairs | clock re-takes | gap | trends |",
              "|---|---|---:|---|---:|---:|---:|---|"]
     by_board: dict[str, list[float | None]] = {}  # each run's gap where it stayed in the trends, else None
@@ -173,7 +182,8 @@ def power_cap(src: str) -> str:
         gaps = [g for g in board_runs if g is not None]
         spread = f", gap {min(gaps):.4f}-{max(gaps):.4f} (spread {max(gaps) / min(gaps) - 1:.2%})" if gaps else ""
         per_board.append(f"- board {board}: kept in the trends in {len(gaps)} of {len(board_runs)} runs{spread}")
-    head = f"The runs of `{runs[0].cases[0].id}` stored in `{src}` ({runs[0].environment.gpu_name}):"
+    first = runs[0][0]
+    head = f"The runs of `{first.cases[0].id}` stored in `{src}` ({first.environment.gpu_name}):"
     return head + "\n\n" + "\n".join(lines) + "\n\n" + "\n".join(per_board) + "\n"
 
 
@@ -182,13 +192,8 @@ def local_layouts(src: str) -> str:
     over placements, and the gap of the pairs timed at each per-thread stack size (``timing.stack_bytes``)."""
     import statistics
 
-    from wfbench_core.record.results import load_result
-
-    runs = sorted((load_result(p) for p in sorted((ROOT / src).glob("*.json"))), key=lambda r: str(r.created))
-    timed = [(r, t) for r in runs if len(r.cases) == 1 and (t := r.cases[0].timing) is not None and t.stack_bytes]
-    if not runs or len(timed) != len(runs):
-        raise SystemExit(f"docs_figures: {src}: local-layouts needs runs of one case each, timed with their "
-                         "stack sizes recorded (timing.stack_bytes)")
+    timed = _one_case_runs(src, "local-layouts", lambda t: bool(t.stack_bytes),
+                           "timed with their stack sizes recorded (timing.stack_bytes)")
     sizes = sorted({b for _, t in timed for b in t.stack_bytes})
     lines = ["| run (UTC) | board | gap | 95 % interval | between placements | "
              + " | ".join(f"pairs at {b} B" for b in sizes) + " |", "|---|---|---:|---|---:|" + "---:|" * len(sizes)]
@@ -202,7 +207,8 @@ def local_layouts(src: str) -> str:
         lines.append(f"| {when} | {r.environment.gpu_uuid[4:12]} | {t.gap:.4f} | [{t.gap_lo:.4f}, {t.gap_hi:.4f}] | "
                      f"{t.between_placement_noise:.2%} | {cells} |")
     gaps = [t.gap for _, t in timed]
-    head = (f"The runs of `{runs[0].cases[0].id}` stored in `{src}` ({runs[0].environment.gpu_name}), each in a "
+    first = timed[0][0]
+    head = (f"The runs of `{first.cases[0].id}` stored in `{src}` ({first.environment.gpu_name}), each in a "
             f"fresh process; the last columns are the median WarpForth/CUDA ratio of the pairs timed at each "
             f"per-thread stack size:")
     tail = f"The runs' gaps span {min(gaps):.4f} to {max(gaps):.4f} (spread {max(gaps) / min(gaps) - 1:.2%})."
