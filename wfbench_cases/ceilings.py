@@ -8,6 +8,10 @@ Every call goes to wfbench's stream: CuPy wraps it (``cupy.cuda.Stream.from_exte
 protocol) and makes it CuPy's current stream, and the cuBLAS handle is pointed at it with ``cublasSetStream``.
 Handles, pointer mode and the first call (where cuBLAS and CuPy's memory pool allocate their workspace) are made
 in ``prepare`` and in the untimed correctness check, outside every timed span.
+
+No ceiling here is captured into a CUDA graph: CuPy's cuBLAS bindings point the handle at CuPy's current stream
+before every call and raise ``NotImplementedError`` while that stream is capturing, and CuPy's CUB reduction takes
+pool memory inside the call. In graph mode they are timed with events between the same events of the round.
 """
 
 from __future__ import annotations
@@ -46,6 +50,11 @@ def _cupy(call: CeilingCall) -> Any:
         _STREAMS[call.stream] = cupy.cuda.Stream.from_external(_Handle(call.stream))
     _STREAMS[call.stream].use()
     return cupy
+
+
+# CuPy's cuBLAS bindings refuse to run during stream capture (every call sets the handle's stream first, and
+# ``cupy_backends.cuda.libs.cublas.setStream`` raises while the stream is capturing)
+CUBLAS_CAPTURABLE = False
 
 
 def _cublas(call: CeilingCall) -> tuple[Any, int]:
@@ -97,7 +106,7 @@ DGEMM = Ceiling(
     outputs=_matrix_out, expect=lambda inputs, want, s: {"C": want["C"]},
     tolerances={"C": Tolerance(0.0, 0.0, "inputs are multiples of 1/64: every product and partial sum is exact in "
                                          "f64 in any order, with FMA or DMMA alike")},
-    prepare=_gemm, flop_type=TENSOR_F64, kernels=("gemm", "dmma", "sm90", "sm80"),
+    prepare=_gemm, flop_type=TENSOR_F64, capturable=CUBLAS_CAPTURABLE, kernels=("gemm", "dmma", "sm90", "sm80"),
 )
 
 # -- DAXPY -------------------------------------------------------------------------------------------------
@@ -124,7 +133,7 @@ DAXPY = Ceiling(
     expect=lambda inputs, want, s: {"Z": want["Z"]},
     tolerances={"Z": Tolerance(2.3e-16, 4e-15, "cuBLAS fuses a x + y (one rounding), numpy rounds twice: they differ "
                                                "by at most one rounding of a x, |a x| < 9 here")},
-    prepare=_axpy, kernels=("axpy",),
+    prepare=_axpy, capturable=CUBLAS_CAPTURABLE, kernels=("axpy",),
 )
 
 # -- DGEAM (transpose) ---------------------------------------------------------------------------------------
@@ -152,7 +161,7 @@ DGEAM = Ceiling(
     what="cuBLAS's geam transposes through shared-memory tiles with its own tile shape and grid",
     outputs=lambda s: {"B": (int(s["RC"]), "float64")}, expect=lambda inputs, want, s: {"B": want["B"]},
     tolerances={"B": Tolerance(0.0, 0.0, "1 x a + 0 is exact: every element must be a copy")},
-    prepare=_geam, kernels=("geam", "transpose"),
+    prepare=_geam, capturable=CUBLAS_CAPTURABLE, kernels=("geam", "transpose"),
 )
 
 # -- CUB device reduction ------------------------------------------------------------------------------------
