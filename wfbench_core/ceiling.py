@@ -83,7 +83,8 @@ class Ceiling:
         workspace are made here, outside every timed span.
     :param starts_as: ``{output: input}``: outputs that start as a copy of an input (an in-place routine).
     :param capturable: False where the call cannot be captured into a CUDA graph (it allocates,
-        synchronizes, or its binding refuses to run while the stream captures): in graph mode it is then timed with events, and the record says so.
+        synchronizes, or its binding refuses to run while the stream captures): in graph mode it is then timed
+        with events, and the record says so.
     :param flop_type: the arithmetic the routine runs (a FLOP type of :mod:`wfbench_core.record.yardsticks`:
         ``tensor-f64`` for a DGEMM that may use the FP64 tensor cores); "" runs the case's own. The
         plausibility gate judges the ceiling against that type's peak.
