@@ -17,7 +17,7 @@ from wfbench_core.discover.registry import Registry
 from wfbench_core.errors import WfbenchError
 from wfbench_core.record.request import ExecuteRequest
 from wfbench_core.record.results import (CEILING_FAILED, CEILING_MISSING, CEILING_OK, SCHEMA_VERSION, OK,
-                                         TimingProtocol, dumps, load_result, parse_result)
+                                         TIMING_EVENTS, TimingProtocol, dumps, load_result, parse_result)
 from wfbench_core.run.executor import execute
 from testkit import use_stand_in_gpu
 
@@ -294,6 +294,16 @@ def test_the_real_rounds_time_the_ceiling_as_a_third_side_on_every_buffer_set() 
     assert LABEL in s.order  # it takes its turn going first
     # one check call, then the timed launches read every placement's every buffer set of inputs
     assert len(set(calls[1:])) == 3 * s.buffer_sets
+
+
+def test_a_ceiling_that_cannot_be_captured_says_so_only_in_graph_mode() -> None:
+    """Every built-in ceiling is declared not capturable (docs/ceiling.md, Graph mode). In an events-mode run
+    nothing is captured, so its record carries no capture note and the report prints no line for it."""
+    import attrs
+
+    m, _ = _with_library(attrs.evolve(_library_ceiling(), capturable=False))
+    assert m.passed and m.ceiling.problem == "" and m.sampled.timing_mode == TIMING_EVENTS
+    assert m.ceiling.timing_mode == TIMING_EVENTS and m.ceiling.capture_note == ""
 
 
 def test_a_library_far_faster_than_the_case_never_multiplies_the_cases_launches() -> None:
