@@ -298,7 +298,7 @@ def test_the_real_rounds_time_the_ceiling_as_a_third_side_on_every_buffer_set() 
 
 def test_a_ceiling_that_cannot_be_captured_says_so_only_in_graph_mode() -> None:
     """Every built-in ceiling is declared not capturable (docs/ceiling.md, Graph mode). In an events-mode run
-    nothing is captured, so its record carries no capture note and the report prints no line for it."""
+    nothing is captured, so its record carries no capture note (the note is what the report prints a line for)."""
     import attrs
 
     m, _ = _with_library(attrs.evolve(_library_ceiling(), capturable=False))
