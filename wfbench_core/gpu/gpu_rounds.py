@@ -92,9 +92,7 @@ class CudaRounds:
     def __init__(self, device: Device, setup: TimingSetup, mode: str, *, rotation: int) -> None:
         self.device, self.setup = device, setup
         self.labels = list(setup.kernels) + ([CEILING] if setup.ceiling is not None else [])
-        # graph mode: a ceiling whose library call cannot be captured is timed with events (and says so)
-        self.capture_note = "" if setup.ceiling is None or setup.ceiling.ceiling.capturable else \
-            f"{setup.ceiling.ceiling.routine} cannot be captured into a CUDA graph; timed with events"
+        self._capture_failed = ""  # why capturing the ceiling's call failed, once it has (graph mode)
         self.launchers: dict[str, list[Callable[[], None]]] = {}  # label -> one launcher per buffer set
         self.set_args: list[list[Any]] = []  # the kernels' arguments of each buffer set of the placement
         self.gate_retakes = 0
@@ -175,6 +173,16 @@ class CudaRounds:
         """Another timing mode on the same buffers (``wfbench crosscheck`` times every mode on one placement)."""
         self._drop_graphs()
         self._mode = mode
+
+    @property
+    def capture_note(self) -> str:
+        """Why graph mode times the ceiling with events (not capturable, or its capture failed); else ""."""
+        ceiling = self.setup.ceiling
+        if ceiling is None or self._mode != TIMING_GRAPH:
+            return ""
+        if not ceiling.ceiling.capturable:
+            return f"{ceiling.ceiling.routine} cannot be captured into a CUDA graph; timed with events"
+        return self._capture_failed
 
     # -- placements -------------------------------------------------------------------------------
 
@@ -466,7 +474,7 @@ class CudaRounds:
             except Exception as exc:
                 if label != CEILING:
                     raise
-                self.capture_note = f"capturing {self.setup.ceiling.ceiling.routine} failed ({exc}); timed with events"
+                self._capture_failed = f"capturing {self.setup.ceiling.ceiling.routine} failed ({exc}); timed with events"
                 return None
         return self._graphs[key][1]
 

@@ -47,7 +47,6 @@ from wfbench_core.gpu.plausibility import InconsistentLaunches
 from wfbench_core.gpu.sampling import WarmCarry
 from wfbench_core.record.results import (
     TIMING_EVENTS,
-    TIMING_GRAPH,
     TIMING_MODES,
     Check,
     CompilerInfo,
@@ -189,5 +188,4 @@ class CudaEventTimer:
                                buffer_sets=rounds.sets, gate_retakes=rounds.gate_retakes, timing_mode=mode,
                                nvml=nvml.summarize(readings), launch_floor_us=floor_us, placement_checks=launches,
                                buffer_bytes=rounds.buffer_bytes, stack_bytes=tuple(rounds.stack_bytes))
-        # only graph mode captures: a ceiling declared not capturable is no different in the other modes
-        return sampled, verified, check_s, rounds.capture_note if mode == TIMING_GRAPH else ""
+        return sampled, verified, check_s, rounds.capture_note
