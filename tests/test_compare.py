@@ -281,7 +281,7 @@ def test_another_board_is_a_qualifier_and_a_large_regression_is_still_slower() -
     cmp = compare.compare_runs(base, head)
     axpy = by_case(cmp)["axpy_f64"]
     assert axpy.verdict.label == f"SLOWER ({V.OTHER_BOARD})" and [c.case_id for c in cmp.regressions] == ["axpy_f64"]
-    assert "its board and process added" in axpy.gap.basis and f"board {evidence.DEFAULT_BOARD_SD:.2%} default" in axpy.gap.basis
+    assert "its board and process added" in axpy.gap.basis and f"board {evidence.board_sd(head.environment.gpu_name)[0]:.2%} default" in axpy.gap.basis
     assert any(n.startswith("different boards of one GPU model") and "GPU-another-board" in n for n in cmp.notes)
     # within what boards differ by (0.6 % with new code): no evidence either way
     small = synth_run(1, jitter=0.0005, placements=15, wf_scale={"axpy_f64": 1.006}, gpu_uuid="GPU-another-board")

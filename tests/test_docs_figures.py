@@ -146,26 +146,53 @@ def test_the_ceiling_block_renders_the_ratio_columns_from_the_result_it_names(tm
     assert render(withk, ceiling=True) != render(withk)
 
 
-def test_the_default_board_component_is_what_the_stored_board_runs_support() -> None:
-    """DEFAULT_BOARD_SD is the upper end of the 95 % interval of the between-board spread that the plain runs
-    in docs/results/boards measure (one per H200 board), rounded up, as docs/history.md renders it."""
-    from wfbench_core.review.evidence import DEFAULT_BOARD_SD
+BOARDS = "docs/results/boards"
+BOARD_FOLDERS = {"NVIDIA H200": BOARDS, "NVIDIA H100 80GB HBM3": "docs/results/boards-h100"}
+
+
+def test_each_measured_board_component_is_what_its_stored_board_runs_support() -> None:
+    """Each GPU model's board component in MEASURED_BOARD_SD is the upper end of the 95 % interval of the
+    between-board spread that its plain runs measure (one per board of that model), rounded up, as
+    docs/history.md renders it; every measured model has its stored runs, and the default for a model not
+    measured is the largest."""
+    from wfbench_core.record.results import load_result
+    from wfbench_core.review.evidence import DEFAULT_BOARD_SD, MEASURED_BOARD_SD
 
     t = tool()
-    text = t.board_component("docs/results/boards")
-    hi = float(re.search(r"95 % interval [\d.]+% to ([\d.]+)%", text).group(1)) / 100.0
-    assert DEFAULT_BOARD_SD == t.board_sd_default(hi) or abs(DEFAULT_BOARD_SD - t.board_sd_default(hi)) < 1e-4
-    assert f"**{DEFAULT_BOARD_SD:.2%}**" in text
+    assert set(MEASURED_BOARD_SD) == set(BOARD_FOLDERS)
+    for model, folder in BOARD_FOLDERS.items():
+        assert {load_result(p).environment.gpu_name for p in (ROOT / folder).glob("*.json")} == {model}
+        text = t.board_component(folder)
+        hi = float(re.search(r"95 % interval [\d.]+% to ([\d.]+)%", text).group(1)) / 100.0
+        assert abs(MEASURED_BOARD_SD[model] - t.board_sd_default(hi)) < 1e-9, model
+        assert f"**{MEASURED_BOARD_SD[model]:.2%}**" in text
+    assert DEFAULT_BOARD_SD == max(MEASURED_BOARD_SD.values())
 
 
-BOARDS = "docs/results/boards"
+def test_board_repeat_refuses_runs_of_two_boards(tmp_path: Path) -> None:
+    """The repeat figure is about one board: runs of two boards in its folder are refused, naming the folder."""
+    import shutil
+
+    for p in sorted((ROOT / BOARD_FOLDERS["NVIDIA H100 80GB HBM3"]).glob("*.json"))[:2]:
+        shutil.copy(p, tmp_path / p.name)
+    with pytest.raises(SystemExit, match="one bundle on one board"):
+        tool().board_repeat(str(tmp_path))
 
 
 def test_the_board_verdicts_block_is_what_wfbench_compare_says_on_the_stored_runs() -> None:
     """The board-verdicts block in docs/history.md is what the stored board runs render (a block edited by hand
     is rendered again), and its counts are ``wfbench compare BASE HEAD --json``'s own verdicts, pair by pair:
     every case OK in both, and the cases whose interval alone is SLOWER or FASTER are those compare marks
-    ``moved`` (identical code: SAME by rule)."""
+    ``moved`` (identical code: SAME by rule). For each GPU model's boards."""
+    t = tool()
+    for folder in BOARD_FOLDERS.values():
+        good = f"<!-- figure: board-verdicts {folder} -->\n{t.board_verdicts(folder)}<!-- /figure -->\n"
+        assert good in (ROOT / "docs" / "history.md").read_text()
+        assert t.render_text(good.replace("| 0 / ", "| 9 / ", 1)) == good
+        _compare_says_what_the_block_counts(folder)
+
+
+def _compare_says_what_the_block_counts(folder: str) -> None:
     import itertools
     import json
     from collections import Counter
@@ -175,11 +202,8 @@ def test_the_board_verdicts_block_is_what_wfbench_compare_says_on_the_stored_run
     from wfbench_core.cli import main
 
     t = tool()
-    good = f"<!-- figure: board-verdicts {BOARDS} -->\n{t.board_verdicts(BOARDS)}<!-- /figure -->\n"
-    assert good in (ROOT / "docs" / "history.md").read_text()
-    assert t.render_text(good.replace("| 0 / ", "| 9 / ", 1)) == good
-    got = t.board_verdicts_of(BOARDS)
-    runs = t._board_runs(BOARDS)
+    got = t.board_verdicts_of(folder)
+    runs = t._board_runs(folder)
     assert len(got["pairs"]) == len(runs) * (len(runs) - 1) >= 6
     for pair, ((pa, a), (pb, b)) in zip(got["pairs"], itertools.permutations(runs, 2)):
         out = CliRunner().invoke(main, ["compare", str(ROOT / pa), str(ROOT / pb), "--json"])
@@ -200,6 +224,11 @@ def never_slower_or_faster(src: str) -> None:
     got = tool().board_verdicts_of(src)
     assert got["false"] == 0, f"{got['false']} SLOWER/FASTER verdicts of identical compilers across boards"
     assert got["moved"] == [], f"intervals beyond the minimum effect: {got['moved']}"
+
+
+def test_identical_compilers_across_the_stored_h100_boards_are_never_slower_or_faster() -> None:
+    """Runs timed with a local-memory layout per placement, judged with their model's own board component."""
+    never_slower_or_faster(BOARD_FOLDERS["NVIDIA H100 80GB HBM3"])
 
 
 @pytest.mark.xfail(strict=True, raises=AssertionError,

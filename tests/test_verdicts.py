@@ -122,8 +122,22 @@ def test_components_are_defaults_until_measured_and_never_trust_a_small_few() ->
     assert evidence.variance_components(two).process.basis == "process 0.10% default"
     wide = [evidence.Observation("c", "b", x) for x in (0.0, 0.02)]  # two that do not: believed at once
     assert evidence.variance_components(wide).process.se == pytest.approx(0.02 / math.sqrt(2))
-    one = evidence.components([], one_placement=True)
+    one = evidence.components([], gpu_name="NVIDIA H200", one_placement=True)
     assert one.process.se == evidence.ONE_PLACEMENT_PROCESS_SD
+    assert "timed at one placement" in one.new_board.basis
+
+
+def test_the_board_default_is_the_one_measured_for_the_gpu_model_else_the_largest_measured() -> None:
+    """Boards of one model differ by that model's amount (H100 boards about three times as much as H200 boards),
+    so a run's interval carries its own model's measured component, and a model never measured the largest."""
+    h200, h100 = evidence.MEASURED_BOARD_SD["NVIDIA H200"], evidence.MEASURED_BOARD_SD["NVIDIA H100 80GB HBM3"]
+    assert h100 > 2 * h200 and evidence.DEFAULT_BOARD_SD == h100
+    for name, sd in (("NVIDIA H200", h200), ("NVIDIA H100 80GB HBM3", h100), ("NVIDIA B200", h100)):
+        comps = evidence.components([], gpu_name=name)
+        assert comps.new_board.se == pytest.approx(math.hypot(sd, evidence.DEFAULT_PROCESS_SD))
+        assert f"board {sd:.2%} default (" in comps.new_board.basis
+    assert "measured on NVIDIA H200 boards" in evidence.components([], gpu_name="NVIDIA H200").new_board.basis
+    assert "not measured" in evidence.components([], gpu_name="NVIDIA B200").new_board.basis
 
 
 def test_a_run_on_an_unseen_board_carries_the_board_component() -> None:

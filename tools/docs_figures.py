@@ -36,6 +36,7 @@ where PATH is a result file in the repository (relative to its root) and KIND on
   ``docs/results/sweeps/h200-axpy_f64.json``), with the GPU and the date;
 - ``board-component``: the between-board spread of the P0 gaps over the plain runs of one bundle stored in the
   folder PATH, one per board (e.g. ``docs/results/boards``), and the default board component it supports;
+- ``board-repeat``: the P0 gaps of two or more plain runs of one bundle on one board, stored in the folder PATH;
 - ``board-verdicts``: ``wfbench compare BASE HEAD`` on every ordered pair of boards of that folder, every case
   OK in both: compare's verdicts, and the rule's verdict on the interval alone (identical compilers must be
   neither SLOWER nor FASTER);
@@ -364,6 +365,23 @@ def board_component(src: str) -> str:
                "regression that small is found by a base/head run on one board.\n"))
 
 
+def board_repeat(src: str) -> str:
+    """The P0 gaps of the plain runs of one bundle stored in ``src``, all on one board: what a second run on a
+    board moves a gap by, against which the between-board spread reads."""
+    from wfbench_core.record.results import load_result
+
+    runs = [load_result(p) for p in sorted((ROOT / src).glob("*.json"))]
+    if len(runs) < 2 or len({r.environment.gpu_uuid for r in runs}) != 1 or len({r.warpforthc.version for r in runs}) != 1:
+        raise SystemExit(f"docs_figures: {src}: the repeat runs must be two or more runs of one bundle on one board")
+    rows = ["| case | " + " | ".join(_when(r)[:16] for r in runs) + " | largest difference |", "|---" * (len(runs) + 2) + "|"]
+    for cid in BOARD_CASES:
+        gaps = [r.case(cid).timing.gap for r in runs]
+        rows.append(f"| {cid} | " + " | ".join(f"{g:.5f}" for g in gaps) + f" | {max(gaps) / min(gaps) - 1:.3%} |")
+    return (f"The P0 gaps of {len(runs)} plain runs of the same bundle (warpforthc {runs[0].warpforthc.version}) on "
+            f"one {runs[0].environment.gpu_name} board, {runs[0].environment.gpu_uuid[:12]}, stored in `{src}`:\n\n"
+            + "\n".join(rows) + "\n")
+
+
 def board_verdicts_of(src: str) -> dict[str, Any]:
     """``wfbench compare BASE HEAD`` on every ordered pair of the board runs in ``src`` (base on one board, head
     on another; the compare command's functions, no history: the stated default components), every case OK in
@@ -449,10 +467,11 @@ def sweep_table(src: str) -> str:
 
 
 # the kinds whose PATH is a folder of stored runs, and the files each reads there
-FOLDERS = {"power-table": "plan.json", "board-component": "*.json", "board-verdicts": "*.json",
+FOLDERS = {"power-table": "plan.json", "board-component": "*.json", "board-verdicts": "*.json", "board-repeat": "*.json",
            "power-cap": "*.json", "local-layouts": "*.json"}
 
 RENDERERS: dict[str, Callable[[str], str]] = {"board-component": board_component, "board-verdicts": board_verdicts,
+                                              "board-repeat": board_repeat,
                                               "suite-table": suite_table, "suite-costs": suite_costs, "ceiling-table": ceiling_table,
                                               "ceiling-profile": ceiling_profile, "power-cap": power_cap,
                                               "aa-position": aa_position, "local-layouts": local_layouts,

@@ -8,8 +8,9 @@ Clopper-Pearson bound.
   pair of runs on different boards. Each label is taken as a run of that compiler alone
   (:func:`wfbench_core.review.base_head.one_compiler`) and the two are compared as ``wfbench compare BASE HEAD``
   compares two result files (``compare_runs``, no history): the boards differ, so each run's board and process
-  components are added to the interval (:data:`wfbench_core.review.evidence.DEFAULT_BOARD_SD` and its process
-  companion until a history measures them).
+  components are added to the interval (the one measured for the GPU model,
+  :data:`wfbench_core.review.evidence.MEASURED_BOARD_SD`, and its process companion until a history measures
+  them).
 """
 
 from __future__ import annotations

@@ -129,6 +129,7 @@ def verdict_of(series: Series, point: Point, history: History | None, rules: Rul
     boards = [p.gpu_uuid for p in ref]
     value = math.log(point.gap) - sum(math.log(p.gap) for p in ref) / len(ref)
     comps = evidence.components(evidence.family_points(history, series.key, skip_runs=(point.run,)),
+                                gpu_name=series.key.gpu_name,
                                 one_placement=any(p.placements < 2 for p in ref + [point]))
     where = "of the same code" if point.code and point.code == ref[-1].code else "of the reference code"
     est = evidence.change_against_reference(value, comps, reference_boards=boards, board=point.gpu_uuid,

@@ -369,7 +369,7 @@ def _run_pair(base: RunResult, head: RunResult, b: CaseResult, h: CaseResult, s:
         extra += evidence.repeat_observations(f"{p.code}/{p.cuda_code}", run.environment.gpu_uuid,
                                               c.timing.repeat_gaps if c.timing else ())
     one = any(c.timing is not None and len(c.timing.placement_of) < 2 for c in (b, h))
-    comps = evidence.components(points, extra, one_placement=one)
+    comps = evidence.components(points, extra, gpu_name=key.gpu_name, one_placement=one)
     floor, where = evidence.board_aa_floor(history, key, uh)
     margin = verdicts.margin_of(floor, where, default=s.margin, min_effect=s.min_effect)
     quals = [verdicts.OTHER_BOARD if ub and uh else verdicts.UNKNOWN_BOARD] if other else []

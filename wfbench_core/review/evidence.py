@@ -26,8 +26,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from wfbench_core.review.history import History
 
 __all__ = [  # internal to wfbench, not the plugin API (README: Layout)
-    "DEFAULT_BOARD_SD", "DEFAULT_PROCESS_SD", "MIN_COMPONENT_DF", "ONE_PLACEMENT_BOARD_SD",
-    "ONE_PLACEMENT_PROCESS_SD", "Components", "Observation", "aa_run_floor", "board_aa_floor",
+    "DEFAULT_BOARD_SD", "DEFAULT_PROCESS_SD", "MEASURED_BOARD_SD", "MIN_COMPONENT_DF", "ONE_PLACEMENT_BOARD_SD",
+    "ONE_PLACEMENT_PROCESS_SD", "Components", "Observation", "aa_run_floor", "board_aa_floor", "board_sd",
     "change_against_reference", "components", "family", "family_points", "observations", "repeat_observations",
     "variance_components",
 ]
@@ -37,10 +37,26 @@ __all__ = [  # internal to wfbench, not the plugin API (README: Layout)
 # board, and another board of one GPU model beyond that, move a gap by (standard deviations, log terms). Runs
 # timed at a single placement (the protocol before placements; placement_of not recorded) moved far more.
 DEFAULT_PROCESS_SD = 0.001
-DEFAULT_BOARD_SD = 0.0018  # measured: docs/history.md, "Between two runs" (docs/results/boards)
+# The board component of each GPU model measured (docs/history.md, "Between two runs"): the upper end of the
+# 95 % interval of the between-board spread of one bundle's gaps, one plain run per board. Boards of one model
+# differ by a model's own amount (H100 boards three times as much as H200 boards), so a model not measured
+# gets the largest measured one.
+MEASURED_BOARD_SD = {
+    "NVIDIA H200": 0.0018,  # docs/results/boards
+    "NVIDIA H100 80GB HBM3": 0.0058,  # docs/results/boards-h100
+}
+DEFAULT_BOARD_SD = max(MEASURED_BOARD_SD.values())
 ONE_PLACEMENT_PROCESS_SD = 0.003
 ONE_PLACEMENT_BOARD_SD = 0.02
 MIN_COMPONENT_DF = 3  # a measured variance component replaces its default from this many degrees of freedom
+
+
+def board_sd(gpu_name: str) -> tuple[float, str]:
+    """The stated board component of boards of ``gpu_name`` and what it rests on: the one measured for that
+    model, else the largest measured (:data:`MEASURED_BOARD_SD`)."""
+    if gpu_name in MEASURED_BOARD_SD:
+        return MEASURED_BOARD_SD[gpu_name], f"measured on {gpu_name} boards"
+    return DEFAULT_BOARD_SD, "the largest measured: this GPU model's boards were not measured"
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -107,7 +123,8 @@ def _trusted(var: float, df: float, default_sd: float, min_df: int) -> bool:
 
 
 def variance_components(obs: Sequence[Observation], *, process_sd: float = DEFAULT_PROCESS_SD,
-                        board_sd: float = DEFAULT_BOARD_SD, min_df: int = MIN_COMPONENT_DF) -> Components:
+                        board_sd: float = DEFAULT_BOARD_SD, board_basis: str = "",
+                        min_df: int = MIN_COMPONENT_DF) -> Components:
     """The between-run variance components of one kernel family, from observations of several codes, boards and
     processes (moment estimates of a one-way random-effects model per code, pooled over codes).
 
@@ -116,7 +133,7 @@ def variance_components(obs: Sequence[Observation], *, process_sd: float = DEFAU
     board's effect plus its process's, (MSB - MSW) / n0 + MSW, with Welch-Satterthwaite degrees of freedom;
     where no board was measured twice it is the spread between boards itself. A measured component replaces
     its stated default (known, infinite df) when it is larger, or once it has ``min_df`` degrees of freedom;
-    the new-board one is never taken below the process one.
+    the new-board one is never taken below the process one. ``board_basis`` says what the board default rests on.
     """
     msw, dfw, msb, dfb, n0 = _mean_squares(obs)
     if _trusted(msw, dfw, process_sd, min_df):
@@ -137,7 +154,8 @@ def variance_components(obs: Sequence[Observation], *, process_sd: float = DEFAU
                                       f"between boards)")
     else:
         new_board = stats.combine([stats.LogEstimate(0.0, board_sd, math.inf), process], 0.0,
-                                  f"board {board_sd:.2%} default, {process.basis}")
+                                  f"board {board_sd:.2%} default{f' ({board_basis})' if board_basis else ''}, "
+                                  f"{process.basis}")
     return Components(process=process, new_board=new_board)
 
 
@@ -198,14 +216,18 @@ def observations(points: Iterable[Point]) -> list[Observation]:
     return out
 
 
-def components(points: Sequence[Point], extra: Sequence[Observation] = (), *, one_placement: bool = False
-               ) -> Components:
+def components(points: Sequence[Point], extra: Sequence[Observation] = (), *, gpu_name: str,
+               one_placement: bool = False) -> Components:
     """The family's variance components from its points (and ``extra`` observations, such as the processes of
-    a --repeat run being compared); the stated defaults where too few were measured, those of single-placement
-    runs when a run judged was timed at one placement."""
-    sds = (ONE_PLACEMENT_PROCESS_SD, ONE_PLACEMENT_BOARD_SD) if one_placement else (DEFAULT_PROCESS_SD,
-                                                                                  DEFAULT_BOARD_SD)
-    return variance_components(observations(points) + list(extra), process_sd=sds[0], board_sd=sds[1])
+    a --repeat run being compared); the stated defaults where too few were measured: the board one of the
+    family's GPU model (:func:`board_sd`), those of single-placement runs when a run judged was timed at one
+    placement."""
+    if one_placement:
+        process_sd, (board, basis) = ONE_PLACEMENT_PROCESS_SD, (ONE_PLACEMENT_BOARD_SD, "timed at one placement")
+    else:
+        process_sd, (board, basis) = DEFAULT_PROCESS_SD, board_sd(gpu_name)
+    return variance_components(observations(points) + list(extra), process_sd=process_sd, board_sd=board,
+                               board_basis=basis)
 
 
 def board_aa_floor(history: History | None, key: SeriesKey, board: str) -> tuple[float | None, str]:
