@@ -231,6 +231,22 @@ def test_identical_compilers_across_the_stored_h100_boards_are_never_slower_or_f
     never_slower_or_faster(BOARD_FOLDERS["NVIDIA H100 80GB HBM3"])
 
 
+def test_the_h100_boards_judged_with_the_h200_component_fail_the_target(tmp_path: Path) -> None:
+    """Why the component is per model: the same H100 runs, labelled as H200 runs so that compare adds the H200's
+    smaller component, put intervals of identical code beyond the minimum effect (a head whose code changed but
+    costs nothing would be SLOWER or FASTER)."""
+    import attrs
+
+    from wfbench_core.record.results import load_result, write_result
+
+    for p in (ROOT / BOARD_FOLDERS["NVIDIA H100 80GB HBM3"]).glob("*.json"):
+        run = load_result(p)
+        write_result(attrs.evolve(run, environment=attrs.evolve(run.environment, gpu_name="NVIDIA H200")),
+                     tmp_path / p.name)
+    with pytest.raises(AssertionError, match="intervals beyond the minimum effect"):
+        never_slower_or_faster(str(tmp_path))
+
+
 @pytest.mark.xfail(strict=True, raises=AssertionError,
                    reason="not met on the stored runs: stack_pick_f64's gap differs between two of the boards by "
                           "more than the default board component allows; those runs timed one local-memory layout "
