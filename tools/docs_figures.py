@@ -304,9 +304,10 @@ def board_sd_default(hi: float) -> float:
     return math.ceil(round(hi * 1e4, 6)) / 1e4
 
 
-def _board_runs(src: str) -> list[tuple[str, Any]]:
-    """The plain runs of one bundle stored in the folder ``src``, one per board, each with its file (relative to
-    the repository): refused unless every run is on its own board with the same warpforthc and CUDA compiler."""
+def _bundle_runs(src: str, *, one_board: bool = False) -> list[tuple[str, Any]]:
+    """The plain runs of one bundle stored in the folder ``src``, each with its file (relative to the
+    repository): refused unless there are two or more, with the same warpforthc and CUDA compiler, and each on its
+    own board (or, ``one_board``, all on one board)."""
     from wfbench_core.record.results import load_result
 
     paths = sorted((ROOT / src).glob("*.json"))
@@ -314,10 +315,16 @@ def _board_runs(src: str) -> list[tuple[str, Any]]:
     boards = {r.environment.gpu_uuid for _, r in runs}
     compilers = {(r.warpforthc.version, r.cuda_compiler.kind, r.cuda_compiler.version, tuple(r.cuda_compiler.flags))
                  for _, r in runs}
-    if len(runs) < 2 or len(boards) != len(runs) or len(compilers) != 1:
-        raise SystemExit(f"docs_figures: {src}: the board runs must be one per board (at least two), with one "
-                         f"warpforthc build and one CUDA compiler")
+    if len(runs) < 2 or len(boards) != (1 if one_board else len(runs)) or len(compilers) != 1:
+        shape = "two or more runs of one bundle on one board" if one_board else "one per board (at least two)"
+        raise SystemExit(f"docs_figures: {src}: the board runs must be {shape}, with one warpforthc build and one "
+                         f"CUDA compiler")
     return runs
+
+
+def _board_runs(src: str) -> list[tuple[str, Any]]:
+    """The plain runs of one bundle stored in ``src``, one per board (:func:`_bundle_runs`)."""
+    return _bundle_runs(src)
 
 
 TARGET_CHANGE = 0.005  # the regression the cross-board target is about (issue: 0.5 % across two boards)
@@ -368,11 +375,7 @@ def board_component(src: str) -> str:
 def board_repeat(src: str) -> str:
     """The P0 gaps of the plain runs of one bundle stored in ``src``, all on one board: what a second run on a
     board moves a gap by, against which the between-board spread reads."""
-    from wfbench_core.record.results import load_result
-
-    runs = [load_result(p) for p in sorted((ROOT / src).glob("*.json"))]
-    if len(runs) < 2 or len({r.environment.gpu_uuid for r in runs}) != 1 or len({r.warpforthc.version for r in runs}) != 1:
-        raise SystemExit(f"docs_figures: {src}: the repeat runs must be two or more runs of one bundle on one board")
+    runs = [r for _, r in _bundle_runs(src, one_board=True)]
     rows = ["| case | " + " | ".join(_when(r)[:16] for r in runs) + " | largest difference |", "|---" * (len(runs) + 2) + "|"]
     for cid in BOARD_CASES:
         gaps = [r.case(cid).timing.gap for r in runs]
