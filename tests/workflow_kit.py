@@ -1130,7 +1130,8 @@ class World:
     def cache_restore(self, given: dict[str, str], r: Runner) -> dict[str, str]:
         key = given["key"]
         prefixes = [p.strip() for p in given.get("restore-keys", "").splitlines() if p.strip()]
-        entries = sorted(self.cache.iterdir(), key=lambda e: e.stat().st_mtime_ns, reverse=True)
+        entries = sorted((e for e in self.cache.iterdir() if not e.name.startswith(".")),  # not one being saved
+                         key=lambda e: e.stat().st_mtime_ns, reverse=True)
         found = (self.cache / key) if (self.cache / key).is_dir() else next(
             (e for prefix in prefixes for e in entries if e.name.startswith(prefix)), None)
         if found is None:
@@ -1145,18 +1146,32 @@ class World:
         return {"cache-hit": hit, "cache-primary-key": key, "cache-matched-key": found.name}
 
     def cache_save(self, given: dict[str, str], r: Runner) -> dict[str, str]:
+        import tempfile
+
         entry = self.cache / given["key"]
+        exists = f"Warning: cache entry with key {given['key']} already exists"
         if entry.exists():  # GitHub keeps the first entry of a key; saving again only warns
-            r.log.append(f"Warning: cache entry with key {given['key']} already exists")
+            r.log.append(exists)
             return {}
-        for name, src in self._cache_paths(given, r):
-            if not src.exists():
-                raise StepFailed(f"Path Validation Error: {src} does not exist")
-            if src.is_dir():
-                shutil.copytree(src, entry / name, symlinks=True)
-            else:
-                (entry / name).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(src, entry / name)
+        # the entry is written aside and renamed into place in one step: matrix legs run at once, and of two
+        # legs saving one key the first rename wins, as GitHub keeps the first save
+        staging = Path(tempfile.mkdtemp(dir=self.cache, prefix=".saving-"))
+        try:
+            for name, src in self._cache_paths(given, r):
+                if not src.exists():
+                    raise StepFailed(f"Path Validation Error: {src} does not exist")
+                if src.is_dir():
+                    shutil.copytree(src, staging / name, symlinks=True)
+                else:
+                    (staging / name).parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(src, staging / name)
+            entry.parent.mkdir(parents=True, exist_ok=True)  # a key may hold slashes
+            try:
+                staging.rename(entry)
+            except OSError:  # another leg saved the key first
+                r.log.append(exists)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
         return {}
 
     def benchmark_action(self, given: dict[str, str], r: Runner) -> dict[str, str]:
