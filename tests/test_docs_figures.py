@@ -203,7 +203,7 @@ def _compare_says_what_the_block_counts(folder: str) -> None:
 
     t = tool()
     got = t.board_verdicts_of(folder)
-    runs = t._board_runs(folder)
+    runs = t._bundle_runs(folder)
     assert len(got["pairs"]) == len(runs) * (len(runs) - 1) >= 6
     for pair, ((pa, a), (pb, b)) in zip(got["pairs"], itertools.permutations(runs, 2)):
         out = CliRunner().invoke(main, ["compare", str(ROOT / pa), str(ROOT / pb), "--json"])

@@ -322,11 +322,6 @@ def _bundle_runs(src: str, *, one_board: bool = False) -> list[tuple[str, Any]]:
     return runs
 
 
-def _board_runs(src: str) -> list[tuple[str, Any]]:
-    """The plain runs of one bundle stored in ``src``, one per board (:func:`_bundle_runs`)."""
-    return _bundle_runs(src)
-
-
 TARGET_CHANGE = 0.005  # the regression the cross-board target is about (issue: 0.5 % across two boards)
 DETECTION = 0.90  # the share of trials it must be SLOWER in
 
@@ -335,7 +330,7 @@ def board_component(src: str) -> str:
     """The between-board spread of the P0 gaps over the runs stored in ``src`` (one per board, one compiler)."""
     from wfbench_core.review.evidence import Observation, between_boards
 
-    runs = [r for _, r in _board_runs(src)]
+    runs = [r for _, r in _bundle_runs(src)]
     boards = [r.environment.gpu_uuid for r in runs]
     rows, obs = ["| case | " + " | ".join(b[:12] for b in boards) + " | spread |", "|---" * (len(runs) + 2) + "|"], []
     for cid in BOARD_CASES:
@@ -395,7 +390,7 @@ def board_verdicts_of(src: str) -> dict[str, Any]:
     from wfbench_core.record.status import OK
     from wfbench_core.review import compare, verdicts
 
-    pairs, moved, runs = [], [], _board_runs(src)
+    pairs, moved, runs = [], [], _bundle_runs(src)
     for (pa, a), (pb, b) in itertools.permutations(runs, 2):
         cmp = compare.compare_runs(a, b, base_name=pa, head_name=pb, settings=compare.Settings())
         said, alone = dict.fromkeys(verdicts.VERDICTS, 0), dict.fromkeys(verdicts.VERDICTS, 0)
