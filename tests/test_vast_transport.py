@@ -536,7 +536,17 @@ API_FAULTS: dict[str, tuple[list[tuple[str, Any, Any]], int, dict[str, str], Any
 }
 
 
+@pytest.fixture
+def ctrl_c_raises() -> Iterator[None]:
+    """SIGINT raises KeyboardInterrupt, as at a user's terminal, even where pytest started with SIGINT ignored
+    (a background job of a shell without job control inherits SIG_IGN, and then the stand-in's Ctrl-C does nothing)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 @pytest.mark.parametrize("name", list(API_FAULTS))
+@pytest.mark.usefixtures("ctrl_c_raises")
 def test_api_fault_leaks_nothing(name, sshd, registry, serve, capsys) -> None:  # type: ignore[no-untyped-def]
     faults, available, options, expected, rented = API_FAULTS[name]
     api = serve([offer(5, available=available)], sshd)
