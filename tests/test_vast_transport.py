@@ -570,6 +570,22 @@ def test_api_fault_leaks_nothing(name, sshd, registry, serve, capsys) -> None:  
     assert "could NOT be destroyed" not in capsys.readouterr().err
 
 
+@pytest.mark.usefixtures("ctrl_c_raises")
+def test_ctrl_c_while_destroying_waits_for_the_destroy(sshd, registry, serve, capsys) -> None:  # type: ignore[no-untyped-def]
+    """A Ctrl-C that comes while the instance is being destroyed is held: the destroy ends, then Ctrl-C works again."""
+    api = serve([offer(5)], sshd)
+    api.fault("destroy", "sigint", 1, delay=0.5)  # the stand-in destroys, then this process gets SIGINT
+    s = make(sshd, registry)
+    s.start()
+    s.stop()  # no KeyboardInterrupt out of the destroy
+    assert_destroyed_once(api)
+    assert "wfbench: destroying the Vast.ai instance first, please wait" in capsys.readouterr().err
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    with pytest.raises(KeyboardInterrupt):
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)
+
+
 def test_an_instance_that_never_runs_is_destroyed(sshd, registry, serve) -> None:  # type: ignore[no-untyped-def]
     api = serve([offer(5)], sshd, ready_after=None)
     with pytest.raises(VastError, match=r"^instance 9001 was not running after 0.3 s \(status loading\)$"):

@@ -436,7 +436,9 @@ class VastSession:
         def hold(signum: int, frame: Any) -> None:
             print("wfbench: destroying the Vast.ai instance first, please wait", file=sys.stderr)
 
-        return signal.signal(signal.SIGINT, hold)
+        previous = signal.signal(signal.SIGINT, hold)
+        # None: a handler set outside Python, which cannot be put back; Python's own keeps Ctrl-C working
+        return signal.default_int_handler if previous is None else previous
 
     def _unmask_sigint(self, previous: Any) -> None:
         import signal
