@@ -21,7 +21,15 @@ from pathlib import Path
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
-STAND_IN_WARPFORTHC = r'''#!{python}
+
+def shebang(python: str = sys.executable) -> str:
+    """The first line(s) of a Python script made executable: ``#!PYTHON``, or where PYTHON's path has a space
+    (which a ``#!`` line cannot hold), pip's launcher lines: sh runs ``exec "PYTHON" "$0"``, Python sees a string."""
+    if " " not in python:
+        return f"#!{python}"
+    return "#!/bin/sh\n'''exec' \"" + python + "\" \"$0\" \"$@\"\n' '''"
+
+STAND_IN_WARPFORTHC = r'''{shebang}
 import hashlib, shutil, sys
 from pathlib import Path
 
@@ -53,7 +61,7 @@ for known in PTX.glob("*.forth.sha256"):
 sys.exit(f"warpforthc: error: {{src.name}}: a source the stand-in has no PTX for")
 '''
 
-STAND_IN_CMAKE = r'''#!{python}
+STAND_IN_CMAKE = r'''{shebang}
 import json, os, sys
 from pathlib import Path
 
@@ -109,7 +117,7 @@ STAND_IN_NINJA = '#!/bin/sh\necho "1.11.1"\n'
 
 def warpforthc_text(python: str = sys.executable) -> str:
     """The stand-in warpforthc, with ``@LIBDEVICE@`` where its build writes the bitcode's path."""
-    return STAND_IN_WARPFORTHC.format(python=python, libdevice="@LIBDEVICE@", ptx=str(FIXTURES / "ptx"))
+    return STAND_IN_WARPFORTHC.format(shebang=shebang(python), libdevice="@LIBDEVICE@", ptx=str(FIXTURES / "ptx"))
 
 
 def toolchain(root: Path, *, mlir_version: str = "22.1.8") -> dict[str, str]:
@@ -121,7 +129,7 @@ def toolchain(root: Path, *, mlir_version: str = "22.1.8") -> dict[str, str]:
     (mlir / "MLIRConfig.cmake").write_text("# stand-in\n")
     (mlir.parent / "llvm").mkdir(exist_ok=True)
     (mlir.parent / "llvm" / "LLVMConfigVersion.cmake").write_text(f'set(PACKAGE_VERSION "{mlir_version}")\n')
-    for name, text in (("cmake", STAND_IN_CMAKE.format(python=sys.executable)), ("ninja", STAND_IN_NINJA),
+    for name, text in (("cmake", STAND_IN_CMAKE.format(shebang=shebang())), ("ninja", STAND_IN_NINJA),
                        ("c++", STAND_IN_CXX)):
         (bin_dir / name).write_text(text)
         (bin_dir / name).chmod(0o755)

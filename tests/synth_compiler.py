@@ -23,10 +23,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from standins import shebang  # tests/standins.py
+
 PTX = Path(__file__).parent / "fixtures" / "ptx"
 INJECTED = "bar.sync 0;"
 
-COMPILER = '''#!{python}
+COMPILER = '''{shebang}
 """Stand-in warpforthc {version}: the prebuilt PTX of the source given; see SLOW."""
 import hashlib, pathlib, sys
 
@@ -74,7 +76,7 @@ def make_history(repo: Path, *, commits: int = 8, slow: int = 5, case: str = "re
     out = []
     for k in range(commits + 1):
         compiler = repo / "warpforthc"
-        compiler.write_text(COMPILER.format(python=python, version=f"0.{k}.0"))
+        compiler.write_text(COMPILER.format(shebang=shebang(python), version=f"0.{k}.0"))
         compiler.chmod(0o755)
         message = f"step {k}"
         if k == slow and chain > 0:

@@ -8,6 +8,7 @@ for by a script that prints such a page. The real profile runs in tests/test_cei
 from __future__ import annotations
 
 import json
+import shlex
 import stat
 import subprocess
 from pathlib import Path
@@ -63,7 +64,7 @@ def _fake_ncu(tmp_path: Path, ceiling: str) -> Path:
     script = tmp_path / "ncu"
     script.write_text("#!/bin/sh\n"
                       'case "$1" in --version) echo "Version 2025.3.1.0 (build 1)"; exit 0;; esac\n'
-                      f'case " $* " in *" --kernel-name "*) cat {SIDE_PAGE};; *) {ceiling};; esac\n')
+                      f'case " $* " in *" --kernel-name "*) cat {shlex.quote(str(SIDE_PAGE))};; *) {ceiling};; esac\n')
     script.chmod(script.stat().st_mode | stat.S_IEXEC)
     return script
 
@@ -76,7 +77,7 @@ def _explain(ncu: Path) -> str:
 
 
 def test_explain_shows_each_library_kernel_beside_both_sides(nvcc: Path, tmp_path: Path) -> None:
-    section = _explain(_fake_ncu(tmp_path, f"cat {PAGES / 'h200-reduce_sum_f64.raw.csv'}"))
+    section = _explain(_fake_ncu(tmp_path, f"cat {shlex.quote(str(PAGES / 'h200-reduce_sum_f64.raw.csv'))}"))
     assert "| Nsight Compute | WarpForth | CUDA | library 1 | library 2 | library 3 |" in section
     assert "| duration (us) | 101.63 | 101.63 | 63.30 | 4.35 | 1.98 |" in section
     assert "| tensor-path operations | - | - | none | none | none |" in section

@@ -3,6 +3,7 @@ results that keep the diagnostics, and bad input as one line."""
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import stat
 from pathlib import Path
@@ -97,7 +98,7 @@ def test_save_result_warns_when_the_ptx_explained_is_not_the_ptx_timed(nvcc: Pat
 def test_profile_with_a_stand_in_ncu(nvcc: Path, tmp_path: Path) -> None:
     csv_file = FIXTURES / "ncu" / "transpose_f64.wf.raw.csv"
     ncu = tmp_path / "ncu"
-    ncu.write_text(f'#!/bin/sh\ncase "$1" in --version) echo "Version 2025.3.1.0";; *) cat {csv_file};; esac\n')
+    ncu.write_text(f'#!/bin/sh\ncase "$1" in --version) echo "Version 2025.3.1.0";; *) cat {shlex.quote(str(csv_file))};; esac\n')
     ncu.chmod(ncu.stat().st_mode | stat.S_IEXEC)
     r = invoke("explain", "transpose_f64", "--wf-ptx", str(PTX / "transpose_f64.canonical.ptx"), "--arch", "sm_90",
                "--profile", "--ncu", str(ncu), "-q")

@@ -4,6 +4,7 @@ with one real instruction injected as head, assembled by the real ptxas and read
 from __future__ import annotations
 
 import re
+import shlex
 import stat
 from pathlib import Path
 
@@ -168,7 +169,7 @@ def test_explain_bundle_leads_with_head_against_base(nvcc: Path, bh_bundle: Path
 def test_explain_bundle_with_a_stand_in_ncu_shows_metric_deltas(nvcc: Path, bh_bundle: Path, tmp_path: Path) -> None:
     csv_file = FIXTURES / "ncu" / "transpose_f64.wf.raw.csv"
     ncu = tmp_path / "ncu"
-    ncu.write_text(f'#!/bin/sh\ncase "$1" in --version) echo "Version 2025.3.1.0";; *) cat {csv_file};; esac\n')
+    ncu.write_text(f'#!/bin/sh\ncase "$1" in --version) echo "Version 2025.3.1.0";; *) cat {shlex.quote(str(csv_file))};; esac\n')
     ncu.chmod(ncu.stat().st_mode | stat.S_IEXEC)
     r = invoke("explain", CASE, "--bundle", str(bh_bundle), "--arch", "sm_90", "--profile", "--ncu", str(ncu), "-q")
     assert r.exit_code == 0, r.stderr

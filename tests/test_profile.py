@@ -10,6 +10,7 @@ base units, the last of three launches) on the roofline's f64 peak kernel.
 from __future__ import annotations
 
 import json
+import shlex
 import stat
 import subprocess
 import sys
@@ -91,8 +92,9 @@ def _fake_ncu(tmp_path: Path, body: str) -> Path:
 
 def test_profile_side_runs_ncu_and_parses_its_stdout(tmp_path: Path) -> None:
     csv_file = NCU / "transpose_f64.cuda.raw.csv"
+    args_file, csv = shlex.quote(str(tmp_path / "args")), shlex.quote(str(csv_file))
     ncu = _fake_ncu(tmp_path, f'case "$1" in --version) echo "Version 2025.3.1.0 (build 1)";; '
-                              f'*) for a in "$@"; do echo "$a"; done > {tmp_path}/args; cat {csv_file};; esac\n')
+                              f'*) for a in "$@"; do echo "$a"; done > {args_file}; cat {csv};; esac\n')
     p = pf.profile_side(case_id="transpose_f64", ptx="// ptx", kernel="transpose_f64", label="cuda", ncu=ncu)
     assert p.duration_us == pytest.approx(103.904) and p.ncu_version == "2025.3.1.0"
     spec = json.loads((tmp_path / "args").read_text().splitlines()[-1])  # the launcher's one argument

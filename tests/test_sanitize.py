@@ -21,6 +21,8 @@ from wfbench_core.gpu import sanitize
 from wfbench_core.errors import WfbenchError
 from wfbench_core.compiling.faults import HANG, KernelFault
 
+import standins  # tests/standins.py
+
 MEMCHECK_LOG = """\
 ========= COMPUTE-SANITIZER
 ========= Invalid __global__ write of size 4 bytes
@@ -70,9 +72,8 @@ def _fake_sanitizer(tmp_path: Path, log: str, found_error: bool) -> Path:
     """A stand-in with compute-sanitizer's command line and exit behaviour."""
     script = tmp_path / "compute-sanitizer"
     (tmp_path / "report.txt").write_text(log)
-    script.write_text(textwrap.dedent(f"""\
-        #!{sys.executable}
-        import shutil, subprocess, sys
+    script.write_text(standins.shebang() + "\n" + textwrap.dedent(f"""\
+        import json, shutil, subprocess, sys
         args = sys.argv[1:]
         opts = {{}}
         while args and args[0].startswith("--"):
@@ -80,7 +81,7 @@ def _fake_sanitizer(tmp_path: Path, log: str, found_error: bool) -> Path:
             args = args[2:]
         assert opts["--tool"] in ("memcheck", "racecheck"), opts
         with open({str(tmp_path / 'calls.txt')!r}, "a") as f:
-            f.write(opts["--tool"] + " " + " ".join(args) + "\\n")
+            f.write(json.dumps([opts["--tool"], *args]) + "\\n")
         shutil.copy({str(tmp_path / 'report.txt')!r}, opts["--log-file"])
         if {found_error!r}:
             sys.exit(int(opts["--error-exitcode"]))
@@ -96,7 +97,7 @@ def test_a_memcheck_report_is_a_finding(tmp_path: Path) -> None:
     assert finding is not None and finding.tool == "memcheck"
     assert finding.message == ("axpy_f64[check] WarpForth: compute-sanitizer memcheck: "
                                "Invalid __global__ write of size 4 bytes")
-    call = (tmp_path / "calls.txt").read_text().split(" ", 4)
+    call = json.loads((tmp_path / "calls.txt").read_text())
     assert call[0] == "memcheck" and call[1] == sys.executable and call[2:4] == ["-m", "wfbench_core.gpu.sanitize"]
     spec = json.loads(call[4])
     assert (spec["case_id"], spec["side"], spec["kernel"], spec["config"]) == ("axpy_f64", "wf", "axpy_f64", "check")

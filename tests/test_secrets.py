@@ -21,6 +21,8 @@ from click.testing import CliRunner
 from wfbench_core.host.childenv import child_env, is_secret
 from wfbench_core.cli import main
 
+import standins  # tests/standins.py
+
 FIXTURES = Path(__file__).parent / "fixtures"
 SECRETS = {"VAST_API_KEY": "vast-s3cret", "NGC_API_KEY": "ngc-s3cret", "GITHUB_TOKEN": "ghs_s3cret",
            "AWS_SECRET_ACCESS_KEY": "aws-s3cret", "SSH_AUTH_SOCK": "/tmp/agent.sock"}
@@ -29,8 +31,7 @@ SECRETS = {"VAST_API_KEY": "vast-s3cret", "NGC_API_KEY": "ngc-s3cret", "GITHUB_T
 def _stand_in(folder: Path, name: str, job: str) -> Path:
     """An executable ``folder/name`` that appends its environment (JSON, one line) to ``folder/name.env``."""
     path = folder / name
-    path.write_text(textwrap.dedent(f"""\
-        #!{sys.executable}
+    path.write_text(standins.shebang() + "\n" + textwrap.dedent(f"""\
         import json, os, sys
         with open({str(folder / (name + '.env'))!r}, "a") as fh:
             fh.write(json.dumps(dict(os.environ)) + "\\n")

@@ -796,7 +796,7 @@ import standins  # noqa: E402  (tests/ is on sys.path)
 
 # pytest, as a venv's python runs it: records the call, writes a JUnit report (one test; failed when
 # STAND_IN_PYTEST_RC=1) where --junitxml asks for one, exits STAND_IN_PYTEST_RC
-STAND_IN_PYTEST = r'''#!{python}
+STAND_IN_PYTEST = r'''{shebang}
 import os, sys
 
 rc = int(os.environ.get("STAND_IN_PYTEST_RC") or 0)
@@ -836,13 +836,13 @@ if [ "$1" = -m ] && [ "$2" = venv ]; then
   printf '%s\n' '#!/bin/bash' \
     'if [ "$1" = -m ] && [ "$2" = pip ]; then echo "pip $*" >> "$STUB_LOG"; exit 0; fi' \
     'if [ "$1" = -m ] && [ "$2" = pytest ]; then echo "pytest $*" >> "$STUB_LOG"; exec pytest-stand-in "$@"; fi' \
-    'exec {python} "$@"' > "$3/bin/python"
+    'exec "{python}" "$@"' > "$3/bin/python"
   printf 'export PATH="%s/bin:$PATH"\n' "$(cd "$3" && pwd)" > "$3/bin/activate"
-  printf '%s\n' '#!/bin/bash' 'exec {python} -m wfbench_core "$@"' > "$3/bin/wfbench"
+  printf '%s\n' '#!/bin/bash' 'exec "{python}" -m wfbench_core "$@"' > "$3/bin/wfbench"
   chmod +x "$3/bin/python" "$3/bin/wfbench"
   exit 0
 fi
-exec {python} "$@"
+exec "{python}" "$@"
 '''
 
 # The rented GPU: a transport named vast, with the real one's options, answering with a recorded H200 run
@@ -1018,7 +1018,7 @@ class World:
         for name, text in (("sudo", STAND_IN_SUDO),
                            ("wget", STAND_IN_WGET), ("apt-get", LOGGING_STUB), ("add-apt-repository", LOGGING_STUB),
                            ("uv", LOGGING_STUB), ("npm", LOGGING_STUB),
-                           ("pytest-stand-in", STAND_IN_PYTEST.format(python=py)),
+                           ("pytest-stand-in", STAND_IN_PYTEST.format(shebang=standins.shebang(py))),
                            ("python-for-wfbench", STAND_IN_PYTHON.format(python=py)),
                            ("python3", STAND_IN_PYTHON.format(python=py))):
             (self.bin / name).write_text(text)
