@@ -29,6 +29,7 @@ def shebang(python: str = sys.executable) -> str:
         return f"#!{python}"
     return "#!/bin/sh\n'''exec' \"" + python + "\" \"$0\" \"$@\"\n' '''"
 
+
 STAND_IN_WARPFORTHC = r'''{shebang}
 import hashlib, shutil, sys
 from pathlib import Path
