@@ -33,11 +33,16 @@ if TYPE_CHECKING:
     import numpy as np
 
 __all__ = [
-    "BLOCK", "CASE", "exact_matrix", "matmul_inputs", "matmul_reference", "matmul_work", "sizes",
-    "wfbench_register_cases",
+    "BLOCK", "CASE", "MATMUL_PARAMS", "MATMUL_TOLERANCES", "exact_matrix", "matmul_inputs", "matmul_reference",
+    "matmul_work", "sizes", "wfbench_register_cases",
 ]
 
 BLOCK = 256
+
+# The signature and the check every matmul case shares (the tiled and the user-word case too).
+MATMUL_PARAMS = (Param("A", "ptr", "float64"), Param("B", "ptr", "float64"),
+                 Param("C", "ptr", "float64", output=True), Param("N", "i64"))
+MATMUL_TOLERANCES = {"C": Tolerance(0.0, 0.0, "inputs are multiples of 1/64: every product and partial sum is exact")}
 
 
 def sizes(n: int) -> dict[str, int]:
@@ -79,13 +84,12 @@ CASE = Case(
     cuda=resource_text(__name__, "matmul_f64_naive.cu"),
     wf_kernel="matmul_f64_naive",
     cuda_kernel="matmul_f64_naive",
-    params=(Param("A", "ptr", "float64"), Param("B", "ptr", "float64"), Param("C", "ptr", "float64", output=True),
-            Param("N", "i64")),
+    params=MATMUL_PARAMS,
     sizes={"check": sizes(100), "canonical": sizes(2048)},
     launch=_launch,
     inputs=matmul_inputs,
     reference=matmul_reference,
-    tolerances={"C": Tolerance(0.0, 0.0, "inputs are multiples of 1/64: every product and partial sum is exact")},
+    tolerances=MATMUL_TOLERANCES,
     work=matmul_work,
     metric="compute",
     seed=4,

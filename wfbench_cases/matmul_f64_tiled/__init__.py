@@ -25,9 +25,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from wfbench_cases.matmul_f64_naive import matmul_inputs, matmul_reference, matmul_work, sizes
+from wfbench_cases.matmul_f64_naive import (
+    MATMUL_PARAMS,
+    MATMUL_TOLERANCES,
+    matmul_inputs,
+    matmul_reference,
+    matmul_work,
+    sizes,
+)
 from wfbench_core import hookimpl
-from wfbench_core.case import Case, Launch, Param, Sizes, Tolerance, resource_text
+from wfbench_core.case import Case, Launch, Sizes, resource_text
 
 __all__ = ["CASE", "TILE", "wfbench_register_cases"]
 
@@ -49,13 +56,12 @@ CASE = Case(
     cuda=resource_text(__name__, "matmul_f64_tiled.cu"),
     wf_kernel="matmul_f64_tiled",
     cuda_kernel="matmul_f64_tiled",
-    params=(Param("A", "ptr", "float64"), Param("B", "ptr", "float64"), Param("C", "ptr", "float64", output=True),
-            Param("N", "i64")),
+    params=MATMUL_PARAMS,
     sizes={"check": sizes(80), "canonical": sizes(2048)},
     launch=_launch,
     inputs=matmul_inputs,
     reference=matmul_reference,
-    tolerances={"C": Tolerance(0.0, 0.0, "inputs are multiples of 1/64: every product and partial sum is exact")},
+    tolerances=MATMUL_TOLERANCES,
     work=matmul_work,
     metric="compute",
     seed=5,

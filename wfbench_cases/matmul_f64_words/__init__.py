@@ -24,9 +24,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from wfbench_cases.matmul_f64_naive import BLOCK, matmul_inputs, matmul_reference, matmul_work, sizes
+from wfbench_cases.matmul_f64_naive import (
+    BLOCK,
+    MATMUL_PARAMS,
+    MATMUL_TOLERANCES,
+    matmul_inputs,
+    matmul_reference,
+    matmul_work,
+    sizes,
+)
 from wfbench_core import hookimpl
-from wfbench_core.case import Case, Launch, Param, Sizes, Tolerance, resource_text
+from wfbench_core.case import Case, Launch, Sizes, resource_text
 
 __all__ = ["CASE", "wfbench_register_cases"]
 
@@ -44,13 +52,12 @@ CASE = Case(
     cuda=resource_text(__name__, "matmul_f64_words.cu"),
     wf_kernel="matmul_f64_words",
     cuda_kernel="matmul_f64_words",
-    params=(Param("A", "ptr", "float64"), Param("B", "ptr", "float64"), Param("C", "ptr", "float64", output=True),
-            Param("N", "i64")),
+    params=MATMUL_PARAMS,
     sizes={"check": sizes(100), "canonical": sizes(1024)},
     launch=_launch,
     inputs=matmul_inputs,
     reference=matmul_reference,
-    tolerances={"C": Tolerance(0.0, 0.0, "inputs are multiples of 1/64: every product and partial sum is exact")},
+    tolerances=MATMUL_TOLERANCES,
     work=matmul_work,
     metric="compute",
     seed=14,
