@@ -116,11 +116,9 @@ def what_is_wrong(cid: str, ptx: str) -> None:
 def test_every_adversarial_case_is_registered_and_well_formed(registry) -> None:  # type: ignore[no-untyped-def]
     from wfbench_core.testing import check_case
 
-    try:
-        import tomllib
-    except ImportError:  # Python 3.10
-        tomllib = pytest.importorskip("tomli")
-    entry_points = tomllib.loads((PLUGIN / "pyproject.toml").read_text())["project"]["entry-points"]["wfbench"]
+    from pyproject_data import entry_points as declared
+
+    entry_points = declared(PLUGIN / "pyproject.toml")
     for cid in ADVERSARIAL:
         assert entry_points[cid] == f"wfbench_broken_cases.{cid.removeprefix('fault_')}"
         case = registry.case(cid)

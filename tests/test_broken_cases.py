@@ -22,12 +22,9 @@ BAD_PTX = ("fault_oob_store", "fault_misaligned_store", "fault_hang", "fault_ski
 
 
 def _entry_points() -> dict[str, str]:
-    try:
-        import tomllib
-    except ImportError:  # Python 3.10
-        tomllib = pytest.importorskip("tomli")
-    data = tomllib.loads((PLUGIN / "pyproject.toml").read_text())
-    return data["project"]["entry-points"]["wfbench"]
+    from pyproject_data import entry_points
+
+    return entry_points(PLUGIN / "pyproject.toml")
 
 
 @pytest.fixture

@@ -233,11 +233,11 @@ def test_missing_tool_says_what_to_install(monkeypatch: pytest.MonkeyPatch, tmp_
 
 
 def test_the_gpu_extra_brings_every_binary_tool_the_diagnostics_run() -> None:
-    import tomllib
+    from pyproject_data import load
 
     from wfbench_core.compiling import cudatools
 
-    gpu = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())["project"][
+    gpu = load(Path(__file__).parent.parent / "pyproject.toml")["project"][
         "optional-dependencies"]["gpu"]
     for tool in ("cuobjdump", "nvdisasm"):
         assert cudatools.WHEEL[tool] in gpu, tool

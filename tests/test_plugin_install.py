@@ -21,10 +21,8 @@ def _pip(python: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.parametrize("setuptools", ["the venv's own", "setuptools>=77"])
 def test_installs_without_build_isolation_in_a_fresh_venv(tmp_path: Path, setuptools: str) -> None:
-    try:
-        import tomllib
-    except ImportError:  # Python 3.10
-        tomllib = pytest.importorskip("tomli")
+    from pyproject_data import entry_points
+
     subprocess.run([sys.executable, "-m", "venv", str(tmp_path / "venv")], check=True, capture_output=True,
                    timeout=300)
     python = tmp_path / "venv" / "bin" / "python"
@@ -43,5 +41,5 @@ def test_installs_without_build_isolation_in_a_fresh_venv(tmp_path: Path, setupt
     names = subprocess.run([str(python), "-c", "import importlib.metadata as m; print(' '.join(sorted(e.name for e "
                             "in m.distribution('wfbench-broken-cases').entry_points if e.group == 'wfbench')))"],
                            capture_output=True, text=True, check=True, timeout=120, cwd=tmp_path).stdout.split()
-    declared = tomllib.loads((PLUGIN / "pyproject.toml").read_text())["project"]["entry-points"]["wfbench"]
+    declared = entry_points(PLUGIN / "pyproject.toml")
     assert names == sorted(declared), f"setuptools {version}"

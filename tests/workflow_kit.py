@@ -965,9 +965,9 @@ SIM_CASES = ("axpy_f64", "scale_i64")
 
 def _entry_point_plugins() -> list[str]:
     """wfbench's own plugins (entry points of group wfbench) but the vast transport, and only SIM_CASES."""
-    import tomllib
+    from pyproject_data import entry_points
 
-    eps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]["wfbench"]
+    eps = entry_points(ROOT / "pyproject.toml")
     return [module for name, module in eps.items()
             if name != "vast" and (not module.startswith("wfbench_cases.") or name in SIM_CASES)]
 
