@@ -97,7 +97,11 @@ def _prepare(state: str, parent: Path, out: Path, src: Path, command: str) -> li
         if os.geteuid() != 0 or not shutil.which("setpriv"):
             pytest.skip("dropping privileges needs root and setpriv")
         parent.chmod(0o755)
-        return ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        if subprocess.run([*prefix, sys.executable, "-c", "import wfbench_core"], capture_output=True).returncode:
+            pytest.skip(f"nobody cannot start {sys.executable} with wfbench (a folder on its way, or of its "
+                        "libraries, is closed to other users)")
+        return prefix
     if not shutil.which("unshare") or subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode:
         pytest.skip("a mount namespace of its own (unshare -m) is not allowed here")
     if state == "read-only":

@@ -23,6 +23,13 @@ def _run(module: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_mypy_strict_passes() -> None:
+    import numpy
+
+    if tuple(int(x) for x in numpy.__version__.split(".")[:2]) < (2, 3):
+        # numpy's stubs before 2.3 give ndarray no default type arguments: strict mode then asks for them on
+        # every bare np.ndarray (numpy 2.3 and later need Python 3.11)
+        pytest.skip(f"the strict type check is kept against numpy 2.3's stubs or later; this is numpy "
+                    f"{numpy.__version__}")
     done = _run("mypy")  # the packages and strictness come from [tool.mypy]
     assert done.returncode == 0, f"mypy found type errors:\n{done.stdout}{done.stderr}"
 
