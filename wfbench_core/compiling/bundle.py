@@ -19,6 +19,7 @@ This contract is transport-independent: local runs, SSH hosts and rentals all ex
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import json
 import os
 import shutil
@@ -39,7 +40,7 @@ from wfbench_core.compiling.compile import (
 )
 from wfbench_core.compiling.faults import CompileFault, compile_failure
 from wfbench_core.errors import WfbenchError
-from wfbench_core.record.fsutil import atomic_write, make_temp_dir, read_json, read_text
+from wfbench_core.record.fsutil import atomic_write, make_temp_dir, os_error_line, read_json, read_text
 from wfbench_core.record.results import CompileRecord, CompilerInfo, Source, converter, structure
 
 __all__ = [  # internal to wfbench, not the plugin API (README: Layout)
@@ -336,6 +337,11 @@ def _bundle_file(bundle: Path, rel: str, case_id: str, what: str) -> str:
         raise WfbenchError(f"{Path(bundle) / MANIFEST}: case {case_id!r} names {rel!r}, outside the bundle; "
                            f"rebuild the bundle")
     if not path.is_file():
+        try:  # a loop of links: the line Python < 3.13 gives through resolve()'s RuntimeError (3.13 passes it)
+            (Path(bundle) / rel).stat()
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise WfbenchError(os_error_line(exc)) from None
         raise WfbenchError(f"{case_id}: bundle file missing or unreadable: {Path(bundle) / rel}; rebuild the bundle")
     return read_text(path, what)
 
