@@ -20,6 +20,7 @@ from workflow_kit import (  # tests/ is on sys.path
     action_step,
     github_ctx,
     load,
+    matrix_legs,
     pr_ctx,
     ran,
     resolved_env,
@@ -45,17 +46,32 @@ def test_ci_yml_runs_ci_run_with_the_systems_browser(tmp_path: Path, os_id: str,
     (tmp_path / "os-release").write_text(f'ID={os_id}\nVERSION_CODENAME=x\n')
     world.env["OS_RELEASE"] = str(tmp_path / "os-release")
     results, runners = world.simulate(wf, github_ctx("push"))
-    assert results == {"test": "success"}, runners["test"].text
-    (install,) = [line for line in world.stubbed("apt-get") if " install " in line]
+    assert results == {"test": "success"}, "\n".join(r.text for r in runners.values())
+    installs = [line for line in world.stubbed("apt-get") if " install " in line]
+    assert len(installs) == 2  # one a leg
     expected = ["openssh-server", "openssh-client", "shellcheck", *browser]
-    assert install.split()[-len(expected):] == expected and ("chromium" in install.split()) == bool(browser)
+    for install in installs:
+        assert install.split()[-len(expected):] == expected and ("chromium" in install.split()) == bool(browser)
     assert any("-e .[dev,vast,gpu]" in line for line in world.stubbed("pip"))
-    assert world.stubbed("pytest") == ["pytest -m pytest -q -n auto --dist loadfile"]
+    assert world.stubbed("pytest") == ["pytest -m pytest -q -n auto --dist loadfile"] * 2
 
     world.log.write_text("")
     world.env["STAND_IN_PYTEST_RC"] = "1"  # a failing test fails the job
     results, _ = world.simulate(wf, github_ctx("push"))
     assert results == {"test": "failure"}
+
+
+def test_ci_yml_tests_the_oldest_python_the_project_accepts() -> None:
+    """The legs of ci.yml's test job: the floor of pyproject.toml's requires-python, and a newer Python, each
+    the one setup-python gives .ci/run."""
+    from pyproject_data import load as load_pyproject
+
+    floor = load_pyproject(ROOT / "pyproject.toml")["project"]["requires-python"]
+    legs = [leg["python"] for leg in matrix_legs(load("ci.yml"), "test", github_ctx("push"), {}) or []]
+    assert floor == ">=" + legs[0] and len(legs) == 2
+    assert tuple(map(int, legs[1].split("."))) > tuple(map(int, legs[0].split(".")))
+    (setup,) = [s for s in load("ci.yml")["jobs"]["test"]["steps"] if "setup-python" in s.get("uses", "")]
+    assert setup["with"]["python-version"] == "${{ matrix.python }}"
 
 
 def test_pages_build_script_with_and_without_history(tmp_path: Path) -> None:
