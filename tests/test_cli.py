@@ -260,7 +260,7 @@ def test_the_no_gpu_hint_names_only_options_of_the_command_that_prints_it(prebui
     assert r.exit_code == 3 and ("no NVIDIA GPU" in line or "numba-cuda is not installed" in line), line
     assert "GPU host" in line
     for cmd, option in _options_named(line, command):
-        params = {o for p in group.commands[cmd].params for o in p.opts}
+        params = {o for p in group.load(cmd).params for o in p.opts}  # loaded on demand, as the CLI does
         assert option in params, f"{command} suggests {option} of {cmd}, which {cmd} does not have: {line}"
 
 
