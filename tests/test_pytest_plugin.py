@@ -13,6 +13,7 @@ runs the real timer on a real GPU (skipped without one).
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -117,6 +118,16 @@ TESTS = """
         result = wfbench_bench(wfbench_case)
         assert result.timing is not None
 """
+
+
+@pytest.fixture(autouse=True)
+def inner_sessions_in_file_order(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The inner sessions run their tests in file order (a test that stops the session comes after one that
+    passes): a reordering plugin the outer session loaded (pytest-randomly) is kept out of them. Set after
+    pytester, which clears PYTEST_ADDOPTS when it starts."""
+    if "pytester" in request.fixturenames:
+        request.getfixturevalue("pytester")
+    monkeypatch.setenv("PYTEST_ADDOPTS", " ".join([os.environ.get("PYTEST_ADDOPTS", ""), "-p", "no:randomly"]).strip())
 
 
 @pytest.fixture
