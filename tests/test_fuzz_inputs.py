@@ -42,6 +42,13 @@ FIXTURES = Path(__file__).parent / "fixtures"
 PER_KIND = 5  # inputs of each kind of breakage per file type (JSON kinds); random bytes get more
 COUNTS: collections.Counter[tuple[str, str]] = collections.Counter()  # (command, file) -> inputs refused
 ACCEPTED: collections.Counter[tuple[str, str]] = collections.Counter()  # (command, file) -> inputs still valid
+RAN: set[str] = set()  # the tests of this module that have run in this session
+
+
+@pytest.fixture(autouse=True)
+def _ran(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    yield
+    RAN.add(request.node.nodeid)
 
 
 # -------------------------------------------------------------------------------------------------------------
@@ -405,10 +412,12 @@ def test_a_real_process_answers_binary_input_in_one_line(tmp_path: Path, file: s
     assert "Traceback" not in proc.stderr and proc.stdout == ""
 
 
-def test_zz_counts() -> None:
-    """The counts of this module's run (commands x inputs refused), for the record; every input is counted."""
-    if not COUNTS:
-        pytest.skip("run with the rest of this module")
+def test_zz_counts(request: pytest.FixtureRequest) -> None:
+    """The counts of this module's run (commands x inputs refused), for the record; every input is counted.
+    It runs last of the module (its name sorts last), and counts only once all the others have run."""
+    others = {i.nodeid for i in request.session.items if i.module is request.module and i is not request.node}
+    if not COUNTS or others - RAN or request.config.option.keyword or request.config.option.markexpr:
+        pytest.skip("counts the whole module: run with the rest of it (no -k or -m), after them")
     lines = [f"{command:26} {file:22} {COUNTS[(command, file)]:4} answered in one line, "
              f"{ACCEPTED[(command, file)]:3} still valid" for command, file in sorted(set(COUNTS) | set(ACCEPTED))]
     total = sum(COUNTS.values())
