@@ -315,9 +315,9 @@ def test_every_cleanup_command_is_unattended_and_one_key_name_is_used() -> None:
 def _requirement(dist: str) -> Any:
     from packaging.requirements import Requirement
 
-    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    from pyproject_data import load
 
-    extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["vast"]
+    extra = load(ROOT / "pyproject.toml")["project"]["optional-dependencies"]["vast"]
     found = [Requirement(r) for r in extra if Requirement(r).name == dist]
     assert len(found) == 1, f"the vast extra must name {dist} once: {extra}"
     return found[0]
