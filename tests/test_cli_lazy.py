@@ -5,6 +5,7 @@ What each command loads is checked by module name in a fresh interpreter (no clo
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
@@ -30,12 +31,17 @@ def _modules(code: str, *args: str) -> list[str]:
     return json.loads(done.stderr.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
+@functools.cache
+def _click_alone() -> frozenset[str]:
+    """What click itself loads (on Python 3.10, click's import of uuid brings subprocess and signal; wfbench
+    cannot run without click): one interpreter for the module's tests."""
+    return frozenset(_modules("import click"))
+
+
 def _modules_after(*args: str) -> list[str]:
-    """What wfbench loads for ``args`` beyond what click itself loads (on Python 3.10, click's import of uuid
-    brings subprocess and signal; wfbench cannot run without click)."""
-    click_alone = set(_modules("import click"))
+    """What wfbench loads for ``args`` beyond what click itself loads."""
     loaded = _modules("from wfbench_core.cli import main; main(sys.argv[1:], standalone_mode=False)", *args)
-    return [m for m in loaded if m not in click_alone]
+    return [m for m in loaded if m not in _click_alone()]
 
 
 def _heavy(loaded: list[str]) -> list[str]:
@@ -46,7 +52,7 @@ def _heavy(loaded: list[str]) -> list[str]:
 def test_what_is_left_out_as_clicks_own_is_at_most_signal() -> None:
     """The tests below leave out what click loads by itself: none of HEAVY but signal (on Python 3.10), so they
     still catch every other heavy module."""
-    assert set(_heavy(_modules("import click"))) <= {"signal"}
+    assert set(_heavy(sorted(_click_alone()))) <= {"signal"}
 
 
 def test_help_imports_no_command_module() -> None:
