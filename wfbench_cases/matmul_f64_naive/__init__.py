@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     import numpy as np
 
 __all__ = [
-    "BLOCK", "CASE", "MATMUL_PARAMS", "MATMUL_TOLERANCES", "exact_matrix", "matmul_inputs", "matmul_reference",
-    "matmul_work", "sizes", "wfbench_register_cases",
+    "BLOCK", "CASE", "MATMUL_PARAMS", "MATMUL_TOLERANCES", "exact_matrix", "launch_per_element", "matmul_case",
+    "matmul_inputs", "matmul_reference", "matmul_work", "sizes", "wfbench_register_cases",
 ]
 
 BLOCK = 256
@@ -56,7 +56,8 @@ def exact_matrix(rng: np.random.Generator, n: int) -> np.ndarray:
     return np.round(rng.standard_normal(n * n) * 64.0) / 64.0
 
 
-def _launch(s: Sizes) -> Launch:
+def launch_per_element(s: Sizes) -> Launch:
+    """One thread per C element, in blocks of :data:`BLOCK`."""
     return Launch(grid=-(-s["NN"] // BLOCK), block=BLOCK)
 
 
@@ -75,23 +76,40 @@ def matmul_work(s: Sizes) -> Work:
     return Work(bytes=3 * n * n * 8, flops=2 * n**3)
 
 
-CASE = Case(
+def matmul_case(module: str, *, id: str, priority: str, summary: str, canonical: int, check: int, seed: int,
+                launch: Callable[[Sizes], Launch] = launch_per_element, notes: str) -> Case:
+    """A matmul case of the package ``module``: the shared signature, inputs, reference, check and work, the
+    kernels ``<id>.forth`` and ``<id>.cu`` (both entry points named ``id``), one thread per C element unless
+    ``launch`` says otherwise."""
+    return Case(
+        id=id,
+        version=1,
+        priority=priority,
+        summary=summary,
+        warpforth=resource_text(module, f"{id}.forth"),
+        cuda=resource_text(module, f"{id}.cu"),
+        wf_kernel=id,
+        cuda_kernel=id,
+        params=MATMUL_PARAMS,
+        sizes={"check": sizes(check), "canonical": sizes(canonical)},
+        launch=launch,
+        inputs=matmul_inputs,
+        reference=matmul_reference,
+        tolerances=MATMUL_TOLERANCES,
+        work=matmul_work,
+        metric="compute",
+        seed=seed,
+        notes=notes,
+    )
+
+
+CASE = matmul_case(
+    __name__,
     id="matmul_f64_naive",
-    version=1,
     priority="P0",
     summary="naive float64 matmul, one thread per C element; inner-loop and address codegen",
-    warpforth=resource_text(__name__, "matmul_f64_naive.forth"),
-    cuda=resource_text(__name__, "matmul_f64_naive.cu"),
-    wf_kernel="matmul_f64_naive",
-    cuda_kernel="matmul_f64_naive",
-    params=MATMUL_PARAMS,
-    sizes={"check": sizes(100), "canonical": sizes(2048)},
-    launch=_launch,
-    inputs=matmul_inputs,
-    reference=matmul_reference,
-    tolerances=MATMUL_TOLERANCES,
-    work=matmul_work,
-    metric="compute",
+    canonical=2048,
+    check=100,
     seed=4,
     notes=__doc__ or "",
 )

@@ -25,16 +25,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from wfbench_cases.matmul_f64_naive import (
-    MATMUL_PARAMS,
-    MATMUL_TOLERANCES,
-    matmul_inputs,
-    matmul_reference,
-    matmul_work,
-    sizes,
-)
+from wfbench_cases.matmul_f64_naive import matmul_case
 from wfbench_core import hookimpl
-from wfbench_core.case import Case, Launch, Sizes, resource_text
+from wfbench_core.case import Case, Launch, Sizes
 
 __all__ = ["CASE", "TILE", "wfbench_register_cases"]
 
@@ -47,24 +40,15 @@ def _launch(s: Sizes) -> Launch:
     return Launch(grid=(s["N"] // TILE, s["N"] // TILE), block=(TILE, TILE))
 
 
-CASE = Case(
+CASE = matmul_case(
+    __name__,
     id="matmul_f64_tiled",
-    version=1,
     priority="P0",
     summary="16x16 shared-memory tiled float64 matmul; shared memory, barriers, indexing",
-    warpforth=resource_text(__name__, "matmul_f64_tiled.forth"),
-    cuda=resource_text(__name__, "matmul_f64_tiled.cu"),
-    wf_kernel="matmul_f64_tiled",
-    cuda_kernel="matmul_f64_tiled",
-    params=MATMUL_PARAMS,
-    sizes={"check": sizes(80), "canonical": sizes(2048)},
-    launch=_launch,
-    inputs=matmul_inputs,
-    reference=matmul_reference,
-    tolerances=MATMUL_TOLERANCES,
-    work=matmul_work,
-    metric="compute",
+    canonical=2048,
+    check=80,
     seed=5,
+    launch=_launch,
     notes=__doc__ or "",
 )
 

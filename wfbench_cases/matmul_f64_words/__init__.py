@@ -24,42 +24,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from wfbench_cases.matmul_f64_naive import (
-    BLOCK,
-    MATMUL_PARAMS,
-    MATMUL_TOLERANCES,
-    matmul_inputs,
-    matmul_reference,
-    matmul_work,
-    sizes,
-)
+from wfbench_cases.matmul_f64_naive import matmul_case
 from wfbench_core import hookimpl
-from wfbench_core.case import Case, Launch, Sizes, resource_text
+from wfbench_core.case import Case
 
 __all__ = ["CASE", "wfbench_register_cases"]
 
-
-def _launch(s: Sizes) -> Launch:
-    return Launch(grid=-(-s["NN"] // BLOCK), block=BLOCK)
-
-
-CASE = Case(
+CASE = matmul_case(
+    __name__,
     id="matmul_f64_words",
-    version=1,
     priority="P1",
     summary="naive float64 matmul with the dot product in a user word with locals",
-    warpforth=resource_text(__name__, "matmul_f64_words.forth"),
-    cuda=resource_text(__name__, "matmul_f64_words.cu"),
-    wf_kernel="matmul_f64_words",
-    cuda_kernel="matmul_f64_words",
-    params=MATMUL_PARAMS,
-    sizes={"check": sizes(100), "canonical": sizes(1024)},
-    launch=_launch,
-    inputs=matmul_inputs,
-    reference=matmul_reference,
-    tolerances=MATMUL_TOLERANCES,
-    work=matmul_work,
-    metric="compute",
+    canonical=1024,
+    check=100,
     seed=14,
     notes=__doc__ or "",
 )
