@@ -38,6 +38,20 @@ LogLevel VERBOSE
 """
 
 
+def host_bundle(registry, folder: Path) -> Path:  # type: ignore[no-untyped-def]
+    """A bundle of scale_i64 from the stored PTX, in ``folder``, for the remote transports to run on the host;
+    skips unless this Python (the host's interpreter in these tests) has wfbench's gpu extra."""
+    import pytest
+
+    from wfbench_core.testing import bundle_from_ptx, ptx_dir_loader
+
+    if gpu_stack_missing():  # this Python plays the GPU host's interpreter (never a venv from PyPI in tests)
+        pytest.skip(f"the host's Python needs wfbench's gpu extra: {gpu_stack_missing()}")
+    out = folder / "bundle"
+    bundle_from_ptx([registry.case("scale_i64")], out, ptx_dir_loader(Path(__file__).parent / "fixtures" / "ptx"))
+    return out
+
+
 def find_sshd() -> str | None:
     for candidate in (shutil.which("sshd"), "/usr/sbin/sshd", "/usr/local/sbin/sshd"):
         if candidate and os.access(candidate, os.X_OK):

@@ -33,7 +33,7 @@ from wfbench_core.record.results import TimingProtocol, load_result
 from wfbench_transports import wheels
 from wfbench_transports.ssh import RemoteTimeout, SshError, SshTransport
 
-from sshd import fake_gpu_python, gpu_result, gpu_stack_missing  # tests/sshd.py
+from sshd import fake_gpu_python, gpu_result, gpu_stack_missing, host_bundle  # tests/sshd.py
 
 pytest.importorskip("paramiko")
 
@@ -48,13 +48,7 @@ def registry() -> Registry:
 
 @pytest.fixture(scope="module")
 def bundle(registry: Registry, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from wfbench_core.testing import bundle_from_ptx, ptx_dir_loader
-
-    if gpu_stack_missing():  # this Python plays the GPU host's interpreter (never a venv from PyPI in tests)
-        pytest.skip(f"the host's Python needs wfbench's gpu extra: {gpu_stack_missing()}")
-    out = tmp_path_factory.mktemp("bundle") / "bundle"
-    bundle_from_ptx([registry.case("scale_i64")], out, ptx_dir_loader(FIXTURE_PTX))
-    return out
+    return host_bundle(registry, tmp_path_factory.mktemp("bundle"))
 
 
 def host_fingerprint(pub_line: str) -> str:

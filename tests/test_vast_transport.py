@@ -41,7 +41,7 @@ from wfbench_transports.vast import (
 )
 
 import vast_api  # tests/vast_api.py
-from sshd import fake_gpu_python, free_port, gpu_result, gpu_stack_missing  # tests/sshd.py
+from sshd import fake_gpu_python, free_port, gpu_result, host_bundle  # tests/sshd.py
 from vast_api import VastApi, offer
 from wfbench_transports import vast_selfstop
 
@@ -63,13 +63,7 @@ def registry() -> Registry:
 
 @pytest.fixture(scope="module")
 def bundle(registry: Registry, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from wfbench_core.testing import bundle_from_ptx, ptx_dir_loader
-
-    if gpu_stack_missing():  # this Python plays the GPU host's interpreter (never a venv from PyPI in tests)
-        pytest.skip(f"the host's Python needs wfbench's gpu extra: {gpu_stack_missing()}")
-    out = tmp_path_factory.mktemp("bundle") / "bundle"
-    bundle_from_ptx([registry.case("scale_i64")], out, ptx_dir_loader(TESTS / "fixtures" / "ptx"))
-    return out
+    return host_bundle(registry, tmp_path_factory.mktemp("bundle"))
 
 
 @pytest.fixture(autouse=True)
