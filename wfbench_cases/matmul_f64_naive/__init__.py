@@ -77,13 +77,13 @@ def matmul_work(s: Sizes) -> Work:
 
 
 def matmul_case(module: str, *, id: str, priority: str, summary: str, canonical: int, check: int, seed: int,
-                launch: Callable[[Sizes], Launch] = launch_per_element, notes: str) -> Case:
+                launch: Callable[[Sizes], Launch] = launch_per_element, version: int = 1, notes: str) -> Case:
     """A matmul case of the package ``module``: the shared signature, inputs, reference, check and work, the
     kernels ``<id>.forth`` and ``<id>.cu`` (both entry points named ``id``), one thread per C element unless
     ``launch`` says otherwise."""
     return Case(
         id=id,
-        version=1,
+        version=version,
         priority=priority,
         summary=summary,
         warpforth=resource_text(module, f"{id}.forth"),
