@@ -8,8 +8,6 @@ from pathlib import Path
 
 import pytest
 
-FIXTURES = Path(__file__).parent / "fixtures"
-PREBUILT_PTX = FIXTURES / "ptx"
 
 
 def _gpu_reason() -> str | None:
@@ -69,14 +67,10 @@ def nvcc() -> Path:
 @pytest.fixture
 def prebuilt_bundle(tmp_path: Path):  # type: ignore[no-untyped-def]
     """Make a real bundle for built-in cases from the WarpForth PTX kept in tests/fixtures/ptx."""
-    from wfbench_core.discover.registry import Registry
-    from wfbench_core.testing import bundle_from_ptx, ptx_dir_loader
+    from testkit import stored_ptx_bundle  # tests/testkit.py
 
     def make(case_ids=("axpy_f64", "scale_i64"), out: Path | None = None) -> Path:  # type: ignore[no-untyped-def]
-        reg = Registry.load()
-        out = out or tmp_path / "bundle"
-        bundle_from_ptx([reg.case(c) for c in case_ids], out, ptx_dir_loader(PREBUILT_PTX))
-        return out
+        return stored_ptx_bundle(tuple(case_ids), out or tmp_path / "bundle")
 
     return make
 

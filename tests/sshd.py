@@ -43,13 +43,11 @@ def host_bundle(registry, folder: Path) -> Path:  # type: ignore[no-untyped-def]
     skips unless this Python (the host's interpreter in these tests) has wfbench's gpu extra."""
     import pytest
 
-    from wfbench_core.testing import bundle_from_ptx, ptx_dir_loader
+    from testkit import stored_ptx_bundle  # tests/testkit.py
 
     if gpu_stack_missing():  # this Python plays the GPU host's interpreter (never a venv from PyPI in tests)
         pytest.skip(f"the host's Python needs wfbench's gpu extra: {gpu_stack_missing()}")
-    out = folder / "bundle"
-    bundle_from_ptx([registry.case("scale_i64")], out, ptx_dir_loader(Path(__file__).parent / "fixtures" / "ptx"))
-    return out
+    return stored_ptx_bundle(("scale_i64",), folder / "bundle", registry)
 
 
 def find_sshd() -> str | None:

@@ -16,11 +16,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from testkit import process_alive, use_stand_in_gpu
+from testkit import STORED_PTX, process_alive, use_stand_in_gpu
 
 from wfbench_core.gpu.host_prep import HostPrep, make_host_arrays
-
-PREBUILT_PTX = Path(__file__).resolve().parent / "fixtures" / "ptx"
 
 BROKEN_PLUGIN = '''
 """A case whose inputs cannot be made at its canonical size (a plugin bug)."""
@@ -72,7 +70,7 @@ def _bundle(registry: Any, case_ids: tuple[str, ...], out: Path) -> Path:
     """A bundle of built-in cases' prebuilt PTX; ``inputs_raise`` takes scale_i64's (it is that kernel)."""
     from wfbench_core.testing import bundle_from_ptx, ptx_dir_loader
 
-    load = ptx_dir_loader(PREBUILT_PTX)
+    load = ptx_dir_loader(STORED_PTX)
     scale = registry.case("scale_i64")
     bundle_from_ptx([registry.case(c) for c in case_ids], out,
                     lambda case, config: load(scale if case.id == "inputs_raise" else case, config))

@@ -34,10 +34,10 @@ from wfbench_transports import wheels
 from wfbench_transports.ssh import RemoteTimeout, SshError, SshTransport
 
 from sshd import fake_gpu_python, gpu_result, gpu_stack_missing, host_bundle  # tests/sshd.py
+from testkit import STORED_PTX  # tests/testkit.py
 
 pytest.importorskip("paramiko")
 
-FIXTURE_PTX = Path(__file__).parent / "fixtures" / "ptx"
 PROTOCOL = TimingProtocol(warmup_s=0.0, min_sample_ms=12.5, samples=7, suite_budget_s=120.0)
 
 
@@ -572,7 +572,7 @@ def test_third_party_case_plugin_is_shipped_and_validates_on_the_host(sshd, tmp_
     assert reg.cases["acme_scale_i64"].plugin == "acme (acme-wfbench)"
     shipment = wheels.prepare(reg, ["acme_scale_i64"])
     assert "acme_wfbench-1.2-py3-none-any.whl" in shipment.plugin_wheels
-    loader = ptx_dir_loader(FIXTURE_PTX)
+    loader = ptx_dir_loader(STORED_PTX)
     out = tmp_path / "bundle"
     bundle_from_ptx([reg.case("acme_scale_i64")], out, lambda case, config: loader(reg.case("scale_i64"), config),
                     plugin="acme (acme-wfbench)")

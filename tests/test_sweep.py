@@ -3,7 +3,7 @@
 Without a GPU the executor and its worker run for real and the timer is the stand-in of tests/fake_gpu.py
 (``sized``: times follow each point's work, a launch costs at least the launch floor in events mode), so the
 launch-bound rule and the graph re-timing are exercised through the real messages. Bundles come from the real
-warpforthc's PTX kept in tests/fixtures/ptx, or from the stand-in warpforthc that answers with it. The same
+warpforthc's STORED_PTX kept in tests/fixtures/ptx, or from the stand-in warpforthc that answers with it. The same
 sweep on a real GPU is ``test_sweep_on_the_gpu`` (``pytest -m gpu``).
 """
 
@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from standins import warpforthc_text
-from testkit import use_stand_in_gpu
+from testkit import STORED_PTX, use_stand_in_gpu
 from wfbench_core.cli import main
 from wfbench_core.cli.sweep import parse_range, parse_size
 from wfbench_core.discover.registry import Registry
@@ -30,9 +30,8 @@ from wfbench_core.review.history import History
 from wfbench_core.run.sweep import sweep
 from wfbench_core.testing import bundle_from_ptx, ptx_dir_loader
 
-PTX = Path(__file__).parent / "fixtures" / "ptx"
 QUICK = TimingProtocol(warmup_s=0.0, min_sample_ms=1.0, samples=5)
-SIZES = [{"N": 1 << 12}, {"N": 1 << 16}, {"N": 1 << 20}]  # the sizes tests/fixtures/ptx holds a sweep PTX for
+SIZES = [{"N": 1 << 12}, {"N": 1 << 16}, {"N": 1 << 20}]  # the sizes tests/fixtures/ptx holds a sweep STORED_PTX for
 
 
 def invoke(*args: str):  # type: ignore[no-untyped-def]
@@ -48,7 +47,7 @@ def error_line(result) -> str:  # type: ignore[no-untyped-def]
 def sweep_bundle(out: Path, case_ids=("axpy_f64",), sizes=SIZES) -> Path:  # type: ignore[no-untyped-def]
     reg = Registry.load()
     cases = [reg.case(c) for c in case_ids]
-    bundle_from_ptx(cases, out, ptx_dir_loader(PTX), sweeps={c.id: c.sweep_points(sizes) for c in cases})
+    bundle_from_ptx(cases, out, ptx_dir_loader(STORED_PTX), sweeps={c.id: c.sweep_points(sizes) for c in cases})
     return out
 
 
@@ -172,7 +171,7 @@ def test_a_point_that_fails_costs_that_point_and_the_sweep_is_not_stored(monkeyp
 
 @pytest.fixture
 def stand_in_warpforthc(tmp_path: Path) -> Path:
-    """The stand-in warpforthc (it answers with the real warpforthc's PTX of tests/fixtures/ptx)."""
+    """The stand-in warpforthc (it answers with the real warpforthc's STORED_PTX of tests/fixtures/ptx)."""
     libdevice = tmp_path / "libdevice.10.bc"
     libdevice.write_bytes(b"BC")
     exe = tmp_path / "bin" / "warpforthc"
@@ -221,7 +220,7 @@ def test_build_then_sweep_the_bundle_then_history_and_dashboard(monkeypatch, tmp
 
 def test_bad_sweep_input_is_one_line(monkeypatch, tmp_path, stand_in_warpforthc) -> None:  # type: ignore[no-untyped-def]
     plain = tmp_path / "plain"
-    bundle_from_ptx([Registry.load().case("axpy_f64")], plain, ptx_dir_loader(PTX))
+    bundle_from_ptx([Registry.load().case("axpy_f64")], plain, ptx_dir_loader(STORED_PTX))
     r = invoke("sweep", "axpy_f64", "--bundle", str(plain))
     assert r.exit_code == 2 and "holds no sweep sizes of it" in error_line(r) and "build --sweep" in error_line(r)
     swept = sweep_bundle(tmp_path / "swept", sizes=SIZES[:1])
@@ -269,7 +268,7 @@ def test_plot_png_and_svg(swept: Swept, tmp_path: Path) -> None:
 
 @pytest.mark.gpu
 def test_sweep_on_the_gpu(tmp_path: Path) -> None:
-    """axpy_f64 at 2^12, 2^16 and 2^20 elements from the real warpforthc's PTX: every size correct and timed;
+    """axpy_f64 at 2^12, 2^16 and 2^20 elements from the real warpforthc's STORED_PTX: every size correct and timed;
     at 4096 elements a launch costs about what the kernel does, so events mode is launch-bound there (on one side
     or both: boards differ) and graph mode times it."""
     (result,) = sweep(sweep_bundle(tmp_path / "bundle"), registry=Registry.load(), case_ids=["axpy_f64"],
@@ -284,7 +283,7 @@ def test_sweep_on_the_gpu(tmp_path: Path) -> None:
 
 
 def test_build_sweep_with_the_real_warpforthc(tmp_path: Path, warpforthc: Path) -> None:
-    """``wfbench build --sweep`` with the real compiler: one PTX per size, the PTX kept in tests/fixtures/ptx."""
+    """``wfbench build --sweep`` with the real compiler: one STORED_PTX per size, the STORED_PTX kept in tests/fixtures/ptx."""
     out = tmp_path / "bundle"
     r = invoke("build", "-c", "reduce_sum_f64", "--sweep", "--size", "N=2^12", "--size", "N=2^20", "--warpforthc",
                str(warpforthc), "-o", str(out), "--no-check-cuda", "-q")
@@ -293,7 +292,7 @@ def test_build_sweep_with_the_real_warpforthc(tmp_path: Path, warpforthc: Path) 
     assert [p["sizes"] for p in case["sweep"]] == [{"N": 4096, "BLOCKS": 16}, {"N": 1 << 20, "BLOCKS": 1024}]
     for p in case["sweep"]:
         name = Path(p["config"]["wf_ptx"]).stem
-        assert (out / p["config"]["wf_ptx"]).read_text() == (PTX / f"reduce_sum_f64.sweep-{name}.ptx").read_text()
+        assert (out / p["config"]["wf_ptx"]).read_text() == (STORED_PTX / f"reduce_sum_f64.sweep-{name}.ptx").read_text()
         assert "${" not in (out / p["config"]["wf_source"]).read_text()
 
 

@@ -1,5 +1,5 @@
-"""Small helpers several test modules share: a tool of tools/ loaded as a module, whether a process lives, and
-the stand-in GPU for the executor's worker."""
+"""Small helpers several test modules share: a tool of tools/ loaded as a module, a bundle from the stored PTX,
+whether a process lives, and the stand-in GPU for the executor's worker."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 
 TOOLS = Path(__file__).resolve().parents[1] / "tools"
 TESTS = Path(__file__).resolve().parent
+STORED_PTX = TESTS / "fixtures" / "ptx"  # the suite's WarpForth PTX, made earlier by the real warpforthc
 
 
 def load_tool(name: str) -> ModuleType:
@@ -20,6 +21,16 @@ def load_tool(name: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def stored_ptx_bundle(case_ids: tuple[str, ...], out: Path, registry: Any = None) -> Path:
+    """A real bundle of the built-in cases ``case_ids`` at ``out``, its WarpForth side from :data:`STORED_PTX`."""
+    from wfbench_core.discover.registry import Registry
+    from wfbench_core.testing import bundle_from_ptx, ptx_dir_loader
+
+    reg = registry or Registry.load()
+    bundle_from_ptx([reg.case(c) for c in case_ids], out, ptx_dir_loader(STORED_PTX))
+    return out
 
 
 def process_alive(pid: int) -> bool:
