@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 
-
 def _gpu_reason() -> str | None:
     from wfbench_core.gpu.device import gpu_unavailable_reason
 

@@ -1,6 +1,6 @@
 """A head that breaks a case is BROKEN, the worst regression, and the base keeps its timing and its status.
 
-The executor runs for real (worker process, base/head bundle of real STORED_PTX, real ptxas for the diagnostics); the
+The executor runs for real (worker process, base/head bundle of real PTX, real ptxas for the diagnostics); the
 timer is the stand-in of tests/fake_gpu.py, which fails a side's timed buffers as the real timer does when
 a compiler drops the last block of large grids: the whole measurement fails, every side's checks together.
 """
@@ -14,16 +14,16 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from testkit import STORED_PTX  # tests/testkit.py
 from wfbench_core.compiling import diagnostics as dg
 from wfbench_core.cli import main
 from wfbench_core.discover.registry import Registry
 from wfbench_core.record.results import FAILED, OK, load_result
 from wfbench_core.testing import base_head_bundle_from_ptx, inject_at_entry, ptx_dir_loader
-from testkit import STORED_PTX  # tests/testkit.py
 
 pytestmark = pytest.mark.skipif(dg.tools_available() is not None,
                                 reason=f"CUDA binary tools missing: {dg.tools_available()}")
-WRONG = "membar.gl;"  # the stand-in timer finds the timed buffers of a side whose STORED_PTX holds it wrong
+WRONG = "membar.gl;"  # the stand-in timer finds the timed buffers of a side whose PTX holds it wrong
 BROKEN_CASE = "axpy_f64"
 LOST = "8192 of 33554432 elements never written"
 

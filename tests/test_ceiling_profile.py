@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from testkit import STORED_PTX  # tests/testkit.py
 from wfbench_core.cli import main
 from wfbench_core.discover.registry import Registry
 from wfbench_core.gpu import ceiling_profile as cp
 from wfbench_core.gpu.profile import LAUNCHES, parse_raw_csv
-from testkit import STORED_PTX  # tests/testkit.py
 
 ROOT = Path(__file__).parent.parent
 PAGES = ROOT / "docs" / "results" / "ceiling-profiles"
@@ -70,7 +70,8 @@ def _fake_ncu(tmp_path: Path, ceiling: str) -> Path:
 
 
 def _explain(ncu: Path) -> str:
-    r = CliRunner().invoke(main, ["explain", "reduce_sum_f64", "--wf-ptx", str(STORED_PTX / "reduce_sum_f64.canonical.ptx"),
+    wf_ptx = STORED_PTX / "reduce_sum_f64.canonical.ptx"
+    r = CliRunner().invoke(main, ["explain", "reduce_sum_f64", "--wf-ptx", str(wf_ptx),
                                   "--arch", "sm_90", "--profile", "--ncu", str(ncu), "--ceiling", "-q"])
     assert r.exit_code == 0, r.output
     return r.output.split("### Nsight Compute: the library's kernels beside the case's", 1)[1]

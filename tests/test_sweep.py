@@ -3,7 +3,7 @@
 Without a GPU the executor and its worker run for real and the timer is the stand-in of tests/fake_gpu.py
 (``sized``: times follow each point's work, a launch costs at least the launch floor in events mode), so the
 launch-bound rule and the graph re-timing are exercised through the real messages. Bundles come from the real
-warpforthc's STORED_PTX kept in tests/fixtures/ptx, or from the stand-in warpforthc that answers with it. The same
+warpforthc's PTX kept in tests/fixtures/ptx, or from the stand-in warpforthc that answers with it. The same
 sweep on a real GPU is ``test_sweep_on_the_gpu`` (``pytest -m gpu``).
 """
 
@@ -31,7 +31,7 @@ from wfbench_core.run.sweep import sweep
 from wfbench_core.testing import bundle_from_ptx, ptx_dir_loader
 
 QUICK = TimingProtocol(warmup_s=0.0, min_sample_ms=1.0, samples=5)
-SIZES = [{"N": 1 << 12}, {"N": 1 << 16}, {"N": 1 << 20}]  # the sizes tests/fixtures/ptx holds a sweep STORED_PTX for
+SIZES = [{"N": 1 << 12}, {"N": 1 << 16}, {"N": 1 << 20}]  # the sizes tests/fixtures/ptx holds a sweep PTX for
 
 
 def invoke(*args: str):  # type: ignore[no-untyped-def]
@@ -171,7 +171,7 @@ def test_a_point_that_fails_costs_that_point_and_the_sweep_is_not_stored(monkeyp
 
 @pytest.fixture
 def stand_in_warpforthc(tmp_path: Path) -> Path:
-    """The stand-in warpforthc (it answers with the real warpforthc's STORED_PTX of tests/fixtures/ptx)."""
+    """The stand-in warpforthc (it answers with the real warpforthc's PTX of tests/fixtures/ptx)."""
     libdevice = tmp_path / "libdevice.10.bc"
     libdevice.write_bytes(b"BC")
     exe = tmp_path / "bin" / "warpforthc"
@@ -268,7 +268,7 @@ def test_plot_png_and_svg(swept: Swept, tmp_path: Path) -> None:
 
 @pytest.mark.gpu
 def test_sweep_on_the_gpu(tmp_path: Path) -> None:
-    """axpy_f64 at 2^12, 2^16 and 2^20 elements from the real warpforthc's STORED_PTX: every size correct and timed;
+    """axpy_f64 at 2^12, 2^16 and 2^20 elements from the real warpforthc's PTX: every size correct and timed;
     at 4096 elements a launch costs about what the kernel does, so events mode is launch-bound there (on one side
     or both: boards differ) and graph mode times it."""
     (result,) = sweep(sweep_bundle(tmp_path / "bundle"), registry=Registry.load(), case_ids=["axpy_f64"],
@@ -283,7 +283,7 @@ def test_sweep_on_the_gpu(tmp_path: Path) -> None:
 
 
 def test_build_sweep_with_the_real_warpforthc(tmp_path: Path, warpforthc: Path) -> None:
-    """``wfbench build --sweep`` with the real compiler: one STORED_PTX per size, the STORED_PTX kept in tests/fixtures/ptx."""
+    """``wfbench build --sweep`` with the real compiler: one PTX per size, the PTX kept in tests/fixtures/ptx."""
     out = tmp_path / "bundle"
     r = invoke("build", "-c", "reduce_sum_f64", "--sweep", "--size", "N=2^12", "--size", "N=2^20", "--warpforthc",
                str(warpforthc), "-o", str(out), "--no-check-cuda", "-q")
@@ -292,7 +292,8 @@ def test_build_sweep_with_the_real_warpforthc(tmp_path: Path, warpforthc: Path) 
     assert [p["sizes"] for p in case["sweep"]] == [{"N": 4096, "BLOCKS": 16}, {"N": 1 << 20, "BLOCKS": 1024}]
     for p in case["sweep"]:
         name = Path(p["config"]["wf_ptx"]).stem
-        assert (out / p["config"]["wf_ptx"]).read_text() == (STORED_PTX / f"reduce_sum_f64.sweep-{name}.ptx").read_text()
+        stored = STORED_PTX / f"reduce_sum_f64.sweep-{name}.ptx"
+        assert (out / p["config"]["wf_ptx"]).read_text() == stored.read_text()
         assert "${" not in (out / p["config"]["wf_source"]).read_text()
 
 
