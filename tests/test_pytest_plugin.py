@@ -18,12 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from testkit import STORED_PTX  # tests/testkit.py
 from wfbench_core.discover.registry import Registry
 from wfbench_core.record.results import FAILED, OK, load_result
 from wfbench_core.gpu.sampling import STOP_BUDGET, STOP_SAMPLES, STOP_TARGET
 from wfbench_core.testing import bundle_from_ptx, ptx_dir_loader
-
-from testkit import STORED_PTX  # tests/testkit.py
 
 pytest_plugins = ["pytester"]
 
