@@ -56,8 +56,9 @@ import json
 import math
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -80,8 +81,8 @@ def _stored(src: str) -> tuple[RunResult, dict[str, Any]]:
     return load_result(path), json.loads(path.read_text())
 
 
-def _when(result: object) -> str:
-    return str(getattr(result, "created"))[:16].replace("T", " ") + " UTC"
+def _when(result: Any) -> str:
+    return str(result.created)[:16].replace("T", " ") + " UTC"
 
 
 def suite_table(src: str) -> str:
@@ -238,7 +239,7 @@ def aa_position(src: str) -> str:
     return head + "\n\n" + "\n".join(rows) + "\n"
 
 
-def _stack_row(name: str, side: str, t: "StackTax", median_us: "float | None") -> str:
+def _stack_row(name: str, side: str, t: StackTax, median_us: float | None) -> str:
     from wfbench_core.compiling.stack_tax import by_width, size
 
     traffic = "not profiled" if t.traffic is None else f"{size(t.load_bytes)} / {size(t.store_bytes)}"

@@ -16,8 +16,8 @@ FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "ptx"
 
 
 def main(argv: list[str] | None = None) -> None:
-    from wfbench_core.compiling.compile import compile_warpforth
     from wfbench_core.case import CONFIGS, sha256_text
+    from wfbench_core.compiling.compile import compile_warpforth
     from wfbench_core.discover.registry import Registry
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

@@ -39,8 +39,9 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from wfbench_core.record.results import RunResult
@@ -51,7 +52,15 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 # the counting (tools/power_verdicts.py): trials, rates and their bounds, within runs and across boards
 from power_verdicts import (  # noqa: E402, F401  (bound: named here as before)
-    across_boards, boards_of, bound, cross_summary, render_cross, rows, table, trials, within_run,
+    across_boards,
+    boards_of,
+    bound,
+    cross_summary,
+    render_cross,
+    rows,
+    table,
+    trials,
+    within_run,
 )
 
 SIZES = {"s025": 0.0025, "s050a": 0.005, "s050b": 0.005, "s100": 0.01, "s200": 0.02}
@@ -374,7 +383,8 @@ def check_sass(base_ptx: str, kernel: str) -> dict[str, dict[str, object]]:
     """What ptxas keeps of each injection: instructions and registers against the base, whether the SASS
     differs, and for the chains, how many dependent multiply-adds the SASS holds."""
     from wfbench_core.compiling.code_identity import identical
-    from wfbench_core.compiling.diagnostics import assemble, summarize as diag_summary
+    from wfbench_core.compiling.diagnostics import assemble
+    from wfbench_core.compiling.diagnostics import summarize as diag_summary
 
     def facts(ptx: str) -> tuple[object, int]:
         a = assemble(ptx, kernel, ARCH)

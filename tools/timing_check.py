@@ -69,10 +69,10 @@ def main() -> int:
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
 
-    from wfbench_core.run.executor import execute
     from wfbench_core.gpu.nvml import describe
     from wfbench_core.record.request import ExecuteRequest
     from wfbench_core.record.results import TimingProtocol, write_result
+    from wfbench_core.run.executor import execute
     from wfbench_core.testing import bundle_from_ptx, ptx_dir_loader
 
     reg = Registry.load(plugins=builtin_plugins())

@@ -28,10 +28,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
