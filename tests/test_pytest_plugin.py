@@ -221,10 +221,14 @@ def test_run_benchmarks_one_session_one_json(pytester: pytest.Pytester, counts, 
     assert run.warpforthc.version == "prebuilt"
 
 
-def test_pytest_benchmark_tests_run_beside_wfbench_ones(pytester: pytest.Pytester, counts, bundle) -> None:  # type: ignore[no-untyped-def]
-    """With pytest-benchmark installed too, its own marked test runs (wfbench claims neither its marker nor its
-    options) and wfbench's marked test runs beside it; both pass."""
+def test_pytest_benchmark_tests_run_beside_wfbench_ones(pytester: pytest.Pytester, counts, bundle,  # type: ignore[no-untyped-def]
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With pytest-benchmark installed too, its own marked test runs and is timed (wfbench claims neither its
+    marker nor its options) and wfbench's marked test runs beside it; both pass."""
     pytest.importorskip("pytest_benchmark")
+    # the inner session is a user's plain one: pytest-benchmark turns itself off in an xdist worker (it reads
+    # PYTEST_XDIST_WORKER), which the outer run may be
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
     pytester.makepyfile(test_both="""
 import pytest
 
@@ -240,8 +244,8 @@ def test_ours(wfbench_bench):
     result = pytester.runpytest("-v", "--wfbench-run", "--wfbench-transport",
                                 "counting", "--wfbench-bundle", str(bundle), "--wfbench-json", str(out),
                                 "--benchmark-disable-gc", "--strict-markers")
-    result.stdout.fnmatch_lines(["*test_theirs PASSED*", "*test_ours PASSED*"])
-    assert _outcomes(result) == {"passed": 2}
+    result.stdout.fnmatch_lines(["*test_theirs PASSED*", "*test_ours PASSED*", "*benchmark 'sums'*"])
+    assert _outcomes(result) == {"passed": 2} and "Benchmarks are automatically disabled" not in result.stdout.str()
     assert [case.id for case in load_result(out).cases] == ["scale_i64"]
     # without --wfbench-run, wfbench skips only its own test
     result = pytester.runpytest("-v", "--wfbench-transport", "counting",
