@@ -121,12 +121,14 @@ TESTS = """
 
 
 @pytest.fixture(autouse=True)
-def inner_sessions_in_file_order(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The inner sessions run their tests in file order (a test that stops the session comes after one that
-    passes): a reordering plugin the outer session loaded (pytest-randomly) is kept out of them. Set after
-    pytester, which clears PYTEST_ADDOPTS when it starts."""
+def plain_inner_sessions(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The inner sessions are a user's plain ones. They run their tests in file order (a test that stops the
+    session comes after one that passes): a reordering plugin the outer session loaded (pytest-randomly) is kept
+    out of them. They are no xdist worker, which the outer session's process may be: pytest-benchmark and wfbench
+    read a worker's PYTEST_XDIST_WORKER. Set after pytester, which clears PYTEST_ADDOPTS when it starts."""
     if "pytester" in request.fixturenames:
         request.getfixturevalue("pytester")
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
     monkeypatch.setenv("PYTEST_ADDOPTS", " ".join([os.environ.get("PYTEST_ADDOPTS", ""), "-p", "no:randomly"]).strip())
 
 
@@ -221,14 +223,10 @@ def test_run_benchmarks_one_session_one_json(pytester: pytest.Pytester, counts, 
     assert run.warpforthc.version == "prebuilt"
 
 
-def test_pytest_benchmark_tests_run_beside_wfbench_ones(pytester: pytest.Pytester, counts, bundle,  # type: ignore[no-untyped-def]
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pytest_benchmark_tests_run_beside_wfbench_ones(pytester: pytest.Pytester, counts, bundle) -> None:  # type: ignore[no-untyped-def]
     """With pytest-benchmark installed too, its own marked test runs and is timed (wfbench claims neither its
     marker nor its options) and wfbench's marked test runs beside it; both pass."""
     pytest.importorskip("pytest_benchmark")
-    # the inner session is a user's plain one: pytest-benchmark turns itself off in an xdist worker (it reads
-    # PYTEST_XDIST_WORKER), which the outer run may be
-    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
     pytester.makepyfile(test_both="""
 import pytest
 
@@ -328,6 +326,35 @@ def test_bad_options_are_one_usage_error(pytester: pytest.Pytester, args: list[s
     result = pytester.runpytest(*args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([message])
+
+
+def test_benchmarks_under_xdist_are_one_usage_error(pytester: pytest.Pytester, bundle: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every xdist worker would time on the one GPU at once and write its own result: ``--wfbench-run`` under
+    ``-n N`` (or in a process that is an xdist worker) stops before any test; without it, ``-n N`` runs as usual."""
+    pytest.importorskip("xdist")
+    pytester.makepyfile("""
+        import pytest
+
+        def test_plain():
+            pass
+
+        @pytest.mark.wfbench
+        def test_bench(wfbench_bench):
+            wfbench_bench("scale_i64")
+    """)
+    refused = "*--wfbench-run times kernels on one GPU, and under pytest-xdist every worker would time at once*"
+    result = pytester.runpytest("-n", "2", "--wfbench-run", "--wfbench-bundle", str(bundle))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([refused + "(-p no:xdist, or -n 0)"])
+    with monkeypatch.context() as m:
+        m.setenv("PYTEST_XDIST_WORKER", "gw0")
+        result = pytester.runpytest("--wfbench-run", "--wfbench-bundle", str(bundle))
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines([refused])
+    result = pytester.runpytest("-n", "2", "--wfbench-bundle", str(bundle))
+    assert result.ret == pytest.ExitCode.OK
+    result.assert_outcomes(passed=1, skipped=1)
 
 
 def test_unknown_transport_fails_tests_that_use_the_gpu(pytester: pytest.Pytester) -> None:

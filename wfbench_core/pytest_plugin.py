@@ -36,12 +36,15 @@ or does not ask for a wfbench fixture.
 wfbench hook implementations (functions marked ``@wfbench_core.hookimpl``) in ``conftest.py`` files and
 pytest plugins are registered with wfbench as well: a project can define cases, transports or a timer
 next to its tests. Progress goes to the ``wfbench`` logger (``--log-cli-level=INFO`` shows it live).
-Do not combine with pytest-xdist: every worker would open its own GPU session.
+``--wfbench-run`` under pytest-xdist (``-n N``) is refused at start-up: every worker would time on the one GPU at
+once. Without it, each worker that asks for ``wfbench_gpu`` opens its own GPU session (its own transport: with
+``vast``, its own rental).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import tempfile
 import types
 from collections.abc import Callable, Iterator, Sequence
@@ -137,6 +140,10 @@ class PluginOptions:
             raise pytest.UsageError(f"--wfbench-bundle {bundle}: not a wfbench bundle (no manifest.json); "
                                     f"make one with 'wfbench build'")
         json_path = opt("wfbench_json")
+        if opt("run_benchmarks") and _under_xdist(config):
+            raise pytest.UsageError("--wfbench-run times kernels on one GPU, and under pytest-xdist every worker would "
+                                    "time at once and write its own result; run the benchmarks in one process "
+                                    "(-p no:xdist, or -n 0)")
         return cls(
             run_benchmarks=bool(opt("run_benchmarks")),
             json_path=Path(json_path).absolute() if json_path else None,
@@ -148,6 +155,12 @@ class PluginOptions:
             priorities=tuple(opt("wfbench_priorities")),
             protocol=protocol,
         )
+
+
+def _under_xdist(config: pytest.Config) -> bool:
+    """Whether pytest-xdist spreads this session over workers: the controller's ``--dist`` (``-n N`` sets it),
+    or a worker's environment (the same test pytest-benchmark makes)."""
+    return config.getoption("dist", "no") != "no" or "PYTEST_XDIST_WORKER" in os.environ
 
 
 # -------------------------------------------------------------------------------------------------
