@@ -24,8 +24,8 @@ import sys
 from pathlib import Path
 
 from standins import shebang  # tests/standins.py
+from testkit import STORED_PTX  # tests/testkit.py
 
-PTX = Path(__file__).parent / "fixtures" / "ptx"
 INJECTED = "bar.sync 0;"
 
 COMPILER = '''{shebang}
@@ -72,7 +72,7 @@ def make_history(repo: Path, *, commits: int = 8, slow: int = 5, case: str = "re
     _git(repo, "init", "-q", "-b", "main")
     _git(repo, "config", "user.email", "bench@example.com")
     _git(repo, "config", "user.name", "bench")
-    shutil.copytree(PTX, repo / "ptx")
+    shutil.copytree(STORED_PTX, repo / "ptx")
     out = []
     for k in range(commits + 1):
         compiler = repo / "warpforthc"

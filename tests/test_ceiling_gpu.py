@@ -78,9 +78,8 @@ def test_dgemm_runs_on_wfbench_stream_and_its_kernels_are_named() -> None:
 def test_explain_profiles_the_library_kernels_beside_both_sides(case_id: str) -> None:
     """``explain --ceiling --profile``: Nsight Compute profiles every kernel of one library call (CUB's reduction
     is more than one kernel) beside the WarpForth and CUDA kernels, with its tensor-path operations."""
-    from pathlib import Path
-
     from click.testing import CliRunner
+    from testkit import STORED_PTX  # tests/testkit.py
 
     from wfbench_core.cli import main
     from wfbench_core.compiling.cudatools import require_tool
@@ -90,7 +89,7 @@ def test_explain_profiles_the_library_kernels_beside_both_sides(case_id: str) ->
         require_tool("ncu", None, why="the test profiles")
     except WfbenchError as exc:
         pytest.skip(str(exc))
-    ptx = Path(__file__).parent / "fixtures" / "ptx" / f"{case_id}.canonical.ptx"
+    ptx = STORED_PTX / f"{case_id}.canonical.ptx"
     r = CliRunner().invoke(main, ["explain", case_id, "--wf-ptx", str(ptx), "--ceiling", "--profile", "-q"])
     assert r.exit_code == 0, r.output
     print(r.output)

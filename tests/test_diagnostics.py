@@ -15,9 +15,9 @@ from wfbench_core.compiling import diagnostics as dg
 from wfbench_core.compiling.code_identity import IDENTICAL_NOTE, identical, sass_note
 from wfbench_core.discover.registry import Registry
 from wfbench_core.record.results import SideDiagnostics, converter
+from testkit import STORED_PTX  # tests/testkit.py
 
 FIXTURES = Path(__file__).parent / "fixtures"
-PTX = FIXTURES / "ptx"
 ARCH = "sm_90"
 
 needs_tools = pytest.mark.skipif(dg.tools_available() is not None,
@@ -36,7 +36,7 @@ def _launch(case):  # type: ignore[no-untyped-def]
 def _wf(cid: str) -> SideDiagnostics:
     case = _case(cid)
     threads, dyn = _launch(case)
-    return dg.diagnose((PTX / f"{cid}.canonical.ptx").read_text(), case.wf_kernel, ARCH, threads, dyn)
+    return dg.diagnose((STORED_PTX / f"{cid}.canonical.ptx").read_text(), case.wf_kernel, ARCH, threads, dyn)
 
 
 def _cuda(cid: str) -> SideDiagnostics:
@@ -48,7 +48,7 @@ def _cuda(cid: str) -> SideDiagnostics:
     return dg.diagnose(ptx, case.cuda_kernel, ARCH, threads, dyn)
 
 
-PREBUILT = sorted({p.name.split(".")[0] for p in PTX.glob("*.canonical.ptx")})
+PREBUILT = sorted({p.name.split(".")[0] for p in STORED_PTX.glob("*.canonical.ptx")})
 
 
 # -- occupancy rules (no tools needed) ------------------------------------------------------------
@@ -153,7 +153,7 @@ def test_ptxas_facts_agree_with_the_ptxas_report(nvcc: Path) -> None:
     from wfbench_core.compiling.compile import ptxas_check
 
     case = _case("reduce_sum_f64")
-    ptx = (PTX / "reduce_sum_f64.canonical.ptx").read_text()
+    ptx = (STORED_PTX / "reduce_sum_f64.canonical.ptx").read_text()
     report = ptxas_check(ptx, arch=ARCH, case_id="reduce_sum_f64")
     regs = int(re.search(r"Used (\d+) registers", report).group(1))  # type: ignore[union-attr]
     smem = int(re.search(r"(\d+) bytes smem", report).group(1))  # type: ignore[union-attr]
@@ -176,7 +176,7 @@ def test_transpose_sides_differ_in_address_space_and_load_order(nvcc: Path) -> N
 @needs_tools
 def test_load_order_shows_one_load_in_flight_against_four(nvcc: Path) -> None:
     case = _case("transpose_f64")
-    wf = dg.assemble((PTX / "transpose_f64.canonical.ptx").read_text(), case.wf_kernel, ARCH)
+    wf = dg.assemble((STORED_PTX / "transpose_f64.canonical.ptx").read_text(), case.wf_kernel, ARCH)
     order = dg.memory_order(wf.sass)
     first = order[: order.index("BAR.SYNC.DEFER_BLOCKING")]
     assert first == ["LD.E.64", "STS.64"] * 4
@@ -186,7 +186,7 @@ def test_load_order_shows_one_load_in_flight_against_four(nvcc: Path) -> None:
 def test_identical_code_has_one_hash_whatever_the_kernel_is_called() -> None:
     case = _case("axpy_f64")
     threads, dyn = _launch(case)
-    ptx = (PTX / "axpy_f64.canonical.ptx").read_text()
+    ptx = (STORED_PTX / "axpy_f64.canonical.ptx").read_text()
     renamed = ptx.replace(case.wf_kernel, "renamed_kernel")
     a = dg.diagnose(ptx, case.wf_kernel, ARCH, threads, dyn)
     b = dg.diagnose(renamed, "renamed_kernel", ARCH, threads, dyn)
@@ -250,7 +250,7 @@ def test_diagnose_case_for_the_executor(nvcc: Path) -> None:
     case = _case("scale_i64")
     cuda_ptx = compile_cuda(case.render("canonical")[1], case_id="scale_i64", arch=ARCH,
                             compiler=cuda_compiler("nvcc")).ptx
-    wf_ptx = (PTX / "scale_i64.canonical.ptx").read_text()
+    wf_ptx = (STORED_PTX / "scale_i64.canonical.ptx").read_text()
     wf, cu, note = dg.diagnose_case(case, wf_ptx=wf_ptx, cuda_ptx=cuda_ptx, arch=ARCH)
     assert note == "" and wf is not None and cu is not None
     assert (wf.kernel, cu.kernel, wf.block_threads) == (case.wf_kernel, case.cuda_kernel, 256)

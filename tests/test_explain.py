@@ -14,9 +14,9 @@ from click.testing import CliRunner
 from wfbench_core.compiling import diagnostics as dg
 from wfbench_core.cli import main
 from wfbench_core.record.results import load_result
+from testkit import STORED_PTX  # tests/testkit.py
 
 FIXTURES = Path(__file__).parent / "fixtures"
-PTX = FIXTURES / "ptx"
 
 pytestmark = pytest.mark.skipif(dg.tools_available() is not None, reason="CUDA binary tools missing")
 
@@ -33,7 +33,7 @@ def one_error_line(result) -> str:  # type: ignore[no-untyped-def]
 
 
 def test_report_from_prebuilt_ptx(nvcc: Path) -> None:
-    r = invoke("explain", "transpose_f64", "--wf-ptx", str(PTX / "transpose_f64.canonical.ptx"), "-q")
+    r = invoke("explain", "transpose_f64", "--wf-ptx", str(STORED_PTX / "transpose_f64.canonical.ptx"), "-q")
     assert r.exit_code == 0, r.stderr
     md = r.stdout
     assert md.startswith("### transpose_f64 v")
@@ -47,7 +47,7 @@ def test_report_from_prebuilt_ptx(nvcc: Path) -> None:
 
 def test_loop_is_shown_and_report_written_to_a_file(nvcc: Path, tmp_path: Path) -> None:
     out = tmp_path / "why.md"
-    r = invoke("explain", "matmul_f64_naive", "--wf-ptx", str(PTX / "matmul_f64_naive.canonical.ptx"),
+    r = invoke("explain", "matmul_f64_naive", "--wf-ptx", str(STORED_PTX / "matmul_f64_naive.canonical.ptx"),
                "--out", str(out), "--loop-lines", "5", "-q")
     assert r.exit_code == 0 and r.stdout == ""
     md = out.read_text()
@@ -87,7 +87,7 @@ def test_result_is_read_only_and_save_result_keeps_the_diagnostics(nvcc: Path, p
 def test_save_result_warns_when_the_ptx_explained_is_not_the_ptx_timed(nvcc: Path, tmp_path: Path) -> None:
     result = tmp_path / "run.json"
     shutil.copy(FIXTURES / "h200-suite1.json", result)
-    other = (PTX / "reduce_sum_f64.canonical.ptx").read_text() + "\n// another build\n"
+    other = (STORED_PTX / "reduce_sum_f64.canonical.ptx").read_text() + "\n// another build\n"
     (tmp_path / "other.ptx").write_text(other)
     r = invoke("explain", "reduce_sum_f64", "--wf-ptx", str(tmp_path / "other.ptx"), "--result", str(result),
                "--save-result", str(tmp_path / "saved.json"), "-q")
@@ -100,8 +100,8 @@ def test_profile_with_a_stand_in_ncu(nvcc: Path, tmp_path: Path) -> None:
     ncu = tmp_path / "ncu"
     ncu.write_text(f'#!/bin/sh\ncase "$1" in --version) echo "Version 2025.3.1.0";; *) cat {shlex.quote(str(csv_file))};; esac\n')
     ncu.chmod(ncu.stat().st_mode | stat.S_IEXEC)
-    r = invoke("explain", "transpose_f64", "--wf-ptx", str(PTX / "transpose_f64.canonical.ptx"), "--arch", "sm_90",
-               "--profile", "--ncu", str(ncu), "-q")
+    r = invoke("explain", "transpose_f64", "--wf-ptx", str(STORED_PTX / "transpose_f64.canonical.ptx"),
+               "--arch", "sm_90", "--profile", "--ncu", str(ncu), "-q")
     assert r.exit_code == 0, r.stderr
     assert "#### Nsight Compute (one launch at the canonical size)" in r.stdout
     assert "| duration (us) | 101.63 | 101.63 |" in r.stdout
@@ -109,13 +109,14 @@ def test_profile_with_a_stand_in_ncu(nvcc: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("args, expect", [
-    (("explain", "no_such_case", "--wf-ptx", str(PTX / "axpy_f64.canonical.ptx")), "unknown case 'no_such_case'"),
-    (("explain", "axpy_f64", "--wf-ptx", str(PTX / "axpy_f64.canonical.ptx"), "--bundle", str(FIXTURES)),
+    (("explain", "no_such_case", "--wf-ptx", str(STORED_PTX / "axpy_f64.canonical.ptx")),
+     "unknown case 'no_such_case'"),
+    (("explain", "axpy_f64", "--wf-ptx", str(STORED_PTX / "axpy_f64.canonical.ptx"), "--bundle", str(FIXTURES)),
      "give the WarpForth PTX one way"),
     (("explain", "axpy_f64", "--bundle", str(FIXTURES)), "not a wfbench bundle"),
-    (("explain", "axpy_f64", "--wf-ptx", str(PTX / "scale_i64.canonical.ptx")),
+    (("explain", "axpy_f64", "--wf-ptx", str(STORED_PTX / "scale_i64.canonical.ptx")),
      "scale_i64.canonical.ptx: no kernel 'axpy_f64' in the PTX (its entries: scale_i64)"),
-    (("explain", "axpy_f64", "--wf-ptx", str(PTX / "axpy_f64.canonical.ptx"), "--arch", "sm_42"), "sm_42"),
+    (("explain", "axpy_f64", "--wf-ptx", str(STORED_PTX / "axpy_f64.canonical.ptx"), "--arch", "sm_42"), "sm_42"),
 ])
 def test_bad_input_is_one_line(args: tuple[str, ...], expect: str, nvcc: Path) -> None:
     r = invoke(*args)
@@ -129,7 +130,7 @@ def test_result_without_the_case_is_refused_and_left_alone(nvcc: Path, tmp_path:
     before = result.read_bytes()
     ids = [c.id for c in load_result(result).cases]
     missing = next(c for c in ("transpose_f64", "polynomial_f64", "matmul_f64_tiled") if c not in ids)
-    r = invoke("explain", missing, "--wf-ptx", str(PTX / f"{missing}.canonical.ptx"), "--result", str(result))
+    r = invoke("explain", missing, "--wf-ptx", str(STORED_PTX / f"{missing}.canonical.ptx"), "--result", str(result))
     assert r.exit_code != 0 and "has no result for case" in one_error_line(r)
     assert result.read_bytes() == before
 

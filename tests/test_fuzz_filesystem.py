@@ -28,6 +28,7 @@ import pytest
 from click.testing import CliRunner
 
 import standins
+from testkit import STORED_PTX, stored_ptx_bundle  # tests/testkit.py
 from wfbench_core.cli import main
 
 ROOT = Path(__file__).parents[1]
@@ -41,16 +42,12 @@ CACHED_CLI = Path(__file__).with_name("cached_cli.py")  # python -m wfbench_core
 def inputs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """What the commands read, in a folder everyone can read: a result, a history, a base/head result and its
     bundle, a stand-in warpforthc."""
-    from wfbench_core.discover.registry import Registry
-    from wfbench_core.testing import bundle_from_ptx, ptx_dir_loader
-
     src = Path(tempfile.mkdtemp(prefix="wfbench-fs-"))
     src.chmod(0o755)
     shutil.copy(RUN, src / "r.json")
     shutil.copy(FIXTURES / "h200-run-bh.json", src / "bh.json")
     assert CliRunner().invoke(main, ["history", "add", str(src / "r.json"), "--history", str(src / "hist")]).exit_code == 0
-    reg = Registry.load()
-    bundle_from_ptx([reg.case("scale_i64")], src / "bundle", ptx_dir_loader(FIXTURES / "ptx"))
+    stored_ptx_bundle(("scale_i64",), src / "bundle")
     wfc = src / "warpforthc"
     wfc.write_text(standins.warpforthc_text().replace("@LIBDEVICE@", str(src / "libdevice.bc")))
     wfc.chmod(0o755)
@@ -73,7 +70,7 @@ def commands(src: Path, out: Path) -> dict[str, tuple[list[str], Path]]:
         "pr-comment -o": (["pr-comment", str(src / "bh.json"), "--bundle", str(src / "bundle"), "-o", str(out), "-q"],
                           here),
         "new-case": (["new-case", "foo_bar", "--dir", str(out)], here),
-        **({"explain -o": (["explain", "scale_i64", "--wf-ptx", str(FIXTURES / "ptx" / "scale_i64.canonical.ptx"), "-q",
+        **({"explain -o": (["explain", "scale_i64", "--wf-ptx", str(STORED_PTX / "scale_i64.canonical.ptx"), "-q",
                             "-o", str(out)], here)} if _has_nvcc() else {}),
     }
 

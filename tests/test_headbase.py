@@ -20,9 +20,9 @@ from wfbench_core.review.headbase import Variant, profile_rows, render, variant
 from wfbench_core.gpu.profile import parse_raw_csv, to_profile
 from wfbench_core.discover.registry import Registry
 from wfbench_core.testing import base_head_bundle_from_ptx, inject_at_entry, ptx_dir_loader
+from testkit import STORED_PTX  # tests/testkit.py
 
 FIXTURES = Path(__file__).parent / "fixtures"
-PTX = FIXTURES / "ptx"
 CASE = "reduce_sum_f64"
 INJECTED = "bar.sync 0;"  # an extra barrier at the kernel entry, as an injected regression would add
 
@@ -30,11 +30,11 @@ pytestmark = pytest.mark.skipif(dg.tools_available() is not None, reason="CUDA b
 
 
 def base_ptx(config: str = "canonical", case: str = CASE) -> str:
-    return (PTX / f"{case}.{config}.ptx").read_text()
+    return (STORED_PTX / f"{case}.{config}.ptx").read_text()
 
 
 def slowed(case, config: str) -> str:  # type: ignore[no-untyped-def]
-    return inject_at_entry(ptx_dir_loader(PTX)(case, config), case.wf_kernel, INJECTED)
+    return inject_at_entry(ptx_dir_loader(STORED_PTX)(case, config), case.wf_kernel, INJECTED)
 
 
 @pytest.fixture(scope="module")
@@ -150,7 +150,7 @@ def invoke(*args: str):  # type: ignore[no-untyped-def]
 @pytest.fixture
 def bh_bundle(case, tmp_path: Path) -> Path:  # type: ignore[no-untyped-def]
     out = tmp_path / "bh"
-    base_head_bundle_from_ptx([case], out, {"base": ptx_dir_loader(PTX), "head": slowed})
+    base_head_bundle_from_ptx([case], out, {"base": ptx_dir_loader(STORED_PTX), "head": slowed})
     return out
 
 

@@ -12,11 +12,10 @@ import pytest
 
 from wfbench_core.compiling import diagnostics as dg
 from wfbench_core.review import verdicts
-from testkit import load_tool, use_stand_in_gpu
+from testkit import STORED_PTX, load_tool, use_stand_in_gpu
 
 ROOT = Path(__file__).parents[1]
 TESTS = Path(__file__).parent
-PTX = TESTS / "fixtures" / "ptx"
 
 
 def _tool():  # type: ignore[no-untyped-def]
@@ -28,7 +27,7 @@ needs_tools = pytest.mark.skipif(dg.tools_available() is not None,
 
 
 def test_injections_go_after_the_declarations_and_name_a_pointer() -> None:
-    ptx = (PTX / "axpy_f64.canonical.ptx").read_text()
+    ptx = (STORED_PTX / "axpy_f64.canonical.ptx").read_text()
     chain = PS.inject_chain(ptx, 100)
     assert chain.count(PS.MARK) == 1 and "mov.u32 \t%ps_r1, 100;" in chain
     head, tail = chain.split(PS.MARK)
@@ -53,7 +52,7 @@ def test_iterations_are_read_off_the_calibration_curve() -> None:
 @needs_tools
 @pytest.mark.parametrize("cid", ["axpy_f64", "reduce_sum_f64"])
 def test_ptxas_keeps_every_chain_and_every_inert_change_differs(cid: str) -> None:
-    facts = PS.check_sass((PTX / f"{cid}.canonical.ptx").read_text(), cid)
+    facts = PS.check_sass((STORED_PTX / f"{cid}.canonical.ptx").read_text(), cid)
     assert facts["chain64"]["chain_imads"] == 64 and facts["chain512"]["chain_imads"] == 512
     assert facts["chain4096"]["chain_imads"] >= 256, "a loop of unrolled dependent multiply-adds"
     for v in range(1, len(PS.LCG)):  # the other chain variants: as long, other SASS
@@ -166,7 +165,7 @@ def test_the_study_on_three_boards_counts_distinct_injections_and_judges_the_tar
 def test_two_heads_of_one_size_are_distinct_injections_and_a_stored_pair_counts_once() -> None:
     """s050a and s050b were the same bytes: 24 trials that were 12. Now every head is its own injection; a plan
     from before the variants counts byte-identical heads of one run and case once."""
-    ptx = (PTX / "axpy_f64.canonical.ptx").read_text()
+    ptx = (STORED_PTX / "axpy_f64.canonical.ptx").read_text()
     assert PS.inject_chain(ptx, 160, PS.VARIANTS.get("s050a", 0)) != PS.inject_chain(ptx, 160, PS.VARIANTS["s050b"])
     plan = json.loads((ROOT / "docs" / "results" / "h200-power" / "plan.json").read_text())
     assert "variants" not in plan and plan["iterations"]["s050a"] == plan["iterations"]["s050b"]

@@ -20,9 +20,9 @@ from wfbench_core.discover.registry import Registry
 from wfbench_core.record.results import load_result, write_result
 from wfbench_core.testing import base_head_bundle_from_ptx, inject_at_entry, ptx_dir_loader
 from synth_runs import evolve_case
+from testkit import STORED_PTX  # tests/testkit.py
 
 FIXTURES = Path(__file__).parent / "fixtures"
-PTX = FIXTURES / "ptx"
 BH_RUN = FIXTURES / "h200-run-bh.json"
 SLOW, FAST = "reduce_sum_f64", "axpy_f64"
 
@@ -41,7 +41,7 @@ def bh_result(tmp_path: Path, scales: dict[str, float]) -> Path:
 def bundle(tmp_path: Path) -> Path:
     reg = Registry.load()
     cases = [reg.case(c) for c in (SLOW, FAST)]
-    base = ptx_dir_loader(PTX)
+    base = ptx_dir_loader(STORED_PTX)
 
     def head(case, config):  # type: ignore[no-untyped-def]
         ptx = base(case, config)

@@ -18,11 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from testkit import STORED_PTX  # tests/testkit.py
+from testkit import stored_ptx_bundle  # tests/testkit.py
 from wfbench_core.discover.registry import Registry
 from wfbench_core.record.results import FAILED, OK, load_result
 from wfbench_core.gpu.sampling import STOP_BUDGET, STOP_SAMPLES, STOP_TARGET
-from wfbench_core.testing import bundle_from_ptx, ptx_dir_loader
 
 pytest_plugins = ["pytester"]
 
@@ -145,9 +144,7 @@ def counts(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):  # type:
 def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real bundle of the built-in scale_i64 and axpy_f64, from PTX the real warpforthc made."""
     out = tmp_path_factory.mktemp("plugin") / "bundle"
-    reg = Registry.load()
-    bundle_from_ptx([reg.case("scale_i64"), reg.case("axpy_f64")], out, ptx_dir_loader(STORED_PTX))
-    return out
+    return stored_ptx_bundle(("scale_i64", "axpy_f64"), out)
 
 
 @pytest.fixture(scope="module")
@@ -269,7 +266,7 @@ def test_failed_correctness_fails_the_test_in_one_line_and_is_recorded(  # type:
 def test_case_missing_from_bundle_fails_that_test_only(pytester: pytest.Pytester, counts, tmp_path: Path,  # type: ignore[no-untyped-def]
                                                       cuda_side) -> None:
     only_scale = tmp_path / "only-scale"
-    bundle_from_ptx([Registry.load().case("scale_i64")], only_scale, ptx_dir_loader(STORED_PTX))
+    stored_ptx_bundle(("scale_i64",), only_scale)
     pytester.makepyfile(test_inner="""
         def test_a(wfbench_bench):
             wfbench_bench("axpy_f64")

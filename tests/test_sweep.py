@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from standins import warpforthc_text
-from testkit import STORED_PTX, use_stand_in_gpu
+from testkit import STORED_PTX, stored_ptx_bundle, use_stand_in_gpu
 from wfbench_core.cli import main
 from wfbench_core.cli.sweep import parse_range, parse_size
 from wfbench_core.discover.registry import Registry
@@ -220,7 +220,7 @@ def test_build_then_sweep_the_bundle_then_history_and_dashboard(monkeypatch, tmp
 
 def test_bad_sweep_input_is_one_line(monkeypatch, tmp_path, stand_in_warpforthc) -> None:  # type: ignore[no-untyped-def]
     plain = tmp_path / "plain"
-    bundle_from_ptx([Registry.load().case("axpy_f64")], plain, ptx_dir_loader(STORED_PTX))
+    stored_ptx_bundle(("axpy_f64",), plain)
     r = invoke("sweep", "axpy_f64", "--bundle", str(plain))
     assert r.exit_code == 2 and "holds no sweep sizes of it" in error_line(r) and "build --sweep" in error_line(r)
     swept = sweep_bundle(tmp_path / "swept", sizes=SIZES[:1])
