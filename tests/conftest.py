@@ -90,3 +90,23 @@ def sshd(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-d
         pytest.skip(f"no local sshd: {exc}")
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="module")
+def registry():  # type: ignore[no-untyped-def]
+    """The installed cases (their entry points), loaded once a module; a module may define its own."""
+    from wfbench_core.discover.registry import Registry
+
+    return Registry.load()
+
+
+@pytest.fixture(scope="module")
+def host_bundle(registry, tmp_path_factory: pytest.TempPathFactory) -> Path:  # type: ignore[no-untyped-def]
+    """A bundle of scale_i64 from the stored PTX, for the remote transports to run on the host (one a module);
+    skips unless this Python (the host's interpreter in these tests) has wfbench's gpu extra."""
+    from sshd import gpu_stack_missing  # tests/sshd.py
+    from testkit import stored_ptx_bundle  # tests/testkit.py
+
+    if gpu_stack_missing():  # this Python plays the GPU host's interpreter (never a venv from PyPI in tests)
+        pytest.skip(f"the host's Python needs wfbench's gpu extra: {gpu_stack_missing()}")
+    return stored_ptx_bundle(("scale_i64",), tmp_path_factory.mktemp("host") / "bundle", registry)

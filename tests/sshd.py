@@ -38,18 +38,6 @@ LogLevel VERBOSE
 """
 
 
-def host_bundle(registry, folder: Path) -> Path:  # type: ignore[no-untyped-def]
-    """A bundle of scale_i64 from the stored PTX, in ``folder``, for the remote transports to run on the host;
-    skips unless this Python (the host's interpreter in these tests) has wfbench's gpu extra."""
-    import pytest
-
-    from testkit import stored_ptx_bundle  # tests/testkit.py
-
-    if gpu_stack_missing():  # this Python plays the GPU host's interpreter (never a venv from PyPI in tests)
-        pytest.skip(f"the host's Python needs wfbench's gpu extra: {gpu_stack_missing()}")
-    return stored_ptx_bundle(("scale_i64",), folder / "bundle", registry)
-
-
 def find_sshd() -> str | None:
     for candidate in (shutil.which("sshd"), "/usr/sbin/sshd", "/usr/local/sbin/sshd"):
         if candidate and os.access(candidate, os.X_OK):

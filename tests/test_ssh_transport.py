@@ -33,22 +33,12 @@ from wfbench_core.record.results import TimingProtocol, load_result
 from wfbench_transports import wheels
 from wfbench_transports.ssh import RemoteTimeout, SshError, SshTransport
 
-from sshd import fake_gpu_python, gpu_result, gpu_stack_missing, host_bundle  # tests/sshd.py
+from sshd import fake_gpu_python, gpu_result, gpu_stack_missing  # tests/sshd.py
 from testkit import STORED_PTX  # tests/testkit.py
 
 pytest.importorskip("paramiko")
 
 PROTOCOL = TimingProtocol(warmup_s=0.0, min_sample_ms=12.5, samples=7, suite_budget_s=120.0)
-
-
-@pytest.fixture(scope="module")
-def registry() -> Registry:
-    return Registry.load()
-
-
-@pytest.fixture(scope="module")
-def bundle(registry: Registry, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return host_bundle(registry, tmp_path_factory.mktemp("bundle"))
 
 
 def host_fingerprint(pub_line: str) -> str:
@@ -70,12 +60,12 @@ def assert_nothing_left(sshd) -> None:  # type: ignore[no-untyped-def]
 # -------------------------------------------------------------------------------------------------
 
 
-def test_real_executor_without_gpu_says_so_in_one_line(sshd, registry, bundle) -> None:  # type: ignore[no-untyped-def]
+def test_real_executor_without_gpu_says_so_in_one_line(sshd, registry, host_bundle) -> None:  # type: ignore[no-untyped-def]
     lines: list[str] = []
     t = transport(sshd, registry, lines)
     try:
         with pytest.raises(NoGpuError) as err:
-            t.execute(bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=TimingProtocol(), mode="paired"), progress=lines.append)
+            t.execute(host_bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=TimingProtocol(), mode="paired"), progress=lines.append)
     finally:
         t.close()
     msg = str(err.value)
@@ -86,14 +76,14 @@ def test_real_executor_without_gpu_says_so_in_one_line(sshd, registry, bundle) -
     assert_nothing_left(sshd)
 
 
-def test_validate_only_runs_the_executor_check_on_the_host(sshd, registry, bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_validate_only_runs_the_executor_check_on_the_host(sshd, registry, host_bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
     t = transport(sshd, registry)
     try:
-        assert t.validate(bundle) == ["scale_i64"]
+        assert t.validate(host_bundle) == ["scale_i64"]
         broken = tmp_path / "broken"
         import shutil
 
-        shutil.copytree(bundle, broken)
+        shutil.copytree(host_bundle, broken)
         ptx = broken / "scale_i64" / "check.ptx"
         ptx.write_text(ptx.read_text() + "\n// edited after the build\n")
         with pytest.raises(SshError, match=r"does not validate there: \S+/scale_i64/check\.ptx: does not match the "
@@ -104,10 +94,10 @@ def test_validate_only_runs_the_executor_check_on_the_host(sshd, registry, bundl
     assert_nothing_left(sshd)
 
 
-def test_result_is_fetched_with_the_protocol_and_host_key(sshd, registry, bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_result_is_fetched_with_the_protocol_and_host_key(sshd, registry, host_bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """The host's result comes back stamped by this transport; the host's clock does not date it."""
     result_file = tmp_path / "gpu-result.json"
-    result_file.write_text(gpu_result(PROTOCOL, bundle, mode="aa").replace("2025-01-01T00:00:00+00:00",
+    result_file.write_text(gpu_result(PROTOCOL, host_bundle, mode="aa").replace("2025-01-01T00:00:00+00:00",
                                                                            "2099-01-01T00:00:00+00:00"))
     sent = tmp_path / "request.json"
     py = fake_gpu_python(tmp_path / "host", f'cp "$request" {shlex.quote(str(sent))}; '
@@ -117,7 +107,7 @@ def test_result_is_fetched_with_the_protocol_and_host_key(sshd, registry, bundle
     t = transport(sshd, registry, lines, python=str(py), gpu="0", host_key="ephemeral", known_hosts="/nonexistent")
     request = ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL, mode="aa", case_timeout_s=30.0)
     try:
-        result = t.execute(bundle, request, progress=lines.append)
+        result = t.execute(host_bundle, request, progress=lines.append)
     finally:
         t.close()
     # the whole request travels as JSON through the one converter: every setting, the mode, the deadline
@@ -152,18 +142,18 @@ def _forge(result: dict, what: str) -> str:  # type: ignore[type-arg]
 @pytest.mark.parametrize("what, field", [
     ("source", "source"), ("no cases", "cases"), ("other ptx", "case scale_i64 PTX hash"),
     ("other case", "cases"), ("compiler", "warpforthc"), ("older wfbench", "wfbench_version")])
-def test_a_forged_result_is_refused_naming_the_field_and_never_written(what, field, sshd, registry, bundle,  # type: ignore[no-untyped-def]
+def test_a_forged_result_is_refused_naming_the_field_and_never_written(what, field, sshd, registry, host_bundle,  # type: ignore[no-untyped-def]
                                                                       tmp_path) -> None:
     """The host writes the result file; what it says was benchmarked must be what was sent."""
     result_file = tmp_path / "gpu-result.json"
-    result_file.write_text(_forge(json.loads(gpu_result(PROTOCOL, bundle)), what))
+    result_file.write_text(_forge(json.loads(gpu_result(PROTOCOL, host_bundle)), what))
     py = fake_gpu_python(tmp_path / "host", f'cp {shlex.quote(str(result_file))} "$out"; exit 0')
     out = tmp_path / "local" / "result.json"
     t = transport(sshd, registry, python=str(py))
     try:
         with pytest.raises(WfbenchError) as err:
             runner.run(RunRequest(cases=(), execute=ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL)),
-                       registry, t, out=out, bundle=bundle)
+                       registry, t, out=out, bundle=host_bundle)
     finally:
         t.close()
     msg = str(err.value)
@@ -172,7 +162,7 @@ def test_a_forged_result_is_refused_naming_the_field_and_never_written(what, fie
     assert_nothing_left(sshd)
 
 
-def test_only_the_files_the_manifest_names_are_uploaded_and_never_through_a_link(sshd, registry, bundle,  # type: ignore[no-untyped-def]
+def test_only_the_files_the_manifest_names_are_uploaded_and_never_through_a_link(sshd, registry, host_bundle,  # type: ignore[no-untyped-def]
                                                                                 tmp_path) -> None:
     """A link in the bundle to a private key here: a stray one stays here, a named file that is a link is
     refused in one line before anything is uploaded."""
@@ -181,12 +171,12 @@ def test_only_the_files_the_manifest_names_are_uploaded_and_never_through_a_link
     secret = tmp_path / "id_ed25519"
     secret.write_text("-----BEGIN OPENSSH PRIVATE KEY----- not to be shipped\n")
     planted = tmp_path / "planted"
-    shutil.copytree(bundle, planted)
+    shutil.copytree(host_bundle, planted)
     (planted / "notes.txt").symlink_to(secret)
     (planted / "scale_i64" / "extra.txt").write_text("a file no manifest names\n")
     listing = tmp_path / "listing.txt"
     result_file = tmp_path / "gpu-result.json"
-    result_file.write_text(gpu_result(PROTOCOL, bundle))
+    result_file.write_text(gpu_result(PROTOCOL, host_bundle))
     py = fake_gpu_python(tmp_path / "host", f'(cd "$(dirname "$out")/bundle" && find . -type f | sort; '
                                             f'grep -rl "PRIVATE KEY" . || true) > {shlex.quote(str(listing))}; '
                                             f'cp {shlex.quote(str(result_file))} "$out"; exit 0')
@@ -206,18 +196,18 @@ def test_only_the_files_the_manifest_names_are_uploaded_and_never_through_a_link
     assert_nothing_left(sshd)
 
 
-def test_user_values_never_reach_a_shell_unquoted(sshd, registry, bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_user_values_never_reach_a_shell_unquoted(sshd, registry, host_bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
     marker = f"pwned_{uuid.uuid4().hex[:8]}"
     odd = f"odd 'dir' \"x\" $(touch {marker}) `touch {marker}`; touch {marker}"
     remote_tmp = tmp_path / odd / "tmp"
     remote_tmp.mkdir(parents=True)
     result_file = tmp_path / "gpu-result.json"
-    result_file.write_text(gpu_result(PROTOCOL, bundle))
+    result_file.write_text(gpu_result(PROTOCOL, host_bundle))
     # exit status 1 = a case failed: the JSON is written all the same and must come back
     py = fake_gpu_python(tmp_path / odd / "bin dir", f'cp {shlex.quote(str(result_file))} "$out"; exit 1')
     t = transport(sshd, registry, python=str(py), remote_tmp=str(remote_tmp))
     try:
-        result = t.execute(bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL, mode="paired"), progress=None)
+        result = t.execute(host_bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL, mode="paired"), progress=None)
     finally:
         t.close()
     assert result.environment.gpu_name == "NVIDIA GeForce RTX 4090"
@@ -226,9 +216,9 @@ def test_user_values_never_reach_a_shell_unquoted(sshd, registry, bundle, tmp_pa
         assert not (where / marker).exists(), f"a shell ran user text in {where}"
 
 
-def test_an_executor_killed_mid_run_leaves_its_finished_cases_locally(sshd, registry, bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_an_executor_killed_mid_run_leaves_its_finished_cases_locally(sshd, registry, host_bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """The remote executor rewrites its result after every case; when it dies, those cases come back."""
-    partial = json.loads(gpu_result(PROTOCOL, bundle))
+    partial = json.loads(gpu_result(PROTOCOL, host_bundle))
     partial["complete"] = False
     result_file = tmp_path / "partial.json"
     result_file.write_text(json.dumps(partial))
@@ -238,7 +228,7 @@ def test_an_executor_killed_mid_run_leaves_its_finished_cases_locally(sshd, regi
     t = transport(sshd, registry, lines, python=str(py))
     try:
         with pytest.raises(SshError, match=r"the executor failed \(exit "):
-            t.execute(bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL), progress=lines.append,
+            t.execute(host_bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL), progress=lines.append,
                       out=out)
     finally:
         t.close()
@@ -253,12 +243,12 @@ def test_an_executor_killed_mid_run_leaves_its_finished_cases_locally(sshd, regi
 # -------------------------------------------------------------------------------------------------
 
 
-def test_connection_refused(sshd, registry, bundle) -> None:  # type: ignore[no-untyped-def]
+def test_connection_refused(sshd, registry, host_bundle) -> None:  # type: ignore[no-untyped-def]
     import sshd as helper
 
     t = transport(sshd, registry, port=str(helper.free_port()))
     with pytest.raises(SshError, match=r"cannot connect to .*: connection refused"):
-        t.execute(bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL, mode="paired"), progress=None)
+        t.execute(host_bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL, mode="paired"), progress=None)
     assert_nothing_left(sshd)
 
 
@@ -304,36 +294,36 @@ def test_unknown_host_needs_known_hosts_or_explicit_ephemeral(sshd, registry, tm
     assert empty.read_text() == ""  # an ephemeral key is never written to known_hosts
 
 
-def test_remote_python_missing(sshd, registry, bundle) -> None:  # type: ignore[no-untyped-def]
+def test_remote_python_missing(sshd, registry, host_bundle) -> None:  # type: ignore[no-untyped-def]
     t = transport(sshd, registry, python="/nonexistent/python3")
     try:
         with pytest.raises(SshError, match=r"python '/nonexistent/python3' not found on the host; pass python=PATH"):
-            t.execute(bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL, mode="paired"), progress=None)
+            t.execute(host_bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL, mode="paired"), progress=None)
     finally:
         t.close()
     assert_nothing_left(sshd)
 
 
-def test_remote_executor_crash(sshd, registry, bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_remote_executor_crash(sshd, registry, host_bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
     py = fake_gpu_python(tmp_path, 'echo "Traceback (most recent call last):" >&2; '
                                    'echo "RuntimeError: CUDA_ERROR_LAUNCH_FAILED" >&2; exit 1')
     t = transport(sshd, registry, python=str(py))
     try:
         with pytest.raises(SshError, match=r"the executor failed \(exit 1\): RuntimeError: CUDA_ERROR_LAUNCH_FAILED$"):
-            t.execute(bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL, mode="paired"), progress=None)
+            t.execute(host_bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL, mode="paired"), progress=None)
     finally:
         t.close()
     assert_nothing_left(sshd)
 
 
-def test_timeout_stops_the_remote_executor(sshd, registry, bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_timeout_stops_the_remote_executor(sshd, registry, host_bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
     pids = tmp_path / "pids"
     py = fake_gpu_python(tmp_path / "host", f'echo $$ > {shlex.quote(str(pids))}; sleep 300 & '
                                             f'echo $! >> {shlex.quote(str(pids))}; wait')
     t = transport(sshd, registry, python=str(py), timeout="1.5")
     try:
         with pytest.raises(RemoteTimeout, match=r"did not finish within timeout=1.5 s; it was stopped"):
-            t.execute(bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL, mode="paired"), progress=None)
+            t.execute(host_bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL, mode="paired"), progress=None)
     finally:
         t.close()
     assert_nothing_left(sshd)
@@ -352,20 +342,20 @@ def _state(pid: int) -> str:
         return "gone"
 
 
-def test_truncated_result_file(sshd, registry, bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_truncated_result_file(sshd, registry, host_bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
     result_file = tmp_path / "gpu-result.json"
-    result_file.write_text(gpu_result(PROTOCOL, bundle))
+    result_file.write_text(gpu_result(PROTOCOL, host_bundle))
     py = fake_gpu_python(tmp_path / "host", f'head -c 300 {shlex.quote(str(result_file))} > "$out"; exit 0')
     t = transport(sshd, registry, python=str(py))
     try:
         with pytest.raises(WfbenchError, match=r"result.json: not a wfbench result \(truncated JSON"):
-            t.execute(bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL, mode="paired"), progress=None)
+            t.execute(host_bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL, mode="paired"), progress=None)
     finally:
         t.close()
     assert_nothing_left(sshd)
 
 
-def test_reuse_refuses_a_python_without_the_gpu_stack(sshd, registry, bundle) -> None:  # type: ignore[no-untyped-def]
+def test_reuse_refuses_a_python_without_the_gpu_stack(sshd, registry, host_bundle) -> None:  # type: ignore[no-untyped-def]
     base = Path(sys.base_prefix) / "bin" / "python3"
     if sys.prefix == sys.base_prefix or not base.exists():
         pytest.skip("needs a base interpreter beside the test venv")
@@ -376,7 +366,7 @@ def test_reuse_refuses_a_python_without_the_gpu_stack(sshd, registry, bundle) ->
     t = transport(sshd, registry, python=str(base), env="reuse")
     try:
         with pytest.raises(SshError, match=r"lacks numba\.cuda .*install wfbench's gpu extra there"):
-            t.execute(bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL, mode="paired"), progress=None)
+            t.execute(host_bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL, mode="paired"), progress=None)
     finally:
         t.close()
     assert_nothing_left(sshd)
@@ -584,7 +574,7 @@ def test_third_party_case_plugin_is_shipped_and_validates_on_the_host(sshd, tmp_
     assert_nothing_left(sshd)
 
 
-def test_venv_path_errors_are_clear(sshd, registry, bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_venv_path_errors_are_clear(sshd, registry, host_bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
     real, host_python = shlex.quote(sys.executable), shlex.quote(sshd.python)
     host = tmp_path / "host"
     host.mkdir()
@@ -601,14 +591,14 @@ def test_venv_path_errors_are_clear(sshd, registry, bundle, tmp_path) -> None:  
     try:
         with pytest.raises(SshError, match=rf"creating venv {re.escape(str(venv))} failed \(exit 1\): Error: "
                                            r"ensurepip is not available"):
-            t.execute(bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL, mode="paired"), progress=None)
+            t.execute(host_bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL, mode="paired"), progress=None)
     finally:
         t.close()
     t = transport(sshd, registry, python=str(without_pip), env="venv", venv=str(venv))
     try:
         with pytest.raises(SshError, match=r"pip install 'wfbench\[gpu\]' into .* failed: .*No module named pip; "
                                            r"the host needs PyPI access"):
-            t.execute(bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL, mode="paired"), progress=None)
+            t.execute(host_bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL, mode="paired"), progress=None)
     finally:
         t.close()
     assert (venv / "bin" / "python").exists()  # the venv is kept for the next run; the work dir is not
@@ -622,20 +612,20 @@ def test_venv_path_errors_are_clear(sshd, registry, bundle, tmp_path) -> None:  
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_gpu_tests_run_on_the_host_first_and_their_counts_are_in_the_result(sshd, registry, bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_gpu_tests_run_on_the_host_first_and_their_counts_are_in_the_result(sshd, registry, host_bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """pytest is shipped as a wheel with wfbench, the GPU test modules run there with -m gpu (here they skip:
     this host has no GPU), and the counts land in the result; the work directory is removed afterwards."""
     from wfbench_transports import host_tests
 
     result_file = tmp_path / "gpu-result.json"
-    result_file.write_text(gpu_result(PROTOCOL, bundle))
+    result_file.write_text(gpu_result(PROTOCOL, host_bundle))
     order = tmp_path / "order"
     py = fake_gpu_python(tmp_path / "host", f'echo execute >> {shlex.quote(str(order))}; '
                                             f'cp {shlex.quote(str(result_file))} "$out"; exit 0')
     lines: list[str] = []
     t = transport(sshd, registry, lines, python=str(py), gpu_tests=str(ROOT))
     try:
-        result = t.execute(bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL), progress=lines.append)
+        result = t.execute(host_bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL), progress=lines.append)
     finally:
         t.close()
     data = json.loads(result.environment.extra["gpu_tests"])
@@ -649,11 +639,11 @@ def test_gpu_tests_run_on_the_host_first_and_their_counts_are_in_the_result(sshd
     assert_nothing_left(sshd)
 
 
-def test_gpu_tests_option_is_checked_before_anything_is_shipped(sshd, registry, bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_gpu_tests_option_is_checked_before_anything_is_shipped(sshd, registry, host_bundle, tmp_path) -> None:  # type: ignore[no-untyped-def]
     t = transport(sshd, registry, gpu_tests=str(tmp_path))
     try:
         with pytest.raises(WfbenchError, match=r"^gpu_tests=.*: not a wfbench checkout \(no tests/conftest.py"):
-            t.execute(bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL))
+            t.execute(host_bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL))
     finally:
         t.close()
     assert_nothing_left(sshd)

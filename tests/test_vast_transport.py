@@ -41,7 +41,7 @@ from wfbench_transports.vast import (
 )
 
 import vast_api  # tests/vast_api.py
-from sshd import fake_gpu_python, free_port, gpu_result, host_bundle  # tests/sshd.py
+from sshd import fake_gpu_python, free_port, gpu_result  # tests/sshd.py
 from vast_api import VastApi, offer
 from wfbench_transports import vast_selfstop
 
@@ -54,16 +54,6 @@ API_KEY = "vk_9f8e7d6c5b4a39281706f5e4d3c2b1a0"
 #: the SDK methods the transport calls (besides the constructor), checked against the code below
 SDK_METHODS = {"show_instances", "search_offers", "create_instance", "show_instance", "attach_ssh",
                "destroy_instance"}
-
-
-@pytest.fixture(scope="module")
-def registry() -> Registry:
-    return Registry.load()
-
-
-@pytest.fixture(scope="module")
-def bundle(registry: Registry, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return host_bundle(registry, tmp_path_factory.mktemp("bundle"))
 
 
 @pytest.fixture(autouse=True)
@@ -378,11 +368,11 @@ def assert_calls_fit_the_installed_sdk(calls: Calls, sdk: type) -> None:
     assert {name for name, _, _ in calls} == SDK_METHODS | {"__init__"}
 
 
-def test_rental_runs_the_bundle_through_the_real_sdk(sshd, registry, bundle, tmp_path, serve,  # type: ignore[no-untyped-def]
+def test_rental_runs_the_bundle_through_the_real_sdk(sshd, registry, host_bundle, tmp_path, serve,  # type: ignore[no-untyped-def]
                                                      monkeypatch) -> None:
     """H100 SXM: Vast's name and NVML's share no suffix, so only the table can pin it (the fixed bug)."""
     result_file = tmp_path / "gpu-result.json"
-    result_file.write_text(gpu_result(PROTOCOL, bundle, gpu_name="NVIDIA H100 80GB HBM3", cc="9.0"))
+    result_file.write_text(gpu_result(PROTOCOL, host_bundle, gpu_name="NVIDIA H100 80GB HBM3", cc="9.0"))
     py = fake_gpu_python(tmp_path / "host", f'cp {shlex.quote(str(result_file))} "$out"; exit 0')
     api = serve([offer(5, "H100 SXM", cc=900, dph=0.30, gpu_ram=81559.0)], sshd)
     calls, sdk = spy_on_the_sdk(monkeypatch)
@@ -391,7 +381,7 @@ def test_rental_runs_the_bundle_through_the_real_sdk(sshd, registry, bundle, tmp
                       **session_options(sshd, python=str(py), gpu_name="H100_SXM", max_dph="2"))
     assert t.gpu_arch() == "sm_90"  # known before renting: the bundle is built for the pinned GPU
     try:
-        result = t.execute(bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL), progress=lines.append)
+        result = t.execute(host_bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL), progress=lines.append)
     finally:
         t.close()
     iid = api.created[0]
@@ -415,15 +405,15 @@ def test_rental_runs_the_bundle_through_the_real_sdk(sshd, registry, bundle, tmp
     assert init["server_url"] == api.url and init["api_key"] == API_KEY
 
 
-def test_a_result_from_another_gpu_model_is_discarded(sshd, registry, bundle, tmp_path, serve) -> None:  # type: ignore[no-untyped-def]
+def test_a_result_from_another_gpu_model_is_discarded(sshd, registry, host_bundle, tmp_path, serve) -> None:  # type: ignore[no-untyped-def]
     result_file = tmp_path / "gpu-result.json"
-    result_file.write_text(gpu_result(PROTOCOL, bundle, gpu_name="NVIDIA GeForce RTX 4090 D"))
+    result_file.write_text(gpu_result(PROTOCOL, host_bundle, gpu_name="NVIDIA GeForce RTX 4090 D"))
     py = fake_gpu_python(tmp_path / "host", f'cp {shlex.quote(str(result_file))} "$out"; exit 0')
     api = serve([offer(5)], sshd)
     with pytest.raises(VastError, match=r"ran on NVIDIA GeForce RTX 4090 D .* not the pinned RTX_4090 "
                                         r"\(NVIDIA GeForce RTX 4090, 8.9\); the result is not canonical"):
         with make(sshd, registry, python=str(py)) as s:
-            s.execute(bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL))
+            s.execute(host_bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL))
     assert_destroyed_once(api)
 
 
@@ -615,9 +605,9 @@ def test_destroy_that_never_succeeds_is_loud(sshd, registry, serve, capsys) -> N
 
 
 @pytest.mark.parametrize("fault", ["remote run", "fetch", "ctrl-c during the run"])
-def test_host_fault_during_the_run_leaks_nothing(fault, sshd, registry, bundle, tmp_path, serve) -> None:  # type: ignore[no-untyped-def]
+def test_host_fault_during_the_run_leaks_nothing(fault, sshd, registry, host_bundle, tmp_path, serve) -> None:  # type: ignore[no-untyped-def]
     result_file = tmp_path / "gpu-result.json"
-    result_file.write_text(gpu_result(PROTOCOL, bundle))
+    result_file.write_text(gpu_result(PROTOCOL, host_bundle))
     body = {
         "remote run": 'echo "RuntimeError: CUDA_ERROR_ILLEGAL_ADDRESS" >&2; exit 1',
         "fetch": f'head -c 100 {shlex.quote(str(result_file))} > "$out"; exit 0',
@@ -634,7 +624,7 @@ def test_host_fault_during_the_run_leaks_nothing(fault, sshd, registry, bundle, 
     expected = KeyboardInterrupt if fault.startswith("ctrl-c") else WfbenchError
     with pytest.raises(expected) as err:
         try:
-            t.execute(bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL), progress=progress)
+            t.execute(host_bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL), progress=progress)
         finally:
             t.close()
     if fault == "remote run":
@@ -645,7 +635,7 @@ def test_host_fault_during_the_run_leaks_nothing(fault, sshd, registry, bundle, 
     assert sshd.leftovers() == []
 
 
-def test_the_time_budget_stops_the_run_on_the_host(sshd, registry, bundle, tmp_path, serve) -> None:  # type: ignore[no-untyped-def]
+def test_the_time_budget_stops_the_run_on_the_host(sshd, registry, host_bundle, tmp_path, serve) -> None:  # type: ignore[no-untyped-def]
     """The ssh transport gets the rental's deadline at construction: the run is stopped there, then cleaned up."""
     py = fake_gpu_python(tmp_path / "host", 'echo "timing" >&2; sleep 300')
     api = serve([offer(5)], sshd)
@@ -653,7 +643,7 @@ def test_the_time_budget_stops_the_run_on_the_host(sshd, registry, bundle, tmp_p
     with pytest.raises(VastError, match=r"^the time budget of 0.1 min ran out during the run \(it was stopped\); "
                                         r"raise budget_min$"):
         with make(sshd, registry, python=str(py), budget_min="0.1") as s:
-            s.execute(bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL))
+            s.execute(host_bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL))
     # the deadline (0.1 min) was reached, and the run was stopped there (the message), not after its 300 s sleep
     assert time.monotonic() - started >= 6.0
     assert_destroyed_once(api)
@@ -686,8 +676,8 @@ with s:
 """
 
 
-def _child(how: str, sshd, bundle, tmp_path, python: str, **options: str):  # type: ignore[no-untyped-def]
-    cfg = {"how": how, "key": API_KEY, "bundle": str(bundle),
+def _child(how: str, sshd, host_bundle, tmp_path, python: str, **options: str):  # type: ignore[no-untyped-def]
+    cfg = {"how": how, "key": API_KEY, "bundle": str(host_bundle),
            "options": session_options(sshd, python=python, **options)}
     script = tmp_path / "child.py"
     script.write_text(CHILD)
@@ -696,11 +686,11 @@ def _child(how: str, sshd, bundle, tmp_path, python: str, **options: str):  # ty
                             env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(ROOT)})  # this tree's code
 
 
-def test_sigterm_during_the_run_destroys_once(sshd, bundle, tmp_path, serve) -> None:  # type: ignore[no-untyped-def]
+def test_sigterm_during_the_run_destroys_once(sshd, host_bundle, tmp_path, serve) -> None:  # type: ignore[no-untyped-def]
     api = serve([offer(5)], sshd)
     started = tmp_path / "started"
     py = fake_gpu_python(tmp_path / "host", f'touch {shlex.quote(str(started))}; sleep 300')
-    proc = _child("run", sshd, bundle, tmp_path, str(py))
+    proc = _child("run", sshd, host_bundle, tmp_path, str(py))
     deadline = time.monotonic() + 60
     while not started.exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -714,12 +704,12 @@ def test_sigterm_during_the_run_destroys_once(sshd, bundle, tmp_path, serve) -> 
     assert sshd.leftovers() == []
 
 
-def test_a_controller_killed_with_sigkill_leaves_an_instance_that_destroys_itself(sshd, bundle, tmp_path,  # type: ignore[no-untyped-def]
+def test_a_controller_killed_with_sigkill_leaves_an_instance_that_destroys_itself(sshd, host_bundle, tmp_path,  # type: ignore[no-untyped-def]
                                                                                   serve) -> None:
     """kill -9 runs no handler: the instance is left, billing, until its own deadline (the budget left when it
     was rented, plus grace_s); then its onstart destroys it with the instance's own key."""
     api = serve([offer(5)], sshd)
-    proc = _child("hold", sshd, bundle, tmp_path, sys.executable, budget_min="0.1", grace_s="0")
+    proc = _child("hold", sshd, host_bundle, tmp_path, sys.executable, budget_min="0.1", grace_s="0")
     assert proc.stdout is not None and proc.stdout.readline().strip() == "rented", proc.communicate(timeout=30)
     proc.kill()
     proc.wait(30)
@@ -736,9 +726,9 @@ def test_a_controller_killed_with_sigkill_leaves_an_instance_that_destroys_itsel
     proc.communicate(timeout=30)
 
 
-def test_interpreter_exit_destroys_once(sshd, bundle, tmp_path, serve) -> None:  # type: ignore[no-untyped-def]
+def test_interpreter_exit_destroys_once(sshd, host_bundle, tmp_path, serve) -> None:  # type: ignore[no-untyped-def]
     api = serve([offer(5)], sshd)
-    proc = _child("exit", sshd, bundle, tmp_path, sys.executable)
+    proc = _child("exit", sshd, host_bundle, tmp_path, sys.executable)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0 and "rented" in out, err
     assert len(api.created) == 1, api.requests
@@ -746,7 +736,7 @@ def test_interpreter_exit_destroys_once(sshd, bundle, tmp_path, serve) -> None: 
     assert "interpreter exiting; destroying instance" in err
 
 
-def test_sigterm_destroys_even_when_the_caller_catches_system_exit(sshd, registry, bundle, tmp_path,  # type: ignore[no-untyped-def]
+def test_sigterm_destroys_even_when_the_caller_catches_system_exit(sshd, registry, host_bundle, tmp_path,  # type: ignore[no-untyped-def]
                                                                    serve) -> None:
     """A pytest session holding the rental turns SystemExit into one failed test: the instance must be gone."""
     py = fake_gpu_python(tmp_path / "host", 'echo "timing" >&2; sleep 300')
@@ -760,13 +750,13 @@ def test_sigterm_destroys_even_when_the_caller_catches_system_exit(sshd, registr
     s = VastSession(registry=registry, progress=progress, api_key=API_KEY, **session_options(sshd, python=str(py)))
     s.start()
     with pytest.raises(SystemExit) as err:
-        s.execute(bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL), progress=progress)
+        s.execute(host_bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL), progress=progress)
     assert err.value.code == 128 + signal.SIGTERM
     iid = api.created[0]
     assert_destroyed_once(api)  # before anyone calls stop()
     assert sshd.leftovers() == []
     with pytest.raises(VastError, match="the Vast.ai rental is not available: ended by SIGTERM"):
-        s.execute(bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL))
+        s.execute(host_bundle, ExecuteRequest(case_ids=("scale_i64",), protocol=PROTOCOL))
     s.stop()
     assert api.destroy_requests(iid) == 1
     assert signal.getsignal(signal.SIGTERM) == before  # the session's handler is gone again
