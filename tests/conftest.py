@@ -5,8 +5,12 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from wfbench_core.discover.registry import Registry
 
 
 def _gpu_reason() -> str | None:
@@ -93,7 +97,7 @@ def sshd(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-d
 
 
 @pytest.fixture(scope="module")
-def registry():  # type: ignore[no-untyped-def]
+def registry() -> Registry:
     """The installed cases (their entry points), loaded once a module; a module may define its own."""
     from wfbench_core.discover.registry import Registry
 
@@ -101,7 +105,7 @@ def registry():  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(scope="module")
-def host_bundle(registry, tmp_path_factory: pytest.TempPathFactory) -> Path:  # type: ignore[no-untyped-def]
+def host_bundle(registry: Registry, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A bundle of scale_i64 from the stored PTX, for the remote transports to run on the host (one a module);
     skips unless this Python (the host's interpreter in these tests) has wfbench's gpu extra."""
     from sshd import gpu_stack_missing  # tests/sshd.py

@@ -7,7 +7,10 @@ import importlib.util
 import os
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from wfbench_core.discover.registry import Registry
 
 TOOLS = Path(__file__).resolve().parents[1] / "tools"
 TESTS = Path(__file__).resolve().parent
@@ -23,7 +26,7 @@ def load_tool(name: str) -> ModuleType:
     return module
 
 
-def stored_ptx_bundle(case_ids: tuple[str, ...], out: Path, registry: Any = None) -> Path:
+def stored_ptx_bundle(case_ids: tuple[str, ...], out: Path, registry: Registry | None = None) -> Path:
     """A real bundle of the built-in cases ``case_ids`` at ``out``, its WarpForth side from :data:`STORED_PTX`."""
     from wfbench_core.discover.registry import Registry
     from wfbench_core.testing import bundle_from_ptx, ptx_dir_loader
